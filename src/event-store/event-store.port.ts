@@ -1,0 +1,123 @@
+/**
+ * The event store port. Everything in llm-ledger is appended through it and read back from it; the
+ * embedded SQLite store and the EventStoreDB adapter both implement it and both pass one contract suite
+ * (test/event-store/event-store.contract.ts).
+ *
+ * The store knows nothing of the domain: it moves `{ type, data, metadata }` JSON records.
+ * Revisions and global positions are `bigint`, so EventStoreDB's 64-bit values pass without loss.
+ */
+
+/** Expected revision of a stream before an append (EventStoreDB's vocabulary). */
+export type ExpectedRevision = 'no_stream' | 'any' | 'stream_exists' | bigint;
+
+/** Metadata every event carries. `schemaVersion` lets readers upcast old shapes (see upcasting.ts). */
+export interface EventMetadata {
+  readonly schemaVersion: number;
+  readonly correlationId?: string;
+  readonly causationId?: string;
+  readonly [key: string]: unknown;
+}
+
+/** An event to append. `id` is unique across the store: re-appending the same ids is a no-op. */
+export interface NewEvent<Type extends string = string, Data = unknown> {
+  readonly id: string;
+  readonly type: Type;
+  readonly data: Data;
+  readonly metadata: EventMetadata;
+}
+
+/** An event as stored: its stream, its revision within the stream and its global (commit) position. */
+export interface RecordedEvent<Type extends string = string, Data = unknown> extends NewEvent<Type, Data> {
+  readonly streamName: string;
+  /** 0-based position within the stream. */
+  readonly revision: bigint;
+  /** Position in the global log; strictly increasing in commit order. */
+  readonly position: bigint;
+  /** When the store committed the event (ISO-8601, UTC). */
+  readonly recordedAt: string;
+}
+
+export interface AppendOptions {
+  readonly expectedRevision: ExpectedRevision;
+}
+
+export interface AppendResult {
+  /** Revision of the last event now in the stream (the expected revision for the next append). */
+  readonly nextExpectedRevision: bigint;
+  /** Global position of the last appended event. */
+  readonly position: bigint;
+}
+
+export interface ReadStreamOptions {
+  /** First revision to read (inclusive). Default 0. */
+  readonly fromRevision?: bigint;
+  /** Upper bound on events returned. */
+  readonly maxCount?: number;
+}
+
+export interface ReadAllOptions {
+  /** Read events whose position is strictly greater than this. Default: from the beginning. */
+  readonly after?: bigint;
+  /** Upper bound on events returned. */
+  readonly maxCount?: number;
+}
+
+export interface SubscribeOptions {
+  /** Deliver events whose position is strictly greater than this (a checkpoint). Default: from the beginning. */
+  readonly after?: bigint;
+}
+
+export type SubscriptionHandler = (event: RecordedEvent) => Promise<void> | void;
+
+export interface Subscription {
+  /** Stop delivering; resolves once no handler call is in flight. */
+  stop(): Promise<void>;
+  /** Position of the last event delivered and handled, if any. */
+  readonly lastPosition: bigint | undefined;
+}
+
+export interface EventStore {
+  /** Appends atomically with optimistic concurrency; throws ConcurrencyError on a revision mismatch. */
+  append(streamName: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult>;
+  /** Events of one stream in revision order; an empty array for a stream that does not exist. */
+  readStream(streamName: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
+  /** Current revision of a stream, or undefined when it does not exist. */
+  streamRevision(streamName: string): Promise<bigint | undefined>;
+  /** All events in global (commit) order. */
+  readAll(options?: ReadAllOptions): Promise<RecordedEvent[]>;
+  /** Catch up from a position, then follow live, handing each event to the handler exactly once and in order. */
+  subscribeToAll(handler: SubscriptionHandler, options?: SubscribeOptions): Subscription;
+  /** Position of the last event in the log, or undefined for an empty log. */
+  headPosition(): Promise<bigint | undefined>;
+  /** Releases connections and file handles. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Thrown when the stream's actual revision does not match the expected one. */
+export class ConcurrencyError extends Error {
+  override readonly name = 'ConcurrencyError';
+
+  constructor(
+    readonly streamName: string,
+    readonly expected: ExpectedRevision,
+    readonly actual: bigint | 'no_stream',
+  ) {
+    super(
+      `Wrong expected revision on stream "${streamName}": expected ${String(expected)}, actual ${String(actual)}`,
+    );
+  }
+}
+
+/** Thrown for input the store refuses before writing anything (bad stream name, unserialisable data…). */
+export class InvalidEventStoreInputError extends Error {
+  override readonly name = 'InvalidEventStoreInputError';
+
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(`${field}: ${message}`);
+  }
+}
+
+export const EVENT_STORE = Symbol('EVENT_STORE');

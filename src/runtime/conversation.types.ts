@@ -1,0 +1,67 @@
+/**
+ * Inputs and results of a bounded conversation (SPEC §5, §7). Plain data: the accounting core copies
+ * limits and prices from the publication, and records attempts and outcomes as events.
+ */
+import type { FaultClass } from './faults';
+import type { Usage } from './provider.port';
+
+/** Published limits of an operation. Times in milliseconds. */
+export interface ConversationLimits {
+  readonly maxTurns: number;
+  readonly maxToolCalls: number;
+  readonly totalTimeMs: number;
+  readonly attemptTimeoutMs: number;
+  readonly maxOutputTokens: number;
+  /** Default 3 (SPEC §6). */
+  readonly maxAttemptsPerTurn: number;
+}
+
+/** The rate version: integer credits per million tokens. */
+export interface Prices {
+  readonly inputPerMTok: number;
+  readonly outputPerMTok: number;
+  readonly cacheWritePerMTok: number;
+  readonly cacheReadPerMTok: number;
+}
+
+export const OUTCOMES = [
+  'completed',
+  'turn_limit',
+  'tool_limit',
+  'credit_limit',
+  'time_limit',
+  'refused_by_model',
+  'incomplete',
+  'protocol_error',
+  'cancelled',
+  'failed',
+] as const;
+
+export type Outcome = (typeof OUTCOMES)[number];
+
+/** The bound that ended a conversation, named as the publication names it. */
+export type EndingLimit = 'maxTurns' | 'maxToolCalls' | 'creditHold' | 'totalTimeMs';
+
+export type AttemptClassification = 'ok' | FaultClass;
+
+/** One provider attempt (SPEC §7). Carries no conversation body. */
+export interface AttemptRecord {
+  /** 1-based turn number. */
+  readonly turn: number;
+  /** 0 for the first try of the turn. */
+  readonly retry: number;
+  /** Clock time when the attempt was sent (ms since epoch, from the injected clock). */
+  readonly startedAtMs: number;
+  readonly durationMs: number;
+  /** The wait taken before this attempt (0 for a first try). */
+  readonly waitBeforeMs: number;
+  readonly classification: AttemptClassification;
+  /** The attempt ended because its own timeout ran out. */
+  readonly timedOut: boolean;
+  readonly httpStatus?: number;
+  readonly providerRequestId?: string;
+  readonly model: string;
+  readonly usage?: Usage;
+  /** Integer credits, rounded up, at the invocation's rate version. */
+  readonly priceCredits: number;
+}

@@ -1,0 +1,100 @@
+/**
+ * The provider port: one model request with a timeout and a signal, answered with a response or a
+ * thrown ProviderFault. The runtime imports no SDK; adapters (src/providers/) plug in here.
+ */
+
+/** Token usage as the provider reported it. All counts are non-negative integers. */
+export interface Usage {
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  readonly cacheWriteTokens: number;
+  readonly cacheReadTokens: number;
+}
+
+export interface TextBlock {
+  readonly type: 'text';
+  readonly text: string;
+  /** The feature marks this content stable, so a provider may cache it (BR-CAP-PFM-LLM-002-12). */
+  readonly stable?: boolean;
+}
+
+export interface ToolUseBlock {
+  readonly type: 'tool_use';
+  /** The call id the model chose; a result must answer it. */
+  readonly id: string;
+  readonly name: string;
+  readonly input: unknown;
+}
+
+export interface ToolResultBlock {
+  readonly type: 'tool_result';
+  readonly toolUseId: string;
+  /** The result as text (JSON for structured values). Error texts are bounded and carry no stack. */
+  readonly content: string;
+  readonly isError: boolean;
+}
+
+export type ContentBlock = TextBlock | ToolUseBlock | ToolResultBlock;
+
+export interface Message {
+  readonly role: 'user' | 'assistant';
+  readonly content: readonly ContentBlock[];
+}
+
+/** What a provider is told about a tool. */
+export interface ToolDefinition {
+  readonly name: string;
+  readonly description: string;
+  /** JSON Schema (draft 2020-12 subset) of the tool's input object. */
+  readonly inputSchema: Record<string, unknown>;
+  /** Tool definitions are stable across turns and may be cached. */
+  readonly stable?: boolean;
+}
+
+export interface ProviderRequest {
+  readonly model: string;
+  /** Stable instructions. */
+  readonly system: readonly TextBlock[];
+  readonly messages: readonly Message[];
+  readonly tools: readonly ToolDefinition[];
+  readonly maxOutputTokens: number;
+}
+
+/**
+ * Why the model stopped, in the runtime's terms. `context_window_exceeded` is the provider's
+ * `model_context_window_exceeded`.
+ */
+export type StopReason =
+  | 'end_turn'
+  | 'tool_use'
+  | 'max_tokens'
+  | 'refusal'
+  | 'pause_turn'
+  | 'stop_sequence'
+  | 'context_window_exceeded';
+
+export interface ProviderResponse {
+  readonly stopReason: StopReason;
+  /** Text and tool_use blocks, in the order the model produced them. */
+  readonly content: readonly (TextBlock | ToolUseBlock)[];
+  /** Undefined when the provider reported none. */
+  readonly usage?: Usage;
+  readonly providerRequestId?: string;
+  /** The model that actually answered. */
+  readonly model: string;
+  readonly httpStatus?: number;
+}
+
+export interface SendOptions {
+  /** This attempt's timeout: min(attemptTimeoutMs, remaining conversation time). */
+  readonly timeoutMs: number;
+  /** Fires on cancellation or at the conversation deadline. */
+  readonly signal: AbortSignal;
+}
+
+export interface Provider {
+  /** `routing.provider` of the publications it serves. */
+  readonly name: string;
+  /** Sends one request; throws only ProviderFault. Makes exactly one attempt (no hidden retries). */
+  send(request: ProviderRequest, options: SendOptions): Promise<ProviderResponse>;
+}
