@@ -1,0 +1,66 @@
+/**
+ * Commands of a credit account (SPEC §3, §10). Times are ISO-8601 from the handler's clock: deciders
+ * read no clock. The decider re-checks every field at run time and names the bad one.
+ */
+import type { DomainCommand } from '../domain/decider';
+
+/** Operator grant. Repeating `idempotencyKey` with the same request returns the first result. */
+export type GrantCredits = DomainCommand<
+  'GrantCredits',
+  {
+    /** Positive integer, at most MAX_LEDGER_ENTRY_CREDITS. */
+    readonly credits: number;
+    readonly reason: string;
+    readonly idempotencyKey: string;
+    readonly grantedAt: string;
+  }
+>;
+
+/** Operator correction, either way. Same idempotency rules as a grant, in the same key space. */
+export type AdjustCredits = DomainCommand<
+  'AdjustCredits',
+  {
+    /** Non-zero integer; may be negative. Magnitude at most MAX_LEDGER_ENTRY_CREDITS. */
+    readonly credits: number;
+    readonly reason: string;
+    readonly idempotencyKey: string;
+    readonly adjustedAt: string;
+  }
+>;
+
+/** Changes the organization switch and/or its running-slot limit; at least one must be given. */
+export type ChangeSettings = DomainCommand<
+  'ChangeSettings',
+  {
+    readonly aiEnabled?: boolean;
+    /** Positive integer, at most MAX_RUNNING_LIMIT. Lowering it below `running` evicts no one. */
+    readonly maxRunning?: number;
+    readonly changedAt: string;
+  }
+>;
+
+/**
+ * Holds an admitted invocation's `creditHold` and takes a slot. Refused (AdmissionRefusedError) when
+ * the account's own admission checks fail, so the stream never over-commits even if a caller skipped
+ * `decideAdmission`. The operation checks (unknown or disabled) are the caller's, from the catalog.
+ */
+export type PlaceHold = DomainCommand<
+  'PlaceHold',
+  {
+    readonly invocationId: string;
+    readonly credits: number;
+    readonly placedAt: string;
+  }
+>;
+
+/** Closes the invocation's open hold with its charge; a no-op when it has none. */
+export type SettleHold = DomainCommand<
+  'SettleHold',
+  {
+    readonly invocationId: string;
+    readonly chargeCredits: number;
+    readonly settledAt: string;
+  }
+>;
+
+export type AccountCommand = GrantCredits | AdjustCredits | ChangeSettings | PlaceHold | SettleHold;

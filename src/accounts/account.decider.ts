@@ -1,0 +1,142 @@
+/**
+ * The credit account decider (SPEC §3). Grants and adjustments are idempotent by key; holds and their
+ * settlements name their invocation, so each is placed and settled at most once however often a
+ * command is retried or replayed.
+ */
+import { MAX_CREDIT_HOLD_CREDITS } from '../catalog/publication.validation';
+import type { Decider } from '../domain/decider';
+import { IdempotencyConflictError, ValidationError } from '../domain/domain.errors';
+import { FieldChecks, MAX_ID_CHARS, MAX_REASON_CHARS } from '../domain/field-checks';
+import { MAX_LEDGER_ENTRY_CREDITS, MAX_RUNNING_LIMIT } from './account.bounds';
+import type { AccountCommand, AdjustCredits, ChangeSettings, GrantCredits, PlaceHold, SettleHold } from './account.commands';
+import type { AccountEvent } from './account.events';
+import { AccountState, evolveAccount, initialAccountState, LedgerEntry } from './account.state';
+import { admit, AdmissionRefusedError, refusalOf } from './admission.policy';
+
+/**
+ * - GrantCredits / AdjustCredits → CreditsGranted / CreditsAdjusted; a repeated key with the same
+ *   kind, credits and reason emits nothing (read the first result with `ledgerEntryFor`); the same key
+ *   for anything else is an IdempotencyConflictError.
+ * - ChangeSettings → OrganizationSettingsChanged, or nothing when both settings already hold.
+ * - PlaceHold → HoldPlaced; nothing if the invocation already has this hold open (a conflict if with
+ *   other credits); AdmissionRefusedError when the account would refuse it.
+ * - SettleHold → HoldSettled; nothing when the invocation has no open hold (settled already, or never
+ *   held, e.g. a request that stopped at estimated).
+ */
+export function decideAccount(command: AccountCommand, state: AccountState): AccountEvent[] {
+  switch (command.type) {
+    case 'GrantCredits':
+      return grant(command, state);
+    case 'AdjustCredits':
+      return adjust(command, state);
+    case 'ChangeSettings':
+      return changeSettings(command, state);
+    case 'PlaceHold':
+      return placeHold(command, state);
+    case 'SettleHold':
+      return settleHold(command, state);
+    default:
+      throw ValidationError.of('type', `unknown account command ${(command as { type: unknown }).type}`);
+  }
+}
+
+export const accountDecider: Decider<AccountCommand, AccountEvent, AccountState> = {
+  decide: decideAccount,
+  evolve: evolveAccount,
+  initialState: initialAccountState,
+};
+
+function grant({ data }: GrantCredits, state: AccountState): AccountEvent[] {
+  const checks = new FieldChecks();
+  const credits = checks.integer('credits', data.credits, { min: 1, max: MAX_LEDGER_ENTRY_CREDITS, unit: 'credits' });
+  const reason = checks.text('reason', data.reason, MAX_REASON_CHARS);
+  const idempotencyKey = checks.text('idempotencyKey', data.idempotencyKey, MAX_ID_CHARS);
+  const grantedAt = checks.instant('grantedAt', data.grantedAt);
+  checks.throwIfAny();
+  if (isRepeat(state, idempotencyKey, { kind: 'grant', credits, reason })) return [];
+  assertExact('credits', state.granted + credits);
+  return [{ type: 'CreditsGranted', data: { credits, reason, idempotencyKey, grantedAt } }];
+}
+
+function adjust({ data }: AdjustCredits, state: AccountState): AccountEvent[] {
+  const checks = new FieldChecks();
+  const credits = checks.integer('credits', data.credits, {
+    min: -MAX_LEDGER_ENTRY_CREDITS,
+    max: MAX_LEDGER_ENTRY_CREDITS,
+    unit: 'credits',
+  });
+  if (credits === 0) checks.add('credits', 'must not be zero');
+  const reason = checks.text('reason', data.reason, MAX_REASON_CHARS);
+  const idempotencyKey = checks.text('idempotencyKey', data.idempotencyKey, MAX_ID_CHARS);
+  const adjustedAt = checks.instant('adjustedAt', data.adjustedAt);
+  checks.throwIfAny();
+  if (isRepeat(state, idempotencyKey, { kind: 'adjustment', credits, reason })) return [];
+  assertExact('credits', state.adjustments + credits);
+  return [{ type: 'CreditsAdjusted', data: { credits, reason, idempotencyKey, adjustedAt } }];
+}
+
+function changeSettings({ data }: ChangeSettings, state: AccountState): AccountEvent[] {
+  const checks = new FieldChecks();
+  if (data.aiEnabled === undefined && data.maxRunning === undefined) {
+    checks.add('settings', 'name aiEnabled, maxRunning or both');
+  }
+  const aiEnabled = data.aiEnabled === undefined ? state.aiEnabled : checks.boolean('aiEnabled', data.aiEnabled);
+  const maxRunning =
+    data.maxRunning === undefined
+      ? state.maxRunning
+      : checks.integer('maxRunning', data.maxRunning, { min: 1, max: MAX_RUNNING_LIMIT, unit: 'running invocations' });
+  const changedAt = checks.instant('changedAt', data.changedAt);
+  checks.throwIfAny();
+  // Nothing changes: a repeated PUT writes nothing. A new account still records its first settings.
+  if (state.exists && aiEnabled === state.aiEnabled && maxRunning === state.maxRunning) return [];
+  return [{ type: 'OrganizationSettingsChanged', data: { aiEnabled, maxRunning, changedAt } }];
+}
+
+function placeHold({ data }: PlaceHold, state: AccountState): AccountEvent[] {
+  const checks = new FieldChecks();
+  const invocationId = checks.id('invocationId', data.invocationId);
+  const credits = checks.integer('credits', data.credits, { min: 0, max: MAX_CREDIT_HOLD_CREDITS, unit: 'credits' });
+  const placedAt = checks.instant('placedAt', data.placedAt);
+  checks.throwIfAny();
+  const open = state.openHolds.get(invocationId);
+  if (open !== undefined) {
+    // Checked before admission: the hold itself fills a slot, and its retry must not be refused for it.
+    if (open.credits === credits) return [];
+    throw new IdempotencyConflictError(invocationId, `invocation ${invocationId} already holds ${open.credits} credits`);
+  }
+  const admission = admit(state, { creditHold: credits });
+  if (!admission.admitted) throw new AdmissionRefusedError(refusalOf(admission));
+  return [{ type: 'HoldPlaced', data: { invocationId, credits, placedAt } }];
+}
+
+function settleHold({ data }: SettleHold, state: AccountState): AccountEvent[] {
+  const checks = new FieldChecks();
+  const invocationId = checks.id('invocationId', data.invocationId);
+  const chargeCredits = checks.integer('chargeCredits', data.chargeCredits, {
+    min: 0,
+    max: Number.MAX_SAFE_INTEGER,
+    unit: 'credits',
+  });
+  const settledAt = checks.instant('settledAt', data.settledAt);
+  checks.throwIfAny();
+  const open = state.openHolds.get(invocationId);
+  if (open === undefined) return [];
+  assertExact('chargeCredits', state.charged + chargeCredits);
+  return [{ type: 'HoldSettled', data: { invocationId, heldCredits: open.credits, chargedCredits: chargeCredits, settledAt } }];
+}
+
+/** True for a repeat of the key's first request; throws when the key was used for another one. */
+function isRepeat(state: AccountState, key: string, request: Omit<LedgerEntry, 'at'>): boolean {
+  const first = state.ledgerEntries.get(key);
+  if (first === undefined) return false;
+  if (first.kind === request.kind && first.credits === request.credits && first.reason === request.reason) return true;
+  throw new IdempotencyConflictError(
+    key,
+    `idempotency key ${key} was used for a ${first.kind} of ${first.credits} credits (${JSON.stringify(first.reason)})`,
+  );
+}
+
+/** Totals stay exact integers: refuse an entry that would push one past Number.MAX_SAFE_INTEGER. */
+function assertExact(field: string, total: number): void {
+  if (!Number.isSafeInteger(total)) throw ValidationError.of(field, 'would take the account totals past exact integers');
+}

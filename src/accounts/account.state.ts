@@ -1,0 +1,165 @@
+/**
+ * State of a credit account and the figures derived from it. The state grows with grants and
+ * adjustments (operator actions, kept for idempotency) and with holds in flight, never with the number
+ * of invocations an account has seen: a settled hold leaves nothing behind, so admission costs the
+ * same on a young stream and an old one.
+ */
+import { isoToMs } from '../domain/field-checks';
+import { DEFAULT_MAX_RUNNING } from './account.bounds';
+import type { AccountEvent } from './account.events';
+
+/** A hold not yet settled. */
+export interface OpenHold {
+  readonly credits: number;
+  /** ISO-8601; lets a reconciler find holds older than a threshold. */
+  readonly placedAt: string;
+}
+
+/** The first result of an idempotency key, returned again when the key is repeated. */
+export interface LedgerEntry {
+  readonly kind: 'grant' | 'adjustment';
+  readonly credits: number;
+  readonly reason: string;
+  readonly at: string;
+}
+
+export interface AccountState {
+  /** False until the stream has an event: an organization nobody has granted to or configured. */
+  readonly exists: boolean;
+  readonly granted: number;
+  /** Sum of adjustments; may be negative. */
+  readonly adjustments: number;
+  readonly charged: number;
+  readonly aiEnabled: boolean;
+  readonly maxRunning: number;
+  /** invocationId → its open hold. One entry per running invocation. */
+  readonly openHolds: ReadonlyMap<string, OpenHold>;
+  /** idempotencyKey → the grant or adjustment it produced. */
+  readonly ledgerEntries: ReadonlyMap<string, LedgerEntry>;
+}
+
+/** A new organization may use AI and run DEFAULT_MAX_RUNNING invocations at once. */
+export function initialAccountState(): AccountState {
+  return {
+    exists: false,
+    granted: 0,
+    adjustments: 0,
+    charged: 0,
+    aiEnabled: true,
+    maxRunning: DEFAULT_MAX_RUNNING,
+    openHolds: new Map(),
+    ledgerEntries: new Map(),
+  };
+}
+
+/** Credits held by open holds. */
+export function heldCredits(state: AccountState): number {
+  let held = 0;
+  for (const hold of state.openHolds.values()) held += hold.credits;
+  return held;
+}
+
+/** Running slots taken: one per open hold. */
+export function runningCount(state: AccountState): number {
+  return state.openHolds.size;
+}
+
+/**
+ * `granted + adjustments − charged − held` (SPEC §3). Below zero only after a settlement charged more
+ * than its hold, or a negative adjustment.
+ */
+export function availableCredits(state: AccountState): number {
+  return state.granted + state.adjustments - state.charged - heldCredits(state);
+}
+
+/** The balance read of SPEC §10, `GET /v1/organizations/:organizationId/balance`. */
+export interface Balance {
+  readonly granted: number;
+  readonly adjustments: number;
+  readonly held: number;
+  readonly charged: number;
+  readonly available: number;
+  readonly running: number;
+}
+
+export function balanceOf(state: AccountState): Balance {
+  const held = heldCredits(state);
+  return {
+    granted: state.granted,
+    adjustments: state.adjustments,
+    held,
+    charged: state.charged,
+    available: state.granted + state.adjustments - state.charged - held,
+    running: runningCount(state),
+  };
+}
+
+/**
+ * Open holds placed more than `olderThanMs` before `nowMs`: candidates for reconciliation when a
+ * process died between settling an invocation and settling its hold (settle the hold with the
+ * invocation's recorded charge; leave it if the invocation is still in flight).
+ */
+export function openHoldsOlderThan(
+  state: AccountState,
+  nowMs: number,
+  olderThanMs: number,
+): { readonly invocationId: string; readonly hold: OpenHold }[] {
+  const stale: { invocationId: string; hold: OpenHold }[] = [];
+  for (const [invocationId, hold] of state.openHolds) {
+    if (nowMs - isoToMs(hold.placedAt) > olderThanMs) stale.push({ invocationId, hold });
+  }
+  return stale;
+}
+
+/** What an idempotency key produced first, if it was used on this account. */
+export function ledgerEntryFor(state: AccountState, idempotencyKey: string): LedgerEntry | undefined {
+  return state.ledgerEntries.get(idempotencyKey);
+}
+
+export function evolveAccount(state: AccountState, event: AccountEvent): AccountState {
+  switch (event.type) {
+    case 'CreditsGranted': {
+      const { credits, reason, idempotencyKey, grantedAt } = event.data;
+      return {
+        ...state,
+        exists: true,
+        granted: state.granted + credits,
+        ledgerEntries: withEntry(state.ledgerEntries, idempotencyKey, { kind: 'grant', credits, reason, at: grantedAt }),
+      };
+    }
+    case 'CreditsAdjusted': {
+      const { credits, reason, idempotencyKey, adjustedAt } = event.data;
+      return {
+        ...state,
+        exists: true,
+        adjustments: state.adjustments + credits,
+        ledgerEntries: withEntry(state.ledgerEntries, idempotencyKey, { kind: 'adjustment', credits, reason, at: adjustedAt }),
+      };
+    }
+    case 'OrganizationSettingsChanged':
+      return { ...state, exists: true, aiEnabled: event.data.aiEnabled, maxRunning: event.data.maxRunning };
+    case 'HoldPlaced': {
+      const openHolds = new Map(state.openHolds);
+      openHolds.set(event.data.invocationId, { credits: event.data.credits, placedAt: event.data.placedAt });
+      return { ...state, exists: true, openHolds };
+    }
+    case 'HoldSettled': {
+      const openHolds = new Map(state.openHolds);
+      openHolds.delete(event.data.invocationId);
+      return { ...state, exists: true, charged: state.charged + event.data.chargedCredits, openHolds };
+    }
+    default:
+      // An event type this version does not know (written by a newer one) changes nothing here.
+      return state;
+  }
+}
+
+function withEntry(
+  entries: ReadonlyMap<string, LedgerEntry>,
+  key: string,
+  entry: LedgerEntry,
+): ReadonlyMap<string, LedgerEntry> {
+  const next = new Map(entries);
+  next.set(key, entry);
+  return next;
+}

@@ -1,0 +1,247 @@
+/**
+ * The invocation decider: STATE-PFM-LLM-001 (SPEC §4) and attempt records (§7). Exactly the fourteen
+ * transitions of the table; any other command in a state throws IllegalTransitionError naming both
+ * and emits nothing. Settlement charges are computed here, from the state, never taken from a caller.
+ */
+import { ACCESS_REFUSAL_REASONS, ADMISSION_REFUSAL_REASONS } from '../accounts/admission.policy';
+import { MAX_CREDIT_HOLD_CREDITS } from '../catalog/publication.validation';
+import type { Decider } from '../domain/decider';
+import { IllegalTransitionError, ValidationError } from '../domain/domain.errors';
+import { FieldChecks, isoToMs, MAX_ID_CHARS } from '../domain/field-checks';
+import { EndingLimit, Outcome, OUTCOMES } from '../runtime/conversation.types';
+import { FAULT_CLASSES } from '../runtime/faults';
+import { priceAttemptCredits } from './attempt.pricing';
+import type {
+  CompleteInvocation,
+  EstimateInvocation,
+  FailInvocation,
+  InvocationCommand,
+  RecordAttempt,
+  RefuseInvocation,
+  SettleInvocation,
+} from './invocation.commands';
+import { InvocationEvent, InvocationStatus, MAX_RETAINED_ATTEMPTS, SETTLED_BY, SettledBy, SettlementTransition } from './invocation.events';
+import { evolveInvocation, initialInvocationState, InvocationState, isStale, isUnmeasured } from './invocation.state';
+import { readAttempt, readReport, refusalFromState } from './invocation.validation';
+
+type Status = InvocationStatus | 'initial';
+
+/** Where each command may be decided at all; finer guards (e.g. who may settle) come after. */
+const ALLOWED_IN: Readonly<Record<InvocationCommand['type'], readonly Status[]>> = {
+  EstimateInvocation: ['initial'],
+  RefuseInvocation: ['estimated'],
+  ReserveInvocation: ['estimated'],
+  DispatchInvocation: ['reserved'],
+  RecordAttempt: ['dispatched'],
+  CompleteInvocation: ['dispatched'],
+  FailInvocation: ['dispatched'],
+  MarkInvocationPending: ['completed'],
+  SettleInvocation: ['estimated', 'reserved', 'dispatched', 'completed', 'pending', 'failed'],
+};
+
+const COMPLETED_OUTCOMES = OUTCOMES.filter((outcome) => outcome !== 'failed');
+/** The limit a limit outcome ended at; other outcomes name none. */
+const LIMIT_OF_OUTCOME: Partial<Record<Outcome, EndingLimit>> = {
+  turn_limit: 'maxTurns',
+  tool_limit: 'maxToolCalls',
+  credit_limit: 'creditHold',
+  time_limit: 'totalTimeMs',
+};
+
+/**
+ * Decides one command. Transitions: Estimate (→ estimated), Refuse (1, 2), Reserve (3), Dispatch (4),
+ * Complete (5), Fail (6), MarkPending (7), Settle (8–14). Settle's charge, by the state it closes:
+ * completed → spent (8); pending → estimate (9); failed → spent (10); dispatched → estimate, by the
+ * runtime's exception path (11) or the sweep (14); estimated (12) and reserved (13) → 0, sweep only.
+ * Once a result is recorded (completed, pending, failed) any of runtime, exception or sweep may close
+ * it at the same charge, so a crash after the result does not strand it.
+ */
+export function decideInvocation(command: InvocationCommand, state: InvocationState): InvocationEvent[] {
+  const allowed = ALLOWED_IN[command.type];
+  if (allowed === undefined) throw ValidationError.of('type', `unknown invocation command ${String(command.type)}`);
+  if (!allowed.includes(state.status)) throw new IllegalTransitionError(state.status, command.type);
+
+  switch (command.type) {
+    case 'EstimateInvocation':
+      return estimate(command);
+    case 'RefuseInvocation':
+      return refuse(command, state);
+    case 'ReserveInvocation': {
+      const reservedAt = instantOrThrow('reservedAt', command.data.reservedAt);
+      if (state.publication === null || !state.publication.enabled) {
+        throw new IllegalTransitionError(state.status, command.type, 'the operation is unknown or disabled; refuse it (transition 1)');
+      }
+      return [{ type: 'InvocationReserved', data: { creditHold: state.estimate, reservedAt } }];
+    }
+    case 'DispatchInvocation':
+      return [{ type: 'InvocationDispatched', data: { dispatchedAt: instantOrThrow('dispatchedAt', command.data.dispatchedAt) } }];
+    case 'RecordAttempt':
+      return recordAttempt(command, state);
+    case 'CompleteInvocation':
+      return complete(command, state);
+    case 'FailInvocation':
+      return fail(command, state);
+    case 'MarkInvocationPending': {
+      const pendingAt = instantOrThrow('pendingAt', command.data.pendingAt);
+      if (!isUnmeasured(state)) {
+        throw new IllegalTransitionError(state.status, command.type, 'its cost was measured (or nothing was sent); settle it at its spend (transition 8)');
+      }
+      return [{ type: 'InvocationPending', data: { pendingAt } }];
+    }
+    case 'SettleInvocation':
+      return settle(command, state);
+  }
+}
+
+export const invocationDecider: Decider<InvocationCommand, InvocationEvent, InvocationState> = {
+  decide: decideInvocation,
+  evolve: evolveInvocation,
+  initialState: initialInvocationState,
+};
+
+function estimate({ data }: EstimateInvocation): InvocationEvent[] {
+  const checks = new FieldChecks();
+  const invocationId = checks.id('invocationId', data.invocationId);
+  const operationId = checks.id('operationId', data.operationId);
+  const organizationId = checks.id('organizationId', data.organizationId);
+  const idempotencyKey =
+    data.idempotencyKey === undefined ? undefined : checks.text('idempotencyKey', data.idempotencyKey, MAX_ID_CHARS);
+  const estimatedAt = checks.instant('estimatedAt', data.estimatedAt);
+  if (data.publication === undefined) checks.add('publication', 'is required (null for an operation never published)');
+  else if (data.publication !== null) {
+    const publication = checks.object('publication', data.publication);
+    checks.integer('publication.version', publication.version, { min: 1, max: Number.MAX_SAFE_INTEGER, unit: 'versions' });
+    checks.integer('publication.creditHold', publication.creditHold, { min: 0, max: MAX_CREDIT_HOLD_CREDITS, unit: 'credits' });
+  }
+  checks.throwIfAny();
+  return [
+    {
+      type: 'InvocationEstimated',
+      data: {
+        invocationId,
+        operationId,
+        organizationId,
+        publication: data.publication,
+        ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
+        estimatedAt,
+      },
+    },
+  ];
+}
+
+function refuse({ data }: RefuseInvocation, state: InvocationState): InvocationEvent[] {
+  const checks = new FieldChecks();
+  const reason = checks.oneOf('reason', data.reason, ADMISSION_REFUSAL_REASONS);
+  const figures = checks.object('figures', data.figures);
+  const refusedAt = checks.instant('refusedAt', data.refusedAt);
+  checks.throwIfAny();
+  const refusal = refusalFromState(checks, reason, figures, state);
+  checks.throwIfAny();
+  const transition = (ACCESS_REFUSAL_REASONS as readonly string[]).includes(reason) ? 1 : 2;
+  return [{ type: 'InvocationRefused', data: { ...refusal, transition, refusedAt } }];
+}
+
+function recordAttempt({ data }: RecordAttempt, state: InvocationState): InvocationEvent[] {
+  const publication = state.publication!; // dispatched implies reserved, which needs a publication
+  const { limits } = publication;
+  const attempt = readAttempt(data, limits);
+  const { turn, retry, usage, priceCredits } = attempt;
+
+  const last = state.lastAttempt;
+  // The same attempt again is a retried append, not a new attempt.
+  if (last !== undefined && last.turn === turn && last.retry === retry) return [];
+  // Past the bound the attempt still counts, in the loop's totals at completion (SPEC §7).
+  if (state.attemptsRecorded >= MAX_RETAINED_ATTEMPTS) return [];
+  const inOrder =
+    last === undefined
+      ? turn === 1 && retry === 0
+      : (turn === last.turn && retry === last.retry + 1) || (turn === last.turn + 1 && retry === 0);
+  if (!inOrder) {
+    const expected = last === undefined ? 'turn 1 retry 0' : `turn ${last.turn} retry ${last.retry + 1} or turn ${last.turn + 1} retry 0`;
+    throw ValidationError.of('turn', `attempts are recorded in order: expected ${expected}, got turn ${turn} retry ${retry}`);
+  }
+  const price = priceAttemptCredits(usage, publication.prices);
+  if (!Number.isSafeInteger(price)) throw ValidationError.of('usage', 'prices past exact integer credits');
+  if (priceCredits !== price) {
+    throw ValidationError.of('priceCredits', `is ${price} credits at rate version ${publication.version}, not ${priceCredits}`);
+  }
+  return [{ type: 'AttemptRecorded', data: attempt }];
+}
+
+function complete({ data }: CompleteInvocation, state: InvocationState): InvocationEvent[] {
+  const checks = new FieldChecks();
+  const outcome = checks.oneOf('outcome', data.outcome, COMPLETED_OUTCOMES) as Exclude<Outcome, 'failed'>;
+  const completedAt = checks.instant('completedAt', data.completedAt);
+  const figures = readReport(checks, data, state);
+  const endingLimit = LIMIT_OF_OUTCOME[outcome];
+  if (data.endingLimit !== undefined && data.endingLimit !== endingLimit) {
+    checks.add('endingLimit', `outcome ${outcome} ends at ${endingLimit ?? 'no limit'}`);
+  }
+  checks.throwIfAny();
+  return [
+    {
+      type: 'InvocationCompleted',
+      data: { outcome, ...(endingLimit === undefined ? {} : { endingLimit }), ...figures, completedAt },
+    },
+  ];
+}
+
+function fail({ data }: FailInvocation, state: InvocationState): InvocationEvent[] {
+  const checks = new FieldChecks();
+  const fault = checks.oneOf('fault', data.fault, FAULT_CLASSES);
+  const failedAt = checks.instant('failedAt', data.failedAt);
+  const figures = readReport(checks, data, state);
+  checks.throwIfAny();
+  return [{ type: 'InvocationFailed', data: { fault, ...figures, failedAt } }];
+}
+
+function settle({ data }: SettleInvocation, state: InvocationState): InvocationEvent[] {
+  const checks = new FieldChecks();
+  const by = checks.oneOf('by', data.by, SETTLED_BY);
+  const settledAt = checks.instant('settledAt', data.settledAt);
+  const olderThanMs =
+    by === 'sweep'
+      ? checks.integer('olderThanMs', (data as { olderThanMs?: unknown }).olderThanMs, { min: 0, max: Number.MAX_SAFE_INTEGER, unit: 'ms' })
+      : 0;
+  checks.throwIfAny();
+  const { transition, chargeCredits } = settlementRule(state, by);
+  // Not stale (any more): a live request, or one another process moved on. The sweep leaves it.
+  if (by === 'sweep' && !isStale(state, isoToMs(settledAt), olderThanMs)) return [];
+  const heldCredits = state.accountHeld ? state.heldCredits : 0;
+  return [{ type: 'InvocationSettled', data: { transition, chargeCredits, heldCredits, settledBy: by, settledAt } }];
+}
+
+/** SPEC §4's settlement rows: which transition closes this state for this closer, and its charge. */
+function settlementRule(state: InvocationState, by: SettledBy): { transition: SettlementTransition; chargeCredits: number } {
+  const refuse = (guard: string): never => {
+    throw new IllegalTransitionError(state.status, 'SettleInvocation', guard);
+  };
+  switch (state.status) {
+    case 'estimated':
+      return by === 'sweep' ? { transition: 12, chargeCredits: 0 } : refuse(`only the sweep settles a request never reserved (transition 12), not ${by}`);
+    case 'reserved':
+      return by === 'sweep' ? { transition: 13, chargeCredits: 0 } : refuse(`only the sweep settles a reserved request (transition 13), not ${by}`);
+    case 'dispatched':
+      // Its real cost was never learned: charge the estimate.
+      if (by === 'exception') return { transition: 11, chargeCredits: state.estimate };
+      if (by === 'sweep') return { transition: 14, chargeCredits: state.estimate };
+      return refuse('the runtime settles a dispatched request after recording its result (complete or fail)');
+    case 'completed':
+      if (isUnmeasured(state)) return refuse('no attempt reported usage: mark it pending first (transition 7)');
+      return { transition: 8, chargeCredits: state.spentCredits };
+    case 'pending':
+      return { transition: 9, chargeCredits: state.estimate };
+    case 'failed':
+      // Billed failed attempts are not lost: charge what they cost.
+      return { transition: 10, chargeCredits: state.spentCredits };
+    default:
+      return refuse('it is not in flight');
+  }
+}
+
+function instantOrThrow(field: string, value: unknown): string {
+  const checks = new FieldChecks();
+  const instant = checks.instant(field, value);
+  checks.throwIfAny();
+  return instant;
+}

@@ -1,0 +1,148 @@
+/**
+ * Events of an invocation (SPEC §4, §7). Stream: `invocation-<invocationId>`. Every transition of the
+ * lifecycle is one event; AttemptRecorded is not a transition but the record of one provider attempt.
+ * No event holds a prompt, a message, tool arguments or tool results.
+ */
+import type { AdmissionRefusal } from '../accounts/admission.policy';
+import type { Publication } from '../catalog/operation.events';
+import type { DomainEvent } from '../domain/decider';
+import type { AttemptRecord, EndingLimit, Outcome } from '../runtime/conversation.types';
+import type { FaultClass } from '../runtime/faults';
+import type { Usage } from '../runtime/provider.port';
+
+/** Attempt records kept per invocation (SPEC §7); later attempts count in the totals only. */
+export const MAX_RETAINED_ATTEMPTS = 64;
+
+export const INVOCATION_STATUSES = [
+  'estimated',
+  'refused',
+  'reserved',
+  'dispatched',
+  'completed',
+  'failed',
+  'pending',
+  'settled',
+] as const;
+export type InvocationStatus = (typeof INVOCATION_STATUSES)[number];
+
+/** The fourteen transitions of STATE-PFM-LLM-001 (SPEC §4), by number. There are no others. */
+export const TRANSITIONS = {
+  1: { from: 'estimated', to: 'refused' },
+  2: { from: 'estimated', to: 'refused' },
+  3: { from: 'estimated', to: 'reserved' },
+  4: { from: 'reserved', to: 'dispatched' },
+  5: { from: 'dispatched', to: 'completed' },
+  6: { from: 'dispatched', to: 'failed' },
+  7: { from: 'completed', to: 'pending' },
+  8: { from: 'completed', to: 'settled' },
+  9: { from: 'pending', to: 'settled' },
+  10: { from: 'failed', to: 'settled' },
+  11: { from: 'dispatched', to: 'settled' },
+  12: { from: 'estimated', to: 'settled' },
+  13: { from: 'reserved', to: 'settled' },
+  14: { from: 'dispatched', to: 'settled' },
+} as const satisfies Record<number, { from: InvocationStatus; to: InvocationStatus }>;
+export type InvocationTransition = keyof typeof TRANSITIONS;
+export type RefusalTransition = 1 | 2;
+export type SettlementTransition = 8 | 9 | 10 | 11 | 12 | 13 | 14;
+
+/** Who closed the invocation: the runtime after its loop, its exception path, or the sweep. */
+export const SETTLED_BY = ['runtime', 'exception', 'sweep'] as const;
+export type SettledBy = (typeof SETTLED_BY)[number];
+
+/** An outcome the lifecycle calls `completed` (all but `failed`). */
+export type CompletedOutcome = Exclude<Outcome, 'failed'>;
+
+/** What a finished conversation reports; exact even when attempt records were truncated. */
+export interface ConversationFigures {
+  readonly turnsUsed: number;
+  readonly toolCallsUsed: number;
+  /** Integer credits: the sum of every attempt's price, retained or not. */
+  readonly spentCredits: number;
+  /** Every provider attempt, retained or not. */
+  readonly attemptCount: number;
+  /** True when attemptCount > MAX_RETAINED_ATTEMPTS, so not every attempt has a record. */
+  readonly attemptsTruncated: boolean;
+  readonly usageTotals: Usage;
+  /** True when at least one attempt reported usage. */
+  readonly usageReported: boolean;
+}
+
+/** First event: the request, and the publication in force copied in full (null: never published). */
+export type InvocationEstimated = DomainEvent<
+  'InvocationEstimated',
+  {
+    readonly invocationId: string;
+    readonly operationId: string;
+    readonly organizationId: string;
+    /** The estimate is `publication.creditHold` (0 for an unknown operation). */
+    readonly publication: Publication | null;
+    /** Present only when the caller gave one. */
+    readonly idempotencyKey?: string;
+    readonly estimatedAt: string;
+  }
+>;
+
+/** Transition 1 (access: ai_disabled, operation_disabled, unknown_operation) or 2 (credits, slot). */
+export type InvocationRefused = DomainEvent<
+  'InvocationRefused',
+  AdmissionRefusal & { readonly transition: RefusalTransition; readonly refusedAt: string }
+>;
+
+/** Transition 3: the account holds `creditHold` and a slot for this invocation. */
+export type InvocationReserved = DomainEvent<'InvocationReserved', { readonly creditHold: number; readonly reservedAt: string }>;
+
+/** Transition 4: request capture returned and was written; no provider call was made before it. */
+export type InvocationDispatched = DomainEvent<'InvocationDispatched', { readonly dispatchedAt: string }>;
+
+/** One provider attempt (SPEC §7), only while dispatched, at most MAX_RETAINED_ATTEMPTS per stream. */
+export type AttemptRecorded = DomainEvent<'AttemptRecorded', AttemptRecord>;
+
+/** Transition 5. `endingLimit` is present exactly when the outcome is a limit's. */
+export type InvocationCompleted = DomainEvent<
+  'InvocationCompleted',
+  ConversationFigures & {
+    readonly outcome: CompletedOutcome;
+    readonly endingLimit?: EndingLimit;
+    readonly completedAt: string;
+  }
+>;
+
+/** Transition 6: the loop failed with `fault` (permanent, or retries exhausted). */
+export type InvocationFailed = DomainEvent<
+  'InvocationFailed',
+  ConversationFigures & { readonly fault: FaultClass; readonly failedAt: string }
+>;
+
+/** Transition 7: completed, but no attempt reported usage, so its cost is unknown. */
+export type InvocationPending = DomainEvent<'InvocationPending', { readonly pendingAt: string }>;
+
+/**
+ * Transitions 8–14. `chargeCredits` is computed by the decider from the state (SPEC §4); the account
+ * releases `heldCredits` (0 when no hold was placed) and the slot, and charges `chargeCredits`.
+ */
+export type InvocationSettled = DomainEvent<
+  'InvocationSettled',
+  {
+    readonly transition: SettlementTransition;
+    readonly chargeCredits: number;
+    readonly heldCredits: number;
+    readonly settledBy: SettledBy;
+    readonly settledAt: string;
+  }
+>;
+
+export type InvocationEvent =
+  | InvocationEstimated
+  | InvocationRefused
+  | InvocationReserved
+  | InvocationDispatched
+  | AttemptRecorded
+  | InvocationCompleted
+  | InvocationFailed
+  | InvocationPending
+  | InvocationSettled;
+
+export function invocationStreamName(invocationId: string): string {
+  return `invocation-${invocationId}`;
+}

@@ -1,0 +1,168 @@
+/**
+ * Field-by-field checks of what the runtime and the admission step report to an invocation: attempt
+ * records, conversation figures and refusals. Each names the bad field; the decider (transitions,
+ * charges) stays in invocation.decider.ts.
+ */
+import type { AdmissionRefusal } from '../accounts/admission.policy';
+import { MAX_CREDIT_HOLD_CREDITS, MAX_MODEL_NAME_CHARS } from '../catalog/publication.validation';
+import { FieldChecks } from '../domain/field-checks';
+import type { AttemptRecord, ConversationLimits } from '../runtime/conversation.types';
+import { FAULT_CLASSES } from '../runtime/faults';
+import type { Usage } from '../runtime/provider.port';
+import type { CompleteInvocation, FailInvocation } from './invocation.commands';
+import { ConversationFigures, MAX_RETAINED_ATTEMPTS } from './invocation.events';
+import type { InvocationState } from './invocation.state';
+
+/** Longest provider request id kept on an attempt record, in characters. */
+export const MAX_PROVIDER_REQUEST_ID_CHARS = 200;
+
+const ATTEMPT_CLASSIFICATIONS = ['ok', ...FAULT_CLASSES] as const;
+
+/**
+ * An attempt record read field by field and rebuilt: nothing else (no prompt, no message) can ride
+ * along into the event. Turn and retry are bounded by the invocation's own limits.
+ */
+export function readAttempt(data: AttemptRecord, limits: ConversationLimits): AttemptRecord {
+  const checks = new FieldChecks();
+  const input = data as unknown as Record<string, unknown>;
+  const turn = checks.integer('turn', input.turn, { min: 1, max: limits.maxTurns, unit: 'turns' });
+  const retry = checks.integer('retry', input.retry, { min: 0, max: limits.maxAttemptsPerTurn - 1, unit: 'retries' });
+  // Half the safe range each, so startedAtMs + durationMs stays exact.
+  const ms = (field: string): number =>
+    checks.integer(field, input[field], { min: 0, max: Math.floor(Number.MAX_SAFE_INTEGER / 2), unit: 'ms' });
+  const startedAtMs = ms('startedAtMs');
+  const durationMs = ms('durationMs');
+  const waitBeforeMs = ms('waitBeforeMs');
+  const classification = checks.oneOf('classification', input.classification, ATTEMPT_CLASSIFICATIONS);
+  const timedOut = checks.boolean('timedOut', input.timedOut);
+  const httpStatus =
+    input.httpStatus === undefined ? undefined : checks.integer('httpStatus', input.httpStatus, { min: 100, max: 599, unit: 'status' });
+  const providerRequestId =
+    input.providerRequestId === undefined
+      ? undefined
+      : checks.text('providerRequestId', input.providerRequestId, MAX_PROVIDER_REQUEST_ID_CHARS);
+  const model = checks.text('model', input.model, MAX_MODEL_NAME_CHARS);
+  const usage = input.usage === undefined ? undefined : readUsage(checks, 'usage', input.usage);
+  const priceCredits = checks.integer('priceCredits', input.priceCredits, { min: 0, max: Number.MAX_SAFE_INTEGER, unit: 'credits' });
+  checks.throwIfAny();
+  return {
+    turn,
+    retry,
+    startedAtMs,
+    durationMs,
+    waitBeforeMs,
+    classification,
+    timedOut,
+    ...(httpStatus === undefined ? {} : { httpStatus }),
+    ...(providerRequestId === undefined ? {} : { providerRequestId }),
+    model,
+    ...(usage === undefined ? {} : { usage }),
+    priceCredits,
+  };
+}
+
+/**
+ * The refusal to record, checked against what the invocation copied at estimate time: a refusal must
+ * be the one `decideAdmission` gives for that publication, so an explanation never contradicts it.
+ */
+export function refusalFromState(
+  checks: FieldChecks,
+  reason: AdmissionRefusal['reason'],
+  figures: Record<string, unknown>,
+  state: InvocationState,
+): AdmissionRefusal {
+  const publication = state.publication;
+  const published = publication === null ? 'the operation was never published' : `version ${publication.version} was in force`;
+  switch (reason) {
+    case 'ai_disabled':
+      if (figures.aiEnabled !== false) checks.add('figures.aiEnabled', 'must be false');
+      return { reason, figures: { aiEnabled: false } };
+    case 'unknown_operation':
+      if (publication !== null) checks.add('reason', `${published}: the operation is known`);
+      return { reason, figures: { publishedVersions: 0 } };
+    case 'operation_disabled':
+      if (publication === null || publication.enabled) checks.add('reason', `${published}, and it is not disabled`);
+      return { reason, figures: { version: publication?.version ?? 0, enabled: false } };
+    case 'insufficient_credits': {
+      if (publication === null || !publication.enabled) checks.add('reason', `${published}: it is refused for access first`);
+      const available = checks.integer('figures.available', figures.available, {
+        min: Number.MIN_SAFE_INTEGER,
+        max: Number.MAX_SAFE_INTEGER,
+        unit: 'credits',
+      });
+      const creditHold = checks.integer('figures.creditHold', figures.creditHold, { min: 0, max: MAX_CREDIT_HOLD_CREDITS, unit: 'credits' });
+      if (checks.ok && creditHold !== state.estimate) checks.add('figures.creditHold', `the estimate is ${state.estimate} credits`);
+      if (checks.ok && available >= creditHold) checks.add('figures.available', 'covers the hold: nothing to refuse');
+      return { reason, figures: { available, creditHold } };
+    }
+    case 'no_running_slot': {
+      if (publication === null || !publication.enabled) checks.add('reason', `${published}: it is refused for access first`);
+      const running = checks.integer('figures.running', figures.running, { min: 0, max: Number.MAX_SAFE_INTEGER, unit: 'running invocations' });
+      const maxRunning = checks.integer('figures.maxRunning', figures.maxRunning, { min: 1, max: Number.MAX_SAFE_INTEGER, unit: 'running invocations' });
+      if (checks.ok && running < maxRunning) checks.add('figures.running', 'leaves a slot free: nothing to refuse');
+      return { reason, figures: { running, maxRunning } };
+    }
+  }
+}
+
+/**
+ * The loop's figures, checked against the publication's limits and the recorded attempts: with every
+ * attempt recorded the totals must be exactly theirs; past MAX_RETAINED_ATTEMPTS they may only add to
+ * them. This is what lets the charge rest on reported attempts alone.
+ */
+export function readReport(
+  checks: FieldChecks,
+  data: CompleteInvocation['data'] | FailInvocation['data'],
+  state: InvocationState,
+): ConversationFigures {
+  const { limits } = state.publication!;
+  const turnsUsed = checks.integer('turnsUsed', data.turnsUsed, { min: 0, max: limits.maxTurns, unit: 'turns' });
+  const toolCallsUsed = checks.integer('toolCallsUsed', data.toolCallsUsed, { min: 0, max: limits.maxToolCalls, unit: 'tool calls' });
+  const attemptCount = checks.integer('attemptCount', data.attemptCount, {
+    min: 0,
+    max: limits.maxTurns * limits.maxAttemptsPerTurn,
+    unit: 'attempts',
+  });
+  const spentCredits = checks.integer('spentCredits', data.spentCredits, { min: 0, max: Number.MAX_SAFE_INTEGER, unit: 'credits' });
+  const usageTotals = readUsage(checks, 'usageTotals', data.usageTotals);
+  const usageReported = checks.boolean('usageReported', data.usageReported);
+  const attemptsTruncated = attemptCount > MAX_RETAINED_ATTEMPTS;
+  if (checks.ok) {
+    const recorded = `${state.attemptsRecorded} recorded attempts`;
+    if (!attemptsTruncated) {
+      if (attemptCount !== state.attemptsRecorded) checks.add('attemptCount', `differs from the ${recorded}`);
+      if (spentCredits !== state.spentCredits) checks.add('spentCredits', `the ${recorded} cost ${state.spentCredits} credits`);
+      if (!usageEquals(usageTotals, state.usageTotals)) checks.add('usageTotals', `differs from the usage of the ${recorded}`);
+      if (usageReported !== state.usageReported) checks.add('usageReported', `differs from the ${recorded}`);
+    } else {
+      if (state.attemptsRecorded < MAX_RETAINED_ATTEMPTS) checks.add('attemptCount', `only ${recorded}; every attempt up to ${MAX_RETAINED_ATTEMPTS} is recorded`);
+      if (spentCredits < state.spentCredits) checks.add('spentCredits', `the ${recorded} alone cost ${state.spentCredits} credits`);
+      if (!usageCovers(usageTotals, state.usageTotals)) checks.add('usageTotals', `is less than the usage of the ${recorded}`);
+      if (state.usageReported && !usageReported) checks.add('usageReported', `the ${recorded} reported usage`);
+    }
+  }
+  return { turnsUsed, toolCallsUsed, spentCredits, attemptCount, attemptsTruncated, usageTotals, usageReported };
+}
+
+/** Token counts, each a non-negative integer. */
+export function readUsage(checks: FieldChecks, field: string, value: unknown): Usage {
+  const usage = checks.object(field, value);
+  const tokens = (key: keyof Usage): number =>
+    checks.integer(`${field}.${key}`, usage[key], { min: 0, max: Number.MAX_SAFE_INTEGER, unit: 'tokens' });
+  return {
+    inputTokens: tokens('inputTokens'),
+    outputTokens: tokens('outputTokens'),
+    cacheWriteTokens: tokens('cacheWriteTokens'),
+    cacheReadTokens: tokens('cacheReadTokens'),
+  };
+}
+
+const USAGE_KEYS = ['inputTokens', 'outputTokens', 'cacheWriteTokens', 'cacheReadTokens'] as const;
+
+function usageEquals(a: Usage, b: Usage): boolean {
+  return USAGE_KEYS.every((key) => a[key] === b[key]);
+}
+
+function usageCovers(total: Usage, part: Usage): boolean {
+  return USAGE_KEYS.every((key) => total[key] >= part[key]);
+}
