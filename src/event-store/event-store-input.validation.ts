@@ -1,0 +1,195 @@
+import {
+  AppendOptions,
+  EventMetadata,
+  ExpectedRevision,
+  InvalidEventStoreInputError,
+  NewEvent,
+  ReadAllOptions,
+  ReadStreamOptions,
+  SubscribeOptions,
+} from './event-store.port';
+
+/**
+ * Input checks shared by every store, so that both refuse the same input with the same field name
+ * and write nothing. Each bound is named once here, with its unit.
+ */
+
+/** Longest stream name, in characters (`invocation-<uuid>` is 47). */
+export const MAX_STREAM_NAME_LENGTH = 200;
+/** Longest event type, in characters. */
+export const MAX_EVENT_TYPE_LENGTH = 200;
+/** Most events in one append: an append is one transaction, and a transaction should stay short. */
+export const MAX_EVENTS_PER_APPEND = 1_000;
+/**
+ * Largest serialised data plus metadata of one append, in UTF-16 characters of its JSON. KurrentDB
+ * refuses appends over 1 MiB by default; this keeps the embedded store within the same envelope.
+ */
+export const MAX_APPEND_JSON_CHARS = 1_000_000;
+
+/** Canonical 8-4-4-4-12 hex UUID: KurrentDB/EventStoreDB only accepts UUID event ids, so both stores require one. */
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+const EXPECTED_REVISION_WORDS: ReadonlySet<unknown> = new Set(['no_stream', 'any', 'stream_exists']);
+
+/** An event that passed validation, with its JSON already produced (stores write these strings). */
+export interface ValidatedEvent {
+  /** Lower-cased UUID. */
+  readonly id: string;
+  readonly type: string;
+  readonly data: unknown;
+  readonly metadata: EventMetadata;
+  readonly dataJson: string;
+  readonly metadataJson: string;
+}
+
+function fail(field: string, message: string): never {
+  throw new InvalidEventStoreInputError(field, message);
+}
+
+function describeValue(value: unknown): string {
+  if (typeof value === 'bigint') return `${value}n`;
+  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+  if (value === null || typeof value !== 'object') return `${String(value)} (${typeof value})`;
+  return Array.isArray(value) ? 'an array' : 'an object';
+}
+
+/**
+ * A stream name: non-empty, at most MAX_STREAM_NAME_LENGTH characters, and not starting with `$`,
+ * which KurrentDB reserves for its own system streams (and which `readAll` therefore hides).
+ */
+export function validateStreamName(streamName: unknown, field = 'streamName'): string {
+  if (typeof streamName !== 'string') fail(field, `must be a string, got ${describeValue(streamName)}`);
+  if (streamName.length === 0) fail(field, 'must not be empty');
+  if (streamName.length > MAX_STREAM_NAME_LENGTH) {
+    fail(field, `must be at most ${MAX_STREAM_NAME_LENGTH} characters (MAX_STREAM_NAME_LENGTH), got ${streamName.length}`);
+  }
+  if (streamName.startsWith('$')) fail(field, 'must not start with "$", which is reserved for system streams');
+  return streamName;
+}
+
+/** 'no_stream' | 'any' | 'stream_exists' | a non-negative bigint. Numbers are refused so a revision never loses precision. */
+export function validateExpectedRevision(value: unknown, field = 'options.expectedRevision'): ExpectedRevision {
+  if (typeof value === 'bigint') {
+    if (value < 0n) fail(field, `must not be negative, got ${value}n`);
+    return value;
+  }
+  if (EXPECTED_REVISION_WORDS.has(value)) return value as ExpectedRevision;
+  fail(field, `must be 'no_stream', 'any', 'stream_exists' or a non-negative integer bigint, got ${describeValue(value)}`);
+}
+
+function toJson(value: unknown, field: string): string {
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(value);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    if (/bigint/i.test(reason)) fail(field, 'is not JSON-serialisable: it contains a bigint (encode it as a string)');
+    if (/circular/i.test(reason)) fail(field, 'is not JSON-serialisable: it contains a circular reference');
+    fail(field, `is not JSON-serialisable: ${reason}`);
+  }
+  if (json === undefined) fail(field, `is not a JSON value, got ${describeValue(value)}`);
+  return json;
+}
+
+function validateMetadata(metadata: unknown, field: string): EventMetadata {
+  if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata)) {
+    fail(field, `must be an object with a schemaVersion, got ${describeValue(metadata)}`);
+  }
+  const candidate = metadata as Record<string, unknown>;
+  const schemaVersion = candidate['schemaVersion'];
+  if (typeof schemaVersion !== 'number' || !Number.isInteger(schemaVersion) || schemaVersion < 1) {
+    fail(`${field}.schemaVersion`, `must be a positive integer, got ${describeValue(schemaVersion)}`);
+  }
+  for (const key of ['correlationId', 'causationId']) {
+    const id = candidate[key];
+    if (id !== undefined && (typeof id !== 'string' || id.length === 0)) {
+      fail(`${field}.${key}`, `must be a non-empty string when present, got ${describeValue(id)}`);
+    }
+  }
+  return candidate as EventMetadata;
+}
+
+/**
+ * Checks a whole append before anything is written: stream name, expected revision, and every event
+ * (UUID id unique within the batch, type, JSON-serialisable data and metadata, schemaVersion).
+ * An empty event list is refused: it has no id to make it idempotent and no position to return.
+ */
+export function validateAppend(
+  streamName: unknown,
+  events: unknown,
+  options: AppendOptions | undefined,
+): { streamName: string; expectedRevision: ExpectedRevision; events: ValidatedEvent[] } {
+  const name = validateStreamName(streamName);
+  if (options === null || typeof options !== 'object') fail('options', 'must be an object with an expectedRevision');
+  const expectedRevision = validateExpectedRevision(options.expectedRevision);
+  if (!Array.isArray(events)) fail('events', `must be an array, got ${describeValue(events)}`);
+  if (events.length === 0) fail('events', 'must contain at least one event');
+  if (events.length > MAX_EVENTS_PER_APPEND) {
+    fail('events', `must contain at most ${MAX_EVENTS_PER_APPEND} events (MAX_EVENTS_PER_APPEND), got ${events.length}`);
+  }
+  const seenIds = new Set<string>();
+  const validated: ValidatedEvent[] = new Array(events.length);
+  let jsonChars = 0;
+  for (let index = 0; index < events.length; index++) {
+    const field = `events[${index}]`;
+    const event = events[index] as Partial<NewEvent> | null | undefined;
+    if (event === null || typeof event !== 'object') fail(field, `must be an object, got ${describeValue(event)}`);
+    const rawId = event.id;
+    if (typeof rawId !== 'string' || !UUID_PATTERN.test(rawId)) {
+      fail(`${field}.id`, `must be a UUID (8-4-4-4-12 hex), got ${describeValue(rawId)}`);
+    }
+    const id = rawId.toLowerCase();
+    if (seenIds.has(id)) fail(`${field}.id`, `repeats an id already used earlier in the same append: ${id}`);
+    seenIds.add(id);
+    const type = event.type;
+    if (typeof type !== 'string' || type.length === 0) fail(`${field}.type`, `must be a non-empty string, got ${describeValue(type)}`);
+    if (type.length > MAX_EVENT_TYPE_LENGTH) {
+      fail(`${field}.type`, `must be at most ${MAX_EVENT_TYPE_LENGTH} characters (MAX_EVENT_TYPE_LENGTH), got ${type.length}`);
+    }
+    if (type.startsWith('$')) fail(`${field}.type`, 'must not start with "$", which is reserved for system events');
+    const metadata = validateMetadata(event.metadata, `${field}.metadata`);
+    const dataJson = toJson(event.data, `${field}.data`);
+    const metadataJson = toJson(metadata, `${field}.metadata`);
+    jsonChars += dataJson.length + metadataJson.length;
+    validated[index] = { id, type, data: event.data, metadata, dataJson, metadataJson };
+  }
+  if (jsonChars > MAX_APPEND_JSON_CHARS) {
+    fail('events', `serialise to ${jsonChars} characters, over ${MAX_APPEND_JSON_CHARS} (MAX_APPEND_JSON_CHARS)`);
+  }
+  return { streamName: name, expectedRevision, events: validated };
+}
+
+function validateMaxCount(value: unknown, field: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    fail(field, `must be a non-negative integer, got ${describeValue(value)}`);
+  }
+  return value;
+}
+
+function validatePosition(value: unknown, field: string): bigint | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'bigint' || value < 0n) fail(field, `must be a non-negative bigint, got ${describeValue(value)}`);
+  return value;
+}
+
+export function validateReadStream(
+  streamName: unknown,
+  options: ReadStreamOptions | undefined,
+): { streamName: string; fromRevision: bigint; maxCount: number | undefined } {
+  const name = validateStreamName(streamName);
+  const fromRevision = validatePosition(options?.fromRevision, 'options.fromRevision') ?? 0n;
+  return { streamName: name, fromRevision, maxCount: validateMaxCount(options?.maxCount, 'options.maxCount') };
+}
+
+export function validateReadAll(options: ReadAllOptions | undefined): { after: bigint | undefined; maxCount: number | undefined } {
+  return {
+    after: validatePosition(options?.after, 'options.after'),
+    maxCount: validateMaxCount(options?.maxCount, 'options.maxCount'),
+  };
+}
+
+export function validateSubscribe(handler: unknown, options: SubscribeOptions | undefined): bigint | undefined {
+  if (typeof handler !== 'function') fail('handler', `must be a function, got ${describeValue(handler)}`);
+  return validatePosition(options?.after, 'options.after');
+}

@@ -1,0 +1,68 @@
+import type { EventStore } from './event-store.port';
+import { openEventStoreDb } from './eventstoredb/eventstoredb-event-store';
+import { openSqliteEventStore, SqliteSynchronous } from './sqlite/sqlite-event-store';
+
+/** Where the log lives, as `LEDGER_STORE` names it. */
+export type StoreLocation =
+  | { readonly kind: 'sqlite'; readonly path: string }
+  | { readonly kind: 'eventstoredb'; readonly connectionString: string };
+
+/** Thrown for a `LEDGER_STORE` value that names no store this build can open. */
+export class InvalidStoreUrlError extends Error {
+  override readonly name = 'InvalidStoreUrlError';
+}
+
+const ACCEPTED_FORMS =
+  'sqlite:<path>, esdb://…, esdb+discover://…, kurrentdb://…, kurrentdb+discover://…, kurrent://… or kurrent+discover://…';
+const EVENTSTOREDB_SCHEME = /^(esdb|kurrentdb|kurrent)(\+discover)?:\/\/(.*)$/i;
+
+/**
+ * Parses a `LEDGER_STORE` value:
+ * - `sqlite:<path>` — the embedded store; `sqlite://<path>` is read the same way (so `sqlite:///abs`
+ *   is `/abs`), and `sqlite::memory:` is a throw-away in-memory store;
+ * - `esdb://`, `esdb+discover://`, `kurrentdb://`, `kurrentdb+discover://` (and `kurrent…`) —
+ *   a KurrentDB/EventStoreDB connection string, passed on as given.
+ * Anything else throws InvalidStoreUrlError naming LEDGER_STORE. The message repeats only the
+ * scheme, since a connection string can carry a password.
+ */
+export function parseStoreUrl(value: string): StoreLocation {
+  const trimmed = typeof value === 'string' ? value.trim() : '';
+  if (trimmed.length === 0) throw new InvalidStoreUrlError(`LEDGER_STORE is empty; expected ${ACCEPTED_FORMS}`);
+  if (/^sqlite:/i.test(trimmed)) {
+    let path = trimmed.slice('sqlite:'.length);
+    if (path.startsWith('//')) path = path.slice(2);
+    if (path.length === 0) throw new InvalidStoreUrlError('LEDGER_STORE: "sqlite:" needs a file path, e.g. sqlite:./var/ledger.sqlite');
+    return { kind: 'sqlite', path };
+  }
+  const eventStoreDb = EVENTSTOREDB_SCHEME.exec(trimmed);
+  if (eventStoreDb) {
+    const rest = eventStoreDb[3] ?? '';
+    const host = rest.split(/[/?]/, 1)[0]?.replace(/^[^@]*@/, '') ?? '';
+    if (host.length === 0) {
+      throw new InvalidStoreUrlError(`LEDGER_STORE: the ${eventStoreDb[1]}${eventStoreDb[2] ?? ''}:// connection string names no host`);
+    }
+    return { kind: 'eventstoredb', connectionString: trimmed };
+  }
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(trimmed)?.[1];
+  const got = scheme === undefined ? 'a value with no scheme' : `the scheme "${scheme}:"`;
+  throw new InvalidStoreUrlError(`LEDGER_STORE: unsupported store URL (${got}); expected ${ACCEPTED_FORMS}`);
+}
+
+export interface OpenEventStoreOptions {
+  /** Durability of the embedded store (ignored for EventStoreDB). Default 'NORMAL'. */
+  readonly synchronous?: SqliteSynchronous;
+}
+
+/** Opens the store a `LEDGER_STORE` value (or an already parsed location) names. */
+export async function openEventStore(
+  url: string | StoreLocation,
+  options: OpenEventStoreOptions = {},
+): Promise<EventStore> {
+  const location = typeof url === 'string' ? parseStoreUrl(url) : url;
+  switch (location.kind) {
+    case 'sqlite':
+      return openSqliteEventStore({ path: location.path, synchronous: options.synchronous });
+    case 'eventstoredb':
+      return openEventStoreDb(location.connectionString);
+  }
+}

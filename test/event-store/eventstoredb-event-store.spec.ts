@@ -1,0 +1,165 @@
+import {
+  AppendToStreamOptions,
+  EventStoreDBClient,
+  SubscribeToAllOptions,
+  WrongExpectedVersionError,
+} from '@eventstore/db-client';
+import { ConcurrencyError, ExpectedRevision, InvalidEventStoreInputError, RecordedEvent } from '../../src/event-store/event-store.port';
+import { EventStoreDbEventStore, openEventStoreDb } from '../../src/event-store/eventstoredb/eventstoredb-event-store';
+import { describeEventStoreContract, newEvent } from './event-store.contract';
+
+const connectionString = process.env['EVENTSTORE_CONNECTION_STRING'];
+
+if (connectionString) {
+  describeEventStoreContract('EventStoreDB/KurrentDB', () => openEventStoreDb(connectionString));
+} else {
+  describe('event store contract: EventStoreDB/KurrentDB', () => {
+    it('was skipped: EVENTSTORE_CONNECTION_STRING is not set, and no server runs on this machine (set it, e.g. esdb://localhost:2113?tls=false, to run the contract)', () => {
+      console.log(
+        'EventStoreDB contract suite skipped: EVENTSTORE_CONNECTION_STRING is not set. Start KurrentDB (docker/compose.yml) and set it to run the suite.',
+      );
+    });
+  });
+}
+
+/** A recorded `$all` event as the client hands it over. */
+function recorded(streamId: string, revision: bigint, commit: bigint, type = 'SomethingNoted') {
+  return {
+    event: {
+      streamId,
+      id: `00000000-0000-4000-8000-${commit.toString().padStart(12, '0')}`,
+      revision,
+      type,
+      data: { commit: commit.toString() },
+      metadata: { schemaVersion: 1 },
+      isJson: true,
+      created: new Date(0),
+      position: { commit, prepare: commit },
+    },
+  };
+}
+
+type FakeRead = ReturnType<typeof recorded>;
+
+/**
+ * Just enough of EventStoreDBClient for the adapter's own logic: no server, no network. Each
+ * subscription hands over its scripted events, then fails as a dropped connection would (or ends).
+ */
+class FakeClient {
+  appendCalls: Array<{ streamName: string; options: AppendToStreamOptions | undefined }> = [];
+  appendOutcome: () => Promise<unknown> = async () => ({ success: true, nextExpectedRevision: 0n, position: { commit: 10n, prepare: 10n } });
+  subscribeCalls: SubscribeToAllOptions[] = [];
+  subscriptionScripts: Array<{ events: FakeRead[]; then: 'drop' | 'hang' }> = [];
+  disposed = false;
+
+  appendToStream(streamName: string, _events: unknown, options?: AppendToStreamOptions): Promise<unknown> {
+    this.appendCalls.push({ streamName, options });
+    return this.appendOutcome();
+  }
+
+  subscribeToAll(options: SubscribeToAllOptions) {
+    this.subscribeCalls.push(options);
+    const script = this.subscriptionScripts.shift() ?? { events: [], then: 'hang' as const };
+    let unsubscribed!: () => void;
+    const gone = new Promise<void>((resolve) => (unsubscribed = resolve));
+    async function* deliver(): AsyncGenerator<FakeRead> {
+      for (const event of script.events) yield event;
+      if (script.then === 'drop') throw Object.assign(new Error('14 UNAVAILABLE: Connection dropped'), { code: 14 });
+      await gone;
+    }
+    return Object.assign(deliver(), { unsubscribe: async () => unsubscribed() });
+  }
+
+  async dispose(): Promise<void> {
+    this.disposed = true;
+  }
+}
+
+function adapterOn(client: FakeClient): EventStoreDbEventStore {
+  return new EventStoreDbEventStore(client as unknown as EventStoreDBClient);
+}
+
+describe('EventStoreDB adapter, without a server', () => {
+  it.each<[ExpectedRevision, unknown]>([
+    ['no_stream', 'no_stream'],
+    ['any', 'any'],
+    ['stream_exists', 'stream_exists'],
+    [2n ** 63n + 5n, 2n ** 63n + 5n],
+  ])('passes expected revision %p to the client as %p, keeping a 64-bit revision exact', async (expected, sent) => {
+    const client = new FakeClient();
+
+    await adapterOn(client).append('order-1', [newEvent()], { expectedRevision: expected });
+
+    expect(client.appendCalls[0]!.options?.expectedRevision).toBe(sent);
+  });
+
+  it('answers an append with the revision and the commit position as bigint', async () => {
+    const client = new FakeClient();
+    const commit = 2n ** 60n + 7n;
+    client.appendOutcome = async () => ({ success: true, nextExpectedRevision: 4n, position: { commit, prepare: commit } });
+
+    await expect(adapterOn(client).append('order-1', [newEvent()], { expectedRevision: 3n })).resolves.toEqual({
+      nextExpectedRevision: 4n,
+      position: commit,
+    });
+  });
+
+  it('turns WrongExpectedVersionError into a ConcurrencyError naming stream, expected and actual, so callers branch on one error type', async () => {
+    const client = new FakeClient();
+    client.appendOutcome = async () => {
+      throw new WrongExpectedVersionError(undefined, { streamName: 'order-1', expected: 3n, current: 7n });
+    };
+
+    const error = await adapterOn(client)
+      .append('order-1', [newEvent()], { expectedRevision: 3n })
+      .catch((caught: unknown) => caught);
+
+    expect(error).toBeInstanceOf(ConcurrencyError);
+    expect(error).toMatchObject({ streamName: 'order-1', expected: 3n, actual: 7n });
+  });
+
+  it('refuses bad input before any call reaches the server', async () => {
+    const client = new FakeClient();
+
+    await expect(adapterOn(client).append('', [newEvent()], { expectedRevision: 'any' })).rejects.toBeInstanceOf(InvalidEventStoreInputError);
+    await expect(adapterOn(client).append('order-1', [newEvent('T', { n: 1n })], { expectedRevision: 'any' })).rejects.toMatchObject({
+      field: 'events[0].data',
+    });
+    expect(client.appendCalls).toEqual([]);
+  });
+
+  it('resubscribes from the last handled position after a dropped connection, delivering each event once, and skips system events', async () => {
+    const client = new FakeClient();
+    client.subscriptionScripts = [
+      { events: [recorded('order-1', 0n, 100n), recorded('$stats-1', 0n, 150n, '$statsCollected'), recorded('order-1', 1n, 200n)], then: 'drop' },
+      // The server may resend the event at the resume position; it must not be handled twice.
+      { events: [recorded('order-1', 1n, 200n), recorded('order-2', 0n, 300n)], then: 'hang' },
+    ];
+    const store = adapterOn(client);
+    const handled: RecordedEvent[] = [];
+    let done!: () => void;
+    const allHandled = new Promise<void>((resolve) => (done = resolve));
+
+    const subscription = store.subscribeToAll((event) => {
+      handled.push(event);
+      if (handled.length === 3) done();
+    });
+    await allHandled;
+    await subscription.stop();
+    await store.close();
+
+    expect(handled.map((event) => [event.streamName, event.position])).toEqual([
+      ['order-1', 100n],
+      ['order-1', 200n],
+      ['order-2', 300n],
+    ]);
+    expect(client.subscribeCalls.map((call) => call.fromPosition)).toEqual(['start', { commit: 200n, prepare: 200n }]);
+    expect(subscription.lastPosition).toBe(300n);
+    expect(client.disposed).toBe(true);
+  });
+
+  it('accepts kurrentdb:// connection strings, which this client version only knows as esdb://', async () => {
+    const store = openEventStoreDb('kurrentdb://localhost:2113?tls=false');
+    await store.close();
+  });
+});
