@@ -1,0 +1,174 @@
+import Database from 'better-sqlite3';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  DocumentWriteError,
+  MAX_LIST_LIMIT,
+  READ_MODEL_SCHEMA_VERSION,
+  openReadModelStore,
+  readModelPathFor,
+  type SqliteReadModelStore,
+} from '../../src/projection-runner';
+
+describe('SqliteReadModelStore — documents and checkpoints of projections', () => {
+  let dir: string;
+  let store: SqliteReadModelStore;
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'read-model-store-'));
+    store = openReadModelStore({ path: join(dir, 'ledger.read.sqlite') });
+  });
+
+  afterEach(() => {
+    store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('stores, replaces and deletes JSON documents keyed by projection, collection and id', () => {
+    store.write((session) => {
+      const tx = session.documents('balances');
+      tx.put('accounts', 'org-1', { available: 120 });
+      tx.put('accounts', 'org-2', { available: 5 });
+      tx.put('accounts', 'org-1', { available: 130 });
+      tx.delete('accounts', 'org-2');
+      session.documents('other').put('accounts', 'org-1', { elsewhere: true });
+    });
+
+    expect(store.get('balances', 'accounts', 'org-1')).toEqual({ available: 130 });
+    expect(store.get('balances', 'accounts', 'org-2')).toBeUndefined();
+    expect(store.get('other', 'accounts', 'org-1')).toEqual({ elsewhere: true });
+  });
+
+  it('sees its own earlier writes within a transaction, deletions included', () => {
+    store.write((session) => session.documents('p').put('c', 'a', { n: 1 }));
+    const seen = store.write((session) => {
+      const tx = session.documents('p');
+      const before = tx.get<{ n: number }>('c', 'a');
+      tx.put('c', 'a', { n: before!.n + 1 });
+      const after = tx.get('c', 'a');
+      tx.delete('c', 'a');
+      return { before, after, deleted: tx.get('c', 'a') };
+    });
+    expect(seen).toEqual({ before: { n: 1 }, after: { n: 2 }, deleted: undefined });
+  });
+
+  it('lists a collection in id order, by index key, a page at a time', () => {
+    store.write((session) => {
+      const tx = session.documents('explanations');
+      for (const id of ['inv-3', 'inv-1', 'inv-2', 'inv-4']) {
+        tx.put('invocations', id, { id }, { indexKey: id === 'inv-2' ? 'org-b' : 'org-a' });
+      }
+    });
+
+    expect(store.list('explanations', 'invocations').map((doc) => doc.id)).toEqual(['inv-1', 'inv-2', 'inv-3', 'inv-4']);
+    expect(store.list('explanations', 'invocations', { indexKey: 'org-a' }).map((doc) => doc.id)).toEqual([
+      'inv-1',
+      'inv-3',
+      'inv-4',
+    ]);
+    const firstPage = store.list('explanations', 'invocations', { indexKey: 'org-a', limit: 2 });
+    const secondPage = store.list('explanations', 'invocations', { indexKey: 'org-a', afterId: firstPage[1]!.id });
+    expect(secondPage).toEqual([{ id: 'inv-4', document: { id: 'inv-4' }, indexKey: 'org-a' }]);
+    expect(() => store.list('explanations', 'invocations', { limit: MAX_LIST_LIMIT + 1 })).toThrow(RangeError);
+  });
+
+  it('clears a document index key when it is written again without one, because the key belongs to each write', () => {
+    store.write((session) => session.documents('p').put('c', 'a', {}, { indexKey: 'k' }));
+    store.write((session) => session.documents('p').put('c', 'a', {}));
+    expect(store.list('p', 'c', { indexKey: 'k' })).toEqual([]);
+  });
+
+  it('keeps a checkpoint position beyond 2^63 exactly, because EventStoreDB positions are unsigned 64-bit', () => {
+    const position = 2n ** 64n - 1n;
+    store.write((session) => session.setCheckpoint('balances', 3, position));
+    expect(store.checkpoint('balances')).toEqual({ projection: 'balances', version: 3, position });
+  });
+
+  it('keeps neither the documents nor the checkpoint of a transaction that throws', () => {
+    expect(() =>
+      store.write((session) => {
+        session.documents('p').put('c', 'a', { n: 1 });
+        session.setCheckpoint('p', 1, 10n);
+        throw new Error('boom');
+      }),
+    ).toThrow('boom');
+    expect(store.get('p', 'c', 'a')).toBeUndefined();
+    expect(store.checkpoint('p')).toBeUndefined();
+  });
+
+  it('rolls back writes the cache already flushed to SQLite, because its bound flushes inside the same transaction', () => {
+    expect(() =>
+      store.write(
+        (session) => {
+          const tx = session.documents('p');
+          for (let index = 0; index < 10; index += 1) tx.put('c', `d${index}`, { index });
+          // Flushed entries are read back from SQLite, still uncommitted.
+          expect(tx.get('c', 'd0')).toEqual({ index: 0 });
+          throw new Error('after the flushes');
+        },
+        { maxCachedDocuments: 2 },
+      ),
+    ).toThrow('after the flushes');
+    expect(store.list('p', 'c')).toEqual([]);
+
+    store.write(
+      (session) => {
+        const tx = session.documents('p');
+        for (let index = 0; index < 10; index += 1) tx.put('c', `d${index}`, { index });
+      },
+      { maxCachedDocuments: 2 },
+    );
+    expect(store.list('p', 'c')).toHaveLength(10);
+  });
+
+  it('refuses a document that is not JSON, and writes nothing of that transaction', () => {
+    expect(() =>
+      store.write((session) => {
+        session.documents('p').put('c', 'ok', { fine: true });
+        session.documents('p').put('c', 'bad', { amount: 1n });
+      }),
+    ).toThrow(DocumentWriteError);
+    expect(() => store.write((session) => session.documents('p').put('c', '', {}))).toThrow(DocumentWriteError);
+    expect(() => store.write((session) => session.documents('p').put('c', 'u', undefined))).toThrow(DocumentWriteError);
+    expect(store.list('p', 'c')).toEqual([]);
+  });
+
+  it('refuses an asynchronous transaction body, because it would commit before the body finished', () => {
+    expect(() => store.write(async () => undefined)).toThrow('synchronous');
+  });
+
+  it('resets a projection: its documents go and its checkpoint restarts at the given version', () => {
+    store.write((session) => {
+      session.documents('p').put('c', 'a', {});
+      session.documents('q').put('c', 'a', {});
+      session.setCheckpoint('p', 1, 7n);
+    });
+    store.resetProjection('p', 2);
+    expect(store.get('p', 'c', 'a')).toBeUndefined();
+    expect(store.get('q', 'c', 'a')).toEqual({});
+    expect(store.checkpoint('p')).toEqual({ projection: 'p', version: 2, position: undefined });
+  });
+
+  it('keeps its data across reopening, and refuses a file written by a newer schema', () => {
+    store.write((session) => session.documents('p').put('c', 'a', { kept: true }));
+    store.close();
+    store = openReadModelStore({ path: join(dir, 'ledger.read.sqlite') });
+    expect(store.get('p', 'c', 'a')).toEqual({ kept: true });
+
+    const newer = join(dir, 'newer.sqlite');
+    const raw = new Database(newer);
+    raw.pragma(`user_version = ${READ_MODEL_SCHEMA_VERSION + 1}`);
+    raw.close();
+    expect(() => openReadModelStore({ path: newer })).toThrow(/newer than this build/);
+  });
+});
+
+describe('readModelPathFor — where the embedded store keeps read models', () => {
+  it('puts the read-model file beside the log, named after it', () => {
+    expect(readModelPathFor('./var/ledger.sqlite')).toBe('./var/ledger.read.sqlite');
+    expect(readModelPathFor('/data/ledger.db')).toBe('/data/ledger.read.db');
+    expect(readModelPathFor('/data/ledger')).toBe('/data/ledger.read.sqlite');
+    expect(readModelPathFor(':memory:')).toBe(':memory:');
+  });
+});
