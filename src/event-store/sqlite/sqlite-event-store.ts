@@ -100,11 +100,10 @@ function revisionMatches(expected: ExpectedRevision, current: bigint | undefined
 }
 
 function isDuplicateEventId(error: unknown): boolean {
-  return (
-    error instanceof Database.SqliteError &&
-    error.code === 'SQLITE_CONSTRAINT_UNIQUE' &&
-    error.message.includes('events.event_id')
-  );
+  // By shape, not `instanceof`: the native addon keeps the error class (and so the Error realm) of the
+  // first copy of better-sqlite3 loaded in the process, which a second module registry (jest's) does not share.
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  return code === 'SQLITE_CONSTRAINT_UNIQUE' && typeof message === 'string' && message.includes('events.event_id');
 }
 
 /**
