@@ -128,8 +128,8 @@ export function isStale(state: InvocationState, nowMs: number, olderThanMs: numb
 
 /** The figures of SPEC §10's invocation result. */
 export interface InvocationSummary {
-  readonly invocationId: string | undefined;
-  readonly state: InvocationStatus | 'initial';
+  readonly invocationId: string;
+  readonly state: InvocationStatus;
   readonly outcome?: Outcome;
   readonly refusalReason?: AdmissionRefusal['reason'];
   readonly publicationVersion?: number;
@@ -141,6 +141,9 @@ export interface InvocationSummary {
 }
 
 export function invocationSummary(state: InvocationState): InvocationSummary {
+  if (state.status === 'initial' || state.invocationId === undefined) {
+    throw new Error('an invocation that was never estimated has no summary');
+  }
   return {
     invocationId: state.invocationId,
     state: state.status,

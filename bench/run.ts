@@ -1,0 +1,55 @@
+/**
+ * `npm run bench` runs every benchmark; `npm run bench -- <name> [<name>…]` runs the named ones.
+ * Each prints its own table; this runner adds the machine and writes one JSON file per benchmark to
+ * bench/results/<name>.json (the README quotes those figures).
+ */
+import { cpus } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+type Bench = () => Promise<unknown>;
+
+/** Loaded lazily, so running one benchmark does not load (or set up) the others. */
+const BENCHMARKS: Record<string, () => Promise<Bench>> = {
+  'event-store': async () => (await import('./event-store.bench')).run,
+  runtime: async () => (await import('./runtime.bench')).run,
+  'projection-rebuild': async () => (await import('./projection-rebuild.bench')).run,
+  'full-path': async () => (await import('./full-path.bench')).run,
+};
+
+export interface MachineInfo {
+  readonly cpuModel: string;
+  readonly cores: number;
+  readonly node: string;
+  readonly date: string;
+}
+
+export function machineInfo(): MachineInfo {
+  return { cpuModel: cpus()[0]?.model ?? 'unknown', cores: cpus().length, node: process.version, date: new Date().toISOString() };
+}
+
+async function main(names: readonly string[]): Promise<void> {
+  const unknown = names.filter((name) => !(name in BENCHMARKS));
+  if (unknown.length > 0) {
+    console.error(`Unknown benchmark ${unknown.join(', ')}; known: ${Object.keys(BENCHMARKS).join(', ')}`);
+    process.exit(2);
+  }
+  const selected = names.length > 0 ? names : Object.keys(BENCHMARKS);
+  const machine = machineInfo();
+  console.log(`machine: ${machine.cores} × ${machine.cpuModel}, node ${machine.node}, ${machine.date}`);
+  const resultsDir = join(__dirname, '..', '..', 'bench', 'results');
+  mkdirSync(resultsDir, { recursive: true });
+  for (const name of selected) {
+    console.log(`\n=== ${name} ===`);
+    const run = await BENCHMARKS[name]!();
+    const result = await run();
+    const file = join(resultsDir, `${name}.json`);
+    writeFileSync(file, `${JSON.stringify({ machine, result }, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value), 2)}\n`);
+    console.log(`results: ${file}`);
+  }
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

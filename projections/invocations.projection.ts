@@ -1,0 +1,149 @@
+import type { RecordedEvent } from '../src/event-store/event-store.port';
+import type { InvocationEvent, InvocationStatus } from '../src/invocations/invocation.events';
+import type { Projection } from '../src/projection-runner';
+import type { EndingLimit, FaultClass, Outcome } from '../src/runtime';
+import { streamId } from './stream-names';
+
+export const INVOCATIONS_PROJECTION = 'invocations';
+/** One document per invocation (SPEC §10 `GET /v1/invocations/:id`), indexed by organization. */
+export const INVOCATION_COLLECTION = 'invocation';
+/** Invocations not yet final (refused or settled): what the sweep looks at. */
+export const OPEN_COLLECTION = 'open';
+
+export interface InvocationView {
+  readonly invocationId: string;
+  readonly organizationId: string;
+  readonly operationId: string;
+  readonly state: InvocationStatus;
+  readonly publicationVersion?: number;
+  readonly estimate: number;
+  readonly charge: number;
+  readonly outcome?: Outcome;
+  readonly endingLimit?: EndingLimit;
+  readonly fault?: FaultClass;
+  readonly refusalReason?: string;
+  readonly turnsUsed: number;
+  readonly toolCallsUsed: number;
+  readonly spentCredits: number;
+  readonly attemptCount: number;
+  readonly settlementTransition?: number;
+  readonly estimatedAt: string;
+  readonly settledAt?: string;
+  /** When the log last recorded anything for it. */
+  readonly lastActivityAt: string;
+}
+
+export interface OpenInvocationView {
+  readonly invocationId: string;
+  readonly organizationId: string;
+  readonly state: InvocationStatus;
+  readonly lastActivityAt: string;
+}
+
+type InvocationRecordedEvent = RecordedEvent<InvocationEvent['type']> & InvocationEvent;
+
+/** The state of every invocation, and the set still open. */
+export const invocationsProjection: Projection<InvocationRecordedEvent> = {
+  name: INVOCATIONS_PROJECTION,
+  version: 1,
+  handles: [
+    'InvocationEstimated',
+    'InvocationRefused',
+    'InvocationReserved',
+    'InvocationDispatched',
+    'AttemptRecorded',
+    'InvocationCompleted',
+    'InvocationFailed',
+    'InvocationPending',
+    'InvocationSettled',
+  ],
+  apply(event, tx) {
+    const invocationId = streamId(event.streamName, 'invocation');
+    if (invocationId === undefined) return;
+    const before = tx.get<InvocationView>(INVOCATION_COLLECTION, invocationId);
+    const after = applyInvocationEvent(before, invocationId, event);
+    if (after === undefined) return;
+    tx.put(INVOCATION_COLLECTION, invocationId, after, { indexKey: after.organizationId });
+    if (after.state === 'refused' || after.state === 'settled') {
+      tx.delete(OPEN_COLLECTION, invocationId);
+    } else {
+      const open: OpenInvocationView = {
+        invocationId,
+        organizationId: after.organizationId,
+        state: after.state,
+        lastActivityAt: after.lastActivityAt,
+      };
+      tx.put(OPEN_COLLECTION, invocationId, open);
+    }
+  },
+};
+
+function applyInvocationEvent(
+  view: InvocationView | undefined,
+  invocationId: string,
+  event: InvocationRecordedEvent,
+): InvocationView | undefined {
+  const at = event.recordedAt;
+  if (event.type === 'InvocationEstimated') {
+    const { organizationId, operationId, publication, estimatedAt } = event.data;
+    return {
+      invocationId,
+      organizationId,
+      operationId,
+      state: 'estimated',
+      ...(publication === null ? {} : { publicationVersion: publication.version }),
+      estimate: publication?.creditHold ?? 0,
+      charge: 0,
+      turnsUsed: 0,
+      toolCallsUsed: 0,
+      spentCredits: 0,
+      attemptCount: 0,
+      estimatedAt,
+      lastActivityAt: at,
+    };
+  }
+  if (view === undefined) return undefined;
+  switch (event.type) {
+    case 'InvocationRefused':
+      return { ...view, state: 'refused', refusalReason: event.data.reason, lastActivityAt: at };
+    case 'InvocationReserved':
+      return { ...view, state: 'reserved', lastActivityAt: at };
+    case 'InvocationDispatched':
+      return { ...view, state: 'dispatched', lastActivityAt: at };
+    case 'AttemptRecorded':
+      return {
+        ...view,
+        attemptCount: view.attemptCount + 1,
+        spentCredits: view.spentCredits + event.data.priceCredits,
+        turnsUsed: Math.max(view.turnsUsed, event.data.turn),
+        lastActivityAt: at,
+      };
+    case 'InvocationCompleted':
+    case 'InvocationFailed': {
+      const { turnsUsed, toolCallsUsed, spentCredits, attemptCount } = event.data;
+      return {
+        ...view,
+        state: event.type === 'InvocationCompleted' ? 'completed' : 'failed',
+        outcome: event.type === 'InvocationCompleted' ? event.data.outcome : 'failed',
+        ...(event.type === 'InvocationCompleted' && event.data.endingLimit !== undefined ? { endingLimit: event.data.endingLimit } : {}),
+        ...(event.type === 'InvocationFailed' ? { fault: event.data.fault } : {}),
+        turnsUsed,
+        toolCallsUsed,
+        spentCredits,
+        attemptCount,
+        lastActivityAt: at,
+      };
+    }
+    case 'InvocationPending':
+      return { ...view, state: 'pending', lastActivityAt: at };
+    case 'InvocationSettled':
+      return {
+        ...view,
+        state: 'settled',
+        charge: event.data.chargeCredits,
+        settlementTransition: event.data.transition,
+        settledAt: event.data.settledAt,
+        lastActivityAt: at,
+      };
+  }
+}

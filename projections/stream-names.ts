@@ -1,0 +1,5 @@
+/** The id part of a `<category>-<id>` stream name (SPEC §9), e.g. `invocation-1234` → `1234`. */
+export function streamId(streamName: string, category: string): string | undefined {
+  const prefix = `${category}-`;
+  return streamName.startsWith(prefix) ? streamName.slice(prefix.length) : undefined;
+}

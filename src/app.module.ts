@@ -1,0 +1,32 @@
+import { DynamicModule, Module, type ModuleMetadata } from '@nestjs/common';
+import { CqrsModule } from '@nestjs/cqrs';
+import { LedgerConfigModule } from './config/config.module';
+import { EventStoreModule } from './event-store/event-store.module';
+import { DemoArithmeticModule } from './features/demo-arithmetic/demo-arithmetic.module';
+import { LedgerModule } from './ledger/ledger.module';
+import { ReadSideModule } from './read-side/read-side.module';
+
+export interface AppModuleOptions {
+  /** The environment to configure from; defaults to process.env. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** Extra modules, e.g. a test's feature module registering its own operations. */
+  readonly imports?: ModuleMetadata['imports'];
+}
+
+@Module({})
+export class AppModule {
+  static forRoot(options: AppModuleOptions = {}): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        LedgerConfigModule.forRoot(options.env),
+        CqrsModule.forRoot(),
+        EventStoreModule,
+        ReadSideModule,
+        LedgerModule,
+        DemoArithmeticModule,
+        ...(options.imports ?? []),
+      ],
+    };
+  }
+}

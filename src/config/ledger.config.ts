@@ -1,0 +1,162 @@
+import { InvalidStoreUrlError, parseStoreUrl, type StoreLocation } from '../event-store/open-event-store';
+import { readModelPathFor } from '../projection-runner/read-model.store';
+
+/**
+ * The service's configuration, read from the environment once at start (SPEC §10) and validated, so a
+ * bad value stops the process with a message naming the variable instead of failing on first use.
+ */
+
+export const ROLES = ['system', 'auditor', 'org_admin', 'org_member'] as const;
+export type Role = (typeof ROLES)[number];
+
+export interface TokenGrant {
+  readonly role: Role;
+  /** Required for org_admin and org_member: the one organization the token may act for. */
+  readonly organizationId?: string;
+}
+
+export type SqliteSynchronous = 'NORMAL' | 'FULL';
+
+export interface LedgerConfig {
+  readonly port: number;
+  /** `sqlite:<path>` or an `esdb://…` / `kurrentdb://…` connection string, parsed. */
+  readonly store: StoreLocation;
+  /**
+   * The SQLite file of the read models: beside the log for the embedded store
+   * (`var/ledger.sqlite` → `var/ledger.read.sqlite`), a local file per instance with EventStoreDB.
+   * `LEDGER_READ_STORE` overrides it.
+   */
+  readonly readStorePath: string;
+  /** SQLite durability (see README "Durability"). */
+  readonly sqliteSynchronous: SqliteSynchronous;
+  readonly anthropicApiKey?: string;
+  readonly anthropicBaseUrl?: string;
+  /** Bearer token → grant. */
+  readonly tokens: ReadonlyMap<string, TokenGrant>;
+  /** `LEDGER_DEMO=1`: seed the demo catalog, organization and tokens, and print them. */
+  readonly demo: boolean;
+}
+
+export const DEFAULT_PORT = 3000;
+export const DEFAULT_STORE = 'sqlite:./var/ledger.sqlite';
+/** Read models of an instance whose log is EventStoreDB. */
+export const DEFAULT_EVENTSTOREDB_READ_STORE = './var/read-models.sqlite';
+const MAX_PORT = 65_535;
+
+export class ConfigurationError extends Error {
+  override readonly name = 'ConfigurationError';
+
+  constructor(readonly problems: readonly string[]) {
+    super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
+  }
+}
+
+/** Parses and validates the environment; throws ConfigurationError listing every bad variable. */
+export function loadLedgerConfig(env: Readonly<Record<string, string | undefined>>): LedgerConfig {
+  const problems: string[] = [];
+
+  const port = parsePort(env.PORT, problems);
+
+  let store: StoreLocation = { kind: 'sqlite', path: './var/ledger.sqlite' };
+  try {
+    store = parseStoreUrl(nonEmpty(env.LEDGER_STORE) ?? DEFAULT_STORE);
+  } catch (error) {
+    if (!(error instanceof InvalidStoreUrlError)) throw error;
+    problems.push(error.message);
+  }
+  const readStorePath =
+    nonEmpty(env.LEDGER_READ_STORE) ?? (store.kind === 'sqlite' ? readModelPathFor(store.path) : DEFAULT_EVENTSTOREDB_READ_STORE);
+
+  const synchronous = (nonEmpty(env.LEDGER_SQLITE_SYNCHRONOUS) ?? 'NORMAL').toUpperCase();
+  if (synchronous !== 'NORMAL' && synchronous !== 'FULL') {
+    problems.push(`LEDGER_SQLITE_SYNCHRONOUS: expected NORMAL or FULL, got "${env.LEDGER_SQLITE_SYNCHRONOUS}"`);
+  }
+
+  const anthropicBaseUrl = nonEmpty(env.ANTHROPIC_BASE_URL);
+  if (anthropicBaseUrl !== undefined && !isHttpUrl(anthropicBaseUrl)) {
+    problems.push(`ANTHROPIC_BASE_URL: expected an http(s) URL, got "${anthropicBaseUrl}"`);
+  }
+
+  const demoFlag = nonEmpty(env.LEDGER_DEMO);
+  if (demoFlag !== undefined && !['0', '1', 'true', 'false'].includes(demoFlag)) {
+    problems.push(`LEDGER_DEMO: expected 1 or 0, got "${demoFlag}"`);
+  }
+
+  const tokens = parseTokens(env.LEDGER_TOKENS, problems);
+
+  if (problems.length > 0) throw new ConfigurationError(problems);
+  return {
+    port,
+    store,
+    readStorePath,
+    sqliteSynchronous: synchronous as SqliteSynchronous,
+    anthropicApiKey: nonEmpty(env.ANTHROPIC_API_KEY),
+    anthropicBaseUrl,
+    tokens,
+    demo: demoFlag === '1' || demoFlag === 'true',
+  };
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  const trimmed = value?.trim();
+  return trimmed ? trimmed : undefined;
+}
+
+function parsePort(value: string | undefined, problems: string[]): number {
+  const raw = nonEmpty(value);
+  if (raw === undefined) return DEFAULT_PORT;
+  const port = Number(raw);
+  if (!/^\d+$/.test(raw) || port > MAX_PORT) {
+    problems.push(`PORT: expected an integer from 0 to ${MAX_PORT}, got "${raw}"`);
+    return DEFAULT_PORT;
+  }
+  return port;
+}
+
+function isHttpUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return url.protocol === 'http:' || url.protocol === 'https:';
+  } catch {
+    return false;
+  }
+}
+
+function parseTokens(value: string | undefined, problems: string[]): Map<string, TokenGrant> {
+  const tokens = new Map<string, TokenGrant>();
+  const raw = nonEmpty(value);
+  if (raw === undefined) return tokens;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    problems.push('LEDGER_TOKENS: expected JSON of the form {"<token>": {"role": "...", "organizationId": "..."}}');
+    return tokens;
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    problems.push('LEDGER_TOKENS: expected a JSON object mapping each token to { role, organizationId? }');
+    return tokens;
+  }
+  for (const [token, grant] of Object.entries(parsed as Record<string, unknown>)) {
+    // Never echo the token itself: name it by position-free description only.
+    const where = `LEDGER_TOKENS entry #${tokens.size + 1}`;
+    if (token.trim().length === 0) {
+      problems.push(`${where}: the token is empty`);
+      continue;
+    }
+    const { role, organizationId } = (grant ?? {}) as { role?: unknown; organizationId?: unknown };
+    if (typeof role !== 'string' || !(ROLES as readonly string[]).includes(role)) {
+      problems.push(`${where}: role must be one of ${ROLES.join(', ')}`);
+      continue;
+    }
+    const scoped = role === 'org_admin' || role === 'org_member';
+    if (scoped && (typeof organizationId !== 'string' || organizationId.length === 0)) {
+      problems.push(`${where}: role ${role} needs an organizationId`);
+      continue;
+    }
+    tokens.set(token, scoped ? { role: role as Role, organizationId: organizationId as string } : { role: role as Role });
+  }
+  return tokens;
+}
+
+export const LEDGER_CONFIG = Symbol('LEDGER_CONFIG');

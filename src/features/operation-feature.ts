@@ -1,0 +1,42 @@
+import type { AnswerToolSpec, Message, Provider, TextBlock, TextJudge, ToolSpec } from '../runtime';
+
+/**
+ * What a consuming feature registers for one operation: how a request's input becomes a conversation,
+ * with the tools the model may call and the judge of its final answer. Routing, limits and prices are
+ * NOT here: they come from the operation's publication, and a feature cannot replace them
+ * (BR-CAP-PFM-LLM-002-13).
+ */
+export interface OperationFeature {
+  /** The published operation this feature serves, e.g. `demo.arithmetic`. */
+  readonly operationId: string;
+  /**
+   * Validates the request's `input` and builds the conversation. Throws InvalidFeatureInputError for
+   * bad input, before anything is written. The result stays in memory: no part of it is ever stored.
+   */
+  prepare(input: unknown): PreparedConversation;
+  /**
+   * The offline model used when the publication routes to the `scripted` provider: a fresh provider
+   * per invocation (a scripted provider plays its own script).
+   */
+  readonly scriptedModel?: () => Provider;
+}
+
+export interface PreparedConversation {
+  readonly system: readonly TextBlock[];
+  readonly messages: readonly Message[];
+  readonly tools: readonly ToolSpec[];
+  readonly answerTool?: AnswerToolSpec;
+  readonly textJudge?: TextJudge;
+}
+
+/** A request whose `input` the feature cannot use; `field` is a path inside `input`. */
+export class InvalidFeatureInputError extends Error {
+  override readonly name = 'InvalidFeatureInputError';
+
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(`${field}: ${message}`);
+  }
+}

@@ -1,0 +1,26 @@
+/** No feature is registered for the operation: there is nothing to run, and nothing is written. */
+export class UnknownOperationError extends Error {
+  override readonly name = 'UnknownOperationError';
+
+  constructor(readonly operationId: string) {
+    super(`Unknown operation "${operationId}"`);
+  }
+}
+
+/** The organization has no account (no grant or settings yet): nothing is written. */
+export class UnknownOrganizationError extends Error {
+  override readonly name = 'UnknownOrganizationError';
+
+  constructor(readonly organizationId: string) {
+    super(`Unknown organization "${organizationId}"`);
+  }
+}
+
+/** An idempotency key reused for a different request. */
+export class IdempotencyKeyReusedError extends Error {
+  override readonly name = 'IdempotencyKeyReusedError';
+
+  constructor(readonly idempotencyKey: string) {
+    super(`Idempotency key "${idempotencyKey}" was already used for a different operation`);
+  }
+}

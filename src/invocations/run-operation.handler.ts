@@ -1,0 +1,206 @@
+import { Inject, Logger } from '@nestjs/common';
+import { CommandHandler, EventBus, ICommandHandler } from '@nestjs/cqrs';
+import { accountDecider } from '../accounts/account.decider';
+import { accountStreamName } from '../accounts/account.events';
+import { AdmissionRefusedError, decideAdmission, refusalOf } from '../accounts/admission.policy';
+import { AggregateRepository, type CommandContext } from '../aggregates/aggregate.repository';
+import { operationDecider, publicationInForce } from '../catalog/operation.decider';
+import type { Publication } from '../catalog/operation.events';
+import { operationStreamName } from '../catalog/operation.events';
+import { IllegalTransitionError } from '../domain/domain.errors';
+import { FeatureRegistry } from '../features/feature.registry';
+import type { OperationFeature, PreparedConversation } from '../features/operation-feature';
+import { CLOCK, isoAt } from '../ledger/clock.provider';
+import { ProviderRegistry } from '../providers/provider.registry';
+import { runToolLoop, type Clock, type ToolLoopResult } from '../runtime';
+import type { InvocationCommand } from './invocation.commands';
+import { invocationDecider } from './invocation.decider';
+import { invocationStreamName } from './invocation.events';
+import { invocationSummary, isUnmeasured, type InvocationState, type InvocationSummary } from './invocation.state';
+import { IdempotencyKeyReusedError, UnknownOperationError, UnknownOrganizationError } from './invocation-errors';
+import { invocationIdFor } from './invocation-ids';
+import { InvocationSettledEvent } from './invocation-settled.event';
+import { RunOperationCommand, type RunOperationRequest } from './run-operation.command';
+
+@CommandHandler(RunOperationCommand)
+export class RunOperationHandler implements ICommandHandler<RunOperationCommand, InvocationSummary> {
+  private readonly logger = new Logger(RunOperationHandler.name);
+  /** Keyed requests running in this process, so a repeat waits for the first instead of racing it. */
+  private readonly inFlight = new Map<string, { readonly operationId: string; readonly run: Promise<InvocationSummary> }>();
+
+  constructor(
+    private readonly repository: AggregateRepository,
+    private readonly features: FeatureRegistry,
+    private readonly providers: ProviderRegistry,
+    private readonly eventBus: EventBus,
+    @Inject(CLOCK) private readonly clock: Clock,
+  ) {}
+
+  execute({ request }: RunOperationCommand): Promise<InvocationSummary> {
+    const feature = this.features.get(request.operationId);
+    if (feature === undefined) return Promise.reject(new UnknownOperationError(request.operationId));
+    const invocationId = invocationIdFor(request.organizationId, request.idempotencyKey);
+    const running = this.inFlight.get(invocationId);
+    if (running !== undefined) {
+      if (running.operationId !== request.operationId) return Promise.reject(new IdempotencyKeyReusedError(request.idempotencyKey ?? ''));
+      return running.run;
+    }
+    const run = this.run(invocationId, feature, request);
+    if (request.idempotencyKey === undefined) return run;
+    this.inFlight.set(invocationId, { operationId: request.operationId, run });
+    return run.finally(() => this.inFlight.delete(invocationId));
+  }
+
+  private async run(invocationId: string, feature: OperationFeature, request: RunOperationRequest): Promise<InvocationSummary> {
+    const stream = invocationStreamName(invocationId);
+    // Only the invocation's own run writes its stream, so its cached state needs no re-read per command.
+    const context: CommandContext = { correlationId: invocationId, refresh: false };
+    const invoke = (command: InvocationCommand) => this.repository.handle(stream, invocationDecider, command, context);
+
+    if (request.idempotencyKey !== undefined) {
+      const existing = await this.repository.load(stream, invocationDecider);
+      if (existing.revision !== undefined) return this.repeatOf(existing.state, request);
+    }
+
+    // Bad input is refused before anything is written.
+    const conversation = feature.prepare(request.input);
+    const publication = publicationInForce((await this.repository.load(operationStreamName(request.operationId), operationDecider)).state);
+    const accountStream = accountStreamName(request.organizationId);
+    const account = await this.repository.load(accountStream, accountDecider);
+    if (!account.state.exists) throw new UnknownOrganizationError(request.organizationId);
+
+    try {
+      await invoke({
+        type: 'EstimateInvocation',
+        data: {
+          invocationId,
+          operationId: request.operationId,
+          organizationId: request.organizationId,
+          publication: publication ?? null,
+          ...(request.idempotencyKey === undefined ? {} : { idempotencyKey: request.idempotencyKey }),
+          estimatedAt: isoAt(this.clock),
+        },
+      });
+    } catch (error) {
+      // Another process estimated the same keyed request first: answer with its result.
+      if (error instanceof IllegalTransitionError && request.idempotencyKey !== undefined) {
+        const existing = await this.repository.load(stream, invocationDecider);
+        return this.repeatOf(existing.state, request);
+      }
+      throw error;
+    }
+
+    const decision = decideAdmission(account.state, publication);
+    if (!decision.admitted) {
+      return invocationSummary((await invoke({ type: 'RefuseInvocation', data: { ...refusalOf(decision), refusedAt: isoAt(this.clock) } })).state);
+    }
+    const admitted = publication as Publication;
+    try {
+      // The account re-checks against its own fresh stream: concurrent admissions never over-commit.
+      await this.repository.handle(
+        accountStream,
+        accountDecider,
+        { type: 'PlaceHold', data: { invocationId, credits: admitted.creditHold, placedAt: isoAt(this.clock) } },
+        { correlationId: invocationId },
+      );
+    } catch (error) {
+      if (!(error instanceof AdmissionRefusedError)) throw error;
+      return invocationSummary((await invoke({ type: 'RefuseInvocation', data: { ...error.refusal, refusedAt: isoAt(this.clock) } })).state);
+    }
+    await invoke({ type: 'ReserveInvocation', data: { reservedAt: isoAt(this.clock) } });
+    await invoke({ type: 'DispatchInvocation', data: { dispatchedAt: isoAt(this.clock) } });
+
+    let settled: InvocationState;
+    try {
+      const result = await this.converse(feature, conversation, admitted, request.signal, invoke);
+      settled = await this.close(result, invoke);
+    } catch (error) {
+      // SPEC §4 transition 11: something escaped the protected block; the real cost is unknown.
+      this.logger.error({ message: 'invocation failed outside the conversation', invocationId, error: describe(error) });
+      settled = await this.settle('exception', invoke, (await this.repository.load(stream, invocationDecider, false)).state);
+    }
+    const charge = settled.settlement?.chargeCredits ?? 0;
+    await this.repository.handle(
+      accountStream,
+      accountDecider,
+      { type: 'SettleHold', data: { invocationId, chargeCredits: charge, settledAt: isoAt(this.clock) } },
+      { correlationId: invocationId },
+    );
+    const summary = invocationSummary(settled);
+    this.eventBus.publish(new InvocationSettledEvent(request.organizationId, request.operationId, summary));
+    return summary;
+  }
+
+  private converse(
+    feature: OperationFeature,
+    conversation: PreparedConversation,
+    publication: Publication,
+    signal: AbortSignal | undefined,
+    invoke: (command: InvocationCommand) => Promise<unknown>,
+  ): Promise<ToolLoopResult> {
+    return runToolLoop({
+      ...conversation,
+      limits: publication.limits,
+      prices: publication.prices,
+      creditHold: publication.creditHold,
+      model: publication.routing.model,
+      provider: this.providers.resolve(publication.routing, feature),
+      clock: this.clock,
+      ...(signal === undefined ? {} : { signal }),
+      // One event per attempt as it happens: a crash mid-conversation never loses a billed attempt.
+      onAttempt: async (record) => {
+        await invoke({ type: 'RecordAttempt', data: record });
+      },
+    });
+  }
+
+  /** Records how the conversation ended and settles it (transitions 5/6, then 7, then 8/9/10). */
+  private async close(
+    result: ToolLoopResult,
+    invoke: (command: InvocationCommand) => Promise<{ readonly state: InvocationState }>,
+  ): Promise<InvocationState> {
+    const figures = {
+      turnsUsed: result.turnsUsed,
+      toolCallsUsed: result.toolCallsUsed,
+      spentCredits: result.spentCredits,
+      attemptCount: result.attemptCount,
+      usageTotals: result.usageTotals,
+      usageReported: result.usageReported,
+    };
+    const at = isoAt(this.clock);
+    const { state } =
+      result.outcome === 'failed'
+        ? await invoke({ type: 'FailInvocation', data: { ...figures, fault: result.faultClassification ?? 'server_error', failedAt: at } })
+        : await invoke({
+        type: 'CompleteInvocation',
+        data: {
+          ...figures,
+          outcome: result.outcome,
+          ...(result.endingLimit === undefined ? {} : { endingLimit: result.endingLimit }),
+            completedAt: at,
+          },
+        });
+    return this.settle('runtime', invoke, state);
+  }
+
+  /** Transition 7 when a completed result reported no usage, then settlement (8–11). */
+  private async settle(
+    by: 'runtime' | 'exception',
+    invoke: (command: InvocationCommand) => Promise<{ readonly state: InvocationState }>,
+    current: InvocationState,
+  ): Promise<InvocationState> {
+    if (current.status === 'completed' && isUnmeasured(current)) {
+      await invoke({ type: 'MarkInvocationPending', data: { pendingAt: isoAt(this.clock) } });
+    }
+    return (await invoke({ type: 'SettleInvocation', data: { by, settledAt: isoAt(this.clock) } })).state;
+  }
+
+  private repeatOf(first: InvocationState, request: RunOperationRequest): InvocationSummary {
+    if (first.operationId !== request.operationId) throw new IdempotencyKeyReusedError(request.idempotencyKey ?? '');
+    return invocationSummary(first);
+  }
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}

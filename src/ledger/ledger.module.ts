@@ -1,0 +1,41 @@
+import { Global, Module } from '@nestjs/common';
+import { CqrsModule } from '@nestjs/cqrs';
+import { AdjustCreditsHandler, ChangeOrganizationSettingsHandler, GrantCreditsHandler } from '../accounts/account-commands.handler';
+import { AggregateRepository } from '../aggregates/aggregate.repository';
+import { PublishOperationHandler } from '../catalog/publish-operation.handler';
+import { EVENT_STORE, type EventStore } from '../event-store/event-store.port';
+import { FeatureRegistry } from '../features/feature.registry';
+import { LogSettledInvocationHandler } from '../invocations/invocation-settled.event';
+import { RunOperationHandler } from '../invocations/run-operation.handler';
+import { SweepStaleInvocationsHandler } from '../invocations/sweep-stale-invocations.handler';
+import { ProviderRegistry } from '../providers/provider.registry';
+import { clockProvider } from './clock.provider';
+
+/**
+ * The accounting core: command handlers over the event store, the feature and provider registries and
+ * the clock. Global, so a feature module anywhere can register operations and dispatch commands.
+ */
+@Global()
+@Module({
+  imports: [CqrsModule],
+  providers: [
+    clockProvider,
+    {
+      provide: AggregateRepository,
+      inject: [EVENT_STORE],
+      useFactory: (store: EventStore) => new AggregateRepository(store),
+    },
+    FeatureRegistry,
+    ProviderRegistry,
+    PublishOperationHandler,
+    GrantCreditsHandler,
+    AdjustCreditsHandler,
+    ChangeOrganizationSettingsHandler,
+    RunOperationHandler,
+    SweepStaleInvocationsHandler,
+    LogSettledInvocationHandler,
+  ],
+  exports: [clockProvider, AggregateRepository, FeatureRegistry],
+})
+export class LedgerModule {}
+

@@ -1,0 +1,24 @@
+import 'reflect-metadata';
+import { ConsoleLogger } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { AppModule } from './app.module';
+import { LEDGER_CONFIG, LedgerConfig } from './config/ledger.config';
+
+async function bootstrap(): Promise<void> {
+  // Structured JSON logs, one object per line.
+  const logger = new ConsoleLogger({ json: true });
+  const app = await NestFactory.create(AppModule.forRoot(), { logger, abortOnError: false });
+  // SIGTERM/SIGINT close the HTTP server, then the store (EventStoreModule.onApplicationShutdown).
+  app.enableShutdownHooks();
+  const config = app.get<LedgerConfig>(LEDGER_CONFIG);
+  await app.listen(config.port);
+  const store = config.store.kind === 'sqlite' ? `sqlite:${config.store.path}` : 'EventStoreDB';
+  logger.log(`llm-ledger listening on port ${config.port} (store: ${store})`, 'Bootstrap');
+}
+
+bootstrap().catch((error: unknown) => {
+  // A bad configuration is reported as its message alone: no stack trace for a typo in an env var.
+  const message = error instanceof Error && error.name === 'ConfigurationError' ? error.message : error;
+  console.error(message);
+  process.exit(1);
+});

@@ -1,0 +1,59 @@
+import { ConfigurationError, DEFAULT_PORT, DEFAULT_STORE, loadLedgerConfig } from '../../src/config/ledger.config';
+
+describe('configuration from the environment (SPEC §10)', () => {
+  it('starts on the embedded store at port 3000 when nothing is set', () => {
+    const config = loadLedgerConfig({});
+    expect(config.port).toBe(DEFAULT_PORT);
+    expect(config.store).toEqual({ kind: 'sqlite', path: DEFAULT_STORE.slice('sqlite:'.length) });
+    expect(config.readStorePath).toBe('./var/ledger.read.sqlite');
+    expect(config.sqliteSynchronous).toBe('NORMAL');
+    expect(config.tokens.size).toBe(0);
+    expect(config.demo).toBe(false);
+  });
+
+  it('accepts EventStoreDB and KurrentDB connection strings', () => {
+    expect(loadLedgerConfig({ LEDGER_STORE: 'esdb://localhost:2113?tls=false' }).store).toEqual({
+      kind: 'eventstoredb',
+      connectionString: 'esdb://localhost:2113?tls=false',
+    });
+    const kurrent = loadLedgerConfig({ LEDGER_STORE: 'kurrentdb+discover://a:2113' });
+    expect(kurrent.store.kind).toBe('eventstoredb');
+    expect(kurrent.readStorePath).toBe('./var/read-models.sqlite');
+  });
+
+  it('refuses an unparsable LEDGER_STORE with a message naming the variable', () => {
+    expect(() => loadLedgerConfig({ LEDGER_STORE: 'postgres://x' })).toThrow(/LEDGER_STORE: unsupported store URL/);
+  });
+
+  it('lists every bad variable at once, so one restart fixes them all', () => {
+    try {
+      loadLedgerConfig({ PORT: 'eighty', LEDGER_SQLITE_SYNCHRONOUS: 'OFF', LEDGER_TOKENS: '{', LEDGER_DEMO: 'yes' });
+      throw new Error('expected a ConfigurationError');
+    } catch (error) {
+      expect(error).toBeInstanceOf(ConfigurationError);
+      const problems = (error as ConfigurationError).problems.join('\n');
+      expect(problems).toMatch(/PORT/);
+      expect(problems).toMatch(/LEDGER_SQLITE_SYNCHRONOUS/);
+      expect(problems).toMatch(/LEDGER_TOKENS/);
+      expect(problems).toMatch(/LEDGER_DEMO/);
+    }
+  });
+
+  it('reads tokens with their roles and refuses an organization role without its organization', () => {
+    const config = loadLedgerConfig({
+      LEDGER_TOKENS: JSON.stringify({ t1: { role: 'system' }, t2: { role: 'org_admin', organizationId: 'acme' } }),
+    });
+    expect(config.tokens.get('t1')).toEqual({ role: 'system' });
+    expect(config.tokens.get('t2')).toEqual({ role: 'org_admin', organizationId: 'acme' });
+    expect(() => loadLedgerConfig({ LEDGER_TOKENS: JSON.stringify({ t3: { role: 'org_member' } }) })).toThrow(
+      /needs an organizationId/,
+    );
+  });
+
+  it('never repeats a token in its error message, because tokens are secrets', () => {
+    const secret = 'sk-very-secret-token';
+    expect(() => loadLedgerConfig({ LEDGER_TOKENS: JSON.stringify({ [secret]: { role: 'root' } }) })).toThrow(
+      expect.objectContaining({ message: expect.not.stringContaining(secret) }),
+    );
+  });
+});

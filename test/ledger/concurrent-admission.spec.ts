@@ -1,0 +1,79 @@
+import { accountDecider } from '../../src/accounts/account.decider';
+import type { AccountEvent } from '../../src/accounts/account.events';
+import { balanceOf } from '../../src/accounts/account.state';
+import { RunOperationCommand } from '../../src/invocations/run-operation.command';
+import type { InvocationSummary } from '../../src/invocations/invocation.state';
+import { scriptedToolUse, type ScriptedStep } from '../../src/runtime';
+import { LedgerTestApp, publication, seed, startLedgerApp } from '../support/ledger-app';
+import { scriptedFeature, usage } from '../support/scripted-feature';
+
+const HOLD = 100;
+const REQUESTS = 200;
+const MAX_RUNNING = 10;
+
+/** A model that takes a few event-loop turns to answer, so requests overlap for real. */
+function overlapping(): ScriptedStep[] {
+  return [
+    async () => {
+      for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+      // 60 input + 4 output tokens at 1 credit per token: each settles for 64 of its 100 held.
+      return scriptedToolUse([{ id: 'a', name: 'submit_answer', input: { value: 42 } }], { usage: usage(60, 4) });
+    },
+  ];
+}
+
+describe('concurrent admissions for one organization never over-commit credits or slots (SPEC §3)', () => {
+  let ledger: LedgerTestApp;
+
+  beforeEach(async () => {
+    ledger = await startLedgerApp({ features: [scriptedFeature('test.concurrent', overlapping)] });
+    await seed(ledger, {
+      operationId: 'test.concurrent',
+      organizationId: 'acme',
+      credits: 50 * HOLD,
+      maxRunning: MAX_RUNNING,
+      publication: publication({
+        creditHold: HOLD,
+        prices: { inputPerMTok: 1_000_000, outputPerMTok: 1_000_000, cacheWritePerMTok: 0, cacheReadPerMTok: 0 },
+      }),
+    });
+  });
+
+  afterEach(() => ledger.close());
+
+  it('keeps holds within what was available and running within maxRunning at every step, and ends every request settled or refused', async () => {
+    // Requests arrive one event-loop turn apart, so early ones settle while later ones are admitted.
+    const pending: Promise<InvocationSummary>[] = [];
+    for (let i = 0; i < REQUESTS; i++) {
+      pending.push(
+        ledger.commandBus.execute(new RunOperationCommand({ operationId: 'test.concurrent', organizationId: 'acme', input: { question: `q${i}` } })),
+      );
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    const results = await Promise.all(pending);
+
+    for (const result of results) {
+      expect(['settled', 'refused']).toContain(result.state);
+      if (result.state === 'refused') expect(['no_running_slot', 'insufficient_credits']).toContain(result.refusalReason);
+    }
+    const settled = results.filter((result) => result.state === 'settled');
+    const reasons = new Set(results.map((result) => result.refusalReason).filter(Boolean));
+    expect(settled.length).toBeGreaterThan(MAX_RUNNING);
+    expect(reasons).toEqual(new Set(['no_running_slot', 'insufficient_credits']));
+
+    // Replay the account stream and check the invariants after every single event.
+    let state = accountDecider.initialState();
+    let peakRunning = 0;
+    for (const event of await ledger.store.readStream('account-acme')) {
+      state = accountDecider.evolve(state, { type: event.type, data: event.data } as AccountEvent);
+      const balance = balanceOf(state);
+      expect(balance.held).toBeLessThanOrEqual(balance.granted + balance.adjustments - balance.charged);
+      expect(balance.running).toBeLessThanOrEqual(MAX_RUNNING);
+      peakRunning = Math.max(peakRunning, balance.running);
+    }
+    const final = balanceOf(state);
+    expect(peakRunning).toBe(MAX_RUNNING);
+    expect(final).toMatchObject({ held: 0, running: 0, charged: settled.length * 64 });
+    expect(final.available).toBe(final.granted + final.adjustments - final.charged);
+  });
+});
