@@ -1,0 +1,152 @@
+/**
+ * The sentence of an explanation (SPEC §9): built from the view's figures only, so a rebuild writes the
+ * same words and a reader can check every number in it against the structured fields beside it.
+ * Integers are printed plainly (no locale grouping), which keeps the text deterministic.
+ */
+import type { SettlementTransition } from '../src/invocations/invocation.events';
+import { isRetryable, type FaultClass } from '../src/runtime/faults';
+import type { ExplanationFigures, ExplanationRefusal } from './explanations.projection';
+
+/** What each provider fault means to a reader of a `failed` explanation. */
+export const FAULT_WORDING: Readonly<Record<FaultClass, string>> = {
+  timeout: 'provider attempts timed out',
+  rate_limited: 'the provider rate-limited the requests',
+  credit_exhausted: "the provider account's credit is exhausted",
+  overloaded: 'the provider was overloaded',
+  server_error: 'the provider returned server errors',
+  connection: 'the connection to the provider failed',
+  conflict: 'the provider reported a conflict',
+  malformed_request: 'the provider rejected the request as malformed',
+  unauthorized: 'the provider refused our credentials',
+  cancelled: 'the provider call was cancelled',
+};
+
+/** The explanation's sentence for these figures. */
+export function explanationSentence(view: ExplanationFigures): string {
+  if (view.refusal !== undefined) return refusalSentence(view, view.refusal);
+  switch (view.state) {
+    case 'estimated':
+      return view.publicationVersion === undefined
+        ? `Estimated: awaiting admission; ${view.operationId} has no published version.`
+        : `Estimated: awaiting admission for a ${view.credits.hold}-credit hold (${view.operationId} v${view.publicationVersion}).`;
+    case 'reserved':
+      return `Reserved: ${credits(view.credits.hold)} and a running slot held; not yet dispatched.`;
+    case 'dispatched':
+      return `In flight: ${turns(view)} started; ${spent(view)}; ${retries(view)} so far.`;
+    case 'completed':
+    case 'failed':
+      return `${outcomeSentence(view)} Awaiting settlement.`;
+    case 'pending':
+      return `${outcomeSentence(view)} Pending: no attempt reported usage, so it will be charged its ${view.credits.hold}-credit estimate.`;
+    case 'settled':
+      return [settledBeforeSentence(view), settlementSentence(view)].filter((part) => part !== '').join(' ');
+    case 'refused':
+      // A refused state always carries its refusal; reaching here means the log said otherwise.
+      return 'Refused.';
+  }
+}
+
+/** One wording per refusal reason of SPEC §3, naming the figures behind it. */
+function refusalSentence(view: ExplanationFigures, refusal: ExplanationRefusal): string {
+  switch (refusal.reason) {
+    case 'ai_disabled':
+      return `Refused: ai_disabled — AI is switched off for organization ${view.organizationId}.`;
+    case 'unknown_operation':
+      return `Refused: unknown_operation — ${view.operationId} has no published version.`;
+    case 'operation_disabled':
+      return `Refused: operation_disabled — ${view.operationId} v${refusal.figures.version} is published as disabled.`;
+    case 'insufficient_credits':
+      return `Refused: insufficient_credits — available ${refusal.figures.available} < hold ${refusal.figures.creditHold}.`;
+    case 'no_running_slot':
+      return `Refused: no_running_slot — running ${refusal.figures.running} of ${refusal.figures.maxRunning}.`;
+  }
+}
+
+/** One wording per outcome of SPEC §5: what ended the conversation, then every figure it reports. */
+export function outcomeSentence(view: ExplanationFigures): string {
+  const limit = view.endingLimit;
+  const source = limit === undefined ? '' : ` (${limit.name} of ${limit.operationId} v${limit.publicationVersion})`;
+  switch (view.outcome) {
+    case 'completed':
+      return `Completed: answer accepted after ${turns(view)}; ${toolCalls(view)}; ${spent(view)}; ${retries(view)}.`;
+    case 'turn_limit':
+      return `Ended by turn_limit: used ${count(view.turns.used, limit?.value ?? view.turns.limit, 'turn')}${source}; ${toolCalls(view)}; ${spent(view)}; ${retries(view)}.`;
+    case 'tool_limit':
+      return `Ended by tool_limit: used ${count(view.toolCalls.used, limit?.value ?? view.toolCalls.limit, 'tool call')} and the next batch asked for more${source}; ${turns(view)}; ${spent(view)}; ${retries(view)}.`;
+    case 'credit_limit':
+      return `Ended by credit_limit: spent ${view.credits.spent}, more than the ${limit?.value ?? view.credits.hold}-credit hold${source}; ${turns(view)}; ${toolCalls(view)}; ${retries(view)}.`;
+    case 'time_limit':
+      return `Ended by time_limit: the ${limit === undefined ? '' : `${limit.value} ms `}conversation time ran out${source}; ${turns(view)}; ${toolCalls(view)}; ${spent(view)}; ${retries(view)}.`;
+    case 'refused_by_model':
+      return `Ended by refused_by_model: the model declined to answer; ${turns(view)}; ${toolCalls(view)}; ${spent(view)}; ${retries(view)}.`;
+    case 'incomplete':
+      return `Ended incomplete: the model's output was cut off at its token limit before an accepted answer; ${turns(view)}; ${toolCalls(view)}; ${spent(view)}; ${retries(view)}.`;
+    case 'protocol_error':
+      return `Ended by protocol_error: the model asked for a tool batch that could not run safely (a repeated call id, or a write tool batched with others), so none of it ran; ${turns(view)}; ${toolCalls(view)}; ${spent(view)}; ${retries(view)}.`;
+    case 'cancelled':
+      return `Cancelled: the caller cancelled the request; ${turns(view)}; ${toolCalls(view)}; ${spent(view)}; ${retries(view)}.`;
+    case 'failed':
+      return `Failed: ${faultClause(view.fault)}; ${turns(view)}; ${toolCalls(view)}; ${spent(view)}; ${retries(view)}.`;
+    case undefined:
+      return '';
+  }
+}
+
+function faultClause(fault: FaultClass | undefined): string {
+  if (fault === undefined) return 'the provider failed';
+  const retried = isRetryable(fault) ? 'and retries ran out' : 'which is not retried';
+  return `${fault} — ${FAULT_WORDING[fault]}, ${retried}`;
+}
+
+/** What happened before a settlement: the outcome, or how far a conversation the sweep stopped had got. */
+function settledBeforeSentence(view: ExplanationFigures): string {
+  if (view.outcome !== undefined) return outcomeSentence(view);
+  const transition = view.settlement?.transition;
+  // 11 and 14 close a dispatched conversation; 12 and 13 one that never sent anything.
+  if (transition === 11 || transition === 14) return `Stopped in flight after ${turns(view)}; ${spent(view)}; ${retries(view)}.`;
+  return '';
+}
+
+const SETTLEMENT_WORDING: Readonly<Record<SettlementTransition, (charge: string) => string>> = {
+  8: (charge) => `charged ${charge}, the sum of its attempt prices.`,
+  9: (charge) => `no attempt reported usage, so charged the estimate, ${charge}.`,
+  10: (charge) => `charged ${charge} for its billed attempts.`,
+  11: (charge) => `an error escaped the conversation, so charged the estimate, ${charge}.`,
+  12: (charge) => `abandoned before admission; nothing was sent and ${charge} charged.`,
+  13: (charge) => `abandoned while reserved; nothing was sent, the hold was released and ${charge} charged.`,
+  14: (charge) => `abandoned in flight; its real cost was never learned, so charged the estimate, ${charge}.`,
+};
+
+function settlementSentence(view: ExplanationFigures): string {
+  const settlement = view.settlement;
+  if (settlement === undefined) return '';
+  const wording = SETTLEMENT_WORDING[settlement.transition](credits(settlement.chargeCredits));
+  return `Settled (transition ${settlement.transition}, by ${settlement.by}): ${wording}`;
+}
+
+function turns(view: ExplanationFigures): string {
+  return count(view.turns.used, view.turns.limit, 'turn');
+}
+
+function toolCalls(view: ExplanationFigures): string {
+  return count(view.toolCalls.used, view.toolCalls.limit, 'tool call');
+}
+
+function spent(view: ExplanationFigures): string {
+  return `spent ${view.credits.spent} of a ${view.credits.hold}-credit hold`;
+}
+
+function retries(view: ExplanationFigures): string {
+  if (view.retries === 0) return 'no retries';
+  return view.retries === 1 ? '1 retry' : `${view.retries} retries`;
+}
+
+function credits(amount: number): string {
+  return amount === 1 ? '1 credit' : `${amount} credits`;
+}
+
+/** `2 of 10 tool calls`, or `2 tool calls` when no limit is known; the noun agrees with the last number. */
+function count(used: number, limit: number | undefined, noun: string): string {
+  if (limit === undefined) return `${used} ${used === 1 ? noun : `${noun}s`}`;
+  return `${used} of ${limit} ${limit === 1 ? noun : `${noun}s`}`;
+}

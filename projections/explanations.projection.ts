@@ -1,0 +1,225 @@
+import type { AdmissionRefusal } from '../src/accounts/admission.policy';
+import type { RecordedEvent } from '../src/event-store/event-store.port';
+import type {
+  InvocationEvent,
+  InvocationStatus,
+  RefusalTransition,
+  SettledBy,
+  SettlementTransition,
+} from '../src/invocations/invocation.events';
+import type { Projection, ReadModelTx } from '../src/projection-runner';
+import type { EndingLimit, FaultClass, Outcome } from '../src/runtime';
+import { explanationSentence } from './explanation-sentence';
+import { streamId } from './stream-names';
+
+export const EXPLANATIONS_PROJECTION = 'explanations';
+/** One document per invocation (SPEC §10 `GET /v1/invocations/:id/explanation`), indexed by organization. */
+export const EXPLANATION_COLLECTION = 'explanation';
+/**
+ * Internal to this projection: the one published figure an explanation needs that its view does not
+ * show (`totalTimeMs`), kept only while the invocation is open and deleted once it is final.
+ */
+export const EXPLANATION_BASIS_COLLECTION = 'basis';
+
+/** The refusal recorded at admission: the reason, the figures behind it, and transition 1 or 2. */
+export type ExplanationRefusal = AdmissionRefusal & { readonly transition: RefusalTransition };
+
+/**
+ * The bound that ended a conversation, with where its value came from: the publication copied into
+ * the invocation when it was admitted, never the catalog as it is now (ATS-PFM-LLM-002-12/13).
+ */
+export interface ExplanationEndingLimit {
+  readonly name: EndingLimit;
+  /** The published value: turns, tool calls, credits or milliseconds, as `name` says. */
+  readonly value: number;
+  readonly operationId: string;
+  readonly publicationVersion: number;
+}
+
+export interface ExplanationSettlement {
+  readonly transition: SettlementTransition;
+  readonly by: SettledBy;
+  /** Integer credits charged. */
+  readonly chargeCredits: number;
+}
+
+/** Why an invocation was refused or how its conversation ended, in figures and in one sentence (SPEC §9). */
+export interface ExplanationView {
+  readonly invocationId: string;
+  readonly organizationId: string;
+  readonly operationId: string;
+  /** Absent for an operation that was never published. */
+  readonly publicationVersion?: number;
+  readonly state: InvocationStatus;
+  /** Set once the conversation ended (`failed` included). */
+  readonly outcome?: Outcome;
+  readonly refusal?: ExplanationRefusal;
+  /** Set when a limit ended the conversation. */
+  readonly endingLimit?: ExplanationEndingLimit;
+  /** The provider fault of a `failed` outcome. */
+  readonly fault?: FaultClass;
+  /** Turns used (while in flight: the highest turn attempted) and the published `maxTurns`. */
+  readonly turns: { readonly used: number; readonly limit?: number };
+  /** Tool calls answered (known once the conversation ended) and the published `maxToolCalls`. */
+  readonly toolCalls: { readonly used: number; readonly limit?: number };
+  /** Integer credits: spent by attempts, the hold (the estimate), and the charge once settled. */
+  readonly credits: { readonly spent: number; readonly hold: number; readonly charge?: number };
+  /** Attempts with retry > 0 among the retained attempt records. */
+  readonly retries: number;
+  readonly settlement?: ExplanationSettlement;
+  /** What a person reads, built from the figures above only (see explanation-sentence.ts). */
+  readonly sentence: string;
+}
+
+/** The view without its sentence: what the sentence is built from. */
+export type ExplanationFigures = Omit<ExplanationView, 'sentence'>;
+
+/** What the basis document holds. */
+interface ExplanationBasis {
+  readonly totalTimeMs: number;
+}
+
+type InvocationRecordedEvent = RecordedEvent<InvocationEvent['type']> & InvocationEvent;
+
+const LIMIT_OUTCOMES: Partial<Record<Outcome, EndingLimit>> = {
+  turn_limit: 'maxTurns',
+  tool_limit: 'maxToolCalls',
+  credit_limit: 'creditHold',
+  time_limit: 'totalTimeMs',
+};
+
+/** Explanations per invocation, folded from the invocation streams alone. */
+export const explanationsProjection: Projection<InvocationRecordedEvent> = {
+  name: EXPLANATIONS_PROJECTION,
+  version: 1,
+  handles: [
+    'InvocationEstimated',
+    'InvocationRefused',
+    'InvocationReserved',
+    'InvocationDispatched',
+    'AttemptRecorded',
+    'InvocationCompleted',
+    'InvocationFailed',
+    'InvocationPending',
+    'InvocationSettled',
+  ],
+  apply(event, tx) {
+    const invocationId = streamId(event.streamName, 'invocation');
+    if (invocationId === undefined) return;
+    const before = tx.get<ExplanationView>(EXPLANATION_COLLECTION, invocationId);
+    const figures = applyExplanationEvent(before, invocationId, event, tx);
+    if (figures === undefined) return;
+    const view: ExplanationView = { ...figures, sentence: explanationSentence(figures) };
+    tx.put(EXPLANATION_COLLECTION, invocationId, view, { indexKey: view.organizationId });
+    if (view.state === 'refused' || view.state === 'settled') tx.delete(EXPLANATION_BASIS_COLLECTION, invocationId);
+  },
+};
+
+function applyExplanationEvent(
+  view: ExplanationView | undefined,
+  invocationId: string,
+  event: InvocationRecordedEvent,
+  tx: ReadModelTx,
+): ExplanationFigures | undefined {
+  if (event.type === 'InvocationEstimated') {
+    const { organizationId, operationId, publication } = event.data;
+    if (publication !== null) {
+      const basis: ExplanationBasis = { totalTimeMs: publication.limits.totalTimeMs };
+      tx.put(EXPLANATION_BASIS_COLLECTION, invocationId, basis);
+    }
+    return {
+      invocationId,
+      organizationId,
+      operationId,
+      ...(publication === null ? {} : { publicationVersion: publication.version }),
+      state: 'estimated',
+      turns: withLimit(0, publication?.limits.maxTurns),
+      toolCalls: withLimit(0, publication?.limits.maxToolCalls),
+      credits: { spent: 0, hold: publication?.creditHold ?? 0 },
+      retries: 0,
+    };
+  }
+  // Every stream starts with InvocationEstimated; anything else before it is not an invocation's.
+  if (view === undefined) return undefined;
+  const { sentence: _sentence, ...figures } = view;
+  switch (event.type) {
+    case 'InvocationRefused': {
+      const { refusedAt: _refusedAt, ...refusal } = event.data;
+      return { ...figures, state: 'refused', refusal: refusal as ExplanationRefusal };
+    }
+    case 'InvocationReserved':
+      return { ...figures, state: 'reserved' };
+    case 'InvocationDispatched':
+      return { ...figures, state: 'dispatched' };
+    case 'AttemptRecorded': {
+      const attempt = event.data;
+      return {
+        ...figures,
+        turns: { ...figures.turns, used: Math.max(figures.turns.used, attempt.turn) },
+        credits: { ...figures.credits, spent: figures.credits.spent + attempt.priceCredits },
+        retries: figures.retries + (attempt.retry > 0 ? 1 : 0),
+      };
+    }
+    case 'InvocationCompleted':
+    case 'InvocationFailed': {
+      const { turnsUsed, toolCallsUsed, spentCredits } = event.data;
+      const outcome: Outcome = event.type === 'InvocationCompleted' ? event.data.outcome : 'failed';
+      const ended: ExplanationFigures = {
+        ...figures,
+        state: event.type === 'InvocationCompleted' ? 'completed' : 'failed',
+        outcome,
+        turns: { ...figures.turns, used: turnsUsed },
+        toolCalls: { ...figures.toolCalls, used: toolCallsUsed },
+        credits: { ...figures.credits, spent: spentCredits },
+        ...(event.type === 'InvocationFailed' ? { fault: event.data.fault } : {}),
+      };
+      const endingLimit = endingLimitOf(ended, event.type === 'InvocationCompleted' ? event.data.endingLimit : undefined, tx);
+      return endingLimit === undefined ? ended : { ...ended, endingLimit };
+    }
+    case 'InvocationPending':
+      return { ...figures, state: 'pending' };
+    case 'InvocationSettled': {
+      const { transition, settledBy, chargeCredits } = event.data;
+      return {
+        ...figures,
+        state: 'settled',
+        credits: { ...figures.credits, charge: chargeCredits },
+        settlement: { transition, by: settledBy, chargeCredits },
+      };
+    }
+  }
+}
+
+/**
+ * The limit that ended the conversation, valued from the publication the invocation was admitted
+ * under: turns, tool calls and the hold are already in the view (copied from InvocationEstimated),
+ * and the time budget from the basis document written then.
+ */
+function endingLimitOf(
+  figures: ExplanationFigures,
+  recorded: EndingLimit | undefined,
+  tx: ReadModelTx,
+): ExplanationEndingLimit | undefined {
+  const name = recorded ?? (figures.outcome === undefined ? undefined : LIMIT_OUTCOMES[figures.outcome]);
+  if (name === undefined || figures.publicationVersion === undefined) return undefined;
+  const value = limitValue(name, figures, tx);
+  if (value === undefined) return undefined;
+  return { name, value, operationId: figures.operationId, publicationVersion: figures.publicationVersion };
+}
+
+function limitValue(name: EndingLimit, figures: ExplanationFigures, tx: ReadModelTx): number | undefined {
+  switch (name) {
+    case 'maxTurns':
+      return figures.turns.limit;
+    case 'maxToolCalls':
+      return figures.toolCalls.limit;
+    case 'creditHold':
+      return figures.credits.hold;
+    case 'totalTimeMs':
+      return tx.get<ExplanationBasis>(EXPLANATION_BASIS_COLLECTION, figures.invocationId)?.totalTimeMs;
+  }
+}
+
+function withLimit(used: number, limit: number | undefined): { used: number; limit?: number } {
+  return limit === undefined ? { used } : { used, limit };
+}

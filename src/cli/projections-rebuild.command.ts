@@ -1,0 +1,75 @@
+import { ALL_PROJECTIONS } from '../../projections';
+import type { EventStore } from '../event-store/event-store.port';
+import { rebuildProjections, type Projection, type SqliteReadModelStore } from '../projection-runner';
+import { EXIT_DIFFERENCES, EXIT_OK, EXIT_USAGE, writeLine, type CliIo } from './cli-io';
+import { progressReporter } from './progress';
+
+export interface ProjectionsRebuildOptions {
+  readonly eventStore: EventStore;
+  /** The live read-model store, rebuilt in place. */
+  readonly readStore: SqliteReadModelStore;
+  readonly io: CliIo;
+  /** Names of the projections to rebuild; default every one. */
+  readonly names?: readonly string[];
+  /** Default ALL_PROJECTIONS: the projections the names are chosen from. */
+  readonly projections?: readonly Projection[];
+  /** See ProgressOptions.positionsCountEvents. */
+  readonly positionsCountEvents?: boolean;
+}
+
+/**
+ * `llm-ledger projections rebuild`: wipes the chosen projections in the read-model store and replays
+ * the log from position 0 into them, with progress on stderr. Meant for a stopped service: a running
+ * one's projection runner would find its checkpoints moved under it and stop.
+ */
+export async function projectionsRebuild(options: ProjectionsRebuildOptions): Promise<number> {
+  const available = options.projections ?? ALL_PROJECTIONS;
+  const selected = selectProjections(available, options.names);
+  if (typeof selected === 'string') {
+    await writeLine(options.io.stderr, `llm-ledger projections rebuild: ${selected}`);
+    return EXIT_USAGE;
+  }
+  const startedMs = options.io.now();
+  const progress = progressReporter(options.io, { label: 'rebuild', positionsCountEvents: options.positionsCountEvents ?? false });
+  // Progress writes are chained, so lines keep their order and memory stays constant.
+  let progressWrites = Promise.resolve();
+  const result = await rebuildProjections({
+    eventStore: options.eventStore,
+    store: options.readStore,
+    projections: selected,
+    onProgress: (page) => {
+      progressWrites = progressWrites.then(() => progress.update(page));
+    },
+  });
+  await progressWrites;
+  await progress.finish();
+
+  let faulted = 0;
+  for (const projection of result.projections) {
+    const at = projection.checkpoint === undefined ? 'nothing applied' : `position ${projection.checkpoint}`;
+    if (projection.fault === undefined) {
+      await writeLine(options.io.stdout, `rebuilt ${projection.name} up to ${at}`);
+      continue;
+    }
+    faulted += 1;
+    const on = projection.fault.eventType === undefined ? '' : ` on ${projection.fault.eventType} at ${projection.fault.position}`;
+    await writeLine(options.io.stderr, `projection ${projection.name} stopped at ${at}${on}: ${projection.fault.error.message}`);
+  }
+  const seconds = ((options.io.now() - startedMs) / 1_000).toFixed(1);
+  await writeLine(
+    options.io.stdout,
+    `projections rebuild: ${result.projections.length - faulted} of ${result.projections.length} projections rebuilt from ${result.events} events in ${seconds} s`,
+  );
+  return faulted === 0 ? EXIT_OK : EXIT_DIFFERENCES;
+}
+
+/** The projections named, in the runner's order; a message when a name is unknown. */
+function selectProjections(available: readonly Projection[], names: readonly string[] | undefined): Projection[] | string {
+  if (names === undefined || names.length === 0) return [...available];
+  const known = new Set(available.map((projection) => projection.name));
+  const unknown = names.filter((name) => !known.has(name));
+  if (unknown.length > 0) {
+    return `unknown projection ${unknown.map((name) => JSON.stringify(name)).join(', ')}; known: ${[...known].join(', ')}`;
+  }
+  return available.filter((projection) => names.includes(projection.name));
+}

@@ -1,0 +1,264 @@
+import { existsSync } from 'node:fs';
+import { ConfigurationError, loadLedgerConfig, type LedgerConfig } from '../config/ledger.config';
+import type { EventStore } from '../event-store/event-store.port';
+import { openEventStore } from '../event-store/open-event-store';
+import { openReadModelStore, type SqliteReadModelStore } from '../projection-runner';
+import { auditVerify } from './audit-verify.command';
+import { hasFlag, optionValue, parseArgs, type OptionSpec, type ParsedArgs } from './cli-args';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, writeLine, type CliIo } from './cli-io';
+import { projectionsRebuild } from './projections-rebuild.command';
+import { streamsRead } from './streams-read.command';
+
+/** What the CLI runs with: its I/O and the environment it reads its defaults from. */
+export interface CliContext {
+  readonly io: CliIo;
+  readonly env: Readonly<Record<string, string | undefined>>;
+}
+
+interface CommandDefinition {
+  readonly group: string;
+  readonly name: string;
+  readonly summary: string;
+  readonly positionals: readonly string[];
+  readonly options: Readonly<Record<string, OptionSpec>>;
+  /** Paragraphs after the options in `--help`. */
+  readonly notes: readonly string[];
+  run(args: ParsedArgs, context: CliContext): Promise<number>;
+}
+
+const STORE_OPTION: OptionSpec = {
+  value: '<url>',
+  description: 'the event store: sqlite:<path> or an esdb://… connection string (default: $LEDGER_STORE, else sqlite:./var/ledger.sqlite)',
+};
+const READ_STORE_OPTION: OptionSpec = {
+  value: '<path>',
+  description: "the read-model SQLite file (default: $LEDGER_READ_STORE, or the file beside the store's: ledger.sqlite → ledger.read.sqlite)",
+};
+
+const COMMANDS: readonly CommandDefinition[] = [
+  {
+    group: 'audit',
+    name: 'verify',
+    summary: 'rebuild every read model from position 0, compare it with the live one, and audit every balance',
+    positionals: [],
+    options: {
+      store: STORE_OPTION,
+      'read-store': READ_STORE_OPTION,
+      json: { description: 'print each difference, and the summary, as one JSON object per line' },
+    },
+    notes: [
+      'Rebuilds every projection into a scratch in-memory store and compares it with the live read models;',
+      'recomputes each balance from its account stream and cross-checks it against the charges settled in',
+      'the invocation streams; checks available = granted + adjustments - charged - held in the balances.',
+      'Prints one line per difference, then a summary. Exit status: 0 nothing differs, 1 something differs,',
+      '2 bad arguments or no store at the path given, 3 a store could not be read.',
+    ],
+    async run(args, context) {
+      return withStores(args, context, { readStore: 'must-exist' }, async ({ eventStore, readStore, config }) => {
+        const result = await auditVerify({
+          eventStore,
+          readStore: readStore!,
+          io: context.io,
+          json: hasFlag(args, 'json'),
+          positionsCountEvents: config.store.kind === 'sqlite',
+        });
+        return result.exitCode;
+      });
+    },
+  },
+  {
+    group: 'streams',
+    name: 'read',
+    summary: 'print a stream as JSON lines',
+    positionals: ['name'],
+    options: {
+      store: STORE_OPTION,
+      from: { value: '<revision>', description: 'first revision to print (0-based, inclusive; default 0)' },
+    },
+    notes: [
+      'Streams are named <category>-<id>: operation-<operationId>, account-<organizationId>, invocation-<invocationId>.',
+      'Each line is { streamName, revision, position, id, type, recordedAt, data, metadata }; revision and',
+      'position are decimal strings. Exit status: 0 printed, 2 bad arguments or no such stream, 3 the store failed.',
+    ],
+    async run(args, context) {
+      const from = optionValue(args, 'from');
+      const fromRevision = from === undefined ? undefined : parseRevision(from);
+      return withStores(args, context, { readStore: 'none' }, ({ eventStore }) =>
+        streamsRead({ eventStore, io: context.io, streamName: args.positionals[0]!, ...(fromRevision === undefined ? {} : { fromRevision }) }),
+      );
+    },
+  },
+  {
+    group: 'projections',
+    name: 'rebuild',
+    summary: 'rebuild read models from position 0 into the live read-model store',
+    positionals: [],
+    options: {
+      store: STORE_OPTION,
+      'read-store': READ_STORE_OPTION,
+      projection: { value: '<name>', repeatable: true, description: 'rebuild only this projection (repeatable; default: all)' },
+    },
+    notes: [
+      'Stop the service first: its projection runner owns the read-model store while it runs.',
+      'Progress goes to stderr: a bar on a terminal, plain lines otherwise. Exit status: 0 rebuilt,',
+      '1 a projection stopped on an event it could not apply, 2 bad arguments or an unknown projection, 3 a store failed.',
+    ],
+    async run(args, context) {
+      return withStores(args, context, { readStore: 'create' }, ({ eventStore, readStore, config }) =>
+        projectionsRebuild({
+          eventStore,
+          readStore: readStore!,
+          io: context.io,
+          names: args.options.get('projection') ?? [],
+          positionsCountEvents: config.store.kind === 'sqlite',
+        }),
+      );
+    },
+  },
+];
+
+/**
+ * Runs `llm-ledger <group> <command> [options]` and resolves to the exit code. Never throws: a usage
+ * mistake is EXIT_USAGE with its message, any other failure EXIT_FAILURE with its message, on stderr.
+ */
+export async function runCli(argv: readonly string[], context: CliContext): Promise<number> {
+  const { io } = context;
+  try {
+    const [group, name, ...rest] = argv;
+    if (group === undefined || group === '--help' || group === '-h' || group === 'help') {
+      await io[group === undefined ? 'stderr' : 'stdout'].write(mainHelp());
+      return group === undefined ? EXIT_USAGE : EXIT_OK;
+    }
+    const commands = COMMANDS.filter((command) => command.group === group);
+    if (commands.length === 0) throw new UsageError(`unknown command ${JSON.stringify(group)}; run llm-ledger --help`);
+    if (name === undefined || name === '--help' || name === '-h') {
+      await io[name === undefined ? 'stderr' : 'stdout'].write(groupHelp(group, commands));
+      return name === undefined ? EXIT_USAGE : EXIT_OK;
+    }
+    const command = commands.find((candidate) => candidate.name === name);
+    if (command === undefined) throw new UsageError(`unknown command "${group} ${name}"; run llm-ledger ${group} --help`);
+    const args = parseCommandArgs(command, rest);
+    if (args.help) {
+      await io.stdout.write(commandHelp(command));
+      return EXIT_OK;
+    }
+    return await command.run(args, context);
+  } catch (error) {
+    if (error instanceof UsageError || error instanceof ConfigurationError) {
+      await writeLine(io.stderr, `llm-ledger: ${error.message}`);
+      return EXIT_USAGE;
+    }
+    await writeLine(io.stderr, `llm-ledger: ${error instanceof Error ? error.message : String(error)}`);
+    return EXIT_FAILURE;
+  }
+}
+
+function parseCommandArgs(command: CommandDefinition, argv: readonly string[]): ParsedArgs {
+  try {
+    return parseArgs(argv, { options: command.options, positionals: command.positionals });
+  } catch (error) {
+    if (error instanceof UsageError) throw new UsageError(`${command.group} ${command.name}: ${error.message}; run llm-ledger ${command.group} ${command.name} --help`);
+    throw error;
+  }
+}
+
+function parseRevision(text: string): bigint {
+  // Decimal digits only: `BigInt` would also take hex, binary and surrounding spaces.
+  if (!/^\d{1,20}$/.test(text)) throw new UsageError(`--from must be a revision (a non-negative integer), got ${JSON.stringify(text)}`);
+  return BigInt(text);
+}
+
+interface OpenedStores {
+  readonly config: LedgerConfig;
+  readonly eventStore: EventStore;
+  /** Opened unless the command asked for none. */
+  readonly readStore: SqliteReadModelStore | undefined;
+}
+
+/**
+ * Resolves where the stores are (the service's own variables, overridden by --store/--read-store),
+ * opens them, runs `body`, and closes them. An embedded store file that does not exist is a usage
+ * error: opening it would create an empty one, and auditing that proves nothing.
+ */
+async function withStores(
+  args: ParsedArgs,
+  context: CliContext,
+  needs: { readonly readStore: 'none' | 'must-exist' | 'create' },
+  body: (stores: OpenedStores) => Promise<number>,
+): Promise<number> {
+  const config = storeConfig(args, context.env);
+  if (config.store.kind === 'sqlite' && config.store.path !== ':memory:' && !existsSync(config.store.path)) {
+    throw new UsageError(`no event store at ${config.store.path} (set --store or LEDGER_STORE)`);
+  }
+  if (needs.readStore === 'must-exist' && config.readStorePath !== ':memory:' && !existsSync(config.readStorePath)) {
+    throw new UsageError(`no read-model store at ${config.readStorePath} (set --read-store or LEDGER_READ_STORE)`);
+  }
+  const eventStore = await openEventStore(config.store, { synchronous: config.sqliteSynchronous });
+  let readStore: SqliteReadModelStore | undefined;
+  try {
+    if (needs.readStore !== 'none') readStore = openReadModelStore({ path: config.readStorePath });
+    return await body({ config, eventStore, readStore });
+  } finally {
+    readStore?.close();
+    await eventStore.close();
+  }
+}
+
+/**
+ * The locations as the service would resolve them. Only the store variables are read, so a variable
+ * the CLI does not use (a token list, a port) can never stop an audit. With --store and no
+ * --read-store, the read store is the one beside that store, not $LEDGER_READ_STORE (which belongs
+ * to $LEDGER_STORE).
+ */
+function storeConfig(args: ParsedArgs, env: CliContext['env']): LedgerConfig {
+  const store = optionValue(args, 'store');
+  const readStore = optionValue(args, 'read-store');
+  return loadLedgerConfig({
+    LEDGER_STORE: store ?? env.LEDGER_STORE,
+    LEDGER_READ_STORE: readStore ?? (store === undefined ? env.LEDGER_READ_STORE : undefined),
+    LEDGER_SQLITE_SYNCHRONOUS: env.LEDGER_SQLITE_SYNCHRONOUS,
+  });
+}
+
+function mainHelp(): string {
+  const width = Math.max(...COMMANDS.map((command) => `${command.group} ${command.name}`.length));
+  return [
+    'Usage: llm-ledger <command> [options]',
+    '',
+    "The auditors' tools of llm-ledger. Stores default to the service's own LEDGER_STORE and LEDGER_READ_STORE.",
+    '',
+    'Commands:',
+    ...COMMANDS.map((command) => `  ${`${command.group} ${command.name}`.padEnd(width)}  ${command.summary}`),
+    '',
+    'Run llm-ledger <command> --help for its options.',
+    '',
+  ].join('\n');
+}
+
+function groupHelp(group: string, commands: readonly CommandDefinition[]): string {
+  return [
+    `Usage: llm-ledger ${group} <command> [options]`,
+    '',
+    'Commands:',
+    ...commands.map((command) => `  ${command.name}  ${command.summary}`),
+    '',
+  ].join('\n');
+}
+
+function commandHelp(command: CommandDefinition): string {
+  const positionals = command.positionals.map((name) => ` <${name}>`).join('');
+  const options = Object.entries(command.options).map(([name, option]) => [`--${name}${option.value === undefined ? '' : ` ${option.value}`}`, option.description] as const);
+  options.push(['--help', 'show this help']);
+  const width = Math.max(...options.map(([flag]) => flag.length));
+  return [
+    `Usage: llm-ledger ${command.group} ${command.name}${positionals} [options]`,
+    '',
+    `${command.summary[0]!.toUpperCase()}${command.summary.slice(1)}.`,
+    '',
+    'Options:',
+    ...options.map(([flag, description]) => `  ${flag.padEnd(width)}  ${description}`),
+    '',
+    ...command.notes,
+    '',
+  ].join('\n');
+}

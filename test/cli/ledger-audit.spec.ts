@@ -1,0 +1,124 @@
+import { BALANCE_COLLECTION, BALANCES_PROJECTION, balancesProjection, type BalanceView } from '../../projections';
+import type { AccountEvent } from '../../src/accounts/account.events';
+import { auditLedger, type LedgerDifference } from '../../src/cli/ledger-audit';
+import type { DomainEvent } from '../../src/domain/decider';
+import { openReadModelStore, rebuildProjections, type SqliteReadModelStore } from '../../src/projection-runner';
+import { InMemoryEventLog, newEvent } from '../projection-runner/fixtures/in-memory-event-log.fake';
+import { at, completed, dispatched, estimated, figures, publicationV, reserved, settled } from '../projections/support/invocation-log';
+
+const granted = (credits: number): AccountEvent => ({ type: 'CreditsGranted', data: { credits, reason: 'funding', idempotencyKey: `grant-${credits}`, grantedAt: at(0) } });
+const holdPlaced = (invocationId: string, credits = 500): AccountEvent => ({ type: 'HoldPlaced', data: { invocationId, credits, placedAt: at(8) } });
+const holdSettled = (invocationId: string, chargedCredits: number, heldCredits = 500): AccountEvent => ({
+  type: 'HoldSettled',
+  data: { invocationId, heldCredits, chargedCredits, settledAt: at(1_100) },
+});
+
+class Log {
+  readonly store = new InMemoryEventLog();
+
+  append(streamName: string, ...events: DomainEvent[]): this {
+    this.store.appendNow(streamName, events.map((event) => newEvent(event.type, event.data)));
+    return this;
+  }
+
+  /** Estimated, hold placed, reserved, dispatched, completed and settled at 37 credits: what a run writes, in its order. */
+  settledRun(invocationId: string, options: { organizationId?: string; holdCharge?: number | 'none' } = {}): this {
+    const organizationId = options.organizationId ?? 'acme';
+    const stream = `invocation-${invocationId}`;
+    this.append(stream, estimated(publicationV(1), { invocationId, organizationId }))
+      .append(`account-${organizationId}`, holdPlaced(invocationId))
+      .append(stream, reserved(), dispatched(), completed('completed', figures({ spentCredits: 37 })), settled(8, 37));
+    if (options.holdCharge !== 'none') this.append(`account-${organizationId}`, holdSettled(invocationId, options.holdCharge ?? 37));
+    return this;
+  }
+}
+
+async function audit(log: Log, readStore: SqliteReadModelStore = openReadModelStore({ path: ':memory:' })): Promise<readonly LedgerDifference[]> {
+  try {
+    return (await auditLedger({ eventStore: log.store, readStore, pageEvents: 3 })).differences;
+  } finally {
+    readStore.close();
+  }
+}
+
+async function balancesOf(log: Log): Promise<SqliteReadModelStore> {
+  const store = openReadModelStore({ path: ':memory:' });
+  await rebuildProjections({ eventStore: log.store, store, projections: [balancesProjection] });
+  return store;
+}
+
+describe('audit verify cross-checks each account against the charges settled in its invocation streams (SPEC §3, §9)', () => {
+  it('finds nothing wrong in what runs and the sweep write', async () => {
+    const log = new Log().append('account-acme', granted(1_000)).settledRun('inv-1').settledRun('inv-2');
+    // The sweep closing a request that stopped between its hold and its reservation (transition 12, then the hold).
+    log
+      .append('invocation-inv-3', estimated(publicationV(1), { invocationId: 'inv-3' }))
+      .append('account-acme', holdPlaced('inv-3'))
+      .append('invocation-inv-3', settled(12, 0, 'sweep', 0))
+      .append('account-acme', holdSettled('inv-3', 0));
+    expect(await audit(log, await balancesOf(log))).toEqual([]);
+  });
+
+  it('reports a hold left open after its invocation was settled, and the charge the account is missing', async () => {
+    const log = new Log().append('account-acme', granted(1_000)).settledRun('inv-1', { holdCharge: 'none' });
+    expect(await audit(log)).toEqual([
+      { kind: 'hold_open_after_settlement', organizationId: 'acme', invocationId: 'inv-1', heldCredits: 500, chargeCredits: 37 },
+      { kind: 'charges_total', organizationId: 'acme', accountCharged: 0, invocationCharges: 37 },
+    ]);
+  });
+
+  it('reports a hold charged another amount than its invocation', async () => {
+    const log = new Log().append('account-acme', granted(1_000)).settledRun('inv-1', { holdCharge: 40 });
+    expect(await audit(log)).toEqual([
+      { kind: 'hold_charge_mismatch', organizationId: 'acme', invocationId: 'inv-1', holdCharged: 40, invocationCharge: 37 },
+      { kind: 'charges_total', organizationId: 'acme', accountCharged: 40, invocationCharges: 37 },
+    ]);
+  });
+
+  it('reports a hold for an invocation that is not open in that organization', async () => {
+    const log = new Log()
+      .append('account-acme', granted(1_000), holdPlaced('ghost'))
+      .append('invocation-inv-9', estimated(publicationV(1), { invocationId: 'inv-9', organizationId: 'globex' }))
+      .append('account-acme', holdPlaced('inv-9'));
+    expect(await audit(log)).toEqual([
+      { kind: 'hold_for_unknown_invocation', organizationId: 'acme', invocationId: 'ghost' },
+      { kind: 'hold_for_unknown_invocation', organizationId: 'acme', invocationId: 'inv-9' },
+    ]);
+  });
+
+  it('reports an invocation settled as if credits were held when its account held none', async () => {
+    const log = new Log()
+      .append('account-acme', granted(1_000))
+      .append('invocation-inv-1', estimated(publicationV(1)), reserved(), settled(13, 0, 'sweep', 500));
+    expect(await audit(log)).toEqual([{ kind: 'settled_without_hold', organizationId: 'acme', invocationId: 'inv-1', heldCredits: 500 }]);
+  });
+});
+
+describe('audit verify checks the balances read model against its own arithmetic and the account streams', () => {
+  it('reports a document that breaks available = granted + adjustments - charged - held, and one missing', async () => {
+    const log = new Log().append('account-acme', granted(1_000)).append('account-globex', granted(200)).settledRun('inv-1', { holdCharge: 'none' });
+    const store = await balancesOf(log);
+    const acme = store.get<BalanceView>(BALANCES_PROJECTION, BALANCE_COLLECTION, 'acme')!;
+    store.write((session) => {
+      const balances = session.documents(BALANCES_PROJECTION);
+      balances.put(BALANCE_COLLECTION, 'acme', { ...acme, held: 0 });
+      balances.delete(BALANCE_COLLECTION, 'globex');
+      balances.put(BALANCE_COLLECTION, 'nobody', { ...acme, organizationId: 'nobody', granted: 0, openHolds: {}, held: 0, running: 0, available: 0 });
+    });
+    const differences = (await audit(log, store)).filter((difference) => difference.kind.startsWith('balance'));
+    expect(differences).toEqual([
+      { kind: 'balance_identity', organizationId: 'acme', rule: 'available = granted + adjustments - charged - held', stored: 500, derived: 1_000 },
+      { kind: 'balance_identity', organizationId: 'acme', rule: 'held = sum of open holds', stored: 0, derived: 500 },
+      { kind: 'balance_mismatch', organizationId: 'acme', field: 'held', readModel: 0, accountStream: 500 },
+      { kind: 'balance_missing', organizationId: 'nobody', missingFrom: 'account_stream' },
+      { kind: 'balance_missing', organizationId: 'globex', missingFrom: 'read_model' },
+    ]);
+  });
+
+  it('compares the read model as of its own checkpoint, so a model behind the log is not a difference', async () => {
+    const log = new Log().append('account-acme', granted(1_000));
+    const store = await balancesOf(log);
+    log.append('account-acme', granted(250)).settledRun('inv-1');
+    expect(await audit(log, store)).toEqual([]);
+  });
+});
