@@ -2,7 +2,7 @@ import type { RecordedEvent } from '../src/event-store/event-store.port';
 import { MAX_RETAINED_ATTEMPTS, type InvocationEvent } from '../src/invocations/invocation.events';
 import { addUsage, NO_USAGE } from '../src/invocations/invocation.state';
 import type { Projection } from '../src/projection-runner';
-import type { AttemptClassification, AttemptRecord, Usage } from '../src/runtime';
+import type { AttemptRecord, Usage } from '../src/runtime';
 import { streamId } from './stream-names';
 
 export const ATTEMPTS_PROJECTION = 'attempts';
@@ -10,24 +10,7 @@ export const ATTEMPTS_PROJECTION = 'attempts';
 export const ATTEMPTS_COLLECTION = 'attempts';
 
 /** One provider attempt as the history shows it (SPEC §7): the AttemptRecord, field for field. */
-export interface AttemptRow {
-  /** 1-based turn number. */
-  readonly turn: number;
-  /** 0 for the first try of the turn; a retry is a retry of the same turn, never a new turn. */
-  readonly retry: number;
-  readonly startedAtMs: number;
-  readonly durationMs: number;
-  readonly waitBeforeMs: number;
-  readonly classification: AttemptClassification;
-  readonly timedOut: boolean;
-  readonly httpStatus?: number;
-  readonly providerRequestId?: string;
-  readonly model: string;
-  /** Absent when the attempt reported none (it then costs 0). */
-  readonly usage?: Usage;
-  /** Integer credits at the invocation's rate version. */
-  readonly priceCredits: number;
-}
+export type AttemptRow = AttemptRecord;
 
 /** The attempt history of one invocation (SPEC §9). */
 export interface AttemptHistoryView {
