@@ -1,8 +1,10 @@
 import { DynamicModule, Module, type ModuleMetadata } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { LedgerConfigModule } from './config/config.module';
+import { DemoModule } from './demo/demo.module';
 import { EventStoreModule } from './event-store/event-store.module';
 import { DemoArithmeticModule } from './features/demo-arithmetic/demo-arithmetic.module';
+import { HttpModule } from './http/http.module';
 import { LedgerModule } from './ledger/ledger.module';
 import { ReadSideModule } from './read-side/read-side.module';
 
@@ -25,6 +27,8 @@ export class AppModule {
         ReadSideModule,
         LedgerModule,
         DemoArithmeticModule,
+        HttpModule,
+        DemoModule,
         ...(options.imports ?? []),
       ],
     };

@@ -1,13 +1,16 @@
 import 'reflect-metadata';
 import { ConsoleLogger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
 import { AppModule } from './app.module';
 import { LEDGER_CONFIG, LedgerConfig } from './config/ledger.config';
+import { configureHttp } from './http/configure-http';
 
 async function bootstrap(): Promise<void> {
   // Structured JSON logs, one object per line.
   const logger = new ConsoleLogger({ json: true });
-  const app = await NestFactory.create(AppModule.forRoot(), { logger, abortOnError: false });
+  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(), { logger, abortOnError: false });
+  configureHttp(app);
   // SIGTERM/SIGINT close the HTTP server, then the store (EventStoreModule.onApplicationShutdown).
   app.enableShutdownHooks();
   const config = app.get<LedgerConfig>(LEDGER_CONFIG);

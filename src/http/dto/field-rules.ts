@@ -1,0 +1,105 @@
+/**
+ * class-validator rules shared by the DTOs, each with one message that names the unit. The messages
+ * match the domain's own checks (src/domain/field-checks.ts), which re-check every command anyway.
+ */
+import { registerDecorator, ValidateIf, type ValidationArguments, type ValidationOptions } from 'class-validator';
+import { MAX_ID_CHARS } from '../../domain/field-checks';
+
+// Mirrors the domain's id rule: ids end up in stream names (`<category>-<id>`).
+export const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]*$/;
+
+export interface WholeNumberBounds {
+  readonly min: number;
+  readonly max: number;
+  /** Unit for the message: `turns`, `credits`, `ms`… */
+  readonly unit: string;
+}
+
+/** A required safe integer within bounds: money, counts and durations are never fractional. */
+export function WholeNumber(bounds: WholeNumberBounds, options?: ValidationOptions): PropertyDecorator {
+  return rule('wholeNumber', options, (value) => wholeNumberProblem(value, bounds));
+}
+
+export function wholeNumberProblem(value: unknown, { min, max, unit }: WholeNumberBounds): string | undefined {
+  if (value === undefined || value === null) return absent(value);
+  if (typeof value !== 'number' || !Number.isSafeInteger(value)) return `must be a whole number of ${unit}`;
+  if (value < min) return min === 0 ? 'must not be negative' : `must be at least ${min} ${unit}`;
+  if (value > max) return `must be at most ${max} ${unit}`;
+  return undefined;
+}
+
+/** A required non-blank string of at most `maxChars` characters. */
+export function Text(maxChars: number, options?: ValidationOptions): PropertyDecorator {
+  return rule('text', options, (value) => {
+    if (value === undefined || value === null) return absent(value);
+    if (typeof value !== 'string' || value.trim() === '') return 'must be a non-empty string';
+    if (value.length > maxChars) return `must be at most ${maxChars} characters`;
+    return undefined;
+  });
+}
+
+/** A required id: letters, digits and `. _ : -`, at most MAX_ID_CHARS characters. */
+export function Id(options?: ValidationOptions): PropertyDecorator {
+  return rule('id', options, (value) => {
+    if (value === undefined || value === null) return absent(value);
+    if (typeof value !== 'string' || value.length === 0) return 'must be a non-empty string';
+    if (value.length > MAX_ID_CHARS) return `must be at most ${MAX_ID_CHARS} characters`;
+    if (!ID_PATTERN.test(value)) return 'must start with a letter or digit and hold only letters, digits and . _ : -';
+    return undefined;
+  });
+}
+
+export function Bool(options?: ValidationOptions): PropertyDecorator {
+  return rule('bool', options, (value) => {
+    if (value === undefined || value === null) return absent(value);
+    return typeof value === 'boolean' ? undefined : 'must be true or false';
+  });
+}
+
+export function OneOf(allowed: readonly string[], options?: ValidationOptions): PropertyDecorator {
+  return rule('oneOf', options, (value) => {
+    if (value === undefined || value === null) return absent(value);
+    return typeof value === 'string' && allowed.includes(value) ? undefined : `must be one of ${allowed.join(', ')}`;
+  });
+}
+
+/** A required JSON object (not an array, not null); its fields are checked by the nested DTO. */
+export function JsonObject(options?: ValidationOptions): PropertyDecorator {
+  return rule('jsonObject', options, (value) => {
+    if (value === undefined || value === null) return absent(value);
+    return typeof value === 'object' && !Array.isArray(value) ? undefined : 'must be an object';
+  });
+}
+
+/** Any JSON value, but present. */
+export function Present(options?: ValidationOptions): PropertyDecorator {
+  return rule('present', options, (value) => (value === undefined || value === null ? absent(value) : undefined));
+}
+
+/**
+ * The field may be left out; when it is given, it is checked (and `null` is not "left out": it is
+ * refused as a wrong value rather than read as absent).
+ */
+export function Optional(): PropertyDecorator {
+  return ValidateIf((_object: object, value: unknown) => value !== undefined);
+}
+
+/** What is wrong with a value that is not there: left out, or sent as null. */
+function absent(value: undefined | null): string {
+  return value === undefined ? 'is required' : 'must not be null';
+}
+
+function rule(name: string, options: ValidationOptions | undefined, problem: (value: unknown) => string | undefined): PropertyDecorator {
+  return (target: object, propertyName: string | symbol) => {
+    registerDecorator({
+      name,
+      target: target.constructor,
+      propertyName: propertyName as string,
+      ...(options === undefined ? {} : { options }),
+      validator: {
+        validate: (value: unknown) => problem(value) === undefined,
+        defaultMessage: (args?: ValidationArguments) => problem(args?.value) ?? 'is not valid',
+      },
+    });
+  };
+}

@@ -1,0 +1,91 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ADMISSION_REFUSAL_REASONS } from '../../accounts/admission.policy';
+import { MAX_ID_CHARS } from '../../domain/field-checks';
+import { INVOCATION_STATUSES } from '../../invocations/invocation.events';
+import { OUTCOMES } from '../../runtime/conversation.types';
+import { Id, Optional, Present } from './field-rules';
+
+/** Body of `POST /v1/invocations`. */
+export class RunInvocationDto {
+  @ApiProperty({ example: 'demo.arithmetic', description: 'A published operation with a registered feature.' })
+  @Id()
+  readonly operationId!: string;
+
+  @ApiProperty({ example: 'demo-org', description: 'The organization whose credits pay for it.' })
+  @Id()
+  readonly organizationId!: string;
+
+  @ApiProperty({
+    description: 'The feature’s input, validated by the feature and never stored; for `demo.arithmetic`: `{ question }`.',
+    type: 'object',
+    additionalProperties: true,
+    example: { question: 'What is 6*7?' },
+  })
+  @Present()
+  readonly input!: unknown;
+
+  @ApiPropertyOptional({
+    maxLength: MAX_ID_CHARS,
+    description: 'Repeating a key returns the first request’s result and writes nothing new.',
+  })
+  @Optional()
+  @Id()
+  readonly idempotencyKey?: string;
+}
+
+/** Result of `POST /v1/invocations` (SPEC §10), once the invocation is settled or refused. */
+export class InvocationResultDto {
+  @ApiProperty({ format: 'uuid' })
+  readonly invocationId!: string;
+
+  @ApiProperty({ enum: INVOCATION_STATUSES, description: '`settled` or `refused` when the request returns.' })
+  readonly state!: string;
+
+  @ApiPropertyOptional({ enum: OUTCOMES, description: 'How the conversation ended; absent for a refusal.' })
+  readonly outcome?: string;
+
+  @ApiPropertyOptional({ enum: ADMISSION_REFUSAL_REASONS, description: 'Why admission refused it.' })
+  readonly refusalReason?: string;
+
+  @ApiPropertyOptional({ description: 'The publication version the request was resolved against.' })
+  readonly publicationVersion?: number;
+
+  @ApiProperty({ description: 'Integer credits estimated (the publication’s creditHold).' })
+  readonly estimate!: number;
+
+  @ApiProperty({ description: 'Integer credits charged at settlement.' })
+  readonly charge!: number;
+
+  @ApiProperty()
+  readonly turnsUsed!: number;
+
+  @ApiProperty()
+  readonly toolCallsUsed!: number;
+}
+
+/** Result of `GET /v1/invocations/:id`: where the invocation is in its lifecycle. */
+export class InvocationStatusDto extends InvocationResultDto {
+  @ApiProperty()
+  readonly organizationId!: string;
+
+  @ApiProperty()
+  readonly operationId!: string;
+
+  @ApiPropertyOptional({ description: 'The published bound that ended the conversation, e.g. `maxTurns`.' })
+  readonly endingLimit?: string;
+
+  @ApiPropertyOptional({ description: 'The fault classification of a failed conversation (SPEC §6).' })
+  readonly fault?: string;
+
+  @ApiProperty({ description: 'Integer credits the conversation’s attempts cost.' })
+  readonly spentCredits!: number;
+
+  @ApiProperty({ description: 'Provider attempts made, retries included.' })
+  readonly attemptCount!: number;
+
+  @ApiProperty({ format: 'date-time' })
+  readonly estimatedAt!: string;
+
+  @ApiPropertyOptional({ format: 'date-time' })
+  readonly settledAt?: string;
+}

@@ -1,0 +1,125 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import { ValidateNested } from 'class-validator';
+import { PROVIDERS, type ProviderName } from '../../catalog/operation.events';
+import {
+  DEFAULT_MAX_ATTEMPTS_PER_TURN,
+  MAX_ATTEMPT_TIMEOUT_MS,
+  MAX_ATTEMPTS_PER_TURN_LIMIT,
+  MAX_CREDIT_HOLD_CREDITS,
+  MAX_MODEL_NAME_CHARS,
+  MAX_OUTPUT_TOKENS_LIMIT,
+  MAX_PRICE_PER_MTOK_CREDITS,
+  MAX_TOOL_CALLS_LIMIT,
+  MAX_TOTAL_TIME_MS,
+  MAX_TURNS_LIMIT,
+} from '../../catalog/publication.validation';
+import type { PublicationRequest } from '../../catalog/publish-operation.command';
+import { Bool, JsonObject, OneOf, Optional, Text, WholeNumber } from './field-rules';
+
+/** Where an operation's model requests go. There is no fallback to another provider or model. */
+export class RoutingDto {
+  @ApiProperty({ enum: PROVIDERS, description: 'The provider; `scripted` is the built-in offline model.' })
+  @OneOf(PROVIDERS)
+  readonly provider!: ProviderName;
+
+  @ApiProperty({ maxLength: MAX_MODEL_NAME_CHARS, example: 'claude-sonnet-4-5' })
+  @Text(MAX_MODEL_NAME_CHARS)
+  readonly model!: string;
+}
+
+/** The bounds of each conversation run under the publication (SPEC §5). */
+export class LimitsDto {
+  @ApiProperty({ minimum: 1, maximum: MAX_TURNS_LIMIT, description: 'Model requests per conversation.' })
+  @WholeNumber({ min: 1, max: MAX_TURNS_LIMIT, unit: 'turns' })
+  readonly maxTurns!: number;
+
+  @ApiProperty({ minimum: 0, maximum: MAX_TOOL_CALLS_LIMIT, description: 'Answered tool calls per conversation.' })
+  @WholeNumber({ min: 0, max: MAX_TOOL_CALLS_LIMIT, unit: 'tool calls' })
+  readonly maxToolCalls!: number;
+
+  @ApiProperty({ minimum: 1, maximum: MAX_TOTAL_TIME_MS, description: 'The whole conversation’s time budget, in ms.' })
+  @WholeNumber({ min: 1, max: MAX_TOTAL_TIME_MS, unit: 'ms' })
+  readonly totalTimeMs!: number;
+
+  @ApiProperty({ minimum: 1, maximum: MAX_ATTEMPT_TIMEOUT_MS, description: 'One provider attempt’s timeout, in ms.' })
+  @WholeNumber({ min: 1, max: MAX_ATTEMPT_TIMEOUT_MS, unit: 'ms' })
+  readonly attemptTimeoutMs!: number;
+
+  @ApiProperty({ minimum: 1, maximum: MAX_OUTPUT_TOKENS_LIMIT, description: 'Output tokens one model response may use.' })
+  @WholeNumber({ min: 1, max: MAX_OUTPUT_TOKENS_LIMIT, unit: 'tokens' })
+  readonly maxOutputTokens!: number;
+
+  @ApiPropertyOptional({
+    minimum: 1,
+    maximum: MAX_ATTEMPTS_PER_TURN_LIMIT,
+    default: DEFAULT_MAX_ATTEMPTS_PER_TURN,
+    description: 'Provider attempts per turn, retries included.',
+  })
+  @Optional()
+  @WholeNumber({ min: 1, max: MAX_ATTEMPTS_PER_TURN_LIMIT, unit: 'attempts' })
+  readonly maxAttemptsPerTurn?: number;
+}
+
+const PRICE = { min: 0, max: MAX_PRICE_PER_MTOK_CREDITS, unit: 'credits per million tokens' } as const;
+
+/** The rate version: integer credits per million tokens of each kind. */
+export class PricesDto {
+  @ApiProperty({ minimum: 0, maximum: MAX_PRICE_PER_MTOK_CREDITS, description: 'Credits per million input tokens.' })
+  @WholeNumber(PRICE)
+  readonly inputPerMTok!: number;
+
+  @ApiProperty({ minimum: 0, maximum: MAX_PRICE_PER_MTOK_CREDITS, description: 'Credits per million output tokens.' })
+  @WholeNumber(PRICE)
+  readonly outputPerMTok!: number;
+
+  @ApiProperty({ minimum: 0, maximum: MAX_PRICE_PER_MTOK_CREDITS, description: 'Credits per million cache-write tokens.' })
+  @WholeNumber(PRICE)
+  readonly cacheWritePerMTok!: number;
+
+  @ApiProperty({ minimum: 0, maximum: MAX_PRICE_PER_MTOK_CREDITS, description: 'Credits per million cache-read tokens.' })
+  @WholeNumber(PRICE)
+  readonly cacheReadPerMTok!: number;
+}
+
+/** Body of `PUT /v1/operations/:operationId/publications`: the next immutable version of an operation. */
+export class PublishOperationDto implements PublicationRequest {
+  @ApiProperty({ type: RoutingDto })
+  @JsonObject()
+  @ValidateNested()
+  @Type(() => RoutingDto)
+  readonly routing!: RoutingDto;
+
+  @ApiProperty({ type: LimitsDto })
+  @JsonObject()
+  @ValidateNested()
+  @Type(() => LimitsDto)
+  readonly limits!: LimitsDto;
+
+  @ApiProperty({ type: PricesDto })
+  @JsonObject()
+  @ValidateNested()
+  @Type(() => PricesDto)
+  readonly prices!: PricesDto;
+
+  @ApiProperty({
+    minimum: 0,
+    maximum: MAX_CREDIT_HOLD_CREDITS,
+    description: 'Integer credits reserved at admission: the conversation’s credit budget and its estimate.',
+  })
+  @WholeNumber({ min: 0, max: MAX_CREDIT_HOLD_CREDITS, unit: 'credits' })
+  readonly creditHold!: number;
+
+  @ApiProperty({ description: 'The operation switch: a disabled operation refuses admission (`operation_disabled`).' })
+  @Bool()
+  readonly enabled!: boolean;
+}
+
+/** The version a publication was given. */
+export class PublishedVersionDto {
+  @ApiProperty({ example: 'demo.arithmetic' })
+  readonly operationId!: string;
+
+  @ApiProperty({ minimum: 1, description: '1-based; each publication is the previous version plus one.' })
+  readonly version!: number;
+}

@@ -1,0 +1,163 @@
+/**
+ * OpenAPI descriptions of the read models the API returns as the projections write them
+ * (projections/attempts, explanations, routing-budgets). Documentation only: nothing is validated here.
+ */
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ADMISSION_REFUSAL_REASONS } from '../../accounts/admission.policy';
+import { INVOCATION_STATUSES } from '../../invocations/invocation.events';
+import { OUTCOMES } from '../../runtime/conversation.types';
+
+const ENDING_LIMITS = ['maxTurns', 'maxToolCalls', 'creditHold', 'totalTimeMs'];
+
+/** Token counts of one attempt or of a total. */
+export class UsageDto {
+  @ApiProperty() readonly inputTokens!: number;
+  @ApiProperty() readonly outputTokens!: number;
+  @ApiProperty() readonly cacheWriteTokens!: number;
+  @ApiProperty() readonly cacheReadTokens!: number;
+}
+
+/** One provider attempt (SPEC §7). */
+export class AttemptRowDto {
+  @ApiProperty({ description: '1-based turn number.' })
+  readonly turn!: number;
+
+  @ApiProperty({ description: '0 for the first try of the turn; a retry is never a new turn.' })
+  readonly retry!: number;
+
+  @ApiProperty({ description: 'When the attempt was sent, ms since the epoch.' })
+  readonly startedAtMs!: number;
+
+  @ApiProperty()
+  readonly durationMs!: number;
+
+  @ApiProperty({ description: 'The wait before this attempt, in ms (0 for a first try).' })
+  readonly waitBeforeMs!: number;
+
+  @ApiProperty({ description: '`ok` or the fault classification of SPEC §6, e.g. `overloaded`.' })
+  readonly classification!: string;
+
+  @ApiProperty({ description: 'The attempt ran out of its own time.' })
+  readonly timedOut!: boolean;
+
+  @ApiPropertyOptional()
+  readonly httpStatus?: number;
+
+  @ApiPropertyOptional()
+  readonly providerRequestId?: string;
+
+  @ApiProperty()
+  readonly model!: string;
+
+  @ApiPropertyOptional({ type: UsageDto, description: 'Absent when the attempt reported none (it then costs 0).' })
+  readonly usage?: UsageDto;
+
+  @ApiProperty({ description: 'Integer credits, rounded up, at the invocation’s rate version.' })
+  readonly priceCredits!: number;
+}
+
+/** Result of `GET /v1/invocations/:id/attempts`. */
+export class AttemptHistoryDto {
+  @ApiProperty() readonly invocationId!: string;
+  @ApiProperty() readonly organizationId!: string;
+  @ApiProperty() readonly operationId!: string;
+
+  @ApiProperty({ type: [AttemptRowDto], description: 'In order; at most 64 are retained.' })
+  readonly attempts!: AttemptRowDto[];
+
+  @ApiProperty({ description: 'Every attempt made, retained or not.' })
+  readonly attemptCount!: number;
+
+  @ApiProperty({ description: 'True when more attempts were made than retained; the totals stay exact.' })
+  readonly attemptsTruncated!: boolean;
+
+  @ApiProperty({ type: UsageDto })
+  readonly usageTotals!: UsageDto;
+
+  @ApiProperty({ description: 'Integer credits over every attempt.' })
+  readonly priceTotalCredits!: number;
+}
+
+/** The bound that ended a conversation and the publication it came from (ATS-PFM-LLM-002-13). */
+export class EndingLimitDto {
+  @ApiProperty({ enum: ENDING_LIMITS })
+  readonly name!: string;
+
+  @ApiProperty({ description: 'The published value: turns, tool calls, credits or ms.' })
+  readonly value!: number;
+
+  @ApiProperty()
+  readonly operationId!: string;
+
+  @ApiProperty({ description: 'The version the invocation was admitted under, not the one in force now.' })
+  readonly publicationVersion!: number;
+}
+
+export class RefusalDto {
+  @ApiProperty({ enum: ADMISSION_REFUSAL_REASONS })
+  readonly reason!: string;
+
+  @ApiProperty({ type: 'object', additionalProperties: true, example: { available: 120, creditHold: 500 } })
+  readonly figures!: Record<string, unknown>;
+
+  @ApiProperty({ description: 'SPEC §4 transition 1 (access) or 2 (capacity).' })
+  readonly transition!: number;
+}
+
+export class UsedOfLimitDto {
+  @ApiProperty() readonly used!: number;
+  @ApiPropertyOptional() readonly limit?: number;
+}
+
+export class ExplanationCreditsDto {
+  @ApiProperty() readonly spent!: number;
+  @ApiProperty() readonly hold!: number;
+  @ApiPropertyOptional() readonly charge?: number;
+}
+
+/** Result of `GET /v1/invocations/:id/explanation` (SPEC §9). */
+export class ExplanationDto {
+  @ApiProperty() readonly invocationId!: string;
+  @ApiProperty() readonly organizationId!: string;
+  @ApiProperty() readonly operationId!: string;
+  @ApiPropertyOptional() readonly publicationVersion?: number;
+  @ApiProperty({ enum: INVOCATION_STATUSES }) readonly state!: string;
+  @ApiPropertyOptional({ enum: OUTCOMES }) readonly outcome?: string;
+  @ApiPropertyOptional({ type: RefusalDto }) readonly refusal?: RefusalDto;
+  @ApiPropertyOptional({ type: EndingLimitDto }) readonly endingLimit?: EndingLimitDto;
+  @ApiPropertyOptional({ description: 'The provider fault of a `failed` outcome.' }) readonly fault?: string;
+  @ApiProperty({ type: UsedOfLimitDto }) readonly turns!: UsedOfLimitDto;
+  @ApiProperty({ type: UsedOfLimitDto }) readonly toolCalls!: UsedOfLimitDto;
+  @ApiProperty({ type: ExplanationCreditsDto }) readonly credits!: ExplanationCreditsDto;
+  @ApiProperty({ description: 'Attempts that were retries (retry > 0).' }) readonly retries!: number;
+
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true })
+  readonly settlement?: Record<string, unknown>;
+
+  @ApiProperty({ example: 'Refused: insufficient_credits — available 120 < hold 500.' })
+  readonly sentence!: string;
+}
+
+/** One published version with its window. */
+export class PublicationWindowDto {
+  @ApiProperty() readonly version!: number;
+  @ApiProperty({ type: 'object', additionalProperties: true }) readonly routing!: Record<string, unknown>;
+  @ApiProperty({ type: 'object', additionalProperties: true }) readonly limits!: Record<string, unknown>;
+  @ApiProperty({ type: 'object', additionalProperties: true }) readonly prices!: Record<string, unknown>;
+  @ApiProperty() readonly creditHold!: number;
+  @ApiProperty() readonly enabled!: boolean;
+
+  @ApiProperty({ format: 'date-time', description: 'When this version came into force.' })
+  readonly from!: string;
+
+  @ApiPropertyOptional({ format: 'date-time', description: 'When the next version replaced it; absent for the version in force.' })
+  readonly until?: string;
+}
+
+/** Result of `GET /v1/operations/:operationId/publications`. */
+export class RoutingBudgetsDto {
+  @ApiProperty() readonly operationId!: string;
+
+  @ApiProperty({ type: [PublicationWindowDto], description: 'Oldest first.' })
+  readonly versions!: PublicationWindowDto[];
+}

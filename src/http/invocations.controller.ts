@@ -1,0 +1,138 @@
+import { Body, Controller, Get, HttpCode, HttpStatus, Param, Post } from '@nestjs/common';
+import { CommandBus } from '@nestjs/cqrs';
+import { ApiBearerAuth, ApiConflictResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { InvocationView } from '../../projections';
+import { RunOperationCommand } from '../invocations/run-operation.command';
+import type { InvocationSummary } from '../invocations/invocation.state';
+import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound } from './api-docs.decorators';
+import { CurrentCaller, mayAccessOrganization, type Caller } from './auth/caller';
+import { Roles } from './auth/roles.decorator';
+import { ErrorBodyDto } from './dto/error-body.dto';
+import { InvocationResultDto, InvocationStatusDto, RunInvocationDto } from './dto/invocation.dto';
+import { AttemptHistoryDto, ExplanationDto } from './dto/read-views.dto';
+import { ResourceNotFoundException } from './http-error.body';
+import { ReadModelReader } from './read-model.reader';
+import { ATTEMPT_HISTORY, EXPLANATIONS, type AttemptHistoryView, type ExplanationView } from './read-views';
+
+/** Invocations (SPEC §4): run one, and read its state, attempts and explanation. */
+@ApiTags('invocations')
+@ApiBearerAuth()
+@ApiAuthenticatedErrors()
+@Controller('v1/invocations')
+export class InvocationsController {
+  constructor(
+    private readonly commands: CommandBus,
+    private readonly reader: ReadModelReader,
+  ) {}
+
+  /**
+   * Runs the operation's registered feature for the organization and answers once the invocation is
+   * settled (or refused). A client that loses the connection can repeat the request with the same
+   * idempotency key: the conversation is not cancelled by the disconnect, and the repeat answers
+   * with its result.
+   */
+  @Post()
+  @HttpCode(HttpStatus.OK)
+  @Roles('system', 'org_admin', 'org_member')
+  @ApiOperation({
+    summary: 'Run an operation for an organization',
+    description:
+      'Admits the request against the organization’s credits, runs the bounded conversation with the published ' +
+      'routing and limits, settles the charge, and returns the settled (or refused) invocation.',
+  })
+  @ApiOkResponse({ type: InvocationResultDto })
+  @ApiInvalidRequest()
+  @ApiNotFound('No such operation or organization, or not the caller’s organization.')
+  @ApiConflictResponse({ type: ErrorBodyDto, description: 'The idempotency key was used for a different operation.' })
+  async run(@CurrentCaller() caller: Caller, @Body() body: RunInvocationDto): Promise<InvocationResultDto> {
+    if (!mayAccessOrganization(caller, body.organizationId)) throw new ResourceNotFoundException('organization', body.organizationId);
+    const summary = await this.commands.execute(
+      new RunOperationCommand({
+        operationId: body.operationId,
+        organizationId: body.organizationId,
+        input: body.input,
+        ...(body.idempotencyKey === undefined ? {} : { idempotencyKey: body.idempotencyKey }),
+      }),
+    );
+    return resultOf(summary);
+  }
+
+  /** Lifecycle state, outcome, publication version, estimate and charge. */
+  @Get(':invocationId')
+  @Roles('system', 'auditor', 'org_admin', 'org_member')
+  @ApiOperation({ summary: 'An invocation’s state', description: 'Lifecycle state, outcome, publication version, estimate and charge.' })
+  @ApiOkResponse({ type: InvocationStatusDto })
+  @ApiNotFound('No such invocation, or not the caller’s organization’s.')
+  async status(@CurrentCaller() caller: Caller, @Param('invocationId') invocationId: string): Promise<InvocationStatusDto> {
+    return statusOf(await this.reader.invocation(caller, invocationId));
+  }
+
+  /** Every provider attempt with its turn, retry, classification, wait, usage and price (SPEC §7). */
+  @Get(':invocationId/attempts')
+  @Roles('system', 'auditor', 'org_admin', 'org_member')
+  @ApiOperation({
+    summary: 'An invocation’s attempt history',
+    description: 'Provider attempts in order: turn, retry number, classification, wait, usage and integer price.',
+  })
+  @ApiOkResponse({ type: AttemptHistoryDto })
+  @ApiNotFound('No such invocation, or not the caller’s organization’s.')
+  async attempts(@CurrentCaller() caller: Caller, @Param('invocationId') invocationId: string): Promise<AttemptHistoryView> {
+    const { document } = await this.reader.invocationWith<AttemptHistoryView>(caller, invocationId, ATTEMPT_HISTORY);
+    if (document === undefined) throw new ResourceNotFoundException('invocation', invocationId);
+    return document;
+  }
+
+  /** Why the invocation was refused or how its conversation ended, with the figures behind it. */
+  @Get(':invocationId/explanation')
+  @Roles('system', 'auditor', 'org_admin', 'org_member')
+  @ApiOperation({
+    summary: 'An invocation’s explanation',
+    description:
+      'The state, the outcome or refusal reason, the figures behind it, and the limit that ended it with the ' +
+      'operation id and publication version it came from; as a sentence and as fields.',
+  })
+  @ApiOkResponse({ type: ExplanationDto })
+  @ApiNotFound('No such invocation, or not the caller’s organization’s.')
+  async explanation(@CurrentCaller() caller: Caller, @Param('invocationId') invocationId: string): Promise<ExplanationView> {
+    const { document } = await this.reader.invocationWith<ExplanationView>(caller, invocationId, EXPLANATIONS);
+    if (document === undefined) throw new ResourceNotFoundException('invocation', invocationId);
+    return document;
+  }
+}
+
+/** SPEC §10's result fields, and nothing of the runner's internals. */
+function resultOf(summary: InvocationSummary): InvocationResultDto {
+  return {
+    invocationId: summary.invocationId,
+    state: summary.state,
+    ...(summary.outcome === undefined ? {} : { outcome: summary.outcome }),
+    ...(summary.refusalReason === undefined ? {} : { refusalReason: summary.refusalReason }),
+    ...(summary.publicationVersion === undefined ? {} : { publicationVersion: summary.publicationVersion }),
+    estimate: summary.estimate,
+    charge: summary.charge,
+    turnsUsed: summary.turnsUsed,
+    toolCallsUsed: summary.toolCallsUsed,
+  };
+}
+
+function statusOf(view: InvocationView): InvocationStatusDto {
+  return {
+    invocationId: view.invocationId,
+    organizationId: view.organizationId,
+    operationId: view.operationId,
+    state: view.state,
+    ...(view.outcome === undefined ? {} : { outcome: view.outcome }),
+    ...(view.refusalReason === undefined ? {} : { refusalReason: view.refusalReason }),
+    ...(view.publicationVersion === undefined ? {} : { publicationVersion: view.publicationVersion }),
+    ...(view.endingLimit === undefined ? {} : { endingLimit: view.endingLimit }),
+    ...(view.fault === undefined ? {} : { fault: view.fault }),
+    estimate: view.estimate,
+    charge: view.charge,
+    turnsUsed: view.turnsUsed,
+    toolCallsUsed: view.toolCallsUsed,
+    spentCredits: view.spentCredits,
+    attemptCount: view.attemptCount,
+    estimatedAt: view.estimatedAt,
+    ...(view.settledAt === undefined ? {} : { settledAt: view.settledAt }),
+  };
+}

@@ -1,0 +1,25 @@
+import type { INestApplication } from '@nestjs/common';
+import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
+import { MAX_REQUEST_BODY_BYTES } from './http.bounds';
+
+export const OPENAPI_PATH = 'docs';
+
+/** The OpenAPI document of SPEC §10's API. */
+export function openApiDocument(app: INestApplication): OpenAPIObject {
+  const config = new DocumentBuilder()
+    .setTitle('llm-ledger')
+    .setDescription(
+      'Admits LLM invocations against organizations’ credits, runs bounded conversations, settles their charges and ' +
+        'explains them from the event log. Credits are integers; times are milliseconds. Every error has the same ' +
+        `body: { statusCode, error, code, message, fields?, requestId }. Request bodies are JSON of at most ${MAX_REQUEST_BODY_BYTES} bytes.`,
+    )
+    .setVersion('1')
+    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'A token from LEDGER_TOKENS (or a demo token with LEDGER_DEMO=1).' })
+    .build();
+  return SwaggerModule.createDocument(app, config);
+}
+
+/** Serves the document at /docs (UI) and /docs-json. */
+export function setupOpenApi(app: INestApplication): void {
+  SwaggerModule.setup(OPENAPI_PATH, app, () => openApiDocument(app));
+}

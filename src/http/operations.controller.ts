@@ -1,0 +1,53 @@
+import { Body, Controller, Get, Param, Put } from '@nestjs/common';
+import { CommandBus } from '@nestjs/cqrs';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { PublishOperationCommand } from '../catalog/publish-operation.command';
+import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound } from './api-docs.decorators';
+import { Roles } from './auth/roles.decorator';
+import { PublishedVersionDto, PublishOperationDto } from './dto/publication.dto';
+import { RoutingBudgetsDto } from './dto/read-views.dto';
+import { ResourceNotFoundException } from './http-error.body';
+import { ReadModelReader } from './read-model.reader';
+import { ROUTING_BUDGETS, type RoutingBudgetsView } from './read-views';
+
+/** The operation catalog (SPEC §2): publications and their historical routing budgets. */
+@ApiTags('operations')
+@ApiBearerAuth()
+@ApiAuthenticatedErrors()
+@Controller('v1/operations/:operationId/publications')
+export class OperationsController {
+  constructor(
+    private readonly commands: CommandBus,
+    private readonly reader: ReadModelReader,
+  ) {}
+
+  /** Publishes the operation's next immutable version. Repeating the version in force writes nothing. */
+  @Put()
+  @Roles('system')
+  @ApiOperation({
+    summary: 'Publish the next version of an operation',
+    description:
+      'Routing, limits, integer prices (credits per million tokens), the credit hold and the operation switch. ' +
+      'Requests already admitted keep the version they were admitted under.',
+  })
+  @ApiOkResponse({ type: PublishedVersionDto })
+  @ApiInvalidRequest()
+  publish(@Param('operationId') operationId: string, @Body() body: PublishOperationDto): Promise<PublishedVersionDto> {
+    return this.commands.execute(new PublishOperationCommand(operationId, body));
+  }
+
+  /** Every version of the operation with the window it was in force (historical routing budgets). */
+  @Get()
+  @Roles('system', 'auditor')
+  @ApiOperation({
+    summary: 'Historical routing budgets of an operation',
+    description: 'Every published version with its routing, limits, prices, credit hold, switch and time window.',
+  })
+  @ApiOkResponse({ type: RoutingBudgetsDto })
+  @ApiNotFound('The operation was never published.')
+  async publications(@Param('operationId') operationId: string): Promise<RoutingBudgetsView> {
+    const budgets = await this.reader.get<RoutingBudgetsView>(ROUTING_BUDGETS, operationId);
+    if (budgets === undefined) throw new ResourceNotFoundException('operation', operationId);
+    return budgets;
+  }
+}

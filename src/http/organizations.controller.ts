@@ -1,0 +1,97 @@
+import { Body, Controller, Get, HttpCode, HttpStatus, Param, Post, Put } from '@nestjs/common';
+import { CommandBus } from '@nestjs/cqrs';
+import { ApiBearerAuth, ApiConflictResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { BALANCE_COLLECTION, BALANCES_PROJECTION, type BalanceView } from '../../projections';
+import {
+  AdjustCreditsCommand,
+  ChangeOrganizationSettingsCommand,
+  GrantCreditsCommand,
+  type LedgerEntryResult,
+  type OrganizationSettings,
+} from '../accounts/account-commands';
+import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound } from './api-docs.decorators';
+import { CurrentCaller, mayAccessOrganization, type Caller } from './auth/caller';
+import { Roles } from './auth/roles.decorator';
+import { OrganizationBalanceDto } from './dto/balance.dto';
+import { AdjustCreditsDto, GrantCreditsDto, LedgerEntryResultDto } from './dto/credit-entry.dto';
+import { ErrorBodyDto } from './dto/error-body.dto';
+import { OrganizationSettingsDto, OrganizationSettingsResultDto } from './dto/organization-settings.dto';
+import { ResourceNotFoundException } from './http-error.body';
+import { ReadModelReader } from './read-model.reader';
+
+/** Organizations' credit accounts (SPEC §3): grants, adjustments, settings and the balance. */
+@ApiTags('organizations')
+@ApiBearerAuth()
+@ApiAuthenticatedErrors()
+@Controller('v1/organizations/:organizationId')
+export class OrganizationsController {
+  constructor(
+    private readonly commands: CommandBus,
+    private readonly reader: ReadModelReader,
+  ) {}
+
+  /** Adds credits. The idempotency key is required: a retried grant must never pay twice. */
+  @Post('grants')
+  @HttpCode(HttpStatus.OK)
+  @Roles('system')
+  @ApiOperation({
+    summary: 'Grant credits to an organization',
+    description: 'Integer credits with a reason and an idempotency key; repeating the key returns the first result.',
+  })
+  @ApiOkResponse({ type: LedgerEntryResultDto })
+  @ApiInvalidRequest()
+  @ApiConflictResponse({ type: ErrorBodyDto, description: 'The idempotency key was used for a different entry.' })
+  grant(@Param('organizationId') organizationId: string, @Body() body: GrantCreditsDto): Promise<LedgerEntryResult> {
+    return this.commands.execute(new GrantCreditsCommand(organizationId, body.credits, body.reason, body.idempotencyKey));
+  }
+
+  /** Corrects credits up or down. */
+  @Post('adjustments')
+  @HttpCode(HttpStatus.OK)
+  @Roles('system')
+  @ApiOperation({
+    summary: 'Adjust an organization’s credits',
+    description: 'Non-zero integer credits (negative takes credits away), a reason and an idempotency key.',
+  })
+  @ApiOkResponse({ type: LedgerEntryResultDto })
+  @ApiInvalidRequest()
+  @ApiConflictResponse({ type: ErrorBodyDto, description: 'The idempotency key was used for a different entry.' })
+  adjust(@Param('organizationId') organizationId: string, @Body() body: AdjustCreditsDto): Promise<LedgerEntryResult> {
+    return this.commands.execute(new AdjustCreditsCommand(organizationId, body.credits, body.reason, body.idempotencyKey));
+  }
+
+  /** Switches AI on or off and sets the running-slot limit. */
+  @Put('settings')
+  @Roles('system')
+  @ApiOperation({
+    summary: 'Change an organization’s settings',
+    description: '`aiEnabled` (the organization switch) and/or `maxRunning` (invocations that may run at once).',
+  })
+  @ApiOkResponse({ type: OrganizationSettingsResultDto })
+  @ApiInvalidRequest()
+  changeSettings(@Param('organizationId') organizationId: string, @Body() body: OrganizationSettingsDto): Promise<OrganizationSettings> {
+    const settings = {
+      ...(body.aiEnabled === undefined ? {} : { aiEnabled: body.aiEnabled }),
+      ...(body.maxRunning === undefined ? {} : { maxRunning: body.maxRunning }),
+    };
+    return this.commands.execute(new ChangeOrganizationSettingsCommand(organizationId, settings));
+  }
+
+  /** The organization's balance, including the caller's own writes just made. */
+  @Get('balance')
+  @Roles('system', 'auditor', 'org_admin')
+  @ApiOperation({
+    summary: 'An organization’s balance',
+    description: 'Integer credits: granted, adjustments, held, charged, available (derived) and running invocations.',
+  })
+  @ApiOkResponse({ type: OrganizationBalanceDto })
+  @ApiNotFound('No such organization, or not the caller’s.')
+  async balance(@CurrentCaller() caller: Caller, @Param('organizationId') organizationId: string): Promise<OrganizationBalanceDto> {
+    // Another organization's balance reads exactly like one that does not exist.
+    if (!mayAccessOrganization(caller, organizationId)) throw new ResourceNotFoundException('organization', organizationId);
+    const view = await this.reader.get<BalanceView>({ projection: BALANCES_PROJECTION, collection: BALANCE_COLLECTION }, organizationId);
+    if (view === undefined) throw new ResourceNotFoundException('organization', organizationId);
+    const { granted, adjustments, held, charged, available, running } = view;
+    return { organizationId, granted, adjustments, held, charged, available, running };
+  }
+}

@@ -1,0 +1,32 @@
+import { Body, Controller, HttpCode, HttpStatus, Post } from '@nestjs/common';
+import { CommandBus } from '@nestjs/cqrs';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { SweepStaleInvocationsCommand, type SweepReport } from '../invocations/sweep-stale-invocations.command';
+import { ApiAuthenticatedErrors, ApiInvalidRequest } from './api-docs.decorators';
+import { Roles } from './auth/roles.decorator';
+import { SweepDto, SweepReportDto } from './dto/sweep.dto';
+
+/** Recovery (SPEC §4 transitions 9, 12–14): settling what a crash left in flight. */
+@ApiTags('settlements')
+@ApiBearerAuth()
+@ApiAuthenticatedErrors()
+@Controller('v1/settlements')
+export class SettlementsController {
+  constructor(private readonly commands: CommandBus) {}
+
+  /** Settles requests idle for longer than `olderThanMs`; safe beside live traffic and another sweep. */
+  @Post('sweep')
+  @HttpCode(HttpStatus.OK)
+  @Roles('system')
+  @ApiOperation({
+    summary: 'Settle stale requests',
+    description:
+      'Settles requests idle for longer than olderThanMs: estimated and reserved ones at 0 credits, dispatched and ' +
+      'unmeasured ones at their estimate. Returns what it settled.',
+  })
+  @ApiOkResponse({ type: SweepReportDto })
+  @ApiInvalidRequest()
+  sweep(@Body() body: SweepDto): Promise<SweepReport> {
+    return this.commands.execute(new SweepStaleInvocationsCommand(body.olderThanMs));
+  }
+}

@@ -1,0 +1,114 @@
+import { Module, type DynamicModule, type LoggerService } from '@nestjs/common';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { Test } from '@nestjs/testing';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import request from 'supertest';
+import { AppModule } from '../../../src/app.module';
+import { DEMO_OUTPUT } from '../../../src/demo/demo-seed.service';
+import { LedgerFeaturesModule } from '../../../src/features/ledger-features.module';
+import type { OperationFeature } from '../../../src/features/operation-feature';
+import { configureHttp } from '../../../src/http/configure-http';
+
+/** Tokens every HTTP test starts with (LEDGER_TOKENS), one per role and organization it needs. */
+export const TOKENS = {
+  system: 'test-system-token',
+  auditor: 'test-auditor-token',
+  acmeAdmin: 'test-acme-admin-token',
+  acmeMember: 'test-acme-member-token',
+  globexAdmin: 'test-globex-admin-token',
+  globexMember: 'test-globex-member-token',
+} as const;
+
+export const LEDGER_TOKENS = JSON.stringify({
+  [TOKENS.system]: { role: 'system' },
+  [TOKENS.auditor]: { role: 'auditor' },
+  [TOKENS.acmeAdmin]: { role: 'org_admin', organizationId: 'acme' },
+  [TOKENS.acmeMember]: { role: 'org_member', organizationId: 'acme' },
+  [TOKENS.globexAdmin]: { role: 'org_admin', organizationId: 'globex' },
+  [TOKENS.globexMember]: { role: 'org_member', organizationId: 'globex' },
+});
+
+export interface HttpLedger {
+  readonly app: NestExpressApplication;
+  readonly directory: string;
+  /** Log lines the application wrote (messages as given to the logger, then JSON-encoded). */
+  readonly logs: string[];
+  /** What the demo printed. */
+  readonly printed: string[];
+  http(): ReturnType<typeof request>;
+  close(): Promise<void>;
+}
+
+export interface HttpLedgerOptions {
+  readonly env?: Record<string, string>;
+  readonly features?: readonly OperationFeature[];
+  /** Reuse a directory (a restart); a fresh temporary one by default. */
+  readonly directory?: string;
+  readonly keepDirectory?: boolean;
+}
+
+/**
+ * The real application, configured exactly as main.ts configures it (configureHttp), on a file-backed
+ * SQLite store in a temporary directory.
+ */
+export async function startHttpLedger(options: HttpLedgerOptions = {}): Promise<HttpLedger> {
+  const directory = options.directory ?? mkdtempSync(join(tmpdir(), 'llm-ledger-http-'));
+  const imports: DynamicModule[] = options.features?.length ? [featureModule(options.features)] : [];
+  const printed: string[] = [];
+  const moduleRef = await Test.createTestingModule({
+    imports: [
+      AppModule.forRoot({
+        env: { LEDGER_STORE: `sqlite:${join(directory, 'ledger.sqlite')}`, LEDGER_TOKENS, ...options.env },
+        imports,
+      }),
+    ],
+  })
+    .overrideProvider(DEMO_OUTPUT)
+    .useValue((text: string) => printed.push(text))
+    .compile();
+  const logs: string[] = [];
+  const app = moduleRef.createNestApplication<NestExpressApplication>({ logger: capturingLogger(logs) });
+  configureHttp(app);
+  app.enableShutdownHooks();
+  await app.init();
+  return {
+    app,
+    directory,
+    logs,
+    printed,
+    http: () => request(app.getHttpServer()),
+    async close() {
+      await app.close();
+      if (!options.keepDirectory) rmSync(directory, { recursive: true, force: true });
+    },
+  };
+}
+
+function featureModule(features: readonly OperationFeature[]): DynamicModule {
+  @Module({})
+  class HttpTestFeaturesModule {}
+  return { module: HttpTestFeaturesModule, imports: [LedgerFeaturesModule.register(...features)] };
+}
+
+function capturingLogger(lines: string[]): LoggerService {
+  const keep = (level: string) => (message: unknown, ...rest: unknown[]) => {
+    lines.push(JSON.stringify({ level, message, rest }));
+  };
+  return { log: keep('log'), error: keep('error'), warn: keep('warn'), debug: keep('debug'), verbose: keep('verbose') };
+}
+
+export const bearer = (token: string): { Authorization: string } => ({ Authorization: `Bearer ${token}` });
+
+/** A valid publication body; override what a test is about. */
+export function publicationBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    routing: { provider: 'scripted', model: 'scripted-model' },
+    limits: { maxTurns: 6, maxToolCalls: 10, totalTimeMs: 60_000, attemptTimeoutMs: 10_000, maxOutputTokens: 1_024, maxAttemptsPerTurn: 3 },
+    prices: { inputPerMTok: 3_000_000, outputPerMTok: 15_000_000, cacheWritePerMTok: 3_750_000, cacheReadPerMTok: 300_000 },
+    creditHold: 1_000,
+    enabled: true,
+    ...overrides,
+  };
+}
