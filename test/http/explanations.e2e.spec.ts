@@ -68,6 +68,10 @@ const FEATURES = [
     yield answer();
   }),
   scriptedFeature('test.held', heldInFlight),
+  scriptedFeature('test.time-limit', function* () {
+    // Slower than the whole conversation may take: the attempt times out and no retry fits.
+    yield { ...answer(), latencyMs: 10_000 };
+  }),
 ];
 
 describe('explanations over HTTP (SPEC §9, ATS-PFM-LLM-002-12, ATS-PFM-LLM-002-13)', () => {
@@ -225,6 +229,7 @@ describe('explanations over HTTP (SPEC §9, ATS-PFM-LLM-002-12, ATS-PFM-LLM-002-
       ['incomplete', 'test.incomplete', {}, 'Ended incomplete: the model\'s output was cut off'],
       ['protocol_error', 'test.protocol-error', {}, 'Ended by protocol_error'],
       ['failed', 'test.failed', {}, 'Failed: malformed_request — the provider rejected the request as malformed, which is not retried'],
+      ['time_limit', 'test.time-limit', { limits: limits({ totalTimeMs: 50, attemptTimeoutMs: 50 }) }, 'Ended by time_limit: the 50 ms conversation time ran out (totalTimeMs of test.time-limit v1)'],
     ] as const)('%s', async (outcome, operationId, overrides, sentence) => {
       await publish(operationId, { ...overrides, creditHold: (overrides as { creditHold?: number }).creditHold ?? 1_000 });
       const result = await run(operationId);
