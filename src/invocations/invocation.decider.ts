@@ -8,9 +8,9 @@ import { MAX_CREDIT_HOLD_CREDITS } from '../catalog/publication.validation';
 import type { Decider } from '../domain/decider';
 import { IllegalTransitionError, ValidationError } from '../domain/domain.errors';
 import { FieldChecks, isoToMs, MAX_ID_CHARS } from '../domain/field-checks';
-import { EndingLimit, Outcome, OUTCOMES } from '../runtime/conversation.types';
+import { AttemptRecord, EndingLimit, Outcome, OUTCOMES, Prices } from '../runtime/conversation.types';
+import { priceAttempt } from '../runtime/pricing';
 import { FAULT_CLASSES } from '../runtime/faults';
-import { priceAttemptCredits } from './attempt.pricing';
 import type {
   CompleteInvocation,
   EstimateInvocation,
@@ -160,8 +160,7 @@ function recordAttempt({ data }: RecordAttempt, state: InvocationState): Invocat
     const expected = last === undefined ? 'turn 1 retry 0' : `turn ${last.turn} retry ${last.retry + 1} or turn ${last.turn + 1} retry 0`;
     throw ValidationError.of('turn', `attempts are recorded in order: expected ${expected}, got turn ${turn} retry ${retry}`);
   }
-  const price = priceAttemptCredits(usage, publication.prices);
-  if (!Number.isSafeInteger(price)) throw ValidationError.of('usage', 'prices past exact integer credits');
+  const price = priceOf(usage, publication.prices);
   if (priceCredits !== price) {
     throw ValidationError.of('priceCredits', `is ${price} credits at rate version ${publication.version}, not ${priceCredits}`);
   }
@@ -244,4 +243,14 @@ function instantOrThrow(field: string, value: unknown): string {
   const instant = checks.instant(field, value);
   checks.throwIfAny();
   return instant;
+}
+
+/** The attempt's price at the invocation's rate version (SPEC §7), by the runtime's own formula. */
+function priceOf(usage: AttemptRecord['usage'], prices: Prices): number {
+  try {
+    return priceAttempt(usage, prices);
+  } catch (error) {
+    if (error instanceof RangeError) throw ValidationError.of('usage', error.message);
+    throw error;
+  }
 }
