@@ -56,4 +56,23 @@ describe('configuration from the environment (SPEC §10)', () => {
       expect.objectContaining({ message: expect.not.stringContaining(secret) }),
     );
   });
+
+  it('reads the Anthropic key and base URL, and treats a blank key as none so the service runs offline', () => {
+    const key = 'sk-ant-test-key';
+    expect(loadLedgerConfig({ ANTHROPIC_API_KEY: key, ANTHROPIC_BASE_URL: 'http://127.0.0.1:8080' })).toMatchObject({
+      anthropicApiKey: key,
+      anthropicBaseUrl: 'http://127.0.0.1:8080',
+    });
+    expect(loadLedgerConfig({ ANTHROPIC_API_KEY: '   ' }).anthropicApiKey).toBeUndefined();
+  });
+
+  it('refuses a base URL that is not http(s), naming the variable and never the key', () => {
+    const key = 'sk-ant-secret';
+    expect(() => loadLedgerConfig({ ANTHROPIC_API_KEY: key, ANTHROPIC_BASE_URL: 'ftp://example.invalid' })).toThrow(
+      expect.objectContaining({ message: expect.stringMatching(/ANTHROPIC_BASE_URL/) }),
+    );
+    expect(() => loadLedgerConfig({ ANTHROPIC_API_KEY: key, ANTHROPIC_BASE_URL: 'ftp://example.invalid' })).toThrow(
+      expect.objectContaining({ message: expect.not.stringContaining(key) }),
+    );
+  });
 });

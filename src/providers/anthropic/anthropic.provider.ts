@@ -31,7 +31,7 @@ export interface AnthropicProviderOptions {
   readonly apiKey: string;
   /**
    * The API's base URL (`ANTHROPIC_BASE_URL`), e.g. a local test server. Defaults to
-   * ANTHROPIC_DEFAULT_BASE_URL; the environment is read by `readAnthropicConfig`, not here.
+   * ANTHROPIC_DEFAULT_BASE_URL; the environment is read once, by src/config/ledger.config.ts.
    */
   readonly baseURL?: string;
   /** Receives the SDK's warnings; defaults to the console. */
