@@ -2,8 +2,6 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { FeatureRegistry } from './feature.registry';
 import type { OperationFeature } from './operation-feature';
 
-let registrations = 0;
-
 /**
  * What a consuming NestJS module imports to register its operations:
  *
@@ -15,7 +13,8 @@ let registrations = 0;
 @Module({})
 export class LedgerFeaturesModule {
   static register(...features: OperationFeature[]): DynamicModule {
-    const token = `LEDGER_FEATURES_${++registrations}`;
+    // A token of its own per registration, so several feature modules can each register theirs.
+    const token = Symbol(`LEDGER_FEATURES ${features.map((feature) => feature.operationId).join(', ')}`);
     return {
       module: LedgerFeaturesModule,
       providers: [
