@@ -1,18 +1,35 @@
 /**
  * Fully-accounted invocations per second through RunOperationCommand on the embedded store (issue 7):
- * every lifecycle transition and every attempt durably in the log, a scripted provider with zero
- * latency, conversations of 3 turns with 2 tool calls, 100 organizations, a fixed number in flight.
+ * every lifecycle transition and every attempt durably in the log (WAL, synchronous=NORMAL), a
+ * scripted provider, conversations of 3 turns with 2 tool calls, 100 organizations, the projection
+ * runner following live in the same process, a fixed number of invocations in flight.
+ *
+ * Reported in one run:
+ * - invocations/s at 64 in flight with zero provider latency, by the wall clock and per CPU-second of
+ *   this process (the machine is shared: the CPU figure moves far less with the neighbours' load);
+ * - p50/p99 accounting overhead (time outside the provider) at 50 ms latency and 1,000 in flight, and
+ *   at 50 ms and 64 in flight (below saturation, so what is left is the accounting path itself);
+ * - the raw limit: the very events of the zero-latency run inserted by bare better-sqlite3 into the
+ *   same schema with the same pragmas and in as many transactions as the run committed, and the ratio;
+ * - peak RSS of the process during each measured run (sampled every RSS_SAMPLE_INTERVAL_MS).
+ *
+ * Run alone: `npx tsc -p tsconfig.build.json && node dist/bench/full-path.bench.js`
+ * (BENCH_INVOCATIONS, BENCH_LATENT_INVOCATIONS, BENCH_WARMUP_INVOCATIONS).
  */
 import 'reflect-metadata';
 import { Module } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { NestFactory } from '@nestjs/core';
+import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ChangeOrganizationSettingsCommand, GrantCreditsCommand } from '../src/accounts/account-commands';
 import { AppModule } from '../src/app.module';
 import { PublishOperationCommand } from '../src/catalog/publish-operation.command';
+import { EVENT_STORE, type RecordedEvent } from '../src/event-store/event-store.port';
+import { migrateSqliteSchema } from '../src/event-store/sqlite/sqlite-schema.migrations';
+import { SQLITE_BUSY_TIMEOUT_MS, SqliteEventStore, WAL_AUTOCHECKPOINT_PAGES } from '../src/event-store/sqlite/sqlite-event-store';
 import { LedgerFeaturesModule } from '../src/features/ledger-features.module';
 import type { OperationFeature } from '../src/features/operation-feature';
 import { RunOperationCommand } from '../src/invocations/run-operation.command';
@@ -20,7 +37,14 @@ import { ScriptedProvider, scriptedToolUse, type ScriptedStep } from '../src/run
 
 const OPERATION_ID = 'bench.three-turns';
 const ORGANIZATIONS = 100;
+const TURNS = 3;
 const USAGE = { inputTokens: 120, outputTokens: 20, cacheWriteTokens: 0, cacheReadTokens: 0 };
+/** Invocations run before measuring, so JIT, schema compilation and caches are warm on both sides. */
+const DEFAULT_WARMUP_INVOCATIONS = 500;
+/** Events read back per page when collecting the run's events for the raw replay. */
+const READ_BACK_PAGE_EVENTS = 10_000;
+/** How often the resident set is sampled during a measured run, in milliseconds. */
+const RSS_SAMPLE_INTERVAL_MS = 50;
 
 function threeTurns(latencyMs: number): ScriptedStep[] {
   const wait = latencyMs > 0 ? () => new Promise<void>((resolve) => setTimeout(resolve, latencyMs)) : undefined;
@@ -47,18 +71,49 @@ function benchFeature(latencyMs: number): OperationFeature {
 const LOOKUP_SCHEMA = { type: 'object', properties: { q: { type: 'string' } } };
 const ANSWER_SCHEMA = { type: 'object', properties: { value: { type: 'number' } }, required: ['value'] };
 
+/** What the store committed during the measured run: the shape the raw replay copies. */
+export interface CommitShape {
+  readonly events: number;
+  readonly appends: number;
+  readonly transactions: number;
+}
+
 export interface FullPathResult {
   readonly invocations: number;
   readonly inFlight: number;
   readonly providerLatencyMs: number;
   readonly seconds: number;
   readonly invocationsPerSecond: number;
+  /** CPU time of this process (user + system, all threads) over the measured run, in seconds. */
+  readonly cpuSeconds: number;
+  readonly invocationsPerCpuSecond: number;
   readonly overheadP50Ms: number;
   readonly overheadP99Ms: number;
+  /** Peak resident set of the process during the measured run (sampled), in MiB. */
   readonly peakRssMiB: number;
+  readonly shape: CommitShape;
 }
 
-export async function measure(options: { invocations: number; inFlight: number; providerLatencyMs: number }): Promise<FullPathResult> {
+interface Measured {
+  readonly result: FullPathResult;
+  /** The events the measured run appended, in log order (only when asked for). */
+  readonly events: readonly RecordedEvent[];
+}
+
+export interface MeasureOptions {
+  readonly invocations: number;
+  readonly inFlight: number;
+  readonly providerLatencyMs: number;
+  readonly warmupInvocations?: number;
+  /** Keep the events for the raw replay ('window': the measured run's) or as a sample log ('all'). */
+  readonly keepEvents?: 'window' | 'all';
+}
+
+export async function measure(options: MeasureOptions): Promise<FullPathResult> {
+  return (await measureWithEvents(options)).result;
+}
+
+async function measureWithEvents(options: MeasureOptions): Promise<Measured> {
   const directory = mkdtempSync(join(tmpdir(), 'llm-ledger-bench-'));
   @Module({ imports: [LedgerFeaturesModule.register(benchFeature(options.providerLatencyMs))] })
   class BenchFeatureModule {}
@@ -68,6 +123,7 @@ export async function measure(options: { invocations: number; inFlight: number; 
   );
   try {
     const bus = app.get(CommandBus);
+    const store = app.get<SqliteEventStore>(EVENT_STORE);
     await bus.execute(
       new PublishOperationCommand(OPERATION_ID, {
         routing: { provider: 'scripted', model: 'bench-model' },
@@ -81,38 +137,145 @@ export async function measure(options: { invocations: number; inFlight: number; 
       await bus.execute(new GrantCreditsCommand(`org-${org}`, 1_000_000_000, 'bench', 'bench-grant'));
       await bus.execute(new ChangeOrganizationSettingsCommand(`org-${org}`, { maxRunning: options.inFlight }));
     }
-    const overheads: number[] = [];
-    let next = 0;
-    let peakRss = process.memoryUsage().rss;
-    const started = performance.now();
-    const worker = async (): Promise<void> => {
-      while (next < options.invocations) {
-        const index = next++;
-        const t0 = performance.now();
-        const result = await bus.execute(
-          new RunOperationCommand({ operationId: OPERATION_ID, organizationId: `org-${index % ORGANIZATIONS}`, input: {} }),
-        );
-        if (result.state !== 'settled' || result.outcome !== 'completed') throw new Error(`unexpected result ${JSON.stringify(result)}`);
-        overheads.push(performance.now() - t0 - 3 * options.providerLatencyMs);
-        if (index % 256 === 0) peakRss = Math.max(peakRss, process.memoryUsage().rss);
-      }
+    const runInvocations = async (count: number, overheads?: number[]): Promise<void> => {
+      let next = 0;
+      const worker = async (): Promise<void> => {
+        while (next < count) {
+          const index = next++;
+          const t0 = performance.now();
+          const result = await bus.execute(
+            new RunOperationCommand({ operationId: OPERATION_ID, organizationId: `org-${index % ORGANIZATIONS}`, input: {} }),
+          );
+          if (result.state !== 'settled' || result.outcome !== 'completed') throw new Error(`unexpected result ${JSON.stringify(result)}`);
+          overheads?.push(performance.now() - t0 - TURNS * options.providerLatencyMs);
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(options.inFlight, count) }, worker));
     };
-    await Promise.all(Array.from({ length: options.inFlight }, worker));
+    await runInvocations(options.warmupInvocations ?? DEFAULT_WARMUP_INVOCATIONS);
+
+    const headBefore = (await store.headPosition()) ?? 0n;
+    const statsBefore = store.groupCommitStats;
+    const overheads: number[] = [];
+    let peakRss = process.memoryUsage.rss();
+    const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage.rss())), RSS_SAMPLE_INTERVAL_MS);
+    const cpuAtStart = process.cpuUsage();
+    const started = performance.now();
+    await runInvocations(options.invocations, overheads);
     const seconds = (performance.now() - started) / 1000;
+    const cpu = process.cpuUsage(cpuAtStart);
+    clearInterval(sampler);
+    peakRss = Math.max(peakRss, process.memoryUsage.rss());
+    const cpuSeconds = (cpu.user + cpu.system) / 1e6;
+    const statsAfter = store.groupCommitStats;
+    const headAfter = (await store.headPosition()) ?? 0n;
+
     overheads.sort((a, b) => a - b);
     const at = (q: number) => overheads[Math.min(overheads.length - 1, Math.floor(q * overheads.length))]!;
-    return {
+    const result: FullPathResult = {
       invocations: options.invocations,
       inFlight: options.inFlight,
       providerLatencyMs: options.providerLatencyMs,
       seconds: round(seconds),
       invocationsPerSecond: Math.round(options.invocations / seconds),
+      cpuSeconds: round(cpuSeconds),
+      invocationsPerCpuSecond: Math.round(options.invocations / cpuSeconds),
       overheadP50Ms: round(at(0.5)),
       overheadP99Ms: round(at(0.99)),
-      peakRssMiB: Math.round(Math.max(peakRss, process.memoryUsage().rss) / 2 ** 20),
+      peakRssMiB: Math.round(peakRss / 2 ** 20),
+      shape: {
+        events: Number(headAfter - headBefore),
+        appends: statsAfter.appends - statsBefore.appends,
+        transactions: statsAfter.transactions - statsBefore.transactions,
+      },
     };
+    const kept = options.keepEvents === undefined ? [] : await readAfter(store, options.keepEvents === 'all' ? 0n : headBefore);
+    return { result, events: kept };
   } finally {
     await app.close();
+    rmSync(directory, { recursive: true, force: true });
+  }
+}
+
+async function readAfter(store: SqliteEventStore, after: bigint): Promise<RecordedEvent[]> {
+  const events: RecordedEvent[] = [];
+  for (let from = after; ; ) {
+    const page = await store.readAll({ after: from, maxCount: READ_BACK_PAGE_EVENTS });
+    if (page.length === 0) return events;
+    events.push(...page);
+    from = page[page.length - 1]!.position;
+  }
+}
+
+/**
+ * The whole log of a real run (publication, grants, settings, then `invocations` invocations in the
+ * benchmark's shape): a sample other benchmarks replicate into large logs of real events.
+ */
+export async function recordLog(invocations: number): Promise<readonly RecordedEvent[]> {
+  return (await measureWithEvents({ invocations, inFlight: 64, providerLatencyMs: 0, warmupInvocations: 0, keepEvents: 'all' })).events;
+}
+
+export interface RawLimit {
+  readonly events: number;
+  readonly transactions: number;
+  readonly seconds: number;
+  readonly eventsPerSecond: number;
+  readonly eventsPerCpuSecond: number;
+}
+
+/**
+ * The same events inserted by bare better-sqlite3: the store's schema and pragmas, the same number of
+ * transactions (events split evenly among them, in log order), JSON serialised per event as the store
+ * does, and nothing else (no validation, no revision check, no savepoint, no promise).
+ */
+export function rawLimit(events: readonly RecordedEvent[], transactions: number): RawLimit {
+  const directory = mkdtempSync(join(tmpdir(), 'llm-ledger-raw-'));
+  const db = new Database(join(directory, 'raw.sqlite'), { timeout: SQLITE_BUSY_TIMEOUT_MS });
+  try {
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
+    db.pragma('temp_store = MEMORY');
+    migrateSqliteSchema(db);
+    const begin = db.prepare('BEGIN IMMEDIATE');
+    const commit = db.prepare('COMMIT');
+    const insert = db.prepare(
+      `INSERT INTO events (stream_name, revision, event_id, type, data, metadata, recorded_at_ms, batch_expected_revision)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    const perTransaction = Math.max(1, Math.ceil(events.length / Math.max(1, transactions)));
+    const cpuAtStart = process.cpuUsage();
+    const started = performance.now();
+    let committed = 0;
+    for (let start = 0; start < events.length; start += perTransaction) {
+      const now = Date.now();
+      begin.run();
+      for (const event of events.slice(start, start + perTransaction)) {
+        insert.run(
+          event.streamName,
+          event.revision,
+          event.id,
+          event.type,
+          JSON.stringify(event.data),
+          JSON.stringify(event.metadata),
+          now,
+          event.revision === 0n ? 'no_stream' : null,
+        );
+      }
+      commit.run();
+      committed++;
+    }
+    const seconds = (performance.now() - started) / 1000;
+    const cpu = process.cpuUsage(cpuAtStart);
+    return {
+      events: events.length,
+      transactions: committed,
+      seconds: round(seconds),
+      eventsPerSecond: Math.round(events.length / seconds),
+      eventsPerCpuSecond: Math.round(events.length / ((cpu.user + cpu.system) / 1e6)),
+    };
+  } finally {
+    db.close();
     rmSync(directory, { recursive: true, force: true });
   }
 }
@@ -121,13 +284,82 @@ function round(value: number): number {
   return Math.round(value * 1000) / 1000;
 }
 
-export async function run(): Promise<FullPathResult[]> {
-  const results = [
-    await measure({ invocations: Number(process.env.BENCH_INVOCATIONS ?? 10_000), inFlight: 64, providerLatencyMs: 0 }),
-    await measure({ invocations: Number(process.env.BENCH_LATENT_INVOCATIONS ?? 5_000), inFlight: 1_000, providerLatencyMs: 50 }),
-  ];
-  console.table(results);
-  return results;
+/** The zero-latency run, and the same events inserted by bare better-sqlite3 right after it. */
+async function zeroLatencyAndRaw(invocations: number, warmupInvocations: number): Promise<{ zeroLatency: FullPathResult; raw: RawLimit }> {
+  const zero = await measureWithEvents({ invocations, inFlight: 64, providerLatencyMs: 0, warmupInvocations, keepEvents: 'window' });
+  return { zeroLatency: zero.result, raw: rawLimit(zero.events, zero.result.shape.transactions) };
+}
+
+export interface FullPathReport {
+  readonly loadAverage1mAtStart: number;
+  readonly loadAverage1mAtEnd: number;
+  readonly zeroLatency: FullPathResult;
+  readonly raw: RawLimit;
+  /** Full-path events per second over the raw limit's, by the wall clock and per CPU-second. */
+  readonly fullPathOverRaw: { readonly wall: number; readonly cpu: number };
+  readonly latent1000: FullPathResult;
+  readonly latent64: FullPathResult;
+  /** The highest of the measured runs' peaks (the raw replay's copy of the events not included). */
+  readonly peakRssMiB: number;
+}
+
+export async function run(): Promise<FullPathReport> {
+  const loadAverage1mAtStart = round(loadavg()[0]!);
+  const warmupInvocations = Number(process.env.BENCH_WARMUP_INVOCATIONS ?? DEFAULT_WARMUP_INVOCATIONS);
+  const latentInvocations = Number(process.env.BENCH_LATENT_INVOCATIONS ?? 10_000);
+  // The latent runs first: the zero-latency run keeps its events for the raw replay, which would
+  // otherwise sit in memory during them and inflate their resident set.
+  const latent64 = await measure({ invocations: Math.ceil(latentInvocations / 5), inFlight: 64, providerLatencyMs: 50, warmupInvocations });
+  const latent1000 = await measure({ invocations: latentInvocations, inFlight: 1_000, providerLatencyMs: 50, warmupInvocations });
+  const { zeroLatency, raw } = await zeroLatencyAndRaw(Number(process.env.BENCH_INVOCATIONS ?? 20_000), warmupInvocations);
+  const eventsPerSecond = zeroLatency.shape.events / zeroLatency.seconds;
+  const eventsPerCpuSecond = zeroLatency.shape.events / zeroLatency.cpuSeconds;
+  const report: FullPathReport = {
+    loadAverage1mAtStart,
+    loadAverage1mAtEnd: round(loadavg()[0]!),
+    zeroLatency,
+    raw,
+    fullPathOverRaw: { wall: round(eventsPerSecond / raw.eventsPerSecond), cpu: round(eventsPerCpuSecond / raw.eventsPerCpuSecond) },
+    latent1000,
+    latent64,
+    peakRssMiB: Math.max(zeroLatency.peakRssMiB, latent1000.peakRssMiB, latent64.peakRssMiB),
+  };
+  const row = (result: FullPathResult, goal: string) => ({
+    'in flight': result.inFlight,
+    'latency ms': result.providerLatencyMs,
+    invocations: result.invocations,
+    'invocations/s': result.invocationsPerSecond,
+    'per CPU-s': result.invocationsPerCpuSecond,
+    'overhead p50 ms': result.overheadP50Ms,
+    'overhead p99 ms': result.overheadP99Ms,
+    'events/txn': round(result.shape.events / Math.max(1, result.shape.transactions)),
+    'peak RSS MiB': result.peakRssMiB,
+    goal,
+  });
+  console.table({
+    'zero latency': row(zeroLatency, '≥ 2,000 invocations/s'),
+    '50 ms, 1,000 in flight': row(latent1000, 'overhead p99 ≤ 2 ms'),
+    '50 ms, 64 in flight': row(latent64, '(below saturation)'),
+  });
+  console.table({
+    'full path (zero latency)': {
+      events: zeroLatency.shape.events,
+      transactions: zeroLatency.shape.transactions,
+      'events/s': Math.round(eventsPerSecond),
+      'events per CPU-s': Math.round(eventsPerCpuSecond),
+    },
+    'raw better-sqlite3, same events and transactions': {
+      events: raw.events,
+      transactions: raw.transactions,
+      'events/s': raw.eventsPerSecond,
+      'events per CPU-s': raw.eventsPerCpuSecond,
+    },
+  });
+  console.log(
+    `full path / raw: ${report.fullPathOverRaw.wall} (wall), ${report.fullPathOverRaw.cpu} (CPU); peak RSS ${report.peakRssMiB} MiB; ` +
+      `load average ${loadAverage1mAtStart} at start, ${report.loadAverage1mAtEnd} at end`,
+  );
+  return report;
 }
 
 if (require.main === module) {

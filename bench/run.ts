@@ -3,7 +3,7 @@
  * Each prints its own table; this runner adds the machine and writes one JSON file per benchmark to
  * bench/results/<name>.json (the README quotes those figures).
  */
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -15,6 +15,8 @@ const BENCHMARKS: Record<string, () => Promise<Bench>> = {
   runtime: async () => (await import('./runtime.bench')).run,
   'projection-rebuild': async () => (await import('./projection-rebuild.bench')).run,
   'full-path': async () => (await import('./full-path.bench')).run,
+  'admission-history': async () => (await import('./admission-history.bench')).run,
+  'read-side': async () => (await import('./read-side.bench')).run,
 };
 
 export interface MachineInfo {
@@ -22,10 +24,18 @@ export interface MachineInfo {
   readonly cores: number;
   readonly node: string;
   readonly date: string;
+  /** 1-minute load average when the run started: the machine is shared, so this says how much. */
+  readonly loadAverage1m: number;
 }
 
 export function machineInfo(): MachineInfo {
-  return { cpuModel: cpus()[0]?.model ?? 'unknown', cores: cpus().length, node: process.version, date: new Date().toISOString() };
+  return {
+    cpuModel: cpus()[0]?.model ?? 'unknown',
+    cores: cpus().length,
+    node: process.version,
+    date: new Date().toISOString(),
+    loadAverage1m: Math.round(loadavg()[0]! * 100) / 100,
+  };
 }
 
 async function main(names: readonly string[]): Promise<void> {
@@ -36,7 +46,7 @@ async function main(names: readonly string[]): Promise<void> {
   }
   const selected = names.length > 0 ? names : Object.keys(BENCHMARKS);
   const machine = machineInfo();
-  console.log(`machine: ${machine.cores} × ${machine.cpuModel}, node ${machine.node}, ${machine.date}`);
+  console.log(`machine: ${machine.cores} × ${machine.cpuModel}, node ${machine.node}, ${machine.date}, load average ${machine.loadAverage1m}`);
   const resultsDir = join(__dirname, '..', '..', 'bench', 'results');
   mkdirSync(resultsDir, { recursive: true });
   for (const name of selected) {

@@ -4,6 +4,7 @@
  * command is retried or replayed.
  */
 import { MAX_CREDIT_HOLD_CREDITS } from '../catalog/publication.validation';
+import type { SnapshotCodec } from '../aggregates/aggregate-snapshots';
 import type { Decider } from '../domain/decider';
 import { IdempotencyConflictError, ValidationError } from '../domain/domain.errors';
 import { FieldChecks, MAX_ID_CHARS, MAX_REASON_CHARS } from '../domain/field-checks';
@@ -11,6 +12,7 @@ import { MAX_LEDGER_ENTRY_CREDITS, MAX_RUNNING_LIMIT } from './account.bounds';
 import type { AccountCommand, AdjustCredits, ChangeSettings, GrantCredits, PlaceHold, SettleHold } from './account.commands';
 import type { AccountEvent } from './account.events';
 import { AccountState, evolveAccount, initialAccountState, LedgerEntry } from './account.state';
+import { accountSnapshot } from './account.snapshot';
 import { admit, AdmissionRefusedError, refusalOf } from './admission.policy';
 
 /**
@@ -40,10 +42,11 @@ export function decideAccount(command: AccountCommand, state: AccountState): Acc
   }
 }
 
-export const accountDecider: Decider<AccountCommand, AccountEvent, AccountState> = {
+export const accountDecider: Decider<AccountCommand, AccountEvent, AccountState> & { readonly snapshot: SnapshotCodec<AccountState> } = {
   decide: decideAccount,
   evolve: evolveAccount,
   initialState: initialAccountState,
+  snapshot: accountSnapshot,
 };
 
 function grant({ data }: GrantCredits, state: AccountState): AccountEvent[] {

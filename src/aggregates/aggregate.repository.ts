@@ -1,5 +1,6 @@
-import { randomUUID } from 'node:crypto';
+import { newEventId } from '../event-store/event-id.generator';
 import { ConcurrencyError, EventMetadata, EventStore, NewEvent, RecordedEvent } from '../event-store/event-store.port';
+import { crossesSnapshotPoint, readLatestSnapshot, writeSnapshot, type SnapshotCodec } from './aggregate-snapshots';
 import { KeyedLock } from './keyed-lock';
 
 /** A domain event as deciders produce it: plain JSON data, no store fields. */
@@ -13,6 +14,8 @@ export interface AggregateDecider<Command, Event extends DomainEvent, State> {
   decide(command: Command, state: State): readonly Event[];
   evolve(state: State, event: Event): State;
   initialState(): State;
+  /** For aggregates whose streams grow without bound (accounts): see aggregate-snapshots.ts. */
+  readonly snapshot?: SnapshotCodec<State>;
 }
 
 export interface Loaded<State> {
@@ -26,29 +29,44 @@ export interface Handled<Event, State> extends Loaded<State> {
   readonly events: readonly Event[];
 }
 
+/**
+ * One command of `handleAll`: the command itself, or a function of the state the earlier commands
+ * led to that returns the command (undefined: none needed).
+ */
+export type CommandStep<Command, State> = Command | ((state: State) => Command | undefined);
+
 export interface CommandContext {
   readonly correlationId?: string;
   readonly causationId?: string;
   /**
-   * Read the stream for events appended since the cached revision before deciding (default true).
-   * A caller that owns the stream for the duration of a flow (an invocation it is running) passes false:
-   * the expected revision still catches any other writer, and the command is then decided again.
+   * Read the stream for events appended since the cached revision before the first decision
+   * (default false: a cached state is decided on as it is; see AggregateRepository.handle for why
+   * that never lets a stale state decide anything).
    */
   readonly refresh?: boolean;
+  /**
+   * The caller made this stream's id just now (a random invocation id), so when nothing is cached the
+   * first decision starts from the initial state instead of reading an empty stream. Should the
+   * stream exist after all, the append's `no_stream` check fails and the command is decided again.
+   */
+  readonly newStream?: boolean;
 }
 
 /** Every event is written at this schema version until an upcaster says otherwise. */
 export const CURRENT_SCHEMA_VERSION = 1;
-/** Attempts to re-decide after another process appended first. */
+/** Attempts to re-decide on a freshly read stream after another process appended first. */
 export const MAX_CONFLICT_RETRIES = 8;
 /** Aggregates kept warm in memory (least recently used dropped first). */
 export const MAX_CACHED_AGGREGATES = 10_000;
+/** Events read per page when loading a stream, so a cold load of a long stream never holds it all. */
+export const LOAD_PAGE_EVENTS = 10_000;
 
 /**
  * Loads an aggregate from its own stream, decides, and appends with the expected revision: the one
  * generic command handler of STYLE.md. Streams are serialised per name in this process, and the last
  * known state of each stream is cached with its revision, so a load reads only the events appended
- * since — the cost of a command does not grow with the stream's history.
+ * since — the cost of a command does not grow with the stream's history. Only a cold load (the first
+ * of a stream in this process, or after eviction) folds the stream from its start.
  */
 export class AggregateRepository {
   private readonly lock = new KeyedLock();
@@ -63,13 +81,18 @@ export class AggregateRepository {
   ): Promise<Loaded<State>> {
     const cached = this.cache.get(streamName) as Loaded<State> | undefined;
     if (cached !== undefined && !refresh) return cached;
-    let state = cached?.state ?? decider.initialState();
-    let revision = cached?.revision;
-    const fromRevision = revision === undefined ? 0n : revision + 1n;
-    const events = await this.store.readStream(streamName, { fromRevision });
-    for (const event of events) {
-      state = decider.evolve(state, toDomainEvent(event) as Event);
-      revision = event.revision;
+    // Cold: start from the latest snapshot, if the aggregate has them and one was written.
+    const start = cached ?? (decider.snapshot === undefined ? undefined : await readLatestSnapshot(this.store, streamName, decider.snapshot));
+    let state = start?.state ?? decider.initialState();
+    let revision = start?.revision;
+    for (;;) {
+      const fromRevision = revision === undefined ? 0n : revision + 1n;
+      const events = await this.store.readStream(streamName, { fromRevision, maxCount: LOAD_PAGE_EVENTS });
+      for (const event of events) {
+        state = decider.evolve(state, toDomainEvent(event) as Event);
+        revision = event.revision;
+      }
+      if (events.length < LOAD_PAGE_EVENTS) break;
     }
     const loaded = { state, revision };
     this.remember(streamName, loaded);
@@ -78,33 +101,115 @@ export class AggregateRepository {
 
   /**
    * Runs `command` against the stream's current state and appends what the decider returns. A decider
-   * that throws appends nothing. On a concurrent append from another process the command is decided
-   * again against the fresh state, up to MAX_CONFLICT_RETRIES times.
+   * that throws appends nothing.
+   *
+   * The first decision uses the cached state without reading the stream (unless `context.refresh`).
+   * That is safe with other writers (other processes on EventStoreDB) because of what each outcome
+   * rests on: an append carries the cached revision as its expected revision, so it commits only if
+   * nobody wrote since, i.e. only if the state it was decided on was current; otherwise it fails with
+   * ConcurrencyError and the command is decided again on the stream as read. A decision that appends
+   * nothing (a refusal such as an admission the account cannot fit, or an idempotent no-op) has no such
+   * check, so it is never accepted from a cached state: it is decided again on the stream as read, and
+   * only that answer stands. Each fresh decision that loses a race is retried, up to MAX_CONFLICT_RETRIES.
    */
-  async handle<Command, Event extends DomainEvent, State>(
+  handle<Command, Event extends DomainEvent, State>(
     streamName: string,
     decider: AggregateDecider<Command, Event, State>,
     command: Command,
     context: CommandContext = {},
   ): Promise<Handled<Event, State>> {
+    return this.decideAndAppend(streamName, decider, (state) => decider.decide(command, state), context);
+  }
+
+  /**
+   * Decides several commands in order, each on the state the ones before it led to, and appends all
+   * their events in ONE append: they commit together or not at all (the events stay one per
+   * transition). Decided and checked exactly like `handle`; a command that throws appends nothing of
+   * any of them. Use it for transitions the same process makes back to back with nothing to wait for
+   * between them (reserve then dispatch; complete, pending, then settle): one commit instead of several.
+   */
+  handleAll<Command, Event extends DomainEvent, State>(
+    streamName: string,
+    decider: AggregateDecider<Command, Event, State>,
+    steps: readonly CommandStep<Command, State>[],
+    context: CommandContext = {},
+  ): Promise<Handled<Event, State>> {
+    return this.decideAndAppend(
+      streamName,
+      decider,
+      (initial) => {
+        const events: Event[] = [];
+        let state = initial;
+        for (const step of steps) {
+          const command = typeof step === 'function' ? (step as (state: State) => Command | undefined)(state) : step;
+          if (command === undefined) continue;
+          for (const event of decider.decide(command, state)) {
+            events.push(event);
+            state = decider.evolve(state, event);
+          }
+        }
+        return events;
+      },
+      context,
+    );
+  }
+
+  private async decideAndAppend<Command, Event extends DomainEvent, State>(
+    streamName: string,
+    decider: AggregateDecider<Command, Event, State>,
+    decide: (state: State) => readonly Event[],
+    context: CommandContext,
+  ): Promise<Handled<Event, State>> {
     return this.lock.run(streamName, async () => {
-      for (let attempt = 0; ; attempt++) {
-        const { state, revision } = await this.load(streamName, decider, attempt > 0 || context.refresh !== false);
-        const events = decider.decide(command, state);
-        if (events.length === 0) return { state, revision, events };
+      let fresh = context.refresh === true;
+      for (let conflicts = 0; ; ) {
+        const { state, revision } = fresh ? await this.load(streamName, decider) : await this.current(streamName, decider, context);
+        let events: readonly Event[];
+        try {
+          events = decide(state);
+        } catch (error) {
+          if (fresh) throw error;
+          fresh = true;
+          continue;
+        }
+        if (events.length === 0) {
+          if (fresh) return { state, revision, events };
+          fresh = true;
+          continue;
+        }
         try {
           const result = await this.store.append(streamName, events.map((event) => toNewEvent(event, context)), {
             expectedRevision: revision ?? 'no_stream',
           });
           const next = { state: events.reduce(decider.evolve, state), revision: result.nextExpectedRevision };
           this.remember(streamName, next);
+          const codec = decider.snapshot;
+          if (codec !== undefined && crossesSnapshotPoint(revision, next.revision, codec.everyEvents)) {
+            writeSnapshot(this.store, streamName, codec, next.state, next.revision);
+          }
           return { ...next, events };
         } catch (error) {
-          if (!(error instanceof ConcurrencyError) || attempt >= MAX_CONFLICT_RETRIES) throw error;
-          this.cache.delete(streamName);
+          if (!(error instanceof ConcurrencyError)) throw error;
+          if (fresh && ++conflicts > MAX_CONFLICT_RETRIES) throw error;
+          fresh = true;
+          // The stream only grows, so the cached state stays a valid prefix to read on from; a stream
+          // found shorter than the cache (rewritten underneath) is read again from its start.
+          if (error.actual === 'no_stream' || (revision !== undefined && error.actual < revision)) this.cache.delete(streamName);
         }
       }
     });
+  }
+
+  /** The cached state as it is, or (nothing cached) the initial state of a new stream or the stream as read. */
+  private async current<Command, Event extends DomainEvent, State>(
+    streamName: string,
+    decider: AggregateDecider<Command, Event, State>,
+    context: CommandContext,
+  ): Promise<Loaded<State>> {
+    const cached = this.cache.get(streamName) as Loaded<State> | undefined;
+    if (cached !== undefined) return cached;
+    if (context.newStream === true) return { state: decider.initialState(), revision: undefined };
+    return this.load(streamName, decider);
   }
 
   /** Drops cached state, e.g. after a test rewrites the store underneath. */
@@ -130,7 +235,8 @@ export function toNewEvent(event: DomainEvent, context: CommandContext = {}): Ne
     ...(context.correlationId === undefined ? {} : { correlationId: context.correlationId }),
     ...(context.causationId === undefined ? {} : { causationId: context.causationId }),
   };
-  return { id: randomUUID(), type: event.type, data: event.data, metadata };
+  // Time-ordered ids append at the end of the store's event-id index instead of dirtying a random page of it.
+  return { id: newEventId(), type: event.type, data: event.data, metadata };
 }
 
 export function toDomainEvent(event: RecordedEvent): DomainEvent {

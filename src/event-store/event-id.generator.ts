@@ -20,34 +20,56 @@ const pool = Buffer.alloc(ENTROPY_POOL_BYTES);
 let poolOffset = ENTROPY_POOL_BYTES;
 let lastMs = -1;
 let counter = 0;
+/** `xxxxxxxx-xxxx-` of `lastMs`, computed once per millisecond. */
+let timePrefix = '';
 
-function randomBytes8(): Buffer {
+/** Two lower-case hex digits of each byte value. */
+const HEX: readonly string[] = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, '0'));
+
+/** Offset in `pool` of 8 fresh random bytes. */
+function random8(): number {
   if (poolOffset + 8 > ENTROPY_POOL_BYTES) {
     randomFillSync(pool);
     poolOffset = 0;
   }
-  const bytes = pool.subarray(poolOffset, poolOffset + 8);
   poolOffset += 8;
-  return bytes;
+  return poolOffset - 8;
 }
 
 /** A new UUIDv7, greater than every id this process made before (even if the clock steps back). */
 export function newEventId(nowMs: number = Date.now()): string {
   if (nowMs > lastMs) {
-    lastMs = nowMs;
-    counter = randomBytes8().readUInt16BE(0) % COUNTER_START_BOUND;
+    startMillisecond(nowMs);
+    counter = pool.readUInt16BE(random8()) % COUNTER_START_BOUND;
   } else if (counter < MAX_COUNTER) {
     counter++;
   } else {
     // Counter exhausted within one millisecond: borrow the next millisecond rather than repeat.
-    lastMs++;
+    startMillisecond(lastMs + 1);
     counter = 0;
   }
-  const random = randomBytes8();
-  const time = lastMs.toString(16).padStart(12, '0');
-  const versionAndCounter = (0x7000 | counter).toString(16);
-  // Variant bits 10 in the top of the eighth byte group.
-  const variant = ((random[0]! & 0x3f) | 0x80).toString(16).padStart(2, '0') + random[1]!.toString(16).padStart(2, '0');
-  const tail = random.subarray(2, 8).toString('hex');
-  return `${time.slice(0, 8)}-${time.slice(8, 12)}-${versionAndCounter}-${variant}-${tail}`;
+  const r = random8();
+  // From a byte-to-hex table and a per-millisecond prefix: this runs once per event appended.
+  return (
+    timePrefix +
+    HEX[0x70 | (counter >>> 8)]! +
+    HEX[counter & 0xff]! +
+    '-' +
+    // Variant bits 10 in the top of the eighth byte group.
+    HEX[(pool[r]! & 0x3f) | 0x80]! +
+    HEX[pool[r + 1]!]! +
+    '-' +
+    HEX[pool[r + 2]!]! +
+    HEX[pool[r + 3]!]! +
+    HEX[pool[r + 4]!]! +
+    HEX[pool[r + 5]!]! +
+    HEX[pool[r + 6]!]! +
+    HEX[pool[r + 7]!]!
+  );
+}
+
+function startMillisecond(ms: number): void {
+  lastMs = ms;
+  const time = ms.toString(16).padStart(12, '0');
+  timePrefix = `${time.slice(0, 8)}-${time.slice(8, 12)}-`;
 }

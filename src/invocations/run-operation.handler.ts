@@ -3,7 +3,7 @@ import { CommandHandler, EventBus, ICommandHandler } from '@nestjs/cqrs';
 import { accountDecider } from '../accounts/account.decider';
 import { accountStreamName } from '../accounts/account.events';
 import { AdmissionRefusedError, decideAdmission, refusalOf } from '../accounts/admission.policy';
-import { AggregateRepository, type CommandContext } from '../aggregates/aggregate.repository';
+import { AggregateRepository, type CommandContext, type CommandStep } from '../aggregates/aggregate.repository';
 import { operationDecider, publicationInForce } from '../catalog/operation.decider';
 import type { Publication } from '../catalog/operation.events';
 import { operationStreamName } from '../catalog/operation.events';
@@ -52,10 +52,22 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
   }
 
   private async run(invocationId: string, feature: OperationFeature, request: RunOperationRequest): Promise<InvocationSummary> {
+    try {
+      return await this.runOnce(invocationId, feature, request);
+    } finally {
+      // Its run is over (final, or failed to the sweep): keeping the state warm would only hold memory
+      // and feed the garbage collector; a later read of the stream (a keyed repeat) reads it again.
+      this.repository.forget(invocationStreamName(invocationId));
+    }
+  }
+
+  private async runOnce(invocationId: string, feature: OperationFeature, request: RunOperationRequest): Promise<InvocationSummary> {
     const stream = invocationStreamName(invocationId);
-    // Only the invocation's own run writes its stream, so its cached state needs no re-read per command.
-    const context: CommandContext = { correlationId: invocationId, refresh: false };
+    // Only the invocation's own run writes its stream; an unkeyed id was made just now, so its stream is new.
+    const context: CommandContext = { correlationId: invocationId, newStream: request.idempotencyKey === undefined };
     const invoke = (command: InvocationCommand) => this.repository.handle(stream, invocationDecider, command, context);
+    const invokeAll = (steps: readonly CommandStep<InvocationCommand, InvocationState>[]) =>
+      this.repository.handleAll(stream, invocationDecider, steps, context);
 
     if (request.idempotencyKey !== undefined) {
       const existing = await this.repository.load(stream, invocationDecider);
@@ -66,7 +78,14 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
     const conversation = feature.prepare(request.input);
     const publication = publicationInForce((await this.repository.load(operationStreamName(request.operationId), operationDecider)).state);
     const accountStream = accountStreamName(request.organizationId);
-    const account = await this.repository.load(accountStream, accountDecider);
+    // Admitted on the cached account, PlaceHold's expected revision re-checks it; a refusal or an
+    // unknown organization is only concluded from the stream as read (another process may have granted).
+    let account = await this.repository.load(accountStream, accountDecider, false);
+    let decision = decideAdmission(account.state, publication);
+    if (!account.state.exists || !decision.admitted) {
+      account = await this.repository.load(accountStream, accountDecider);
+      decision = decideAdmission(account.state, publication);
+    }
     if (!account.state.exists) throw new UnknownOrganizationError(request.organizationId);
 
     try {
@@ -90,13 +109,13 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
       throw error;
     }
 
-    const decision = decideAdmission(account.state, publication);
     if (!decision.admitted) {
       return invocationSummary((await invoke({ type: 'RefuseInvocation', data: { ...refusalOf(decision), refusedAt: isoAt(this.clock) } })).state);
     }
     const admitted = publication as Publication;
     try {
-      // The account re-checks against its own fresh stream: concurrent admissions never over-commit.
+      // The account re-checks against its own stream (the append's expected revision): concurrent
+      // admissions never over-commit.
       await this.repository.handle(
         accountStream,
         accountDecider,
@@ -107,17 +126,22 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
       if (!(error instanceof AdmissionRefusedError)) throw error;
       return invocationSummary((await invoke({ type: 'RefuseInvocation', data: { ...error.refusal, refusedAt: isoAt(this.clock) } })).state);
     }
-    await invoke({ type: 'ReserveInvocation', data: { reservedAt: isoAt(this.clock) } });
-    await invoke({ type: 'DispatchInvocation', data: { dispatchedAt: isoAt(this.clock) } });
+    // Transitions 3 and 4 in one append: nothing happens between them that a crash could lose (the
+    // request was captured by `prepare` above), and the provider is called only after both committed.
+    const at = isoAt(this.clock);
+    await invokeAll([
+      { type: 'ReserveInvocation', data: { reservedAt: at } },
+      { type: 'DispatchInvocation', data: { dispatchedAt: at } },
+    ]);
 
     let settled: InvocationState;
     try {
       const result = await this.converse(feature, conversation, admitted, request.signal, invoke);
-      settled = await this.close(result, invoke);
+      settled = await this.close(result, invokeAll);
     } catch (error) {
       // SPEC §4 transition 11: something escaped the protected block; the real cost is unknown.
       this.logger.error({ message: 'invocation failed outside the conversation', invocationId, error: describe(error) });
-      settled = await this.settle('exception', invoke, (await this.repository.load(stream, invocationDecider, false)).state);
+      settled = (await invokeAll(this.settlement('exception', isoAt(this.clock)))).state;
     }
     const charge = settled.settlement?.chargeCredits ?? 0;
     await this.repository.handle(
@@ -154,10 +178,13 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
     });
   }
 
-  /** Records how the conversation ended and settles it (transitions 5/6, then 7, then 8/9/10). */
+  /**
+   * Records how the conversation ended and settles it (transitions 5/6, then 7, then 8/9/10), in one
+   * append: the result and its settlement commit together, so no crash can leave a result unsettled.
+   */
   private async close(
     result: ToolLoopResult,
-    invoke: (command: InvocationCommand) => Promise<{ readonly state: InvocationState }>,
+    invokeAll: (steps: readonly CommandStep<InvocationCommand, InvocationState>[]) => Promise<{ readonly state: InvocationState }>,
   ): Promise<InvocationState> {
     const figures = {
       turnsUsed: result.turnsUsed,
@@ -168,31 +195,27 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
       usageReported: result.usageReported,
     };
     const at = isoAt(this.clock);
-    const { state } =
+    const ended: InvocationCommand =
       result.outcome === 'failed'
-        ? await invoke({ type: 'FailInvocation', data: { ...figures, fault: result.faultClassification ?? 'server_error', failedAt: at } })
-        : await invoke({
-        type: 'CompleteInvocation',
-        data: {
-          ...figures,
-          outcome: result.outcome,
-          ...(result.endingLimit === undefined ? {} : { endingLimit: result.endingLimit }),
-            completedAt: at,
-          },
-        });
-    return this.settle('runtime', invoke, state);
+        ? { type: 'FailInvocation', data: { ...figures, fault: result.faultClassification ?? 'server_error', failedAt: at } }
+        : {
+            type: 'CompleteInvocation',
+            data: {
+              ...figures,
+              outcome: result.outcome,
+              ...(result.endingLimit === undefined ? {} : { endingLimit: result.endingLimit }),
+              completedAt: at,
+            },
+          };
+    return (await invokeAll([ended, ...this.settlement('runtime', at)])).state;
   }
 
   /** Transition 7 when a completed result reported no usage, then settlement (8–11). */
-  private async settle(
-    by: 'runtime' | 'exception',
-    invoke: (command: InvocationCommand) => Promise<{ readonly state: InvocationState }>,
-    current: InvocationState,
-  ): Promise<InvocationState> {
-    if (current.status === 'completed' && isUnmeasured(current)) {
-      await invoke({ type: 'MarkInvocationPending', data: { pendingAt: isoAt(this.clock) } });
-    }
-    return (await invoke({ type: 'SettleInvocation', data: { by, settledAt: isoAt(this.clock) } })).state;
+  private settlement(by: 'runtime' | 'exception', at: string): CommandStep<InvocationCommand, InvocationState>[] {
+    return [
+      (current) => (current.status === 'completed' && isUnmeasured(current) ? { type: 'MarkInvocationPending', data: { pendingAt: at } } : undefined),
+      { type: 'SettleInvocation', data: { by, settledAt: at } },
+    ];
   }
 
   private repeatOf(first: InvocationState, request: RunOperationRequest): InvocationSummary {

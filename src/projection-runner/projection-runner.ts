@@ -19,6 +19,14 @@ import { assertProjectionName, type SqliteReadModelStore } from './read-model.st
 
 /** Most events applied in one transaction while following live; beyond it the batch commits at once. */
 export const DEFAULT_LIVE_BATCH_MAX_EVENTS = 1_000;
+/**
+ * Least time between two live transactions while nobody waits on the read model, in milliseconds.
+ * Under load the events of that window share one transaction, so a document that several of them
+ * change (an invocation's ten events) is read, serialised and written once instead of once per
+ * event: live commits were half of the full-path profile. Idle, the first event still commits at
+ * once; a caller in `waitFor`/`caughtUp` is never kept waiting for the window.
+ */
+export const DEFAULT_LIVE_BATCH_INTERVAL_MS = 50;
 /** Most callers waiting on `waitFor` at once; a bound on the runner's memory, not a rate limit. */
 export const MAX_PENDING_WAITS = 10_000;
 
@@ -113,6 +121,8 @@ export interface ProjectionRunnerOptions {
   readonly catchUpPageEvents?: number;
   /** Most events per transaction while live; default DEFAULT_LIVE_BATCH_MAX_EVENTS. */
   readonly liveBatchMaxEvents?: number;
+  /** Least time between live transactions while nobody waits, in ms; default DEFAULT_LIVE_BATCH_INTERVAL_MS (0: every turn). */
+  readonly liveBatchIntervalMs?: number;
   /** Bound of each projection's write-through cache within a transaction, in documents. */
   readonly maxCachedDocuments?: number;
   readonly logger?: ProjectionRunnerLogger;
@@ -146,12 +156,16 @@ export class ProjectionRunner {
   private readonly byName = new Map<string, ProjectionTrack>();
   private readonly catchUpPageEvents: number;
   private readonly liveBatchMaxEvents: number;
+  private readonly liveBatchIntervalMs: number;
   private readonly logger: ProjectionRunnerLogger;
   private state: ProjectionRunnerState = 'idle';
   private failure: Error | undefined;
   private subscription: Subscription | undefined;
   private liveQueue: RecordedEvent[] = [];
-  private flushScheduled = false;
+  /** The pending live flush (an immediate, or a timer holding the batch window open); undefined when none. */
+  private scheduledFlush: { readonly cancel: () => void; readonly delayed: boolean } | undefined;
+  /** When the last live transaction ended (performance.now() milliseconds). */
+  private lastLiveFlushAtMs = Number.NEGATIVE_INFINITY;
   private stopRequested = false;
   /** The start or rebuild in progress; start/rebuild/stop run one at a time. */
   private activity: Promise<unknown> = Promise.resolve();
@@ -165,6 +179,10 @@ export class ProjectionRunner {
     this.liveBatchMaxEvents = options.liveBatchMaxEvents ?? DEFAULT_LIVE_BATCH_MAX_EVENTS;
     if (!Number.isInteger(this.liveBatchMaxEvents) || this.liveBatchMaxEvents < 1) {
       throw new RangeError(`liveBatchMaxEvents must be a positive integer, got ${this.liveBatchMaxEvents}`);
+    }
+    this.liveBatchIntervalMs = options.liveBatchIntervalMs ?? DEFAULT_LIVE_BATCH_INTERVAL_MS;
+    if (!Number.isFinite(this.liveBatchIntervalMs) || this.liveBatchIntervalMs < 0) {
+      throw new RangeError(`liveBatchIntervalMs must be a non-negative number, got ${this.liveBatchIntervalMs}`);
     }
     this.logger = options.logger ?? SILENT_LOGGER;
     this.tracks = options.projections.map((projection) => {
@@ -250,6 +268,8 @@ export class ProjectionRunner {
       };
       signal?.addEventListener('abort', onAbort, { once: true });
       this.waiters.add(waiter);
+      // Someone now reads: commit what is queued without holding the batch window open.
+      if (this.scheduledFlush?.delayed === true) this.scheduleLiveFlush();
     });
   }
 
@@ -394,15 +414,29 @@ export class ProjectionRunner {
       this.flushLive();
       return;
     }
-    // Events delivered in the same turn of the event loop share one transaction.
-    if (!this.flushScheduled) {
-      this.flushScheduled = true;
-      setImmediate(() => this.flushLive());
+    if (this.scheduledFlush === undefined) this.scheduleLiveFlush();
+  }
+
+  /**
+   * Events delivered in the same turn of the event loop always share one transaction; under load
+   * (the previous live transaction less than liveBatchIntervalMs ago) the batch stays open until the
+   * window ends, unless someone waits on the read model.
+   */
+  private scheduleLiveFlush(): void {
+    this.scheduledFlush?.cancel();
+    const waitMs = this.lastLiveFlushAtMs + this.liveBatchIntervalMs - performance.now();
+    if (waitMs <= 0 || this.waiters.size > 0) {
+      const immediate = setImmediate(() => this.flushLive());
+      this.scheduledFlush = { cancel: () => clearImmediate(immediate), delayed: false };
+    } else {
+      const timer = setTimeout(() => this.flushLive(), waitMs);
+      this.scheduledFlush = { cancel: () => clearTimeout(timer), delayed: true };
     }
   }
 
   private flushLive(): void {
-    this.flushScheduled = false;
+    this.scheduledFlush?.cancel();
+    this.scheduledFlush = undefined;
     if (this.liveQueue.length === 0) return;
     const events = this.liveQueue;
     this.liveQueue = [];
@@ -417,6 +451,7 @@ export class ProjectionRunner {
       this.subscription = undefined;
       return;
     }
+    this.lastLiveFlushAtMs = performance.now();
     this.afterCommit();
     this.notifyCommit({ phase: 'live', events: events.length, lastPosition: events[events.length - 1]!.position });
   }

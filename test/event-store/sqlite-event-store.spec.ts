@@ -118,6 +118,22 @@ describe('SQLite event store', () => {
       expect(await store.streamRevision('order-1')).toBe(1n);
     });
 
+    it('fails a one-event append whose id is taken by another stream alone, writing nothing of it, while its group commits', async () => {
+      const taken = newEvent();
+      await store.append('order-0', [taken], { expectedRevision: 'no_stream' });
+
+      const outcomes = await Promise.allSettled([
+        store.append('order-1', [newEvent()], { expectedRevision: 'no_stream' }),
+        store.append('order-2', [{ ...taken }], { expectedRevision: 'no_stream' }),
+        store.append('order-2', [newEvent()], { expectedRevision: 'no_stream' }),
+      ]);
+
+      expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+      expect((outcomes[1] as PromiseRejectedResult).reason).toBeInstanceOf(InvalidEventStoreInputError);
+      expect(await store.streamRevision('order-2')).toBe(0n);
+      expect((await store.readAll()).map((event) => event.streamName)).toEqual(['order-0', 'order-1', 'order-2']);
+    });
+
     it('resolves an append only after its transaction committed: another connection already sees the events', async () => {
       const observer = new Database(path, { readonly: true });
       try {
@@ -221,6 +237,65 @@ describe('SQLite event store', () => {
         await other.append('order-1', [newEvent()], { expectedRevision: 'no_stream' });
         await arrival;
         expect(seen.map((event) => event.streamName)).toEqual(['order-1']);
+      } finally {
+        await subscription.stop();
+        await other.close();
+      }
+    });
+
+    it('hands over its own commits as it wrote them, without reading them back from the file, equal to what a read returns', async () => {
+      await store.append('order-0', [newEvent()], { expectedRevision: 'no_stream' });
+      const seen: RecordedEvent[] = [];
+      let waiting: { count: number; resolve: () => void } | undefined;
+      const subscription = store.subscribeToAll((event) => {
+        seen.push(event);
+        if (waiting !== undefined && seen.length >= waiting.count) waiting.resolve();
+      });
+      const seenCount = (count: number) => new Promise<void>((resolve) => (seen.length >= count ? resolve() : (waiting = { count, resolve })));
+      try {
+        await seenCount(1);
+        // From here on, reading the log would go through the prepared page statement: count its uses.
+        const selectAll = (store as unknown as { selectAll: { all: (...args: unknown[]) => unknown } }).selectAll;
+        const readAllRows = selectAll.all.bind(selectAll);
+        let pageReads = 0;
+        selectAll.all = (...args: unknown[]) => {
+          pageReads++;
+          return readAllRows(...args);
+        };
+        await Promise.all([
+          store.append('order-1', [newEvent(), newEvent()], { expectedRevision: 'no_stream' }),
+          store.append('order-2', [newEvent()], { expectedRevision: 'no_stream' }),
+        ]);
+        await store.append('order-1', [newEvent()], { expectedRevision: 1n });
+        await seenCount(5);
+        expect(pageReads).toBe(0);
+        selectAll.all = readAllRows;
+        expect(seen).toEqual(await store.readAll());
+      } finally {
+        await subscription.stop();
+      }
+    });
+
+    it('reads the log where another connection committed between its own commits, delivering everything once and in order', async () => {
+      const other = openSqliteEventStore({ path });
+      const seen: RecordedEvent[] = [];
+      let waiting: { count: number; resolve: () => void } | undefined;
+      const subscription = store.subscribeToAll((event) => {
+        seen.push(event);
+        if (waiting !== undefined && seen.length >= waiting.count) waiting.resolve();
+      });
+      const seenCount = (count: number) => new Promise<void>((resolve) => (seen.length >= count ? resolve() : (waiting = { count, resolve })));
+      try {
+        await store.append('order-1', [newEvent()], { expectedRevision: 'no_stream' });
+        await seenCount(1);
+        await other.append('order-2', [newEvent()], { expectedRevision: 'no_stream' });
+        await store.append('order-1', [newEvent()], { expectedRevision: 0n });
+        await seenCount(3);
+        expect(seen.map((event) => [event.streamName, event.position])).toEqual([
+          ['order-1', 1n],
+          ['order-2', 2n],
+          ['order-1', 3n],
+        ]);
       } finally {
         await subscription.stop();
         await other.close();

@@ -1,4 +1,7 @@
 import { AdjustCreditsCommand, ChangeOrganizationSettingsCommand } from '../../src/accounts/account-commands';
+import { accountDecider } from '../../src/accounts/account.decider';
+import { accountStreamName } from '../../src/accounts/account.events';
+import { AggregateRepository } from '../../src/aggregates/aggregate.repository';
 import { PublishOperationCommand } from '../../src/catalog/publish-operation.command';
 import { RunOperationCommand } from '../../src/invocations/run-operation.command';
 import { UnknownOperationError, UnknownOrganizationError } from '../../src/invocations/invocation-errors';
@@ -55,6 +58,17 @@ describe('admission refusals are terminal and recorded with their figures (SPEC 
 
   it('admits a request whose hold is exactly what is available, because only strictly less is refused', async () => {
     await ledger.commandBus.execute(new AdjustCreditsCommand('acme', -500, 'correction', 'adj-2'));
+    expect(await run()).toMatchObject({ state: 'settled', outcome: 'completed' });
+  });
+
+  it('decides a refusal only from the account stream as read, never from a cache another writer made stale', async () => {
+    await ledger.commandBus.execute(new AdjustCreditsCommand('acme', -900, 'correction', 'adj-3'));
+    expect(await run()).toMatchObject({ state: 'refused', refusalReason: 'insufficient_credits' });
+    // Another process (here: a second repository on the same log) grants; this one's cache still says 100.
+    await new AggregateRepository(ledger.store).handle(accountStreamName('acme'), accountDecider, {
+      type: 'GrantCredits',
+      data: { credits: 1_000, reason: 'top-up', idempotencyKey: 'grant-elsewhere', grantedAt: new Date().toISOString() },
+    });
     expect(await run()).toMatchObject({ state: 'settled', outcome: 'completed' });
   });
 

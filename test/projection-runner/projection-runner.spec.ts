@@ -157,6 +157,40 @@ describe('ProjectionRunner — projections of the log, checkpointed with their r
       expect((await compareWithRebuild(store)).equal).toBe(true);
     });
 
+    it('keeps live events of one batch window in one transaction, and commits them at once when someone waits', async () => {
+      const store = openStore();
+      const commits: CommittedBatch[] = [];
+      // A window far longer than the test: only a waiter (or stop) can end it.
+      const projections = runner({ store, liveBatchIntervalMs: 3_600_000, onCommit: (batch) => commits.push(batch) });
+      await projections.start();
+      await projections.waitFor((await appendSample(log, 0, 1)).position);
+      const committedBefore = commits.length;
+
+      await appendSample(log, 1, 1);
+      const head = (await appendSample(log, 2, 1)).position;
+      for (let turn = 0; turn < 5; turn += 1) await new Promise<void>((resolve) => setImmediate(resolve));
+      // Delivered but not committed: the window since the last live transaction is still open.
+      expect(commits.length).toBe(committedBefore);
+      expect(projections.status().projections[0]!.checkpoint).toBe(3n);
+
+      await projections.waitFor(head);
+      expect(commits.slice(committedBefore)).toEqual([{ phase: 'live', events: 6, lastPosition: head }]);
+      expect((await compareWithRebuild(store)).equal).toBe(true);
+    });
+
+    it('commits the events held by an open batch window when it stops', async () => {
+      const store = openStore();
+      const projections = runner({ store, liveBatchIntervalMs: 3_600_000 });
+      await projections.start();
+      await projections.waitFor((await appendSample(log, 0, 1)).position);
+      const head = (await appendSample(log, 1, 2)).position;
+      for (let turn = 0; turn < 5; turn += 1) await new Promise<void>((resolve) => setImmediate(resolve));
+      await projections.stop();
+      expect(projections.status().projections.map((projection) => projection.checkpoint)).toEqual(
+        sampleProjections.map(() => head),
+      );
+    });
+
     it('resumes from its checkpoint after a stop, without re-reading what it applied', async () => {
       await appendSample(log, 0, 10);
       const store = openStore();

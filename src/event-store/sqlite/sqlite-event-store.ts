@@ -25,7 +25,7 @@ import {
   validateSubscribe,
 } from '../event-store-input.validation';
 import { migrateSqliteSchema } from './sqlite-schema.migrations';
-import { SqliteSubscription } from './sqlite-subscription';
+import { SqliteSubscription, type CommittedEvents } from './sqlite-subscription';
 
 /** `synchronous` setting of the embedded store; see the durability note on SqliteEventStore. */
 export type SqliteSynchronous = 'NORMAL' | 'FULL';
@@ -57,6 +57,57 @@ interface PendingAppend {
   readonly events: readonly ValidatedEvent[];
   readonly resolve: (result: AppendResult) => void;
   readonly reject: (error: unknown) => void;
+}
+
+/** What one append wrote: its events and, in the same order, the positions they were given. */
+interface WrittenAppend {
+  readonly pending: PendingAppend;
+  readonly firstRevision: bigint;
+  readonly positions: readonly bigint[];
+}
+
+/**
+ * The events one group commit wrote, as this process already holds them (validated, serialised):
+ * subscriptions of this store take them from here instead of reading them back from the file.
+ * `events()` parses the stored JSON anew on each call, so every subscriber gets its own objects,
+ * exactly as if it had read the rows.
+ */
+class CommittedGroup implements CommittedEvents {
+  readonly first: bigint;
+  readonly last: bigint;
+  readonly count: number;
+
+  constructor(
+    private readonly appends: readonly WrittenAppend[],
+    private readonly recordedAt: string,
+  ) {
+    const firstAppend = appends[0]!.positions;
+    const lastAppend = appends[appends.length - 1]!.positions;
+    this.first = firstAppend[0]!;
+    this.last = lastAppend[lastAppend.length - 1]!;
+    this.count = appends.reduce((sum, append) => sum + append.positions.length, 0);
+  }
+
+  events(): RecordedEvent[] {
+    const events: RecordedEvent[] = new Array(this.count);
+    let index = 0;
+    for (const { pending, firstRevision, positions } of this.appends) {
+      for (let offset = 0; offset < positions.length; offset++) {
+        const event = pending.events[offset]!;
+        events[index++] = {
+          id: event.id,
+          type: event.type,
+          data: JSON.parse(event.dataJson) as unknown,
+          metadata: JSON.parse(event.metadataJson) as RecordedEvent['metadata'],
+          streamName: pending.streamName,
+          revision: firstRevision + BigInt(offset),
+          position: positions[offset]!,
+          recordedAt: this.recordedAt,
+        };
+      }
+    }
+    return events;
+  }
 }
 
 /** A row of `events` as the read statements return it (raw mode, safe integers). */
@@ -113,8 +164,8 @@ function isDuplicateEventId(error: unknown): boolean {
  * then queues the append. Every append queued during one turn of the event loop is written in a
  * single SQLite transaction on the next turn (`setImmediate`), so concurrent writers share one commit
  * and, under `synchronous=FULL`, one fsync. Each append is checked against its own expected revision
- * and runs inside its own savepoint: a stale one fails alone with ConcurrencyError while the others
- * commit. An append's promise settles only after COMMIT returned.
+ * and runs inside its own savepoint (a one-event append needs none: its single INSERT is atomic): a
+ * stale one fails alone with ConcurrencyError while the others commit. An append's promise settles only after COMMIT returned.
  *
  * **What an acknowledged append means.** A resolved `append` has been committed to the WAL file.
  * - `synchronous=NORMAL` (default): the commit is written to the WAL with write(2) but not fsynced.
@@ -140,7 +191,7 @@ export class SqliteEventStore implements EventStore {
   private flushScheduled = false;
   private closed = false;
   private closing: Promise<void> | undefined;
-  private readonly commitListeners = new Set<() => void>();
+  private readonly commitListeners = new Set<(committed: CommittedEvents) => void>();
   private readonly subscriptions = new Set<SqliteSubscription>();
   private transactionsCommitted = 0;
   private appendsCommitted = 0;
@@ -310,12 +361,13 @@ export class SqliteEventStore implements EventStore {
   private commitGroup(group: readonly PendingAppend[]): void {
     const outcomes: Array<AppendResult | Error> = new Array(group.length);
     const recordedAtMs = Date.now();
+    const writtenAppends: WrittenAppend[] = [];
     let written = 0;
     try {
       this.begin.run();
       try {
         for (let index = 0; index < group.length; index++) {
-          const outcome = this.applyAppend(group[index]!, recordedAtMs);
+          const outcome = this.applyAppend(group[index]!, recordedAtMs, writtenAppends);
           outcomes[index] = outcome;
           if (!(outcome instanceof Error)) written++;
         }
@@ -337,14 +389,17 @@ export class SqliteEventStore implements EventStore {
       if (outcome instanceof Error) group[index]!.reject(outcome);
       else group[index]!.resolve(outcome);
     }
-    if (written > 0) for (const listener of this.commitListeners) listener();
+    if (writtenAppends.length > 0 && this.commitListeners.size > 0) {
+      const committed = new CommittedGroup(writtenAppends, new Date(recordedAtMs).toISOString());
+      for (const listener of this.commitListeners) listener(committed);
+    }
   }
 
   /**
    * One append inside the group's transaction. Returns the result, or the error that fails this append
    * alone (its savepoint rolled back); throws only for faults that doom the whole transaction.
    */
-  private applyAppend(pending: PendingAppend, recordedAtMs: number): AppendResult | Error {
+  private applyAppend(pending: PendingAppend, recordedAtMs: number, writtenAppends: WrittenAppend[]): AppendResult | Error {
     const current = this.currentRevision(pending.streamName);
     if (!revisionMatches(pending.expectedRevision, current)) {
       // A retried append whose first attempt committed finds the stream moved on: answer it, not a conflict.
@@ -354,10 +409,15 @@ export class SqliteEventStore implements EventStore {
       );
     }
     const events = pending.events;
-    let revision = current === undefined ? 0n : current + 1n;
+    const firstRevision = current === undefined ? 0n : current + 1n;
+    let revision = firstRevision;
     let position = 0n;
+    const positions: bigint[] = new Array(events.length);
     let index = 0;
-    this.savepoint.run();
+    // A failed INSERT undoes itself (SQLite statements are atomic), so a one-event append has nothing
+    // to roll back and skips the savepoint: two statements fewer on the most common append.
+    const undoable = events.length > 1;
+    if (undoable) this.savepoint.run();
     try {
       for (; index < events.length; index++) {
         const event = events[index]!;
@@ -371,14 +431,18 @@ export class SqliteEventStore implements EventStore {
           recordedAtMs,
           index === 0 ? pending.expectedText : null,
         ).lastInsertRowid as bigint;
+        positions[index] = position;
         revision++;
       }
-      this.release.run();
+      if (undoable) this.release.run();
+      writtenAppends.push({ pending, firstRevision, positions });
       return { nextExpectedRevision: revision - 1n, position };
     } catch (error) {
       if (!isDuplicateEventId(error)) throw error;
-      this.rollbackToSavepoint.run();
-      this.release.run();
+      if (undoable) {
+        this.rollbackToSavepoint.run();
+        this.release.run();
+      }
       return (index === 0 ? this.replayOf(pending) : undefined) ?? this.duplicateIdError(pending, index);
     }
   }

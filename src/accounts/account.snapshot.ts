@@ -1,0 +1,59 @@
+/**
+ * Snapshots of a credit account (see src/aggregates/aggregate-snapshots.ts): an organization's
+ * account stream gains two events per invocation forever, so without them the first admission after
+ * a restart would fold its whole history (about 12 s at 1,000,000 events on the benchmark machine).
+ */
+import type { SnapshotCodec } from '../aggregates/aggregate-snapshots';
+import type { AccountState, LedgerEntry, OpenHold } from './account.state';
+
+/** Account events between two snapshots: a cold load reads at most this many after the latest one. */
+export const ACCOUNT_SNAPSHOT_EVERY_EVENTS = 10_000;
+
+interface EncodedAccount {
+  readonly exists: boolean;
+  readonly granted: number;
+  readonly adjustments: number;
+  readonly charged: number;
+  readonly aiEnabled: boolean;
+  readonly maxRunning: number;
+  readonly openHolds: readonly (readonly [string, OpenHold])[];
+  readonly ledgerEntries: readonly (readonly [string, LedgerEntry])[];
+}
+
+const NUMBER_FIELDS = ['granted', 'adjustments', 'charged', 'maxRunning'] as const;
+
+export const accountSnapshot: SnapshotCodec<AccountState> = {
+  version: 1,
+  everyEvents: ACCOUNT_SNAPSHOT_EVERY_EVENTS,
+  encode(state): EncodedAccount {
+    return {
+      exists: state.exists,
+      granted: state.granted,
+      adjustments: state.adjustments,
+      charged: state.charged,
+      aiEnabled: state.aiEnabled,
+      maxRunning: state.maxRunning,
+      openHolds: [...state.openHolds],
+      ledgerEntries: [...state.ledgerEntries],
+    };
+  },
+  decode(data): AccountState {
+    const encoded = data as EncodedAccount;
+    // Money decides admissions: refuse anything but exact integers and the two entry lists.
+    for (const field of NUMBER_FIELDS) {
+      if (!Number.isSafeInteger(encoded?.[field])) throw new TypeError(`account snapshot: ${field} is not an integer`);
+    }
+    if (typeof encoded.exists !== 'boolean' || typeof encoded.aiEnabled !== 'boolean') throw new TypeError('account snapshot: flags');
+    if (!Array.isArray(encoded.openHolds) || !Array.isArray(encoded.ledgerEntries)) throw new TypeError('account snapshot: entries');
+    return {
+      exists: encoded.exists,
+      granted: encoded.granted,
+      adjustments: encoded.adjustments,
+      charged: encoded.charged,
+      aiEnabled: encoded.aiEnabled,
+      maxRunning: encoded.maxRunning,
+      openHolds: new Map(encoded.openHolds),
+      ledgerEntries: new Map(encoded.ledgerEntries),
+    };
+  },
+};
