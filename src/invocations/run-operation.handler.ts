@@ -136,7 +136,7 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
 
     let settled: InvocationState;
     try {
-      const result = await this.converse(feature, conversation, admitted, request.signal, invoke);
+      const result = await this.converse(feature, conversation, admitted, Date.parse(at), request.signal, invoke);
       settled = await this.close(result, invokeAll);
     } catch (error) {
       // SPEC §4 transition 11: something escaped the protected block; the real cost is unknown.
@@ -159,6 +159,7 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
     feature: OperationFeature,
     conversation: PreparedConversation,
     publication: Publication,
+    dispatchedAtMs: number,
     signal: AbortSignal | undefined,
     invoke: (command: InvocationCommand) => Promise<unknown>,
   ): Promise<ToolLoopResult> {
@@ -170,6 +171,8 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
       model: publication.routing.model,
       provider: this.providers.resolve(publication.routing, feature),
       clock: this.clock,
+      // The time budget runs from the recorded dispatch, the instant a sweep measures it from.
+      startedAtMs: dispatchedAtMs,
       ...(signal === undefined ? {} : { signal }),
       // One event per attempt as it happens: a crash mid-conversation never loses a billed attempt.
       onAttempt: async (record) => {

@@ -67,6 +67,12 @@ export interface ToolLoopInput {
   readonly onAttempt?: (record: AttemptRecord, attemptNumber: number) => void | Promise<void>;
   /** Jitter source for retry waits, in [0, 1); default Math.random. */
   readonly random?: RandomSource;
+  /**
+   * Clock time at which the conversation's time budget (`limits.totalTimeMs`) began; default now. The
+   * accounting core passes the dispatch time it recorded, so the deadline the loop keeps is the one a
+   * sweep reads from the log (dispatchedAt + totalTimeMs), never later. Must not be in the future.
+   */
+  readonly startedAtMs?: number;
 }
 
 export interface ToolLoopResult {
@@ -292,10 +298,11 @@ export async function runToolLoop(input: ToolLoopInput): Promise<ToolLoopResult>
   for (const message of input.messages) for (const call of toolUsesOf(message.content)) seenCallIds.add(call.id);
 
   const ledger = new AttemptLedger(input.onAttempt);
-  const startedAtMs = clock.now();
+  const nowMs = clock.now();
+  const startedAtMs = Math.min(input.startedAtMs ?? nowMs, nowMs);
   const deadlineMs = startedAtMs + limits.totalTimeMs;
   const stop: ConversationStop = new Stopper();
-  const cancelDeadline = clock.setTimer(limits.totalTimeMs, () =>
+  const cancelDeadline = clock.setTimer(Math.max(0, deadlineMs - nowMs), () =>
     stop.stop('deadline', timeoutReason(`conversation deadline of ${limits.totalTimeMs} ms passed`)),
   );
   const cancel = input.signal;

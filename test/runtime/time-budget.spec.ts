@@ -28,6 +28,19 @@ describe('BR-CAP-PFM-LLM-002-04 no remaining time means no provider request (ATS
     expect(provider.calls).toHaveLength(1);
   });
 
+  it('counts the time budget from the given start, so the deadline it keeps is the one recorded at dispatch', async () => {
+    const h = harness([answerTurn()]);
+    await h.clock.advance(55_000);
+    const result = await h.run({ answerTool: submitAnswer(), startedAtMs: 0 });
+    expect(result.outcome).toBe('completed');
+    // 55,000 of the 60,000 ms had passed when the loop began: its one attempt gets the 5,000 left.
+    expect(h.provider.calls.map((call) => call.timeoutMs)).toEqual([5_000]);
+    const late = harness([scriptedText('never')]);
+    await late.clock.advance(60_000);
+    expect(await late.run({ startedAtMs: 0 })).toMatchObject({ outcome: 'time_limit', turnsUsed: 0 });
+    expect(late.provider.calls).toHaveLength(0);
+  });
+
   it('caps the provider attempt timeout at the conversation time that remains', async () => {
     const h = harness([calcTurn('c1'), answerTurn()]);
     const calc = countingTool('calc', { behaviour: () => h.clock.sleep(55_000).then(() => 'done') });
