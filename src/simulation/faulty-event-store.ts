@@ -1,0 +1,176 @@
+/**
+ * The event store as one simulated process sees it: the real store (SQLite or EventStoreDB) behind a
+ * wrapper that injects the storage faults of a scenario and plays the process's death.
+ *
+ * - **Crash.** At a chosen boundary (the n-th append holding a given event type, before or after it is
+ *   written) the process dies: that append's caller never hears back, and every later call fails with
+ *   ProcessGoneError, as it would for a process that no longer exists. What was committed stays in the
+ *   log; the simulator then starts a fresh process on the same log (nothing in memory survives).
+ * - **Conflict.** An append fails once with ConcurrencyError without writing, as if another process had
+ *   appended first; the repository must re-read and decide again.
+ * - **Second writer.** Another process really appends to the stream just before (a grant on an account
+ *   stream), so the append fails with a genuine ConcurrencyError on a stream that moved on.
+ * - **Lost acknowledgement.** The append is committed but its caller gets an error, as when a
+ *   connection drops after the server wrote.
+ */
+import type {
+  AppendOptions,
+  AppendResult,
+  EventStore,
+  NewEvent,
+  ReadAllOptions,
+  ReadStreamOptions,
+  RecordedEvent,
+  SubscribeOptions,
+  Subscription,
+  SubscriptionHandler,
+} from '../event-store/event-store.port';
+import { ConcurrencyError } from '../event-store/event-store.port';
+import type { ActivityProbe } from './event-loop-pump';
+
+/** Every call of a process that has died: the process is gone, nothing it does happens any more. */
+export class ProcessGoneError extends Error {
+  override readonly name = 'ProcessGoneError';
+}
+
+/** The append was committed, but its acknowledgement never reached the caller. */
+export class AppendAcknowledgementLostError extends Error {
+  override readonly name = 'AppendAcknowledgementLostError';
+}
+
+/** The fault injected into one append. */
+export type AppendFault = 'none' | 'conflict' | 'second-writer' | 'lost-ack';
+
+/** Decides, append by append, what happens; owned by the simulator so decisions survive restarts. */
+export interface StoreFaultController {
+  /** Whether this append crashes the process, and on which side of the write. */
+  crashAt(streamName: string, events: readonly NewEvent[]): 'before' | 'after' | undefined;
+  /** Called once, synchronously, when the process dies. */
+  onCrash(streamName: string, events: readonly NewEvent[], when: 'before' | 'after'): void;
+  faultFor(streamName: string, events: readonly NewEvent[]): AppendFault;
+  /** The event another process appends first for a second-writer fault; undefined when it has none for this stream. */
+  secondWriterEvent(streamName: string): NewEvent | undefined;
+  /** A deliberately broken build rewrites appends here; the identity in every real run. */
+  tamper(streamName: string, events: readonly NewEvent[]): readonly NewEvent[];
+  /** Told of every append as it is issued, before any fault or crash decides its fate. */
+  issued(streamName: string, events: readonly NewEvent[]): void;
+  /** Told what the real store did that matters for coverage (a genuine conflict, overlapping appends). */
+  observe(what: 'genuine-conflict' | 'overlapping-append'): void;
+}
+
+export class FaultyEventStore implements EventStore {
+  private dead = false;
+
+  constructor(
+    private readonly inner: EventStore,
+    private readonly controller: StoreFaultController,
+    private readonly probe: ActivityProbe,
+  ) {}
+
+  get isDead(): boolean {
+    return this.dead;
+  }
+
+  /** Kills the process from outside (e.g. to stop a run after a violation). */
+  die(): void {
+    this.dead = true;
+  }
+
+  async append(streamName: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
+    this.assertAlive();
+    this.controller.issued(streamName, events);
+    const crash = this.controller.crashAt(streamName, events);
+    if (crash === 'before') this.crash(streamName, events, 'before');
+    // A crash point is not also given a fault, so the crash it was armed for really happens.
+    const fault = crash === undefined ? this.controller.faultFor(streamName, events) : 'none';
+    if (fault === 'conflict') {
+      throw new ConcurrencyError(streamName, options.expectedRevision, (await this.inner.streamRevision(streamName)) ?? 'no_stream');
+    }
+    if (fault === 'second-writer') await this.appendAsSecondWriter(streamName, options);
+    if (this.probe.busy) this.controller.observe('overlapping-append');
+    this.probe.begin();
+    let result: AppendResult;
+    try {
+      result = await this.inner.append(streamName, this.controller.tamper(streamName, events), options);
+    } catch (error) {
+      if (error instanceof ConcurrencyError) this.controller.observe('genuine-conflict');
+      throw error;
+    } finally {
+      this.probe.end();
+    }
+    // Died while this append waited for its commit: written, never acknowledged.
+    this.assertAlive();
+    if (crash === 'after') this.crash(streamName, events, 'after');
+    if (fault === 'lost-ack') throw new AppendAcknowledgementLostError(`the acknowledgement of an append to ${streamName} was lost`);
+    return result;
+  }
+
+  async readStream(streamName: string, options?: ReadStreamOptions): Promise<RecordedEvent[]> {
+    this.assertAlive();
+    return this.observed(this.inner.readStream(streamName, options));
+  }
+
+  async streamRevision(streamName: string): Promise<bigint | undefined> {
+    this.assertAlive();
+    return this.observed(this.inner.streamRevision(streamName));
+  }
+
+  async readAll(options?: ReadAllOptions): Promise<RecordedEvent[]> {
+    this.assertAlive();
+    return this.observed(this.inner.readAll(options));
+  }
+
+  subscribeToAll(handler: SubscriptionHandler, options?: SubscribeOptions): Subscription {
+    this.assertAlive();
+    return this.inner.subscribeToAll((event) => {
+      // A dead process's projection runner hears nothing more.
+      this.assertAlive();
+      this.probe.touch();
+      return handler(event);
+    }, options);
+  }
+
+  async headPosition(): Promise<bigint | undefined> {
+    this.assertAlive();
+    return this.observed(this.inner.headPosition());
+  }
+
+  /** A read, counted as store activity while it is in flight (over a network it takes event-loop turns). */
+  private async observed<T>(read: Promise<T>): Promise<T> {
+    this.probe.begin();
+    try {
+      return await read;
+    } finally {
+      this.probe.end();
+    }
+  }
+
+  /** Closes the real store, dead or alive: the next process must be able to open the same log. */
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+
+  private crash(streamName: string, events: readonly NewEvent[], when: 'before' | 'after'): never {
+    this.dead = true;
+    this.controller.onCrash(streamName, events, when);
+    throw new ProcessGoneError(`the process died ${when} appending ${events.map((event) => event.type).join(', ')} to ${streamName}`);
+  }
+
+  /** Another process appends at the revision this writer expects, so this writer's append conflicts for real. */
+  private async appendAsSecondWriter(streamName: string, options: AppendOptions): Promise<void> {
+    const foreign = this.controller.secondWriterEvent(streamName);
+    if (foreign === undefined) return;
+    this.probe.begin();
+    try {
+      await this.inner.append(streamName, [foreign], options);
+    } catch {
+      // The stream had already moved on: the writer conflicts anyway.
+    } finally {
+      this.probe.end();
+    }
+  }
+
+  private assertAlive(): void {
+    if (this.dead) throw new ProcessGoneError('the process is gone');
+  }
+}

@@ -1,0 +1,150 @@
+/**
+ * One simulated ledger process: the real application (AppModule, every module the service runs) with
+ * the virtual clock in place of CLOCK, the fault-injecting wrapper around the configured event
+ * store, and the projection runner without its wall-clock batch window, plus a second process's command handlers on the same log (their own repository and cache,
+ * so their appends race the node's through optimistic concurrency, as two processes' would).
+ *
+ * A crash kills the node: its store refuses every call, its conversations are stopped, and the
+ * simulator starts a new node on the same log (everything in memory is lost).
+ */
+import { Module, type DynamicModule, type INestApplication } from '@nestjs/common';
+import { CommandBus, EventBus } from '@nestjs/cqrs';
+import { Test } from '@nestjs/testing';
+import { AggregateRepository } from '../aggregates/aggregate.repository';
+import { AppModule } from '../app.module';
+import { LEDGER_CONFIG, type LedgerConfig } from '../config/ledger.config';
+import { ALL_PROJECTIONS } from '../../projections';
+import { EVENT_STORE, type EventStore } from '../event-store/event-store.port';
+import { openEventStore } from '../event-store/open-event-store';
+import { FeatureRegistry } from '../features/feature.registry';
+import { LedgerFeaturesModule } from '../features/ledger-features.module';
+import type { OperationFeature } from '../features/operation-feature';
+import type { InvocationSummary } from '../invocations/invocation.state';
+import { RunOperationCommand, type RunOperationRequest } from '../invocations/run-operation.command';
+import { RunOperationHandler } from '../invocations/run-operation.handler';
+import { SweepStaleInvocationsCommand, type SweepReport } from '../invocations/sweep-stale-invocations.command';
+import { SweepStaleInvocationsHandler } from '../invocations/sweep-stale-invocations.handler';
+import { CLOCK } from '../ledger/clock.provider';
+import { ProjectionRunner, type SqliteReadModelStore } from '../projection-runner';
+import { ProviderRegistry } from '../providers/provider.registry';
+import { READ_MODEL_STORE } from '../read-side/read-side.module';
+import type { ActivityProbe } from './event-loop-pump';
+import { FaultyEventStore, type StoreFaultController } from './faulty-event-store';
+import type { SimulationClock } from './simulation-clock';
+
+export interface LedgerNodeOptions {
+  /** The application's environment: LEDGER_STORE and LEDGER_READ_STORE at least. */
+  readonly env: Readonly<Record<string, string>>;
+  readonly clock: SimulationClock;
+  readonly features: readonly OperationFeature[];
+  readonly controller: StoreFaultController;
+  readonly probe: ActivityProbe;
+  /** Show the ledger's own log lines (off by default: the simulator reports what matters). */
+  readonly logs?: boolean;
+}
+
+/** Another process on the same log: its own repository, RunOperation and sweep handlers. */
+export interface SecondProcess {
+  run(request: RunOperationRequest): Promise<InvocationSummary>;
+  sweep(olderThanMs: number): Promise<SweepReport>;
+}
+
+export class LedgerNode {
+  private readonly kill = new AbortController();
+  private readonly inFlight = new Set<Promise<unknown>>();
+
+  private constructor(
+    private readonly app: INestApplication,
+    readonly store: FaultyEventStore,
+    readonly second: SecondProcess,
+  ) {}
+
+  static async start(options: LedgerNodeOptions): Promise<LedgerNode> {
+    let wrapped: FaultyEventStore | undefined;
+    const moduleRef = await Test.createTestingModule({
+      imports: [AppModule.forRoot({ env: options.env, imports: [featureModule(options.features)] })],
+    })
+      .overrideProvider(CLOCK)
+      .useValue(options.clock)
+      // The live batch window of the runner waits on wall time; at 0 it flushes every event-loop turn,
+      // which keeps the read side on the same schedule in every replay of a seed.
+      .overrideProvider(ProjectionRunner)
+      .useFactory({
+        inject: [EVENT_STORE, READ_MODEL_STORE],
+        factory: (eventStore: EventStore, store: SqliteReadModelStore) =>
+          new ProjectionRunner({ eventStore, store, projections: ALL_PROJECTIONS, liveBatchIntervalMs: 0 }),
+      })
+      .overrideProvider(EVENT_STORE)
+      .useFactory({
+        inject: [LEDGER_CONFIG],
+        factory: async (config: LedgerConfig) => {
+          wrapped = new FaultyEventStore(await openEventStore(config.store, { synchronous: config.sqliteSynchronous }), options.controller, options.probe);
+          return wrapped;
+        },
+      })
+      .compile();
+    const app = moduleRef.createNestApplication({ logger: options.logs === true ? undefined : false });
+    await app.init();
+    const store = wrapped!;
+    const repository = new AggregateRepository(store);
+    const runHandler = new RunOperationHandler(repository, app.get(FeatureRegistry), app.get(ProviderRegistry), app.get(EventBus), options.clock);
+    const sweepHandler = new SweepStaleInvocationsHandler(repository, app.get(ProjectionRunner), app.get<SqliteReadModelStore>(READ_MODEL_STORE), options.clock);
+    return new LedgerNode(app, store, {
+      run: (request) => runHandler.execute(new RunOperationCommand(request)),
+      sweep: (olderThanMs) => sweepHandler.execute(new SweepStaleInvocationsCommand(olderThanMs)),
+    });
+  }
+
+  get commandBus(): CommandBus {
+    return this.app.get(CommandBus);
+  }
+
+  get runner(): ProjectionRunner {
+    return this.app.get(ProjectionRunner);
+  }
+
+  get readModels(): SqliteReadModelStore {
+    return this.app.get<SqliteReadModelStore>(READ_MODEL_STORE);
+  }
+
+  get dead(): boolean {
+    return this.store.isDead;
+  }
+
+  /** Fires when the process dies: every conversation it runs is given it, so they all stop. */
+  get killSignal(): AbortSignal {
+    return this.kill.signal;
+  }
+
+  /** Runs `work` as a command of this process, so a crash can wait for everything the process was doing. */
+  track<T>(work: Promise<T>): Promise<T> {
+    this.inFlight.add(work);
+    const forget = (): void => {
+      this.inFlight.delete(work);
+    };
+    work.then(forget, forget);
+    return work;
+  }
+
+  /** Commands of this process that have not finished. */
+  get pending(): number {
+    return this.inFlight.size;
+  }
+
+  /** The process dies now (the store already refuses every call after a crash point). */
+  die(): void {
+    this.store.die();
+    if (!this.kill.signal.aborted) this.kill.abort(new Error('the process died'));
+  }
+
+  /** Releases the files (after a crash too): stops the runner, closes the read models and the store. */
+  async close(): Promise<void> {
+    await this.app.close();
+  }
+}
+
+function featureModule(features: readonly OperationFeature[]): DynamicModule {
+  @Module({})
+  class SimulatedFeaturesModule {}
+  return { module: SimulatedFeaturesModule, imports: [LedgerFeaturesModule.register(...features)] };
+}

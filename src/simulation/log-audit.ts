@@ -1,0 +1,698 @@
+/**
+ * The simulator's auditor: it reads the durable log (through its own handle, so it outlives every
+ * crashed process), folds it with its own accounting — written apart from the deciders so a bug in one
+ * is not repeated in the other — and checks, event by event:
+ *
+ * - lifecycle: only the transitions of SPEC §4's table, nothing after `settled` or `refused`;
+ * - per organization: `granted + adjustments − charged − held == available`, `held` is the sum of the
+ *   open holds, a hold is admitted only with the switch on, the credits available and a slot free
+ *   (`running < maxRunning`), and each invocation's hold is placed, charged and released at most once;
+ * - settlement: each charge is what SPEC §4 says for its path (the sum of attempt prices, the
+ *   estimate, or 0) and the account charges exactly what the invocation settled at;
+ * - attempts: priced at the invocation's own rate version (SPEC §7), in order, within the bounds;
+ * - conversations: no more turns or tool calls than published, no more handler runs than answered
+ *   calls, and `spent > creditHold` only by the turn that crossed it (the credit guard of SPEC §5
+ *   step 8, checked against what the model really answered);
+ * - the ledger's own fold (its deciders' `evolve`) agrees with this one after every event.
+ */
+import { createHash, type Hash } from 'node:crypto';
+import { DEFAULT_MAX_RUNNING } from '../accounts/account.bounds';
+import { accountDecider } from '../accounts/account.decider';
+import type { AccountEvent } from '../accounts/account.events';
+import { balanceOf, type AccountState } from '../accounts/account.state';
+import { ACCESS_REFUSAL_REASONS } from '../accounts/admission.policy';
+import type { Publication } from '../catalog/operation.events';
+import type { EventStore, RecordedEvent } from '../event-store/event-store.port';
+import { invocationDecider } from '../invocations/invocation.decider';
+import { MAX_RETAINED_ATTEMPTS, TRANSITIONS, type InvocationEvent, type InvocationStatus } from '../invocations/invocation.events';
+import type { InvocationState, InvocationSummary } from '../invocations/invocation.state';
+import type { Prices } from '../runtime/conversation.types';
+import type { Usage } from '../runtime/provider.port';
+import type { SimulatedEpisode } from './simulated-episode';
+
+/** A broken invariant, with the streams whose events show it. */
+export interface Violation {
+  /** A stable name, e.g. `account.hold-settled-once`. */
+  readonly invariant: string;
+  readonly detail: string;
+  readonly streams: readonly string[];
+  /** Invocations involved; an account's history is narrowed to the events naming them. */
+  readonly invocations: readonly string[];
+}
+
+/** What only the simulator knows about a conversation (the log holds no bodies). */
+export interface ConversationWitness {
+  episodeOf(invocationId: string): SimulatedEpisode | undefined;
+  /** True when an append of this invocation had its acknowledgement lost (the exception path is then expected). */
+  disturbed(invocationId: string): boolean;
+  /** Counts what was checked or seen (coverage figures). */
+  note(name: string): void;
+}
+
+export interface LogAuditOptions {
+  /** Only ids starting with this are the run's own (a shared EventStoreDB holds other runs too). */
+  readonly namespace: string;
+  /**
+   * Read "spent > creditHold only by the crossing turn" literally: no turn before the last may end
+   * over the hold, whatever it asked for. SPEC §5 step 8 guards tool-requesting turns only, so a
+   * text-only turn (a reminder to call the answer tool, a `pause_turn`) may go on over the hold; off
+   * by default, this shows where that happens.
+   */
+  readonly strictCreditGuard?: boolean;
+}
+
+/** Events read from the log per page while catching up. */
+const AUDIT_PAGE_EVENTS = 1_000;
+/** Pages one catch-up reads at most: a bound far above any scenario's log (100 million events). */
+const MAX_AUDIT_PAGES = 100_000;
+const MILLION = 1_000_000n;
+
+type Status = InvocationStatus | 'none';
+
+interface HoldRecord {
+  readonly credits: number;
+  readonly placedAt: bigint;
+  settled: { readonly charged: number; readonly at: bigint } | undefined;
+}
+
+export class AccountAudit {
+  granted = 0;
+  adjustments = 0;
+  charged = 0;
+  aiEnabled = true;
+  maxRunning = DEFAULT_MAX_RUNNING;
+  /** Open holds: invocation → credits. */
+  readonly open = new Map<string, number>();
+  /** Every hold ever placed. */
+  readonly holds = new Map<string, HoldRecord>();
+  readonly entryKeys = new Set<string>();
+  ledger: AccountState = accountDecider.initialState();
+
+  constructor(
+    readonly organizationId: string,
+    readonly stream: string,
+  ) {}
+
+  get held(): number {
+    let sum = 0;
+    for (const credits of this.open.values()) sum += credits;
+    return sum;
+  }
+
+  get running(): number {
+    return this.open.size;
+  }
+
+  get available(): number {
+    return this.granted + this.adjustments - this.charged - this.held;
+  }
+}
+
+interface AttemptFact {
+  readonly turn: number;
+  readonly retry: number;
+  readonly ok: boolean;
+  readonly priceCredits: number;
+}
+
+interface ResultFact {
+  readonly kind: 'completed' | 'failed';
+  readonly outcome: string;
+  readonly turnsUsed: number;
+  readonly toolCallsUsed: number;
+  readonly spentCredits: number;
+  readonly attemptCount: number;
+  readonly usageReported: boolean;
+}
+
+export class InvocationAudit {
+  status: Status = 'none';
+  organizationId = '';
+  operationId = '';
+  publication: Publication | null = null;
+  estimate = 0;
+  reservedCredits: number | undefined;
+  readonly attempts: AttemptFact[] = [];
+  recordedSpend = 0;
+  recordedUsage = false;
+  result: ResultFact | undefined;
+  settlement:
+    | { readonly transition: number; readonly charge: number; readonly by: string; readonly at: bigint; readonly settledAtMs: number }
+    | undefined;
+  ledger: InvocationState = invocationDecider.initialState();
+
+  constructor(
+    readonly invocationId: string,
+    readonly stream: string,
+  ) {}
+}
+
+interface OperationAudit {
+  readonly versions: Map<number, Publication>;
+  latest: number;
+}
+
+/** Thrown inside the fold to stop at the first broken invariant. */
+class Broken extends Error {
+  constructor(readonly violation: Violation) {
+    super(violation.detail);
+  }
+}
+
+function broken(invariant: string, detail: string, streams: readonly string[], invocations: readonly string[] = []): never {
+  throw new Broken({ invariant, detail, streams, invocations });
+}
+
+export class LogAudit {
+  readonly accounts = new Map<string, AccountAudit>();
+  readonly invocations = new Map<string, InvocationAudit>();
+  private readonly operations = new Map<string, OperationAudit>();
+  private after: bigint | undefined;
+  private readonly hash: Hash = createHash('sha256');
+  private folded = 0;
+  private queue: Promise<unknown> = Promise.resolve();
+  private failure: Violation | undefined;
+  /** Holds placed for an invocation a sweep had already settled (released later by a sweep). */
+  holdsAfterSettlement = 0;
+
+  constructor(
+    private readonly store: EventStore,
+    private readonly witness: ConversationWitness,
+    private readonly options: LogAuditOptions,
+  ) {}
+
+  /** Events folded so far. */
+  get events(): number {
+    return this.folded;
+  }
+
+  /** SHA-256 over every folded event's stream, type and data, in log order: equal runs, equal digests. */
+  digest(): string {
+    return this.hash.copy().digest('hex');
+  }
+
+  /** Reads and checks what was appended since the last call; the first violation sticks. Calls queue. */
+  catchUp(): Promise<Violation | undefined> {
+    const run = this.queue.then(() => this.readNewEvents());
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** A result handed to a caller must be the log's: a final state there with the same charge. */
+  checkSummary(summary: InvocationSummary): Violation | undefined {
+    const invocation = this.invocations.get(summary.invocationId);
+    const stream = `invocation-${summary.invocationId}`;
+    if (invocation === undefined) {
+      return { invariant: 'result.durable', detail: `a caller was answered for ${summary.invocationId}, which the log does not hold`, streams: [stream], invocations: [summary.invocationId] };
+    }
+    if (summary.state !== 'settled' && summary.state !== 'refused') return undefined;
+    const charge = invocation.settlement?.charge ?? 0;
+    if (invocation.status !== summary.state || summary.charge !== charge) {
+      return {
+        invariant: 'result.durable',
+        detail: `a caller was told ${summary.state} with charge ${summary.charge}; the log says ${invocation.status} with charge ${charge}`,
+        streams: [stream, `account-${invocation.organizationId}`],
+        invocations: [summary.invocationId],
+      };
+    }
+    return undefined;
+  }
+
+  settledBySweep(invocationId: string): boolean {
+    return this.invocations.get(invocationId)?.settlement?.by === 'sweep';
+  }
+
+  /**
+   * After the final sweep: every invocation settled or refused, no hold left open, and each account's
+   * charges equal to what its invocations settled at (SPEC §9's cross-check of balances against charges).
+   */
+  finalChecks(): Violation | undefined {
+    for (const invocation of this.invocations.values()) {
+      if (invocation.status !== 'settled' && invocation.status !== 'refused') {
+        return {
+          invariant: 'lifecycle.final-after-sweep',
+          detail: `invocation ${invocation.invocationId} is still ${invocation.status} after the final sweep`,
+          streams: [invocation.stream, `account-${invocation.organizationId}`],
+          invocations: [invocation.invocationId],
+        };
+      }
+    }
+    const charges = new Map<string, number>();
+    for (const invocation of this.invocations.values()) {
+      charges.set(invocation.organizationId, (charges.get(invocation.organizationId) ?? 0) + (invocation.settlement?.charge ?? 0));
+    }
+    for (const account of this.accounts.values()) {
+      if (account.open.size > 0) {
+        const [invocationId] = account.open.keys();
+        return {
+          invariant: 'account.no-open-hold-after-sweep',
+          detail: `${account.stream} still holds ${account.held} credits for ${account.open.size} invocation(s) after the final sweep`,
+          streams: [account.stream, `invocation-${invocationId!}`],
+          invocations: [...account.open.keys()],
+        };
+      }
+      const settled = charges.get(account.organizationId) ?? 0;
+      if (account.charged !== settled) {
+        return {
+          invariant: 'account.charges-match-invocations',
+          detail: `${account.stream} charged ${account.charged} credits; its invocations settled at ${settled}`,
+          streams: [account.stream],
+          invocations: [],
+        };
+      }
+    }
+    return undefined;
+  }
+
+  private async readNewEvents(): Promise<Violation | undefined> {
+    if (this.failure !== undefined) return this.failure;
+    for (let pages = 0; pages < MAX_AUDIT_PAGES; pages++) {
+      const page = await this.store.readAll({ ...(this.after === undefined ? {} : { after: this.after }), maxCount: AUDIT_PAGE_EVENTS });
+      for (const event of page) {
+        this.after = event.position;
+        if (!this.owns(event.streamName)) continue;
+        this.folded += 1;
+        this.hash.update(`${event.streamName}\n${event.type}\n${JSON.stringify(event.data)}\n`);
+        try {
+          this.fold(event);
+        } catch (error) {
+          if (!(error instanceof Broken)) throw error;
+          this.failure = error.violation;
+          return this.failure;
+        }
+      }
+      if (page.length < AUDIT_PAGE_EVENTS) return undefined;
+    }
+    throw new Error(`the audit read more than ${MAX_AUDIT_PAGES} pages in one catch-up`);
+  }
+
+  private owns(streamName: string): boolean {
+    const dash = streamName.indexOf('-');
+    return dash > 0 && streamName.startsWith(this.options.namespace, dash + 1);
+  }
+
+  private fold(event: RecordedEvent): void {
+    const dash = event.streamName.indexOf('-');
+    const category = event.streamName.slice(0, dash);
+    const id = event.streamName.slice(dash + 1);
+    switch (category) {
+      case 'account':
+        return this.foldAccount(id, event);
+      case 'invocation':
+        return this.foldInvocation(id, event);
+      case 'operation':
+        return this.foldOperation(id, event);
+      default:
+        return broken('log.known-streams', `unexpected stream ${event.streamName}`, [event.streamName]);
+    }
+  }
+
+  private foldOperation(operationId: string, event: RecordedEvent): void {
+    const operation = this.operations.get(operationId) ?? { versions: new Map<number, Publication>(), latest: 0 };
+    this.operations.set(operationId, operation);
+    if (event.type !== 'OperationPublished') broken('catalog.known-events', `unexpected ${event.type}`, [event.streamName]);
+    const { operationId: _id, ...publication } = event.data as Publication & { operationId: string };
+    if (publication.version !== operation.latest + 1) {
+      broken('catalog.versions-consecutive', `version ${publication.version} follows ${operation.latest}`, [event.streamName]);
+    }
+    operation.versions.set(publication.version, publication);
+    operation.latest = publication.version;
+  }
+
+  private foldAccount(organizationId: string, event: RecordedEvent): void {
+    const stream = event.streamName;
+    let account = this.accounts.get(organizationId);
+    if (account === undefined) {
+      account = new AccountAudit(organizationId, stream);
+      this.accounts.set(organizationId, account);
+    }
+    const data = event.data as Record<string, unknown>;
+    switch (event.type) {
+      case 'CreditsGranted':
+      case 'CreditsAdjusted': {
+        const key = data.idempotencyKey as string;
+        if (account.entryKeys.has(key)) broken('account.entry-once-per-key', `${event.type} repeats idempotency key ${key}`, [stream]);
+        account.entryKeys.add(key);
+        if (event.type === 'CreditsGranted') account.granted += data.credits as number;
+        else account.adjustments += data.credits as number;
+        break;
+      }
+      case 'OrganizationSettingsChanged':
+        account.aiEnabled = data.aiEnabled as boolean;
+        account.maxRunning = data.maxRunning as number;
+        break;
+      case 'HoldPlaced':
+        this.holdPlaced(account, data.invocationId as string, data.credits as number, event);
+        break;
+      case 'HoldSettled':
+        this.holdSettled(account, data as { invocationId: string; heldCredits: number; chargedCredits: number }, event);
+        break;
+      default:
+        broken('account.known-events', `unexpected ${event.type}`, [stream]);
+    }
+    account.ledger = accountDecider.evolve(account.ledger, { type: event.type, data: event.data } as AccountEvent);
+    this.compareAccount(account);
+  }
+
+  private holdPlaced(account: AccountAudit, invocationId: string, credits: number, event: RecordedEvent): void {
+    const streams = [account.stream, `invocation-${invocationId}`];
+    if (account.holds.has(invocationId)) {
+      broken('account.hold-placed-once', `a second hold for invocation ${invocationId} (the first at position ${account.holds.get(invocationId)!.placedAt})`, streams, [invocationId]);
+    }
+    // Admission (SPEC §3), judged on the account as it was just before this hold.
+    if (!account.aiEnabled) broken('account.admission', `hold placed for ${invocationId} while AI is switched off`, streams, [invocationId]);
+    if (account.available < credits) {
+      broken('account.admission', `hold of ${credits} placed for ${invocationId} with only ${account.available} available`, streams, [invocationId]);
+    }
+    if (account.running >= account.maxRunning) {
+      broken('account.running-within-max', `hold placed for ${invocationId} with ${account.running} running of maxRunning ${account.maxRunning}`, streams, [invocationId]);
+    }
+    const invocation = this.invocations.get(invocationId);
+    if (invocation === undefined || invocation.organizationId !== account.organizationId) {
+      broken('account.hold-names-its-invocation', `hold for ${invocationId}, which this organization never estimated`, streams, [invocationId]);
+    }
+    if (credits !== invocation.estimate) {
+      broken('account.hold-is-the-estimate', `hold of ${credits} for an invocation estimated at ${invocation.estimate}`, streams, [invocationId]);
+    }
+    if (invocation.status === 'settled') this.holdsAfterSettlement += 1;
+    this.witness.note('checked.hold-admission');
+    account.open.set(invocationId, credits);
+    account.holds.set(invocationId, { credits, placedAt: event.position, settled: undefined });
+  }
+
+  private holdSettled(account: AccountAudit, data: { invocationId: string; heldCredits: number; chargedCredits: number }, event: RecordedEvent): void {
+    const { invocationId, heldCredits, chargedCredits } = data;
+    const streams = [account.stream, `invocation-${invocationId}`];
+    const hold = account.holds.get(invocationId);
+    if (hold === undefined) broken('account.hold-settled-once', `hold of ${invocationId} settled but never placed`, streams, [invocationId]);
+    if (hold.settled !== undefined) {
+      broken(
+        'account.hold-settled-once',
+        `hold of ${invocationId} settled again at position ${event.position} (first at ${hold.settled.at}): charged ${hold.settled.charged}, then ${chargedCredits}`,
+        streams,
+        [invocationId],
+      );
+    }
+    if (heldCredits !== hold.credits) {
+      broken('account.release-what-was-held', `released ${heldCredits} of a hold of ${hold.credits} for ${invocationId}`, streams, [invocationId]);
+    }
+    const invocation = this.invocations.get(invocationId)!;
+    if (invocation.settlement === undefined) {
+      broken('account.charge-after-settlement', `hold of ${invocationId} charged while the invocation is ${invocation.status}`, streams, [invocationId]);
+    }
+    if (chargedCredits !== invocation.settlement.charge) {
+      broken(
+        'account.charge-is-the-settlement',
+        `account charged ${chargedCredits} for ${invocationId}; the invocation settled at ${invocation.settlement.charge}`,
+        streams,
+        [invocationId],
+      );
+    }
+    hold.settled = { charged: chargedCredits, at: event.position };
+    this.witness.note('checked.hold-settlement');
+    account.open.delete(invocationId);
+    account.charged += chargedCredits;
+  }
+
+  /** `available` is derived; the ledger's fold and this one must agree on every figure. */
+  private compareAccount(account: AccountAudit): void {
+    const ledger = balanceOf(account.ledger);
+    const mine = {
+      granted: account.granted,
+      adjustments: account.adjustments,
+      held: account.held,
+      charged: account.charged,
+      available: account.available,
+      running: account.running,
+    };
+    if (ledger.available !== ledger.granted + ledger.adjustments - ledger.charged - ledger.held) {
+      broken('account.available-derived', `ledger's balance ${JSON.stringify(ledger)} breaks granted + adjustments − charged − held`, [account.stream]);
+    }
+    for (const key of Object.keys(mine) as (keyof typeof mine)[]) {
+      if (ledger[key] !== mine[key]) {
+        broken('account.ledger-fold-agrees', `${key}: the ledger's fold says ${ledger[key]}, the audit's ${mine[key]}`, [account.stream]);
+      }
+    }
+    if (account.ledger.maxRunning !== account.maxRunning || account.ledger.aiEnabled !== account.aiEnabled) {
+      broken('account.ledger-fold-agrees', 'settings differ between the ledger fold and the audit', [account.stream]);
+    }
+  }
+
+  private foldInvocation(invocationId: string, event: RecordedEvent): void {
+    const stream = event.streamName;
+    let invocation = this.invocations.get(invocationId);
+    if (invocation === undefined) {
+      invocation = new InvocationAudit(invocationId, stream);
+      this.invocations.set(invocationId, invocation);
+    }
+    const streams = (): string[] => [stream, `account-${invocation!.organizationId}`];
+    const fail = (invariant: string, detail: string): never => broken(invariant, detail, streams(), [invocationId]);
+    const before = invocation.status;
+    if (before === 'settled' || before === 'refused') fail('lifecycle.final-is-final', `${event.type} after ${before}`);
+    const expectFrom = (...states: Status[]): void => {
+      if (!states.includes(before)) fail('lifecycle.known-transitions', `${event.type} in state ${before}`);
+    };
+    const data = event.data as Record<string, unknown>;
+    switch (event.type) {
+      case 'InvocationEstimated':
+        expectFrom('none');
+        this.estimated(invocation, data, fail);
+        break;
+      case 'InvocationRefused': {
+        expectFrom('estimated');
+        const access = (ACCESS_REFUSAL_REASONS as readonly unknown[]).includes(data.reason);
+        if (data.transition !== (access ? 1 : 2)) fail('lifecycle.known-transitions', `refusal ${String(data.reason)} recorded as transition ${String(data.transition)}`);
+        invocation.status = 'refused';
+        break;
+      }
+      case 'InvocationReserved': {
+        expectFrom('estimated');
+        if (data.creditHold !== invocation.estimate) fail('lifecycle.reserve-the-estimate', `reserved ${String(data.creditHold)} of an estimate of ${invocation.estimate}`);
+        const held = this.accounts.get(invocation.organizationId)?.open.get(invocationId);
+        if (held !== invocation.estimate) fail('lifecycle.reserved-holds', `reserved, but the account holds ${held ?? 'nothing'} for it`);
+        invocation.reservedCredits = invocation.estimate;
+        invocation.status = 'reserved';
+        break;
+      }
+      case 'InvocationDispatched':
+        expectFrom('reserved');
+        invocation.status = 'dispatched';
+        break;
+      case 'AttemptRecorded':
+        expectFrom('dispatched');
+        this.attempt(invocation, data, fail);
+        break;
+      case 'InvocationCompleted':
+      case 'InvocationFailed':
+        expectFrom('dispatched');
+        this.result(invocation, event.type === 'InvocationCompleted' ? 'completed' : 'failed', data, fail);
+        break;
+      case 'InvocationPending':
+        expectFrom('completed');
+        if (invocation.result?.usageReported !== false || invocation.result.attemptCount === 0) {
+          fail('lifecycle.pending-only-unmeasured', 'pending although its attempts reported usage (or none was made)');
+        }
+        invocation.status = 'pending';
+        break;
+      case 'InvocationSettled':
+        this.settled(invocation, data, event.position, fail);
+        break;
+      default:
+        fail('lifecycle.known-events', `unexpected ${event.type}`);
+    }
+    invocation.ledger = invocationDecider.evolve(invocation.ledger, { type: event.type, data: event.data } as InvocationEvent);
+    if (invocation.ledger.status !== invocation.status) {
+      fail('lifecycle.ledger-fold-agrees', `the ledger's fold says ${invocation.ledger.status}, the audit's ${invocation.status}`);
+    }
+    if ((invocation.ledger.settlement?.chargeCredits ?? 0) !== (invocation.settlement?.charge ?? 0)) {
+      fail('lifecycle.ledger-fold-agrees', 'the settled charge differs between the ledger fold and the audit');
+    }
+  }
+
+  private estimated(invocation: InvocationAudit, data: Record<string, unknown>, fail: (invariant: string, detail: string) => never): void {
+    invocation.organizationId = data.organizationId as string;
+    invocation.operationId = data.operationId as string;
+    invocation.publication = (data.publication as Publication | null) ?? null;
+    invocation.estimate = invocation.publication?.creditHold ?? 0;
+    invocation.status = 'estimated';
+    const publication = invocation.publication;
+    if (publication === null) return;
+    // The publication in force is copied whole; a later one never changes it (ATS-PFM-LLM-002-12).
+    const published = this.operations.get(invocation.operationId)?.versions.get(publication.version);
+    if (published === undefined || JSON.stringify(canonical(published)) !== JSON.stringify(canonical(publication))) {
+      fail('catalog.publication-copied-whole', `the invocation's publication v${publication.version} is not the one published`);
+    }
+  }
+
+  private attempt(invocation: InvocationAudit, data: Record<string, unknown>, fail: (invariant: string, detail: string) => never): void {
+    const publication = invocation.publication!;
+    const { limits } = publication;
+    const turn = data.turn as number;
+    const retry = data.retry as number;
+    const last = invocation.attempts[invocation.attempts.length - 1];
+    const inOrder = last === undefined ? turn === 1 && retry === 0 : (turn === last.turn && retry === last.retry + 1) || (turn === last.turn + 1 && retry === 0);
+    if (!inOrder) fail('attempts.in-order', `attempt turn ${turn} retry ${retry} after ${last === undefined ? 'none' : `turn ${last.turn} retry ${last.retry}`}`);
+    if (turn > limits.maxTurns) fail('conversation.turns-within-limit', `attempt in turn ${turn} of at most ${limits.maxTurns}`);
+    if (retry >= limits.maxAttemptsPerTurn) fail('conversation.attempts-within-limit', `retry ${retry} with maxAttemptsPerTurn ${limits.maxAttemptsPerTurn}`);
+    if (invocation.attempts.length >= MAX_RETAINED_ATTEMPTS) fail('attempts.retained-bound', `more than ${MAX_RETAINED_ATTEMPTS} attempt records`);
+    const usage = data.usage as Usage | undefined;
+    const price = priceOf(usage, publication.prices);
+    if (data.priceCredits !== price) fail('attempts.priced-at-rate-version', `attempt priced ${String(data.priceCredits)}; its usage costs ${price} at v${publication.version}`);
+    invocation.attempts.push({ turn, retry, ok: data.classification === 'ok', priceCredits: price });
+    this.witness.note('checked.attempt-price');
+    invocation.recordedSpend += price;
+    invocation.recordedUsage ||= usage !== undefined;
+  }
+
+  private result(
+    invocation: InvocationAudit,
+    kind: 'completed' | 'failed',
+    data: Record<string, unknown>,
+    fail: (invariant: string, detail: string) => never,
+  ): void {
+    const { limits, creditHold } = invocation.publication!;
+    const result: ResultFact = {
+      kind,
+      outcome: kind === 'failed' ? 'failed' : (data.outcome as string),
+      turnsUsed: data.turnsUsed as number,
+      toolCallsUsed: data.toolCallsUsed as number,
+      spentCredits: data.spentCredits as number,
+      attemptCount: data.attemptCount as number,
+      usageReported: data.usageReported as boolean,
+    };
+    if (result.turnsUsed > limits.maxTurns) fail('conversation.turns-within-limit', `${result.turnsUsed} turns of at most ${limits.maxTurns}`);
+    if (result.toolCallsUsed > limits.maxToolCalls) fail('conversation.tool-calls-within-limit', `${result.toolCallsUsed} tool calls of at most ${limits.maxToolCalls}`);
+    const lastTurn = invocation.attempts[invocation.attempts.length - 1]?.turn ?? 0;
+    if (result.turnsUsed < lastTurn) fail('conversation.turns-counted', `${result.turnsUsed} turns reported; attempts reached turn ${lastTurn}`);
+    if (result.attemptCount <= MAX_RETAINED_ATTEMPTS) {
+      if (result.attemptCount !== invocation.attempts.length) fail('attempts.all-recorded', `${result.attemptCount} attempts reported, ${invocation.attempts.length} recorded`);
+      if (result.spentCredits !== invocation.recordedSpend) fail('attempts.spend-is-their-sum', `spent ${result.spentCredits}; the attempts cost ${invocation.recordedSpend}`);
+      if (result.usageReported !== invocation.recordedUsage) fail('attempts.usage-flag', 'usageReported differs from the attempts');
+    } else if (result.spentCredits < invocation.recordedSpend) {
+      fail('attempts.spend-is-their-sum', `spent ${result.spentCredits} is less than the recorded attempts' ${invocation.recordedSpend}`);
+    }
+    if (result.outcome === 'credit_limit' && result.spentCredits <= creditHold) {
+      fail('conversation.credit-guard-strict', `credit_limit with ${result.spentCredits} spent of a hold of ${creditHold}`);
+    }
+    if (result.attemptCount === invocation.attempts.length) {
+      const lastTurn = invocation.attempts[invocation.attempts.length - 1]?.turn;
+      const spentBeforeLastTurn = invocation.attempts.filter((attempt) => attempt.turn !== lastTurn).reduce((sum, attempt) => sum + attempt.priceCredits, 0);
+      if (spentBeforeLastTurn > creditHold) {
+        // Allowed by SPEC §5 step 8 (the guard reads tool-requesting turns only); counted, and refused when strict.
+        this.witness.note('observed.spend-over-hold-before-last-turn');
+        if (this.options.strictCreditGuard === true) {
+          fail(
+            'conversation.spend-over-hold-only-by-last-turn',
+            `${result.outcome} after ${result.turnsUsed} turns: ${spentBeforeLastTurn} credits were spent before its last turn, over a hold of ${creditHold}`,
+          );
+        }
+      }
+    }
+    this.conversationFacts(invocation, result, fail);
+    invocation.result = result;
+    invocation.status = kind;
+  }
+
+  /** Checks against what the model and tools really did (kept by the simulator, never in the log). */
+  private conversationFacts(invocation: InvocationAudit, result: ResultFact, fail: (invariant: string, detail: string) => never): void {
+    const episode = this.witness.episodeOf(invocation.invocationId);
+    if (episode === undefined) return;
+    const { limits, creditHold } = invocation.publication!;
+    this.witness.note('checked.conversation-bounds');
+    if (result.attemptCount > MAX_RETAINED_ATTEMPTS) this.witness.note('observed.attempts-truncated');
+    if (episode.handlerRuns > result.toolCallsUsed) {
+      fail('conversation.handlers-within-tool-calls', `${episode.handlerRuns} handlers ran for ${result.toolCallsUsed} answered tool calls`);
+    }
+    if (episode.modelCalls.length > limits.maxTurns * limits.maxAttemptsPerTurn) {
+      fail('conversation.requests-within-limit', `${episode.modelCalls.length} model requests; at most ${limits.maxTurns} × ${limits.maxAttemptsPerTurn}`);
+    }
+    // Credit guard (SPEC §5 step 8): a tool-requesting turn that the loop went on from had spent at most the hold.
+    if (episode.modelCalls.length !== invocation.attempts.length || result.attemptCount !== invocation.attempts.length) return;
+    let spent = 0;
+    for (let index = 0; index < invocation.attempts.length; index++) {
+      const attempt = invocation.attempts[index]!;
+      spent += attempt.priceCredits;
+      const endsTurn = invocation.attempts[index + 1]?.turn !== attempt.turn;
+      const lastTurn = index === invocation.attempts.length - 1;
+      if (!endsTurn || lastTurn || !attempt.ok) continue;
+      if (!episode.modelCalls[index]!.toolRequesting) continue;
+      this.witness.note('checked.credit-guard-turn');
+      if (spent > creditHold) {
+        fail(
+          'conversation.spend-over-hold-only-by-crossing-turn',
+          `turn ${attempt.turn} asked for tools with ${spent} spent of a hold of ${creditHold}, and the conversation went on to turn ${attempt.turn + 1}`,
+        );
+      }
+    }
+  }
+
+  private settled(
+    invocation: InvocationAudit,
+    data: Record<string, unknown>,
+    position: bigint,
+    fail: (invariant: string, detail: string) => never,
+  ): void {
+    const transition = data.transition as keyof typeof TRANSITIONS;
+    const row = TRANSITIONS[transition];
+    if (row === undefined || row.to !== 'settled' || row.from !== invocation.status) {
+      fail('lifecycle.known-transitions', `settled by transition ${String(transition)} from ${invocation.status}`);
+    }
+    const by = data.settledBy as string;
+    const sweepOnly = transition === 12 || transition === 13 || transition === 14;
+    if (sweepOnly && by !== 'sweep') fail('lifecycle.settled-by', `transition ${transition} settled by ${by}, not the sweep`);
+    if (transition === 11 && by !== 'exception') fail('lifecycle.settled-by', `transition 11 settled by ${by}`);
+    if (transition === 11 && !this.witness.disturbed(invocation.invocationId)) {
+      fail('lifecycle.exception-needs-a-fault', 'settled by the exception path (transition 11) although no fault reached its appends');
+    }
+    const expected = expectedCharge(invocation, transition);
+    const charge = data.chargeCredits as number;
+    if (charge !== expected.credits) {
+      fail('settlement.charge-per-spec', `transition ${transition} charged ${charge}; SPEC §4 says ${expected.credits} (${expected.rule})`);
+    }
+    const held = invocation.reservedCredits ?? 0;
+    if (data.heldCredits !== held) {
+      fail('settlement.releases-the-hold', `settlement releases ${String(data.heldCredits)} of ${held} held`);
+    }
+    invocation.settlement = { transition, charge, by, at: position, settledAtMs: Date.parse(data.settledAt as string) };
+    this.witness.note(`checked.settlement-charge.transition-${transition}`);
+    invocation.status = 'settled';
+  }
+}
+
+/** SPEC §4: the charge of each settlement path. */
+function expectedCharge(invocation: InvocationAudit, transition: number): { credits: number; rule: string } {
+  switch (transition) {
+    case 8:
+      return { credits: invocation.result?.spentCredits ?? Number.NaN, rule: 'sum of attempt prices' };
+    case 10:
+      return { credits: invocation.result?.spentCredits ?? Number.NaN, rule: 'sum of attempt prices, failed attempts included' };
+    case 9:
+    case 11:
+    case 14:
+      return { credits: invocation.estimate, rule: 'the estimate' };
+    default:
+      return { credits: 0, rule: 'nothing was sent' };
+  }
+}
+
+/** SPEC §7 price, computed here on its own: ceil(Σ tokens × rate / 1,000,000), exact. */
+function priceOf(usage: Usage | undefined, prices: Prices): number {
+  if (usage === undefined) return 0;
+  const millionths =
+    BigInt(usage.inputTokens) * BigInt(prices.inputPerMTok) +
+    BigInt(usage.outputTokens) * BigInt(prices.outputPerMTok) +
+    BigInt(usage.cacheWriteTokens) * BigInt(prices.cacheWritePerMTok) +
+    BigInt(usage.cacheReadTokens) * BigInt(prices.cacheReadPerMTok);
+  return Number(millionths / MILLION + (millionths % MILLION === 0n ? 0n : 1n));
+}
+
+/** A JSON value with object keys sorted, to compare documents whatever their key order. */
+function canonical(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(canonical);
+  if (typeof value !== 'object' || value === null) return value;
+  return Object.fromEntries(
+    Object.keys(value as Record<string, unknown>)
+      .sort()
+      .map((key) => [key, canonical((value as Record<string, unknown>)[key])]),
+  );
+}

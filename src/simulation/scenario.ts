@@ -1,0 +1,347 @@
+/**
+ * A scenario, drawn from a seed before anything runs: the organizations and operations, and waves of
+ * work started at chosen virtual times — invocations (some cancelled, some repeated with their
+ * idempotency key, some run by a second process), grants and adjustments (some repeated), settings
+ * changes, new publications while requests are in flight, sweeps (some concurrent, some from the
+ * second process) — with at most one crash per wave at a boundary between lifecycle transitions.
+ * What the models, tools and judges do is drawn later, call by call (simulated-episode.ts).
+ */
+import type { PublicationRequest } from '../catalog/publish-operation.command';
+import { invocationIdFor } from '../invocations/invocation-ids';
+import { Prng } from './prng';
+import {
+  MAX_OPERATIONS,
+  MAX_ORGANIZATIONS,
+  MAX_SCENARIO_INVOCATIONS,
+  MAX_WAVE_INVOCATIONS,
+  MAX_WAVES,
+  MIN_OPERATIONS,
+  MIN_ORGANIZATIONS,
+  MIN_WAVE_INVOCATIONS,
+  WAVE_GRID_MS,
+  WAVE_SPREAD_MS,
+} from './simulation.bounds';
+
+/** How an operation's conversation ends: through the `submit_answer` tool, or with plain text. */
+export type AnswerStyle = 'answer-tool' | 'text-answer';
+
+export interface OrganizationPlan {
+  readonly id: string;
+  /** Credits granted at setup; 0 for none (the account then exists through its settings alone). */
+  readonly initialCredits: number;
+  readonly maxRunning: number;
+}
+
+export interface OperationPlan {
+  readonly id: string;
+  readonly style: AnswerStyle;
+  /** Publication at setup; undefined for an operation registered but never published (`unknown_operation`). */
+  readonly initial: PublicationRequest | undefined;
+}
+
+export interface InvocationPlan {
+  /** Names the episode (model, tools, judge) the conversation plays. */
+  readonly tag: string;
+  readonly idempotencyKey: string;
+  readonly invocationId: string;
+  readonly organizationId: string;
+  readonly operationId: string;
+  /** Run by the second process's RunOperation handler instead of the node's command bus. */
+  readonly bySecondProcess: boolean;
+  /** When the caller cancels, in ms after it started; undefined when it never does. */
+  readonly cancelAfterMs: number | undefined;
+  /** The same request repeated: later, by either process, and sometimes naming another operation. */
+  readonly repeats: readonly RepeatPlan[];
+}
+
+export interface RepeatPlan {
+  readonly afterMs: number;
+  readonly bySecondProcess: boolean;
+  /** Set when the repeat reuses the key for a different operation (it must be refused). */
+  readonly otherOperationId: string | undefined;
+}
+
+export type WaveAction =
+  | { readonly kind: 'invoke'; readonly atMs: number; readonly plan: InvocationPlan }
+  | { readonly kind: 'publish'; readonly atMs: number; readonly operationId: string; readonly terms: PublicationRequest }
+  | {
+      readonly kind: 'grant' | 'adjust';
+      readonly atMs: number;
+      readonly organizationId: string;
+      readonly credits: number;
+      readonly idempotencyKey: string;
+      /** Sent again this long after the first (the same key), or undefined. */
+      readonly repeatAfterMs: number | undefined;
+    }
+  | {
+      readonly kind: 'settings';
+      readonly atMs: number;
+      readonly organizationId: string;
+      readonly aiEnabled?: boolean;
+      readonly maxRunning?: number;
+    }
+  | {
+      readonly kind: 'sweep';
+      readonly atMs: number;
+      readonly olderThanMs: number;
+      readonly bySecondProcess: boolean;
+      /** Sweeps started together (1 or 2). */
+      readonly copies: number;
+    };
+
+/** Where the process dies: the `occurrence`-th append holding `eventType` in the wave, before or after it is written. */
+export interface CrashPlan {
+  readonly eventType: string;
+  readonly when: 'before' | 'after';
+  readonly occurrence: number;
+}
+
+export interface WavePlan {
+  readonly index: number;
+  readonly actions: readonly WaveAction[];
+  readonly crash: CrashPlan | undefined;
+  /** Stop and start the process after the wave (a clean restart: the runner resumes from its checkpoint). */
+  readonly restartAfter: boolean;
+}
+
+/** Store faults, per mille of appends, while a wave runs. */
+export interface StoreFaultRates {
+  readonly conflictPerMille: number;
+  readonly secondWriterPerMille: number;
+  readonly lostAckPerMille: number;
+}
+
+export interface ScenarioPlan {
+  readonly seed: number;
+  readonly invocations: number;
+  readonly organizations: readonly OrganizationPlan[];
+  readonly operations: readonly OperationPlan[];
+  readonly waves: readonly WavePlan[];
+  readonly storeFaults: StoreFaultRates;
+}
+
+/**
+ * Every boundary between lifecycle transitions where a process can die, named by the event whose
+ * append it dies beside (SPEC §4; HoldPlaced and HoldSettled are the account's side of 3 and 8–14).
+ */
+export const CRASH_BOUNDARIES = [
+  'InvocationEstimated',
+  'HoldPlaced',
+  'InvocationReserved',
+  'InvocationDispatched',
+  'AttemptRecorded',
+  'InvocationCompleted',
+  'InvocationFailed',
+  'InvocationPending',
+  'InvocationSettled',
+  'HoldSettled',
+  'InvocationRefused',
+  'CreditsGranted',
+  'OperationPublished',
+] as const;
+
+/** Share of waves with a crash point, in percent. */
+const CRASH_WAVE_PERCENT = 60;
+/** Share of waves followed by a clean restart, in percent. */
+const CLEAN_RESTART_PERCENT = 15;
+/** Share of publications with a long conversation budget (60 turns, 4 attempts each, 10 minutes), in percent. */
+const LONG_PUBLICATION_PERCENT = 10;
+/** Share of invocations followed by a sweep at their conversation's deadline, in percent. */
+const DEADLINE_SWEEP_PERCENT = 10;
+/** Staleness thresholds a sweep is given, from reckless (0: anything idle at all) to cautious. */
+const SWEEP_THRESHOLDS_MS = [0, 1_000, 10_000, 60_000, 300_000] as const;
+
+/** The terms of a publication, drawn so every outcome of SPEC §5 is reachable. */
+export function drawPublication(prng: Prng, enabled = true): PublicationRequest {
+  // Now and then a long conversation, so a chatty or faulty model passes the 64 retained attempts (SPEC §7).
+  const long = prng.chance(LONG_PUBLICATION_PERCENT);
+  return {
+    routing: { provider: 'scripted', model: `sim-model-${prng.int(1, 3)}` },
+    limits: {
+      maxTurns: long ? 60 : prng.int(1, 8),
+      maxToolCalls: prng.int(0, 10),
+      totalTimeMs: long ? 600_000 : prng.pick([5_000, 20_000, 60_000, 120_000]),
+      attemptTimeoutMs: prng.pick([500, 2_000, 10_000]),
+      maxOutputTokens: prng.pick([256, 1_024, 4_096]),
+      maxAttemptsPerTurn: long ? 4 : prng.int(1, 4),
+    },
+    prices: {
+      inputPerMTok: prng.pick([0, 1_000, 250_000, 3_000_000]),
+      outputPerMTok: prng.pick([0, 5_000, 1_000_000, 15_000_000]),
+      cacheWritePerMTok: prng.pick([0, 3_750_000]),
+      cacheReadPerMTok: prng.pick([0, 300_000]),
+    },
+    creditHold: prng.pick([0, 50, 200, 500, 500, 2_000, 2_000, 10_000]),
+    enabled,
+  };
+}
+
+/**
+ * Draws the scenario of `seed` with `invocations` invocations. `namespace` prefixes every id, so runs
+ * can share one EventStoreDB without seeing each other's streams.
+ */
+export function planScenario(seed: number, invocations: number, namespace = ''): ScenarioPlan {
+  if (!Number.isSafeInteger(invocations) || invocations < 1 || invocations > MAX_SCENARIO_INVOCATIONS) {
+    throw new RangeError(`invocations must be 1 to ${MAX_SCENARIO_INVOCATIONS}, got ${invocations}`);
+  }
+  const root = new Prng(seed, 'scenario');
+  const shape = root.fork('shape');
+
+  const organizations: OrganizationPlan[] = [];
+  const organizationCount = shape.int(MIN_ORGANIZATIONS, MAX_ORGANIZATIONS);
+  for (let index = 0; index < organizationCount; index++) {
+    organizations.push({
+      id: `${namespace}org-${index}`,
+      initialCredits: shape.pick([0, 2_000, 50_000, 50_000, 500_000, 500_000, 5_000_000, 5_000_000, 5_000_000, 5_000_000]),
+      maxRunning: shape.int(1, 6),
+    });
+  }
+
+  const operations: OperationPlan[] = [];
+  const operationCount = shape.int(MIN_OPERATIONS, MAX_OPERATIONS);
+  for (let index = 0; index < operationCount; index++) {
+    // The first always runs; a later one may never be published, so it can only be refused.
+    const published = index === 0 || shape.chance(85);
+    operations.push({
+      id: `${namespace}sim.op-${index}`,
+      style: index > 0 && shape.chance(30) ? 'text-answer' : 'answer-tool',
+      initial: published ? drawPublication(shape.fork(`publication-${index}`)) : undefined,
+    });
+  }
+
+  const storeFaults: StoreFaultRates = {
+    conflictPerMille: shape.pick([0, 10, 30, 60]),
+    secondWriterPerMille: shape.pick([0, 10, 30]),
+    lostAckPerMille: shape.pick([0, 3, 10]),
+  };
+
+  const waves: WavePlan[] = [];
+  /** The terms each operation was last published with, as far as the plan knows. */
+  const terms = new Map<string, PublicationRequest>();
+  for (const operation of operations) if (operation.initial !== undefined) terms.set(operation.id, operation.initial);
+  let planned = 0;
+  for (let index = 0; planned < invocations && index < MAX_WAVES; index++) {
+    const prng = root.fork(`wave-${index}`);
+    const count = Math.min(invocations - planned, prng.int(MIN_WAVE_INVOCATIONS, MAX_WAVE_INVOCATIONS));
+    const wave = planWave(prng, index, count, planned, organizations, operations, namespace, seed, terms);
+    waves.push(wave);
+    for (const action of wave.actions) if (action.kind === 'publish') terms.set(action.operationId, action.terms);
+    planned += count;
+  }
+  return { seed, invocations, organizations, operations, waves, storeFaults };
+}
+
+function planWave(
+  prng: Prng,
+  index: number,
+  count: number,
+  firstInvocation: number,
+  organizations: readonly OrganizationPlan[],
+  operations: readonly OperationPlan[],
+  namespace: string,
+  seed: number,
+  terms: ReadonlyMap<string, PublicationRequest>,
+): WavePlan {
+  const actions: WaveAction[] = [];
+  // On a grid, so several pieces of work start at the same instant and race for real.
+  const at = (): number => prng.int(0, WAVE_SPREAD_MS / WAVE_GRID_MS) * WAVE_GRID_MS;
+  const soon = (maxMs: number): number => (prng.chance(50) ? 0 : prng.int(0, maxMs / WAVE_GRID_MS) * WAVE_GRID_MS);
+  const organization = (): string => prng.pick(organizations).id;
+
+  for (let n = 0; n < count; n++) {
+    const tag = `i${firstInvocation + n}`;
+    const organizationId = organization();
+    const idempotencyKey = `${namespace}key-${tag}`;
+    const operationId = prng.pick(operations).id;
+    const repeats: RepeatPlan[] = [];
+    if (prng.chance(20)) repeats.push({ afterMs: soon(5_000), bySecondProcess: false, otherOperationId: undefined });
+    if (prng.chance(10)) repeats.push({ afterMs: soon(2_000), bySecondProcess: true, otherOperationId: undefined });
+    if (operations.length > 1 && prng.chance(4)) {
+      const other = operations.find((operation) => operation.id !== operationId)!.id;
+      repeats.push({ afterMs: prng.int(0, 60_000), bySecondProcess: prng.chance(50), otherOperationId: other });
+    }
+    const atMs = at();
+    // A sweep aimed at the instant the conversation's time budget runs out, with no threshold: the
+    // sweep must still leave the conversation alone until the conversation's own deadline.
+    const totalTimeMs = terms.get(operationId)?.limits.totalTimeMs;
+    if (totalTimeMs !== undefined && prng.chance(DEADLINE_SWEEP_PERCENT)) {
+      actions.push({ kind: 'sweep', atMs: atMs + totalTimeMs, olderThanMs: 0, bySecondProcess: prng.chance(50), copies: 1 });
+    }
+    actions.push({
+      kind: 'invoke',
+      atMs,
+      plan: {
+        tag,
+        idempotencyKey,
+        invocationId: invocationIdFor(organizationId, idempotencyKey),
+        organizationId,
+        operationId,
+        bySecondProcess: prng.chance(15),
+        cancelAfterMs: prng.chance(10) ? prng.int(0, 20_000) : undefined,
+        repeats,
+      },
+    });
+  }
+
+  if (prng.chance(50)) {
+    const operation = prng.pick(operations);
+    actions.push({ kind: 'publish', atMs: at(), operationId: operation.id, terms: drawPublication(prng.fork('publication'), !prng.chance(10)) });
+  }
+  if (prng.chance(40)) {
+    actions.push({
+      kind: 'grant',
+      atMs: at(),
+      organizationId: organization(),
+      credits: prng.int(100, 20_000),
+      idempotencyKey: `${namespace}grant-w${index}`,
+      repeatAfterMs: prng.chance(40) ? prng.int(0, 5_000) : undefined,
+    });
+  }
+  if (prng.chance(25)) {
+    const credits = prng.int(1, 5_000) * (prng.chance(50) ? -1 : 1);
+    actions.push({
+      kind: 'adjust',
+      atMs: at(),
+      organizationId: organization(),
+      credits,
+      idempotencyKey: `${namespace}adjust-w${index}`,
+      repeatAfterMs: prng.chance(30) ? prng.int(0, 5_000) : undefined,
+    });
+  }
+  if (prng.chance(25)) {
+    const organizationId = organization();
+    if (prng.chance(50)) {
+      actions.push({ kind: 'settings', atMs: at(), organizationId, maxRunning: prng.int(1, 6) });
+    } else {
+      // AI off for a while, then on again within the wave.
+      const offAt = at();
+      actions.push({ kind: 'settings', atMs: offAt, organizationId, aiEnabled: false });
+      actions.push({ kind: 'settings', atMs: offAt + prng.int(1_000, 20_000), organizationId, aiEnabled: true });
+    }
+  }
+  const sweeps = prng.int(1, 3);
+  for (let n = 0; n < sweeps; n++) {
+    actions.push({
+      kind: 'sweep',
+      atMs: at(),
+      olderThanMs: prng.pick(SWEEP_THRESHOLDS_MS),
+      bySecondProcess: prng.chance(40),
+      copies: prng.chance(30) ? 2 : 1,
+    });
+  }
+
+  // Crash points walk through the boundaries with the wave number, so a run of several waves (and a
+  // batch of seeds) visits each of them, before and after the write.
+  const crash: CrashPlan | undefined = prng.chance(CRASH_WAVE_PERCENT)
+    ? {
+        eventType: CRASH_BOUNDARIES[modulo(index + seed, CRASH_BOUNDARIES.length)]!,
+        when: modulo(Math.floor((index + seed) / CRASH_BOUNDARIES.length) + index, 2) === 0 ? 'after' : 'before',
+        occurrence: prng.int(1, 3),
+      }
+    : undefined;
+  return { index, actions, crash, restartAfter: crash === undefined && prng.chance(CLEAN_RESTART_PERCENT) };
+}
+
+function modulo(value: number, divisor: number): number {
+  return ((value % divisor) + divisor) % divisor;
+}

@@ -1,0 +1,694 @@
+/**
+ * The deterministic simulator (issue 8, after TigerBeetle's VOPR): one seed draws a scenario, runs it
+ * against the real ledger on a virtual clock with faults injected at random but reproducibly, and
+ * checks the invariants after every step. The same seed and options replay the same run.
+ *
+ * A run: set up the catalog and the accounts; then wave after wave, start the wave's work at its
+ * virtual times and turn the event loop until it all finished — through provider faults, slow and
+ * throwing tools and judges, cancellations, repeated commands, concurrent sweeps from two processes,
+ * new publications, store conflicts and lost acknowledgements, and a crash with a restart on the same
+ * log; audit the log after every command; compare the read models with a replay when the node is
+ * quiet. Finally let a day pass, sweep, and check that nothing is left in flight and every account
+ * adds up.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { AdjustCreditsCommand, ChangeOrganizationSettingsCommand, GrantCreditsCommand } from '../accounts/account-commands';
+import { toNewEvent } from '../aggregates/aggregate.repository';
+import { PublishOperationCommand, type PublicationRequest } from '../catalog/publish-operation.command';
+import type { EventStore, NewEvent } from '../event-store/event-store.port';
+import { openEventStore, parseStoreUrl } from '../event-store/open-event-store';
+import type { InvocationSummary } from '../invocations/invocation.state';
+import { RunOperationCommand, type RunOperationRequest } from '../invocations/run-operation.command';
+import { SweepStaleInvocationsCommand, type SweepReport } from '../invocations/sweep-stale-invocations.command';
+import { ActivityProbe, EventLoopPump } from './event-loop-pump';
+import type { AppendFault, StoreFaultController } from './faulty-event-store';
+import { LedgerNode } from './ledger-node';
+import { LogAudit, type Violation } from './log-audit';
+import { Prng } from './prng';
+import { checkReadModels } from './read-model-check';
+import { CRASH_BOUNDARIES, planScenario, type CrashPlan, type InvocationPlan, type RepeatPlan, type ScenarioPlan, type WaveAction, type WavePlan } from './scenario';
+import { SimulatedEpisode } from './simulated-episode';
+import { simulatedFeatures } from './simulated-features';
+import { SimulationClock } from './simulation-clock';
+import {
+  FINAL_IDLE_MS,
+  FINAL_SWEEP_OLDER_THAN_MS,
+  MAX_CRASH_DRAIN_TURNS,
+  MAX_FINAL_SWEEPS,
+  MAX_TURNS_PER_WAVE,
+  MAX_WAVE_SPAN_MS,
+  SIMULATION_EPOCH_MS,
+} from './simulation.bounds';
+import { Tally } from './tally';
+import { formatViolation } from './violation-report';
+
+/** Rewrites appends: only a deliberately broken build (a test) passes one. */
+export type AppendTamper = (streamName: string, events: readonly NewEvent[]) => readonly NewEvent[];
+
+export interface SimulationOptions {
+  readonly seed: number;
+  readonly invocations: number;
+  /**
+   * `LEDGER_STORE` of the log: by default an SQLite file in a fresh temporary directory; an
+   * `esdb://…` / `kurrentdb://…` connection string runs the same scenario on EventStoreDB.
+   */
+  readonly store?: string;
+  /** Where the SQLite files (log and read models) go; a fresh temporary directory by default. */
+  readonly directory?: string;
+  readonly keepDirectory?: boolean;
+  /** Prefix of every id, so runs sharing one EventStoreDB do not meet; empty by default. */
+  readonly namespace?: string;
+  readonly tamper?: AppendTamper;
+  /** Print the ledger's own log lines. */
+  readonly logs?: boolean;
+  /**
+   * Arm each wave's crash at the next boundary (of CRASH_BOUNDARIES, before and after the write) not
+   * yet hit, instead of the scenario's own draw, until every one has been hit once.
+   */
+  readonly crashAtEveryBoundary?: boolean;
+  /** See LogAuditOptions.strictCreditGuard. */
+  readonly strictCreditGuard?: boolean;
+}
+
+export interface SimulationResult {
+  readonly seed: number;
+  readonly invocations: number;
+  /** The first broken invariant, if any. */
+  readonly violation: Violation | undefined;
+  /** The violation with its seed, replay command and history, ready to print. */
+  readonly report: string | undefined;
+  /** What was injected and what the ledger did (counters by name). */
+  readonly tally: Tally;
+  /** Events of the run in the log. */
+  readonly events: number;
+  /** SHA-256 of the run's events (stream, type, data) in log order: the same for every replay of a seed. */
+  readonly digest: string;
+  readonly virtualMs: number;
+  readonly waves: number;
+  /** Invariant checks made (one per step, plus read-model comparisons). */
+  readonly checks: number;
+}
+
+export async function runSimulation(options: SimulationOptions): Promise<SimulationResult> {
+  return new Simulation(options).run();
+}
+
+/** What `act` needs to judge a command's failure. */
+interface ActContext {
+  /** The invocation the command is about. */
+  readonly invocationId?: string;
+  /** Called when the command failed because its process died. */
+  readonly onProcessGone?: () => void;
+  /** An error the command must end with (a key reused for another operation). */
+  readonly expectedError?: string;
+}
+
+/** Events only a running conversation writes (the sweep writes none of them). */
+const CONVERSATION_EVENTS = new Set(['AttemptRecorded', 'InvocationCompleted', 'InvocationFailed']);
+
+/** Errors a command may end with in a faulty world, and why that is fine. */
+const EXPLAINED_ERRORS = new Set(['ProcessGoneError', 'AppendAcknowledgementLostError', 'ConcurrencyError']);
+
+class Simulation implements StoreFaultController {
+  private readonly plan: ScenarioPlan;
+  private readonly clock = new SimulationClock(SIMULATION_EPOCH_MS);
+  private readonly probe = new ActivityProbe();
+  private readonly pump: EventLoopPump;
+  private readonly tally = new Tally();
+  private readonly storePrng: Prng;
+  private readonly jitter: Prng;
+  private readonly episodes = new Map<string, SimulatedEpisode>();
+  private readonly episodesById = new Map<string, SimulatedEpisode>();
+  private readonly disturbedInvocations = new Set<string>();
+  /** Invocation → when its conversation last issued a write of its own (CONVERSATION_EVENTS). */
+  private readonly conversationWrites = new Map<string, number>();
+  /** Streams whose next append is spared, after an injected conflict: a conflict is injected once. */
+  private readonly spared = new Set<string>();
+  private readonly directory: string;
+  private readonly env: Record<string, string>;
+  private auditor: EventStore | undefined;
+  private audit!: LogAudit;
+  private node: LedgerNode | undefined;
+  private nodeReady: Promise<LedgerNode> = Promise.reject(new Error('not started'));
+  private restarting: Promise<void> | undefined;
+  private faultsOn = false;
+  private crash: CrashPlan | undefined;
+  private crashSeen = 0;
+  /** The event type of the armed crash point, once it fired. */
+  private crashedAt: string | undefined;
+  /** With `crashAtEveryBoundary`: the boundaries not hit yet, in order. */
+  private readonly boundariesLeft: CrashPlan[] = [];
+  private secondWriterGrants = 0;
+  private violation: Violation | undefined;
+  private checks = 0;
+  private waves = 0;
+  /** Math.random as the process had it, and the seeded stream that stands in for it during a run. */
+  private readonly systemRandom = Math.random;
+  private readonly seededRandom = (): number => this.jitter.next();
+
+  constructor(private readonly options: SimulationOptions) {
+    const namespace = options.namespace ?? '';
+    this.plan = planScenario(options.seed, options.invocations, namespace);
+    const root = new Prng(options.seed, 'run');
+    this.pump = new EventLoopPump(this.clock, this.probe, root.fork('store-latency'));
+    this.storePrng = root.fork('store-faults');
+    this.jitter = root.fork('retry-jitter');
+    const operationStyle = new Map(this.plan.operations.map((operation) => [operation.id, operation.style]));
+    for (const wave of this.plan.waves) {
+      for (const action of wave.actions) {
+        if (action.kind !== 'invoke') continue;
+        const { tag, invocationId, operationId } = action.plan;
+        const episode = new SimulatedEpisode(tag, operationStyle.get(operationId)!, root.fork(`episode-${tag}`), this.clock, this.tally);
+        this.episodes.set(tag, episode);
+        this.episodesById.set(invocationId, episode);
+      }
+    }
+    this.nodeReady.catch(() => undefined);
+    if (options.crashAtEveryBoundary === true) {
+      for (const eventType of CRASH_BOUNDARIES) {
+        for (const when of ['before', 'after'] as const) this.boundariesLeft.push({ eventType, when, occurrence: 1 });
+      }
+    }
+    this.directory = options.directory ?? mkdtempSync(join(tmpdir(), 'llm-ledger-sim-'));
+    const store = options.store ?? `sqlite:${join(this.directory, 'ledger.sqlite')}`;
+    this.env = { LEDGER_STORE: store, LEDGER_READ_STORE: join(this.directory, 'ledger.read.sqlite') };
+  }
+
+  async run(): Promise<SimulationResult> {
+    // The retry jitter is the ledger's only draw of chance (runToolLoop's default `random`): seed it.
+    Math.random = this.seededRandom;
+    try {
+      this.auditor = await openEventStore(parseStoreUrl(this.env.LEDGER_STORE!));
+      this.audit = new LogAudit(
+        this.auditor,
+        {
+          episodeOf: (invocationId) => this.episodesById.get(invocationId),
+          disturbed: (invocationId) => this.disturbedInvocations.has(invocationId),
+          note: (name) => this.tally.add(name),
+        },
+        { namespace: this.options.namespace ?? '', strictCreditGuard: this.options.strictCreditGuard === true },
+      );
+      this.node = await this.startNode();
+      this.nodeReady = Promise.resolve(this.node);
+      await this.setup();
+      for (const wave of this.plan.waves) {
+        if (this.violation !== undefined) break;
+        await this.runWave(wave);
+      }
+      if (this.violation === undefined) await this.finish();
+      const report = this.violation === undefined
+        ? undefined
+        : await formatViolation(this.violation, { seed: this.options.seed, invocations: this.options.invocations, store: this.auditor });
+      return {
+        seed: this.options.seed,
+        invocations: this.options.invocations,
+        violation: this.violation,
+        report,
+        tally: this.tally,
+        events: this.audit.events,
+        digest: this.audit.digest(),
+        virtualMs: this.clock.now() - SIMULATION_EPOCH_MS,
+        waves: this.waves,
+        checks: this.checks,
+      };
+    } finally {
+      await this.shutDown();
+      Math.random = this.systemRandom;
+    }
+  }
+
+  /**
+   * Runs Nest's start or stop with the system's Math.random: Nest names its modules with the `uid`
+   * package, which draws from Math.random in batches whose timing depends on everything the process
+   * did before; taken from the seeded stream, those draws would shift the jitter from run to run.
+   */
+  private async withSystemRandom<T>(work: () => Promise<T>): Promise<T> {
+    Math.random = this.systemRandom;
+    try {
+      return await work();
+    } finally {
+      Math.random = this.seededRandom;
+    }
+  }
+
+  // --- StoreFaultController: every draw is made in append order, so it replays with the seed.
+
+  crashAt(streamName: string, events: readonly NewEvent[]): 'before' | 'after' | undefined {
+    const crash = this.crash;
+    if (crash === undefined || !this.owns(streamName) || !events.some((event) => event.type === crash.eventType)) return undefined;
+    this.crashSeen += 1;
+    if (this.crashSeen < crash.occurrence) return undefined;
+    this.crash = undefined;
+    this.crashedAt = crash.eventType;
+    return crash.when;
+  }
+
+  onCrash(_streamName: string, _events: readonly NewEvent[], when: 'before' | 'after'): void {
+    this.tally.add(`crash.${when}.${this.crashedAt ?? 'unknown'}`);
+    const next = this.boundariesLeft[0];
+    if (next !== undefined && next.eventType === this.crashedAt && next.when === when) this.boundariesLeft.shift();
+    this.beginRestart();
+  }
+
+  faultFor(streamName: string, events: readonly NewEvent[]): AppendFault {
+    if (!this.faultsOn || !this.owns(streamName)) return 'none';
+    if (this.spared.delete(streamName)) return 'none';
+    const { conflictPerMille, secondWriterPerMille, lostAckPerMille } = this.plan.storeFaults;
+    const draw = this.storePrng.int(0, 999);
+    if (draw < conflictPerMille + secondWriterPerMille) {
+      this.spared.add(streamName);
+      const secondWriter = draw >= conflictPerMille && streamName.startsWith('account-');
+      this.tally.add(secondWriter ? 'store.second-writer' : 'store.conflict');
+      return secondWriter ? 'second-writer' : 'conflict';
+    }
+    if (draw < conflictPerMille + secondWriterPerMille + lostAckPerMille) {
+      this.tally.add('store.lost-ack');
+      const invocationId = streamName.startsWith('invocation-') ? streamName.slice('invocation-'.length) : events[0]?.metadata.correlationId;
+      if (typeof invocationId === 'string') this.disturbedInvocations.add(invocationId);
+      return 'lost-ack';
+    }
+    return 'none';
+  }
+
+  secondWriterEvent(streamName: string): NewEvent | undefined {
+    if (!streamName.startsWith('account-')) return undefined;
+    const n = ++this.secondWriterGrants;
+    return toNewEvent({
+      type: 'CreditsGranted',
+      data: { credits: n, reason: 'granted by another process', idempotencyKey: `${this.options.namespace ?? ''}second-writer-${n}`, grantedAt: this.iso() },
+    });
+  }
+
+  issued(streamName: string, events: readonly NewEvent[]): void {
+    // The conversation's own writes: an attempt, or how it ended. When each was issued tells whether
+    // the conversation was still running at some instant.
+    if (!streamName.startsWith('invocation-') || !events.some((event) => CONVERSATION_EVENTS.has(event.type))) return;
+    this.conversationWrites.set(streamName.slice('invocation-'.length), this.clock.now());
+  }
+
+  observe(what: 'genuine-conflict' | 'overlapping-append'): void {
+    this.tally.add(`observed.${what}`);
+  }
+
+  tamper(streamName: string, events: readonly NewEvent[]): readonly NewEvent[] {
+    return this.options.tamper?.(streamName, events) ?? events;
+  }
+
+  // --- The run.
+
+  private owns(streamName: string): boolean {
+    const namespace = this.options.namespace ?? '';
+    return streamName.startsWith(namespace, streamName.indexOf('-') + 1);
+  }
+
+  private iso(): string {
+    return new Date(this.clock.now()).toISOString();
+  }
+
+  private startNode(): Promise<LedgerNode> {
+    return this.withSystemRandom(() => LedgerNode.start({
+      env: this.env,
+      clock: this.clock,
+      features: simulatedFeatures(this.plan.operations, (tag) => this.episode(tag), this.clock),
+      controller: this,
+      probe: this.probe,
+      logs: this.options.logs,
+    }));
+  }
+
+  private episode(tag: string): SimulatedEpisode {
+    const episode = this.episodes.get(tag);
+    if (episode === undefined) throw new Error(`no episode ${tag}`);
+    return episode;
+  }
+
+  /** The node to send a command to; while a crashed node restarts, the next one. */
+  private liveNode(): Promise<LedgerNode> {
+    return this.node !== undefined && !this.node.dead ? Promise.resolve(this.node) : this.nodeReady;
+  }
+
+  /** The catalog and the accounts, before any fault is switched on. */
+  private async setup(): Promise<void> {
+    for (const operation of this.plan.operations) {
+      if (operation.initial !== undefined) await this.publish(operation.id, operation.initial);
+    }
+    for (const organization of this.plan.organizations) {
+      await this.act('settings', (node) => node.commandBus.execute(new ChangeOrganizationSettingsCommand(organization.id, { maxRunning: organization.maxRunning })));
+      if (organization.initialCredits > 0) {
+        await this.act('grant', (node) => node.commandBus.execute(new GrantCreditsCommand(organization.id, organization.initialCredits, 'initial credits', `${organization.id}-initial`)));
+      }
+    }
+    await this.quiescentCheck();
+  }
+
+  private async runWave(wave: WavePlan): Promise<void> {
+    this.waves += 1;
+    this.faultsOn = true;
+    this.crash = this.nextBoundary(wave) ?? wave.crash;
+    this.crashSeen = 0;
+    const startedAtMs = this.clock.now();
+    const pending = new Map<number, string>();
+    let launched = 0;
+    const launch = (atMs: number, label: string, work: () => Promise<unknown>): void => {
+      const id = launched++;
+      pending.set(id, label);
+      this.clock.setTimer(atMs, () => {
+        work()
+          .catch((error: unknown) => this.fail({ invariant: 'simulator.error', detail: `${label}: ${describe(error)}`, streams: [], invocations: [] }))
+          .finally(() => pending.delete(id));
+      });
+    };
+    for (const action of wave.actions) this.schedule(action, launch);
+
+    const ending = await this.pump.runUntil({
+      done: () => (pending.size === 0 && this.restarting === undefined) || this.violation !== undefined,
+      maxTurns: MAX_TURNS_PER_WAVE,
+      deadlineMs: startedAtMs + MAX_WAVE_SPAN_MS,
+    });
+    this.faultsOn = false;
+    this.crash = undefined;
+    if (ending !== 'done') {
+      this.fail({
+        invariant: 'liveness.work-finishes',
+        detail: `wave ${wave.index} ${ending} with ${pending.size} action(s) unfinished: ${[...pending.values()].slice(0, 10).join(', ')}`,
+        streams: [],
+        invocations: [],
+      });
+    }
+    if (this.violation !== undefined) return;
+    await this.quiescentCheck();
+    if (wave.restartAfter && this.violation === undefined) {
+      await this.cleanRestart();
+      await this.quiescentCheck();
+    }
+  }
+
+  /**
+   * With `crashAtEveryBoundary`, the first boundary not hit yet that this wave can reach: a catalog
+   * or grant boundary waits for a wave that publishes or grants.
+   */
+  private nextBoundary(wave: WavePlan): CrashPlan | undefined {
+    const reachable = (crash: CrashPlan): boolean =>
+      crash.eventType === 'OperationPublished'
+        ? wave.actions.some((action) => action.kind === 'publish')
+        : crash.eventType === 'CreditsGranted'
+          ? wave.actions.some((action) => action.kind === 'grant')
+          : true;
+    const index = this.boundariesLeft.findIndex(reachable);
+    if (index < 0) return undefined;
+    const [crash] = this.boundariesLeft.splice(index, 1);
+    this.boundariesLeft.unshift(crash!);
+    return crash;
+  }
+
+  private schedule(action: WaveAction, launch: (atMs: number, label: string, work: () => Promise<unknown>) => void): void {
+    switch (action.kind) {
+      case 'invoke': {
+        const { plan } = action;
+        launch(action.atMs, `invoke ${plan.tag}`, () => this.invoke(plan));
+        plan.repeats.forEach((repeat, index) => launch(action.atMs + repeat.afterMs, `repeat ${index} of ${plan.tag}`, () => this.repeat(plan, repeat)));
+        return;
+      }
+      case 'publish':
+        launch(action.atMs, `publish ${action.operationId}`, () => {
+          this.tally.add('publication.mid-flight');
+          return this.publish(action.operationId, action.terms);
+        });
+        return;
+      case 'grant':
+      case 'adjust': {
+        const send = (repeat: boolean) => (): Promise<unknown> => {
+          if (repeat) this.tally.add(`duplicate.${action.kind}`);
+          return this.act(action.kind, (node) =>
+            node.commandBus.execute(
+              action.kind === 'grant'
+                ? new GrantCreditsCommand(action.organizationId, action.credits, 'simulated grant', action.idempotencyKey)
+                : new AdjustCreditsCommand(action.organizationId, action.credits, 'simulated adjustment', action.idempotencyKey),
+            ),
+          );
+        };
+        launch(action.atMs, `${action.kind} ${action.idempotencyKey}`, send(false));
+        if (action.repeatAfterMs !== undefined) launch(action.atMs + action.repeatAfterMs, `repeat ${action.idempotencyKey}`, send(true));
+        return;
+      }
+      case 'settings':
+        launch(action.atMs, `settings ${action.organizationId}`, () => {
+          this.tally.add(action.aiEnabled === false ? 'settings.ai-off' : 'settings.changed');
+          const settings = { ...(action.aiEnabled === undefined ? {} : { aiEnabled: action.aiEnabled }), ...(action.maxRunning === undefined ? {} : { maxRunning: action.maxRunning }) };
+          return this.act('settings', (node) => node.commandBus.execute(new ChangeOrganizationSettingsCommand(action.organizationId, settings)));
+        });
+        return;
+      case 'sweep':
+        for (let copy = 0; copy < action.copies; copy++) {
+          // A second copy runs in the other process: two processes sweep at the same instant.
+          const bySecondProcess = copy === 0 ? action.bySecondProcess : !action.bySecondProcess;
+          launch(action.atMs, `sweep ${action.olderThanMs}`, () => {
+            this.tally.add(bySecondProcess ? 'sweep.second-process' : 'sweep.node');
+            if (action.copies > 1) this.tally.add('sweep.concurrent');
+            return this.sweep(action.olderThanMs, bySecondProcess);
+          });
+        }
+    }
+  }
+
+  private async invoke(plan: InvocationPlan): Promise<void> {
+    const cancel = new AbortController();
+    const stopCancel =
+      plan.cancelAfterMs === undefined
+        ? undefined
+        : this.clock.setTimer(plan.cancelAfterMs, () => {
+            this.tally.add('invocation.cancelled-by-caller');
+            cancel.abort(new Error('the caller cancelled'));
+          });
+    if (plan.bySecondProcess) this.tally.add('invocation.by-second-process');
+    let crashed = false;
+    await this.act(
+      `invoke ${plan.tag}`,
+      async (node) => {
+        const summary = await this.runOperation(node, plan.bySecondProcess, {
+          operationId: plan.operationId,
+          organizationId: plan.organizationId,
+          input: { tag: plan.tag },
+          idempotencyKey: plan.idempotencyKey,
+          signal: AbortSignal.any([cancel.signal, node.killSignal]),
+        });
+        this.tally.add(`result.${summary.state}${summary.outcome === undefined ? '' : `.${summary.outcome}`}${summary.refusalReason === undefined ? '' : `.${summary.refusalReason}`}`);
+        return summary;
+      },
+      {
+        invocationId: plan.invocationId,
+        onProcessGone: () => {
+          crashed = true;
+        },
+      },
+    );
+    stopCancel?.();
+    // A client whose request died with the process may send it again, with the same key.
+    if (crashed && new Prng(this.options.seed, `client-retry-${plan.tag}`).chance(50)) {
+      this.tally.add('duplicate.client-retry-after-crash');
+      await this.act(`retry ${plan.tag}`, (node) => this.runOperation(node, false, { operationId: plan.operationId, organizationId: plan.organizationId, input: { tag: plan.tag }, idempotencyKey: plan.idempotencyKey }), { invocationId: plan.invocationId });
+    }
+  }
+
+  private async repeat(plan: InvocationPlan, repeat: RepeatPlan): Promise<void> {
+    const operationId = repeat.otherOperationId ?? plan.operationId;
+    this.tally.add(repeat.otherOperationId !== undefined ? 'duplicate.key-for-another-operation' : repeat.bySecondProcess ? 'duplicate.by-second-process' : 'duplicate.same-process');
+    await this.act(
+      `repeat ${plan.tag}`,
+      (node) => this.runOperation(node, repeat.bySecondProcess, { operationId, organizationId: plan.organizationId, input: { tag: plan.tag }, idempotencyKey: plan.idempotencyKey, signal: node.killSignal }),
+      { invocationId: plan.invocationId, ...(repeat.otherOperationId === undefined ? {} : { expectedError: 'IdempotencyKeyReusedError' }) },
+    );
+  }
+
+  private runOperation(node: LedgerNode, bySecondProcess: boolean, request: RunOperationRequest): Promise<InvocationSummary> {
+    return bySecondProcess ? node.second.run(request) : node.commandBus.execute(new RunOperationCommand(request));
+  }
+
+  private publish(operationId: string, terms: PublicationRequest): Promise<unknown> {
+    return this.act(`publish ${operationId}`, (node) => node.commandBus.execute(new PublishOperationCommand(operationId, terms)));
+  }
+
+  private sweep(olderThanMs: number, bySecondProcess: boolean): Promise<SweepReport | undefined> {
+    return this.act(`sweep ${olderThanMs}`, async (node) => {
+      const report: SweepReport = bySecondProcess ? await node.second.sweep(olderThanMs) : await node.commandBus.execute(new SweepStaleInvocationsCommand(olderThanMs));
+      for (const swept of report.settled) this.tally.add(`sweep.settled.transition-${swept.transition}`);
+      this.tally.add('sweep.released-holds', report.releasedHolds.length);
+      return report;
+    });
+  }
+
+  /**
+   * Sends one command to the live node and audits the log once it is done. An error is fine when the
+   * world explains it (the process died, an acknowledgement was lost, a sweep got there first);
+   * any other escaping error is a violation.
+   */
+  private async act<T>(label: string, work: (node: LedgerNode) => Promise<T>, context: ActContext = {}): Promise<T | undefined> {
+    const { invocationId, onProcessGone, expectedError } = context;
+    const node = await this.liveNode();
+    let outcome: { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: unknown };
+    try {
+      outcome = { ok: true, value: await node.track(Promise.resolve().then(() => work(node))) };
+    } catch (error) {
+      outcome = { ok: false, error };
+    }
+    await this.step();
+    if (outcome.ok) {
+      if (isSummary(outcome.value)) this.failIf(this.audit.checkSummary(outcome.value));
+      return outcome.value;
+    }
+    const { error } = outcome;
+    const name = error instanceof Error ? error.name : typeof error;
+    this.tally.add(`error.${name}`);
+    if (node.dead) onProcessGone?.();
+    if (name === 'IllegalTransitionError' && invocationId !== undefined && !node.dead) this.checkNotCutShort(invocationId, label);
+    const explained =
+      node.dead ||
+      EXPLAINED_ERRORS.has(name) ||
+      name === expectedError ||
+      (name === 'IllegalTransitionError' && invocationId !== undefined && (this.audit.settledBySweep(invocationId) || this.disturbedInvocations.has(invocationId)));
+    if (!explained) {
+      this.fail({
+        invariant: 'command.no-unexplained-error',
+        detail: `${label} failed with ${describe(error)} although no injected fault explains it`,
+        streams: invocationId === undefined ? [] : [`invocation-${invocationId}`],
+        invocations: invocationId === undefined ? [] : [invocationId],
+      });
+    }
+    return undefined;
+  }
+
+  /**
+   * A live run was refused a write because a sweep had settled its invocation. For a dispatched one
+   * (transition 14) the README promises the sweep never cuts a live conversation short: so the
+   * conversation must not have issued a write of its own (an attempt, its result) after the instant
+   * the sweep settled it — that would mean it was still running then.
+   */
+  private checkNotCutShort(invocationId: string, label: string): void {
+    const invocation = this.audit.invocations.get(invocationId);
+    const settlement = invocation?.settlement;
+    const lastWriteMs = this.conversationWrites.get(invocationId);
+    if (settlement?.transition !== 14 || lastWriteMs === undefined || invocation?.publication == null) return;
+    this.tally.add('checked.sweep-against-live-conversation');
+    if (lastWriteMs > settlement.settledAtMs) {
+      const startedAtMs = this.episodesById.get(invocationId)?.conversationStartedAtMs;
+      this.fail({
+        invariant: 'sweep.never-cuts-a-live-conversation',
+        detail:
+          `${label}: a sweep settled ${invocationId} as stale dispatched (transition 14) at ${new Date(settlement.settledAtMs).toISOString()}, ` +
+          `but its conversation was still running: it issued a write of its own ${lastWriteMs - settlement.settledAtMs} ms later ` +
+          `(totalTimeMs ${invocation.publication.limits.totalTimeMs}; the conversation's first request went out at ` +
+          `${startedAtMs === undefined ? 'no time' : new Date(startedAtMs).toISOString()})`,
+        streams: [invocation.stream],
+        invocations: [invocationId],
+      });
+    }
+  }
+
+  /** One step: audit what the log gained. */
+  private async step(): Promise<void> {
+    this.checks += 1;
+    this.failIf(await this.audit.catchUp());
+  }
+
+  /** Quiet node: audit, then compare the live read models with a replay of the whole log. */
+  private async quiescentCheck(): Promise<void> {
+    await this.step();
+    if (this.violation !== undefined || this.node === undefined) return;
+    this.checks += 1;
+    this.failIf(await checkReadModels(this.node, this.audit));
+  }
+
+  private beginRestart(): void {
+    const dead = this.node;
+    if (dead === undefined) return;
+    this.node = undefined;
+    let ready!: (node: LedgerNode) => void;
+    this.nodeReady = new Promise<LedgerNode>((resolve) => (ready = resolve));
+    this.restarting = (async () => {
+      dead.die();
+      // Everything the dead process was doing fails now; wait for it (the wave's pump turns the loop).
+      for (let turn = 0; dead.pending > 0; turn++) {
+        if (turn >= MAX_CRASH_DRAIN_TURNS) throw new Error(`the dead process still had ${dead.pending} command(s) running after ${turn} event-loop turns`);
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      const resume = this.probe.hold();
+      try {
+        await this.withSystemRandom(() => dead.close());
+        this.node = await this.startNode();
+        this.tally.add('restart.after-crash');
+      } finally {
+        resume();
+      }
+      await this.step();
+      ready(this.node);
+    })()
+      .catch((error: unknown) => this.fail({ invariant: 'simulator.restart', detail: describe(error), streams: [], invocations: [] }))
+      .finally(() => {
+        this.restarting = undefined;
+      });
+  }
+
+  private async cleanRestart(): Promise<void> {
+    const node = this.node!;
+    const resume = this.probe.hold();
+    try {
+      await this.withSystemRandom(() => node.close());
+      this.node = await this.startNode();
+      this.nodeReady = Promise.resolve(this.node);
+      this.tally.add('restart.clean');
+    } finally {
+      resume();
+    }
+  }
+
+  /** A day later, with no fault left: sweep until nothing is left, then the end-of-run invariants. */
+  private async finish(): Promise<void> {
+    const ending = await this.pump.sleep(FINAL_IDLE_MS, MAX_TURNS_PER_WAVE);
+    if (ending !== 'done') this.fail({ invariant: 'liveness.final-idle', detail: `the final idle ${ending}`, streams: [], invocations: [] });
+    for (let round = 0; round < MAX_FINAL_SWEEPS && this.violation === undefined; round++) {
+      this.tally.add('sweep.final');
+      const [local, second] = await Promise.all([this.sweep(FINAL_SWEEP_OLDER_THAN_MS, false), this.sweep(FINAL_SWEEP_OLDER_THAN_MS, true)]);
+      const settledAnything = [local, second].some((report) => report === undefined || report.settled.length + report.releasedHolds.length > 0);
+      if (!settledAnything) break;
+    }
+    await this.step();
+    if (this.violation === undefined) this.failIf(this.audit.finalChecks());
+    if (this.violation === undefined) await this.quiescentCheck();
+    this.tally.add('observed.hold-placed-after-settlement', this.audit.holdsAfterSettlement);
+  }
+
+  private failIf(violation: Violation | undefined): void {
+    if (violation !== undefined) this.fail(violation);
+  }
+
+  private fail(violation: Violation): void {
+    if (this.violation !== undefined) return;
+    this.violation = violation;
+    // Stop the world: the node dies, so whatever it was doing ends at once.
+    this.node?.die();
+  }
+
+  private async shutDown(): Promise<void> {
+    const node = this.node;
+    this.node = undefined;
+    if (node !== undefined) {
+      node.die();
+      // Let the dead node's commands fail before its files close (bounded: they fail at their next call).
+      await this.pump.runUntil({ done: () => node.pending === 0, maxTurns: 100_000, deadlineMs: this.clock.now() + MAX_WAVE_SPAN_MS });
+      await this.withSystemRandom(() => node.close()).catch(() => undefined);
+    }
+    await this.restarting;
+    await this.auditor?.close();
+    if (this.options.directory === undefined && this.options.keepDirectory !== true) rmSync(this.directory, { recursive: true, force: true });
+  }
+}
+
+function isSummary(value: unknown): value is InvocationSummary {
+  return typeof value === 'object' && value !== null && 'invocationId' in value && 'state' in value && 'charge' in value;
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}

@@ -1,0 +1,45 @@
+import { randomUUID } from 'node:crypto';
+import type { NewEvent } from '../../src/event-store/event-store.port';
+import { runSimulation, type AppendTamper } from '../../src/simulation/simulator';
+
+const TIMEOUT_MS = 60_000;
+
+/** A broken settlement: every hold that charges something is settled twice, so the account charges twice. */
+const chargeTwice: AppendTamper = (_stream, events) =>
+  events.flatMap((event): NewEvent[] => {
+    const charged = (event.data as { chargedCredits?: number }).chargedCredits ?? 0;
+    return event.type === 'HoldSettled' && charged > 0 ? [event, { ...event, id: randomUUID() }] : [event];
+  });
+
+/** A broken settlement rule: a completed conversation is charged more than its attempts cost (SPEC §4 transition 8). */
+const overchargeCompleted: AppendTamper = (_stream, events) =>
+  events.map((event) => {
+    const data = event.data as { transition?: number; chargeCredits?: number };
+    return event.type === 'InvocationSettled' && data.transition === 8 ? { ...event, data: { ...data, chargeCredits: (data.chargeCredits ?? 0) * 2 + 1 } } : event;
+  });
+
+describe('issue 8: a deliberately broken build fails the simulation with its seed and the history that shows the bug', () => {
+  it(
+    'catches a settlement that charges an account twice, and prints the hold settled twice',
+    async () => {
+      const result = await runSimulation({ seed: 3, invocations: 30, tamper: chargeTwice });
+      expect(result.violation?.invariant).toBe('account.hold-settled-once');
+      expect(result.report).toContain('seed 3; replay with: npm run simulate -- --seed 3 --invocations 30');
+      expect(result.report).toMatch(/HoldSettled .*"chargedCredits":[1-9].*\n.*HoldSettled .*"chargedCredits":[1-9]/);
+      // Only the streams involved: the invocation and its account.
+      expect(new Set(result.violation?.streams.map((stream) => stream.split('-')[0]))).toEqual(new Set(['account', 'invocation']));
+    },
+    TIMEOUT_MS,
+  );
+
+  it(
+    'catches a settlement whose charge is not the one SPEC §4 gives its path',
+    async () => {
+      const result = await runSimulation({ seed: 3, invocations: 30, tamper: overchargeCompleted });
+      expect(result.violation?.invariant).toBe('settlement.charge-per-spec');
+      expect(result.report).toContain('transition 8 charged');
+      expect(result.report).toContain('InvocationCompleted');
+    },
+    TIMEOUT_MS,
+  );
+});
