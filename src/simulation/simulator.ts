@@ -200,7 +200,7 @@ class Simulation implements StoreFaultController {
       if (this.violation === undefined) await this.finish();
       const report = this.violation === undefined
         ? undefined
-        : await formatViolation(this.violation, { seed: this.options.seed, invocations: this.options.invocations, store: this.auditor });
+        : await formatViolation(this.violation, { seed: this.options.seed, invocations: this.options.invocations, flags: this.replayFlags(), store: this.auditor });
       return {
         seed: this.options.seed,
         invocations: this.options.invocations,
@@ -297,6 +297,14 @@ class Simulation implements StoreFaultController {
   }
 
   // --- The run.
+
+  /** The CLI options that shaped this run (the store, a namespace or a tamper cannot be given there). */
+  private replayFlags(): string[] {
+    return [
+      ...(this.options.crashAtEveryBoundary === true ? ['--every-boundary'] : []),
+      ...(this.options.strictCreditGuard === true ? ['--strict-credit-guard'] : []),
+    ];
+  }
 
   private owns(streamName: string): boolean {
     const namespace = this.options.namespace ?? '';

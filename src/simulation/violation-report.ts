@@ -10,6 +10,8 @@ import { MAX_PRINTED_HISTORY_EVENTS } from './simulation.bounds';
 export interface ViolationContext {
   readonly seed: number;
   readonly invocations: number;
+  /** Options of `npm run simulate` the run used beside the seed and the count, e.g. `--every-boundary`. */
+  readonly flags: readonly string[];
   /** The log, read through a handle that outlived the process. */
   readonly store: EventStore;
 }
@@ -27,7 +29,7 @@ export async function formatViolation(violation: Violation, context: ViolationCo
   const shown = events.slice(-MAX_PRINTED_HISTORY_EVENTS);
   const lines = [
     `SIMULATION FAILED: ${violation.invariant}`,
-    `seed ${context.seed}; replay with: npm run simulate -- --seed ${context.seed} --invocations ${context.invocations}`,
+    `seed ${context.seed}; replay with: npm run simulate -- ${['--seed', context.seed, '--invocations', context.invocations, ...context.flags].join(' ')}`,
     `what: ${violation.detail}`,
     violation.streams.length === 0
       ? 'history: no stream is involved (the run itself broke down; replay the seed to look closer)'
