@@ -1,11 +1,12 @@
 import type { AdmissionRefusal } from '../src/accounts/admission.policy';
 import type { RecordedEvent } from '../src/event-store/event-store.port';
-import type {
-  InvocationEvent,
-  InvocationStatus,
-  RefusalTransition,
-  SettledBy,
-  SettlementTransition,
+import {
+  INVOCATION_EVENT_TYPES,
+  type InvocationEvent,
+  type InvocationStatus,
+  type RefusalTransition,
+  type SettledBy,
+  type SettlementTransition,
 } from '../src/invocations/invocation.events';
 import type { Projection, ReadModelTx } from '../src/projection-runner';
 import type { EndingLimit, FaultClass, Outcome } from '../src/runtime';
@@ -92,17 +93,7 @@ const LIMIT_OUTCOMES: Partial<Record<Outcome, EndingLimit>> = {
 export const explanationsProjection: Projection<InvocationRecordedEvent> = {
   name: EXPLANATIONS_PROJECTION,
   version: 1,
-  handles: [
-    'InvocationEstimated',
-    'InvocationRefused',
-    'InvocationReserved',
-    'InvocationDispatched',
-    'AttemptRecorded',
-    'InvocationCompleted',
-    'InvocationFailed',
-    'InvocationPending',
-    'InvocationSettled',
-  ],
+  handles: INVOCATION_EVENT_TYPES,
   apply(event, tx) {
     const invocationId = streamId(event.streamName, 'invocation');
     if (invocationId === undefined) return;

@@ -1,5 +1,5 @@
 import type { RecordedEvent } from '../src/event-store/event-store.port';
-import type { InvocationEvent, InvocationStatus } from '../src/invocations/invocation.events';
+import { INVOCATION_EVENT_TYPES, type InvocationEvent, type InvocationStatus } from '../src/invocations/invocation.events';
 import type { Projection } from '../src/projection-runner';
 import type { EndingLimit, FaultClass, Outcome } from '../src/runtime';
 import { streamId } from './stream-names';
@@ -46,17 +46,7 @@ type InvocationRecordedEvent = RecordedEvent<InvocationEvent['type']> & Invocati
 export const invocationsProjection: Projection<InvocationRecordedEvent> = {
   name: INVOCATIONS_PROJECTION,
   version: 1,
-  handles: [
-    'InvocationEstimated',
-    'InvocationRefused',
-    'InvocationReserved',
-    'InvocationDispatched',
-    'AttemptRecorded',
-    'InvocationCompleted',
-    'InvocationFailed',
-    'InvocationPending',
-    'InvocationSettled',
-  ],
+  handles: INVOCATION_EVENT_TYPES,
   apply(event, tx) {
     const invocationId = streamId(event.streamName, 'invocation');
     if (invocationId === undefined) return;

@@ -143,6 +143,19 @@ export type InvocationEvent =
   | InvocationPending
   | InvocationSettled;
 
+/** Every event type of an invocation stream, in lifecycle order. */
+export const INVOCATION_EVENT_TYPES: readonly InvocationEvent['type'][] = [
+  'InvocationEstimated',
+  'InvocationRefused',
+  'InvocationReserved',
+  'InvocationDispatched',
+  'AttemptRecorded',
+  'InvocationCompleted',
+  'InvocationFailed',
+  'InvocationPending',
+  'InvocationSettled',
+];
+
 export function invocationStreamName(invocationId: string): string {
   return `invocation-${invocationId}`;
 }
