@@ -21,8 +21,8 @@ export interface Clock {
 /** setTimeout's largest delay (2^31 − 1 ms); longer timers are chained so they never fire early. */
 export const MAX_TIMER_DELAY_MS = 2_147_483_647;
 
-/** `sleep` in terms of `setTimer`, shared by both clocks. */
-function sleepOn(clock: Clock, ms: number, signal: AbortSignal | undefined): Promise<void> {
+/** `sleep` in terms of `setTimer`, shared by every clock (the simulator's too). */
+export function sleepOn(clock: Clock, ms: number, signal: AbortSignal | undefined): Promise<void> {
   if (signal?.aborted) return Promise.reject(signal.reason);
   return new Promise<void>((resolve, reject) => {
     const onAbort = (): void => {

@@ -4,7 +4,7 @@
  * event-loop pump (event-loop-pump.ts) fires the next timer only once the process is idle, so a store
  * write in flight never lets time leap ahead to some unrelated deadline.
  */
-import type { Clock } from '../runtime';
+import { sleepOn, type Clock } from '../runtime/clock';
 
 interface PendingTimer {
   readonly dueMs: number;
@@ -61,19 +61,9 @@ export class SimulationClock implements Clock {
   }
 
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    return new Promise<void>((resolve, reject) => {
-      const onAbort = (): void => {
-        cancel();
-        reject(signal?.reason);
-      };
-      const cancel = this.setTimer(ms, () => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      });
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
+    return sleepOn(this, ms, signal);
   }
+
 
   /**
    * Moves time on by `ms` without firing anything: timers that came due meanwhile fire on the next
