@@ -27,7 +27,7 @@ interface ChildRun {
 async function runAndKill(path: string, synchronous: 'NORMAL' | 'FULL'): Promise<ChildRun> {
   const child = spawn(
     process.execPath,
-    ['-r', join(__dirname, '..', 'support', 'ts-require-hook.js'), join(fixtures, 'crash-appender.child.ts'), path, synchronous, String(CHILD_TOTAL_EVENTS)],
+    ['-r', join(__dirname, '..', '..', 'tools', 'ts-require-hook.js'), join(fixtures, 'crash-appender.child.ts'), path, synchronous, String(CHILD_TOTAL_EVENTS)],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let stderr = '';

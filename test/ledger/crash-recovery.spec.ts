@@ -10,7 +10,7 @@ import { SystemClock, type Clock } from '../../src/runtime';
 import { startLedgerApp } from '../support/ledger-app';
 import { crashFeature } from './fixtures/crash-feature';
 
-const HOOK = join(__dirname, '..', 'support', 'ts-require-hook.js');
+const HOOK = join(__dirname, '..', '..', 'tools', 'ts-require-hook.js');
 const CHILD = join(__dirname, 'fixtures', 'crash-at-boundary.fixture.ts');
 const HOLD = 1_000;
 /** Well past any request's staleness threshold and conversation deadline. */

@@ -10,7 +10,7 @@ import { sampleAppend } from './fixtures/sample.projections';
 import { newEvent } from './fixtures/in-memory-event-log.fake';
 import { sampleProjections } from './fixtures/sample.projections';
 
-const HOOK = join(__dirname, '..', 'support', 'ts-require-hook.js');
+const HOOK = join(__dirname, '..', '..', 'tools', 'ts-require-hook.js');
 const CHILD = join(__dirname, 'fixtures', 'crash-child.fixture.ts');
 /** Events in the crash test's log: 80 catch-up transactions of CHILD_PAGE_EVENTS. */
 const LOG_EVENTS = 40_000;

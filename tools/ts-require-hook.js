@@ -1,6 +1,8 @@
 'use strict';
 /**
- * Lets a child process run the TypeScript sources outside jest: `node -r <this file> <file.ts>`.
+ * Lets a process or a worker thread run the TypeScript sources outside jest: `node -r <this file>
+ * <file.ts>`, and `startModuleWorker` (src/worker/start-module-worker.ts) passes it to the worker
+ * threads it starts while the service runs from its sources (in tests).
  * Each required .ts file is compiled on load by @swc/core (types stripped, no type checking; the
  * suite's `tsc --noEmit` does that), with the same settings jest's @swc/jest transform uses.
  */
