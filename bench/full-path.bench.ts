@@ -1,8 +1,8 @@
 /**
  * Fully-accounted invocations per second through RunOperationCommand on the embedded store (issue 7):
  * every lifecycle transition and every attempt durably in the log (WAL, synchronous=NORMAL), a
- * scripted provider, conversations of 3 turns with 2 tool calls, 100 organizations, the projection
- * runner following live in the same process, a fixed number of invocations in flight.
+ * scripted provider, conversations of 3 turns with 2 tool calls, 100 organizations, the projections
+ * following live in the same process, a fixed number of invocations in flight.
  *
  * Reported in one run:
  * - invocations/s at 64 in flight with zero provider latency, by the wall clock and per CPU-second of
@@ -12,6 +12,9 @@
  * - the raw limit: the very events of the zero-latency run inserted by bare better-sqlite3 into the
  *   same schema with the same pragmas and in as many transactions as the run committed, and the ratio;
  * - peak RSS of the process during each measured run (sampled every RSS_SAMPLE_INTERVAL_MS).
+ * Each measured run ends when the read models have caught up with the log, not only when the last
+ * invocation settled. The projections run where the service runs them (a worker thread by default;
+ * LEDGER_PROJECTIONS_THREAD=main puts them on the event loop).
  *
  * Run alone: `npx tsc -p tsconfig.build.json && node dist/bench/full-path.bench.js`
  * (BENCH_INVOCATIONS, BENCH_LATENT_INVOCATIONS, BENCH_WARMUP_INVOCATIONS).
@@ -33,6 +36,8 @@ import { SQLITE_BUSY_TIMEOUT_MS, SqliteEventStore, WAL_AUTOCHECKPOINT_PAGES } fr
 import { LedgerFeaturesModule } from '../src/features/ledger-features.module';
 import type { OperationFeature } from '../src/features/operation-feature';
 import { RunOperationCommand } from '../src/invocations/run-operation.command';
+import { LiveProjections } from '../src/projection-runner';
+import { ProjectionWorkerHost } from '../src/projection-runner/worker/projection-worker.host';
 import { ScriptedProvider, scriptedToolUse, type ScriptedStep } from '../src/runtime';
 
 const OPERATION_ID = 'bench.three-turns';
@@ -91,6 +96,14 @@ export interface FullPathResult {
   readonly overheadP99Ms: number;
   /** Peak resident set of the process during the measured run (sampled), in MiB. */
   readonly peakRssMiB: number;
+  /** Where the projections ran (see LEDGER_PROJECTIONS_THREAD). */
+  readonly projectionsThread: 'worker' | 'main';
+  /**
+   * How far the read models were behind the log when the last invocation settled, in events, and how
+   * long they took to catch up from there, in ms; the measured run (`seconds`) includes that catch-up.
+   */
+  readonly readModelLagAtEndEvents: number;
+  readonly readModelCatchUpMs: number;
   readonly shape: CommitShape;
 }
 
@@ -118,12 +131,13 @@ async function measureWithEvents(options: MeasureOptions): Promise<Measured> {
   @Module({ imports: [LedgerFeaturesModule.register(benchFeature(options.providerLatencyMs))] })
   class BenchFeatureModule {}
   const app = await NestFactory.createApplicationContext(
-    AppModule.forRoot({ env: { LEDGER_STORE: `sqlite:${join(directory, 'ledger.sqlite')}` }, imports: [BenchFeatureModule] }),
+    AppModule.forRoot({ env: { LEDGER_STORE: `sqlite:${join(directory, 'ledger.sqlite')}`, ...projectionsThreadEnv() }, imports: [BenchFeatureModule] }),
     { logger: false },
   );
   try {
     const bus = app.get(CommandBus);
     const store = app.get<SqliteEventStore>(EVENT_STORE);
+    const projections = app.get(LiveProjections);
     await bus.execute(
       new PublishOperationCommand(OPERATION_ID, {
         routing: { provider: 'scripted', model: 'bench-model' },
@@ -162,7 +176,13 @@ async function measureWithEvents(options: MeasureOptions): Promise<Measured> {
     const cpuAtStart = process.cpuUsage();
     const started = performance.now();
     await runInvocations(options.invocations, overheads);
+    // The run ends when the read models have caught up too: a backlog left to the worker is not free.
+    const invocationsDoneAt = performance.now();
+    const headAtEnd = (await store.headPosition()) ?? 0n;
+    const behind = projections.status().projections.map(({ checkpoint }) => headAtEnd - (checkpoint ?? 0n));
+    await projections.caughtUp();
     const seconds = (performance.now() - started) / 1000;
+    const catchUpMs = performance.now() - invocationsDoneAt;
     const cpu = process.cpuUsage(cpuAtStart);
     clearInterval(sampler);
     peakRss = Math.max(peakRss, process.memoryUsage.rss());
@@ -183,6 +203,9 @@ async function measureWithEvents(options: MeasureOptions): Promise<Measured> {
       overheadP50Ms: round(at(0.5)),
       overheadP99Ms: round(at(0.99)),
       peakRssMiB: Math.round(peakRss / 2 ** 20),
+      projectionsThread: projections instanceof ProjectionWorkerHost ? 'worker' : 'main',
+      readModelLagAtEndEvents: Number(behind.reduce((most, lag) => (lag > most ? lag : most), 0n)),
+      readModelCatchUpMs: round(catchUpMs),
       shape: {
         events: Number(headAfter - headBefore),
         appends: statsAfter.appends - statsBefore.appends,
@@ -195,6 +218,12 @@ async function measureWithEvents(options: MeasureOptions): Promise<Measured> {
     await app.close();
     rmSync(directory, { recursive: true, force: true });
   }
+}
+
+/** `LEDGER_PROJECTIONS_THREAD=main npm run bench -- full-path` measures the projections on the event loop. */
+function projectionsThreadEnv(): Record<string, string> {
+  const thread = process.env.LEDGER_PROJECTIONS_THREAD;
+  return thread === undefined ? {} : { LEDGER_PROJECTIONS_THREAD: thread };
 }
 
 async function readAfter(store: SqliteEventStore, after: bigint): Promise<RecordedEvent[]> {
@@ -334,6 +363,7 @@ export async function run(): Promise<FullPathReport> {
     'overhead p99 ms': result.overheadP99Ms,
     'events/txn': round(result.shape.events / Math.max(1, result.shape.transactions)),
     'peak RSS MiB': result.peakRssMiB,
+    'read-model lag at end': result.readModelLagAtEndEvents,
     goal,
   });
   console.table({

@@ -16,6 +16,7 @@ export interface TokenGrant {
 }
 
 export type SqliteSynchronous = 'NORMAL' | 'FULL';
+export type ProjectionsThread = 'worker' | 'main';
 
 export interface LedgerConfig {
   readonly port: number;
@@ -27,6 +28,12 @@ export interface LedgerConfig {
    * `LEDGER_READ_STORE` overrides it.
    */
   readonly readStorePath: string;
+  /**
+   * Where the projections run: `worker` (a worker thread with its own connections; the default for the
+   * embedded store in a file) or `main` (on the service's event loop; the only choice with EventStoreDB
+   * or an in-memory log). `LEDGER_PROJECTIONS_THREAD` overrides the default.
+   */
+  readonly projectionsThread: ProjectionsThread;
   /** SQLite durability (see README "Durability"). */
   readonly sqliteSynchronous: SqliteSynchronous;
   readonly anthropicApiKey?: string;
@@ -67,6 +74,8 @@ export function loadLedgerConfig(env: Readonly<Record<string, string | undefined
   const readStorePath =
     nonEmpty(env.LEDGER_READ_STORE) ?? (store.kind === 'sqlite' ? readModelPathFor(store.path) : DEFAULT_EVENTSTOREDB_READ_STORE);
 
+  const projectionsThread = parseProjectionsThread(env.LEDGER_PROJECTIONS_THREAD, store, readStorePath, problems);
+
   const synchronous = (nonEmpty(env.LEDGER_SQLITE_SYNCHRONOUS) ?? 'NORMAL').toUpperCase();
   if (synchronous !== 'NORMAL' && synchronous !== 'FULL') {
     problems.push(`LEDGER_SQLITE_SYNCHRONOUS: expected NORMAL or FULL, got "${env.LEDGER_SQLITE_SYNCHRONOUS}"`);
@@ -89,6 +98,7 @@ export function loadLedgerConfig(env: Readonly<Record<string, string | undefined
     port,
     store,
     readStorePath,
+    projectionsThread,
     sqliteSynchronous: synchronous as SqliteSynchronous,
     anthropicApiKey: nonEmpty(env.ANTHROPIC_API_KEY),
     anthropicBaseUrl,
@@ -100,6 +110,28 @@ export function loadLedgerConfig(env: Readonly<Record<string, string | undefined
 function nonEmpty(value: string | undefined): string | undefined {
   const trimmed = value?.trim();
   return trimmed ? trimmed : undefined;
+}
+
+function parseProjectionsThread(
+  value: string | undefined,
+  store: StoreLocation,
+  readStorePath: string,
+  problems: string[],
+): ProjectionsThread {
+  const workerPossible = store.kind === 'sqlite' && store.path !== ':memory:' && readStorePath !== ':memory:';
+  const raw = nonEmpty(value)?.toLowerCase();
+  if (raw === undefined) return workerPossible ? 'worker' : 'main';
+  if (raw !== 'worker' && raw !== 'main') {
+    problems.push(`LEDGER_PROJECTIONS_THREAD: expected worker or main, got "${value}"`);
+    return 'main';
+  }
+  if (raw === 'worker' && !workerPossible) {
+    problems.push(
+      'LEDGER_PROJECTIONS_THREAD: worker needs the embedded store and its read models in files ' +
+        '(LEDGER_STORE=sqlite:<path>, not :memory: nor EventStoreDB)',
+    );
+  }
+  return raw;
 }
 
 function parsePort(value: string | undefined, problems: string[]): number {

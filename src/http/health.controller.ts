@@ -3,7 +3,7 @@ import type { HttpResponse as Response } from './http.types';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { HealthCheck, HealthCheckService, HealthIndicatorService, type HealthCheckResult, type HealthIndicatorResult } from '@nestjs/terminus';
 import { EVENT_STORE, type EventStore } from '../event-store/event-store.port';
-import { ProjectionRunner } from '../projection-runner';
+import { LiveProjections } from '../projection-runner';
 import { Public } from './auth/roles.decorator';
 
 /**
@@ -23,7 +23,7 @@ export class HealthController {
   constructor(
     private readonly health: HealthCheckService,
     private readonly indicators: HealthIndicatorService,
-    private readonly runner: ProjectionRunner,
+    private readonly runner: LiveProjections,
     @Inject(EVENT_STORE) private readonly store: EventStore,
   ) {}
 

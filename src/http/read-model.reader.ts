@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { INVOCATION_COLLECTION, INVOCATIONS_PROJECTION, type InvocationView } from '../../projections';
-import { ProjectionRunner, type SqliteReadModelStore } from '../projection-runner';
+import { LiveProjections, type SqliteReadModelStore } from '../projection-runner';
 import { READ_MODEL_STORE } from '../read-side/read-side.module';
 import { mayAccessOrganization, type Caller } from './auth/caller';
 import { ReadSideUnavailableException, ResourceNotFoundException } from './http-error.body';
@@ -26,7 +26,7 @@ export interface ReadModelAddress {
 @Injectable()
 export class ReadModelReader {
   constructor(
-    private readonly runner: ProjectionRunner,
+    private readonly runner: LiveProjections,
     @Inject(READ_MODEL_STORE) private readonly store: SqliteReadModelStore,
   ) {}
 

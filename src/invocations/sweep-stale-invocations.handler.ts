@@ -7,7 +7,7 @@ import { openHoldsOlderThan } from '../accounts/account.state';
 import { AggregateRepository } from '../aggregates/aggregate.repository';
 import { IllegalTransitionError } from '../domain/domain.errors';
 import { CLOCK, isoAt } from '../ledger/clock.provider';
-import { ProjectionRunner, SqliteReadModelStore } from '../projection-runner';
+import { LiveProjections, SqliteReadModelStore } from '../projection-runner';
 import { READ_MODEL_STORE } from '../read-side/read-side.module';
 import type { Clock } from '../runtime';
 import { invocationDecider } from './invocation.decider';
@@ -28,7 +28,7 @@ export class SweepStaleInvocationsHandler implements ICommandHandler<SweepStaleI
 
   constructor(
     private readonly repository: AggregateRepository,
-    private readonly runner: ProjectionRunner,
+    private readonly runner: LiveProjections,
     @Inject(READ_MODEL_STORE) private readonly readModels: SqliteReadModelStore,
     @Inject(CLOCK) private readonly clock: Clock,
   ) {}

@@ -1,5 +1,6 @@
 export * from './projection.types';
 export * from './projection-runner';
+export * from './live-projections';
 export * from './projection-runner.errors';
 export * from './projection-rebuild';
 export { DEFAULT_CATCH_UP_PAGE_EVENTS, MAX_CATCH_UP_PAGE_EVENTS, type ProjectionFault } from './projection-replay';

@@ -14,6 +14,7 @@ import {
   type ProjectionFault,
   type ProjectionTrack,
 } from './projection-replay';
+import type { LiveProjections } from './live-projections';
 import type { Projection } from './projection.types';
 import { assertProjectionName, type SqliteReadModelStore } from './read-model.store';
 
@@ -151,7 +152,7 @@ const SILENT_LOGGER: ProjectionRunnerLogger = { log() {}, warn() {}, error() {} 
  *
  * The runner knows no domain and no transport: it moves events from the port to pure projections.
  */
-export class ProjectionRunner {
+export class ProjectionRunner implements LiveProjections {
   private readonly tracks: ProjectionTrack[];
   private readonly byName = new Map<string, ProjectionTrack>();
   private readonly catchUpPageEvents: number;

@@ -1,15 +1,24 @@
 import { BeforeApplicationShutdown, Global, Inject, Logger, Module, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { join } from 'node:path';
 import { ALL_PROJECTIONS } from '../../projections';
 import { LEDGER_CONFIG, LedgerConfig } from '../config/ledger.config';
 import { EVENT_STORE, EventStore } from '../event-store/event-store.port';
-import { ProjectionRunner, SqliteReadModelStore, openReadModelStore } from '../projection-runner';
+import { SqliteEventStore } from '../event-store/sqlite/sqlite-event-store';
+import { LiveProjections, ProjectionRunner, SqliteReadModelStore, openReadModelStore, type ProjectionRunnerLogger } from '../projection-runner';
+import { ProjectionWorkerHost } from '../projection-runner/worker/projection-worker.host';
 
 export const READ_MODEL_STORE = Symbol('READ_MODEL_STORE');
 
+/** The module the projection worker loads ALL_PROJECTIONS from (the `projections` folder's index). */
+const PROJECTIONS_MODULE = join(__dirname, '..', '..', 'projections');
+
 /**
- * The read side: the SQLite read-model store and the projection runner that keeps it current. The
- * runner catches up before the application serves (so reads after a restart are complete), then
- * follows the log live; it stops before the event store closes.
+ * The read side: the SQLite read-model store and what keeps it current. With the embedded store in a
+ * file the projections run on a worker thread (ProjectionWorkerHost), so the accounting path's event
+ * loop spends nothing on read models; otherwise (EventStoreDB, an in-memory log, or
+ * LEDGER_PROJECTIONS_THREAD=main) a ProjectionRunner runs them on the event loop. Either catches up
+ * before the application serves (so reads after a restart are complete), then follows the log live,
+ * and stops before the event store closes.
  */
 @Global()
 @Module({
@@ -20,33 +29,44 @@ export const READ_MODEL_STORE = Symbol('READ_MODEL_STORE');
       useFactory: (config: LedgerConfig): SqliteReadModelStore => openReadModelStore({ path: config.readStorePath }),
     },
     {
-      provide: ProjectionRunner,
-      inject: [EVENT_STORE, READ_MODEL_STORE],
-      useFactory: (eventStore: EventStore, store: SqliteReadModelStore): ProjectionRunner => {
-        const logger = new Logger('Projections');
-        return new ProjectionRunner({
-          eventStore,
-          store,
-          projections: ALL_PROJECTIONS,
-          logger: { log: (m) => logger.log(m), warn: (m) => logger.warn(m), error: (m) => logger.error(m) },
-        });
+      provide: LiveProjections,
+      inject: [LEDGER_CONFIG, EVENT_STORE, READ_MODEL_STORE],
+      useFactory: (config: LedgerConfig, eventStore: EventStore, store: SqliteReadModelStore): LiveProjections => {
+        const nestLogger = new Logger('Projections');
+        const logger: ProjectionRunnerLogger = {
+          log: (message) => nestLogger.log(message),
+          warn: (message) => nestLogger.warn(message),
+          error: (message) => nestLogger.error(message),
+        };
+        if (config.projectionsThread === 'worker' && config.store.kind === 'sqlite' && eventStore instanceof SqliteEventStore) {
+          return new ProjectionWorkerHost({
+            eventStore,
+            logPath: config.store.path,
+            store,
+            projections: ALL_PROJECTIONS,
+            projectionsModule: PROJECTIONS_MODULE,
+            projectionsExport: 'ALL_PROJECTIONS',
+            logger,
+          });
+        }
+        return new ProjectionRunner({ eventStore, store, projections: ALL_PROJECTIONS, logger });
       },
     },
   ],
-  exports: [READ_MODEL_STORE, ProjectionRunner],
+  exports: [READ_MODEL_STORE, LiveProjections],
 })
 export class ReadSideModule implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
   constructor(
-    private readonly runner: ProjectionRunner,
+    private readonly projections: LiveProjections,
     @Inject(READ_MODEL_STORE) private readonly store: SqliteReadModelStore,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
-    await this.runner.start();
+    await this.projections.start();
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    await this.runner.stop();
+    await this.projections.stop();
   }
 
   onApplicationShutdown(): void {

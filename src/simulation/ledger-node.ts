@@ -25,7 +25,7 @@ import { RunOperationHandler } from '../invocations/run-operation.handler';
 import { SweepStaleInvocationsCommand, type SweepReport } from '../invocations/sweep-stale-invocations.command';
 import { SweepStaleInvocationsHandler } from '../invocations/sweep-stale-invocations.handler';
 import { CLOCK } from '../ledger/clock.provider';
-import { ProjectionRunner, type SqliteReadModelStore } from '../projection-runner';
+import { LiveProjections, ProjectionRunner, type SqliteReadModelStore } from '../projection-runner';
 import { ProviderRegistry } from '../providers/provider.registry';
 import { READ_MODEL_STORE } from '../read-side/read-side.module';
 import type { ActivityProbe } from './event-loop-pump';
@@ -68,7 +68,7 @@ export class LedgerNode {
       .useValue(options.clock)
       // The live batch window of the runner waits on wall time; at 0 it flushes every event-loop turn,
       // which keeps the read side on the same schedule in every replay of a seed.
-      .overrideProvider(ProjectionRunner)
+      .overrideProvider(LiveProjections)
       .useFactory({
         inject: [EVENT_STORE, READ_MODEL_STORE],
         factory: (eventStore: EventStore, store: SqliteReadModelStore) =>
@@ -88,7 +88,7 @@ export class LedgerNode {
     const store = wrapped!;
     const repository = new AggregateRepository(store);
     const runHandler = new RunOperationHandler(repository, app.get(FeatureRegistry), app.get(ProviderRegistry), app.get(EventBus), options.clock);
-    const sweepHandler = new SweepStaleInvocationsHandler(repository, app.get(ProjectionRunner), app.get<SqliteReadModelStore>(READ_MODEL_STORE), options.clock);
+    const sweepHandler = new SweepStaleInvocationsHandler(repository, app.get(LiveProjections), app.get<SqliteReadModelStore>(READ_MODEL_STORE), options.clock);
     return new LedgerNode(app, store, {
       run: (request) => runHandler.execute(new RunOperationCommand(request)),
       sweep: (olderThanMs) => sweepHandler.execute(new SweepStaleInvocationsCommand(olderThanMs)),
@@ -99,8 +99,8 @@ export class LedgerNode {
     return this.app.get(CommandBus);
   }
 
-  get runner(): ProjectionRunner {
-    return this.app.get(ProjectionRunner);
+  get runner(): LiveProjections {
+    return this.app.get(LiveProjections);
   }
 
   get readModels(): SqliteReadModelStore {

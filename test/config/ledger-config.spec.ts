@@ -11,6 +11,17 @@ describe('configuration from the environment (SPEC §10)', () => {
     expect(config.demo).toBe(false);
   });
 
+  it('runs the projections on a worker thread for the embedded store in a file, on the event loop otherwise', () => {
+    expect(loadLedgerConfig({}).projectionsThread).toBe('worker');
+    expect(loadLedgerConfig({ LEDGER_PROJECTIONS_THREAD: 'main' }).projectionsThread).toBe('main');
+    expect(loadLedgerConfig({ LEDGER_STORE: 'sqlite::memory:' }).projectionsThread).toBe('main');
+    expect(loadLedgerConfig({ LEDGER_STORE: 'esdb://localhost:2113?tls=false' }).projectionsThread).toBe('main');
+    expect(() => loadLedgerConfig({ LEDGER_STORE: 'esdb://localhost:2113?tls=false', LEDGER_PROJECTIONS_THREAD: 'worker' })).toThrow(
+      /LEDGER_PROJECTIONS_THREAD: worker needs the embedded store/,
+    );
+    expect(() => loadLedgerConfig({ LEDGER_PROJECTIONS_THREAD: 'fiber' })).toThrow(/LEDGER_PROJECTIONS_THREAD: expected worker or main, got "fiber"/);
+  });
+
   it('accepts EventStoreDB and KurrentDB connection strings', () => {
     expect(loadLedgerConfig({ LEDGER_STORE: 'esdb://localhost:2113?tls=false' }).store).toEqual({
       kind: 'eventstoredb',

@@ -223,6 +223,57 @@ describe('SQLite event store', () => {
     expect((await store.readStream('order-big', { fromRevision: huge + 1n }))[0]!.revision).toBe(huge + 1n);
   });
 
+  describe('followed from another thread (the projection worker)', () => {
+    it('signals the last position of each commit to onCommitted listeners, once per group commit', async () => {
+      const signalled: bigint[] = [];
+      const unregister = store.onCommitted((position) => signalled.push(position));
+      await Promise.all([
+        store.append('order-1', [newEvent(), newEvent()], { expectedRevision: 'no_stream' }),
+        store.append('order-2', [newEvent()], { expectedRevision: 'no_stream' }),
+      ]);
+      await store.append('order-1', [newEvent()], { expectedRevision: 1n });
+      unregister();
+      await store.append('order-3', [newEvent()], { expectedRevision: 'no_stream' });
+      expect(signalled).toEqual([3n, 4n]);
+    });
+
+    it('reads another connection\'s commit as soon as pollNow is called, without waiting for the poll', async () => {
+      // The poll's timer is faked and never advanced: only pollNow can wake the subscription.
+      jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick', 'queueMicrotask'] });
+      const other = openSqliteEventStore({ path });
+      let arrived!: (event: RecordedEvent) => void;
+      const arrival = new Promise<RecordedEvent>((resolve) => (arrived = resolve));
+      const subscription = store.subscribeToAll((event) => arrived(event));
+      try {
+        await new Promise((resolve) => setImmediate(resolve));
+        await other.append('order-9', [newEvent()], { expectedRevision: 'no_stream' });
+        store.pollNow();
+        expect((await arrival).streamName).toBe('order-9');
+      } finally {
+        jest.useRealTimers();
+        await subscription.stop();
+        await other.close();
+      }
+    });
+
+    it('checkpoints the write-ahead log from another connection without waiting for any lock', async () => {
+      await store.append('order-1', [newEvent(), newEvent(), newEvent()], { expectedRevision: 'no_stream' });
+      const other = openSqliteEventStore({ path });
+      try {
+        const checkpoint = other.checkpointWal();
+        expect(checkpoint.busy).toBe(false);
+        expect(checkpoint.walPages).toBeGreaterThan(0);
+        expect(checkpoint.checkpointedPages).toBe(checkpoint.walPages);
+        expect((await other.readAll()).length).toBe(3);
+      } finally {
+        await other.close();
+      }
+      const inMemory = openSqliteEventStore({ path: ':memory:' });
+      expect(inMemory.checkpointWal().walPages).toBe(-1);
+      await inMemory.close();
+    });
+  });
+
   describe('subscriptions', () => {
     it('sees events committed by another connection to the same file, through its poll', async () => {
       const other = openSqliteEventStore({ path });

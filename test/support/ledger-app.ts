@@ -11,14 +11,14 @@ import { EVENT_STORE, type EventStore } from '../../src/event-store/event-store.
 import { LedgerFeaturesModule } from '../../src/features/ledger-features.module';
 import type { OperationFeature } from '../../src/features/operation-feature';
 import { CLOCK } from '../../src/ledger/clock.provider';
-import { ProjectionRunner } from '../../src/projection-runner';
+import { LiveProjections } from '../../src/projection-runner';
 import type { Clock } from '../../src/runtime';
 
 export interface LedgerTestApp {
   readonly app: INestApplication;
   readonly commandBus: CommandBus;
   readonly store: EventStore;
-  readonly runner: ProjectionRunner;
+  readonly runner: LiveProjections;
   readonly directory: string;
   readonly logPath: string;
   close(): Promise<void>;
@@ -57,7 +57,7 @@ export async function startLedgerApp(options: LedgerTestAppOptions = {}): Promis
     app,
     commandBus: app.get(CommandBus),
     store: app.get<EventStore>(EVENT_STORE),
-    runner: app.get(ProjectionRunner),
+    runner: app.get(LiveProjections),
     directory,
     logPath,
     async close() {

@@ -37,6 +37,16 @@ export interface SqliteEventStoreOptions {
   readonly synchronous?: SqliteSynchronous;
 }
 
+/** What a checkpoint of the write-ahead log did (see SqliteEventStore.checkpointWal). */
+export interface WalCheckpoint {
+  /** True when another connection's checkpoint was running, so this one did nothing. */
+  readonly busy: boolean;
+  /** Pages in the write-ahead log (-1 for a store without one, such as `:memory:`). */
+  readonly walPages: number;
+  /** Of those, pages now also in the database file. */
+  readonly checkpointedPages: number;
+}
+
 /** How long a write waits for another process's write lock before failing, in milliseconds. */
 export const SQLITE_BUSY_TIMEOUT_MS = 5_000;
 /**
@@ -321,6 +331,36 @@ export class SqliteEventStore implements EventStore {
   async headPosition(): Promise<bigint | undefined> {
     this.assertOpen();
     return (this.selectHead.get() as bigint | null) ?? undefined;
+  }
+
+  /**
+   * Calls `listener` with the position of the last event of each commit made through this store, after
+   * COMMIT (a cheap signal for another thread or process that follows the file). Returns the
+   * unregister function. A listener must not throw.
+   */
+  onCommitted(listener: (lastPosition: bigint) => void): () => void {
+    const onCommit = (committed: CommittedEvents): void => listener(committed.last);
+    this.commitListeners.add(onCommit);
+    return () => this.commitListeners.delete(onCommit);
+  }
+
+  /**
+   * Tells this store's subscriptions that another connection (another thread or process) committed to
+   * the file: they read the log now instead of at their next poll (SUBSCRIPTION_POLL_INTERVAL_MS).
+   */
+  pollNow(): void {
+    for (const subscription of this.subscriptions) subscription.poll();
+  }
+
+  /**
+   * Copies what the write-ahead log holds into the database file without waiting for any lock
+   * (`PRAGMA wal_checkpoint(PASSIVE)`), so that work, and its fsync, can run on a connection other
+   * than the writer's. Returns the WAL's size and how much of it is now in the database file, in pages.
+   */
+  checkpointWal(): WalCheckpoint {
+    this.assertOpen();
+    const [row] = this.db.pragma('wal_checkpoint(PASSIVE)') as Array<{ busy: number; log: number; checkpointed: number }>;
+    return { busy: row?.busy === 1, walPages: row?.log ?? 0, checkpointedPages: row?.checkpointed ?? 0 };
   }
 
   /**

@@ -79,6 +79,12 @@ export class SqliteSubscription implements Subscription {
     return this.delivered ? this.position : undefined;
   }
 
+  /** Reads the log now (another connection committed), instead of waiting for the next poll. */
+  poll(): void {
+    this.commitSeen = true;
+    this.wake?.();
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     this.wake?.();

@@ -1,0 +1,280 @@
+import { join } from 'node:path';
+import type { Worker } from 'node:worker_threads';
+import type { SqliteEventStore } from '../../event-store/sqlite/sqlite-event-store';
+import { startModuleWorker } from '../../worker/start-module-worker';
+import type { LiveProjections } from '../live-projections';
+import type {
+  ProjectionLag,
+  ProjectionRunnerLogger,
+  ProjectionRunnerStatus,
+  ProjectionStatus,
+  WaitOptions,
+} from '../projection-runner';
+import { MAX_PENDING_WAITS } from '../projection-runner';
+import { ProjectionFaultedError, ProjectionRunnerStoppedError, messageOf } from '../projection-runner.errors';
+import type { Projection } from '../projection.types';
+import type { SqliteReadModelStore } from '../read-model.store';
+import type { HostMessage, ProjectionWorkerData, WorkerMessage } from './projection-worker.protocol';
+
+/** How often the worker checkpoints the log's write-ahead log, in milliseconds. */
+export const DEFAULT_LOG_CHECKPOINT_INTERVAL_MS = 1_000;
+/** How long `stop()` lets the worker finish its last commit before terminating it, in milliseconds. */
+export const WORKER_STOP_TIMEOUT_MS = 10_000;
+
+export interface ProjectionWorkerHostOptions {
+  /** The service's embedded log: its head position, and a signal after each of its commits. */
+  readonly eventStore: SqliteEventStore;
+  /** Its file, which the worker opens with a connection of its own. */
+  readonly logPath: string;
+  /** The read-model store the service reads (the worker writes the same file). */
+  readonly store: SqliteReadModelStore;
+  /**
+   * The projections, and where the worker finds them: a module path `require` resolves and the name of
+   * its export holding the same list (functions cannot cross to a thread; the worker loads them itself).
+   */
+  readonly projections: readonly Projection[];
+  readonly projectionsModule: string;
+  readonly projectionsExport: string;
+  /** The runner's live batch window (see DEFAULT_LIVE_BATCH_INTERVAL_MS). */
+  readonly liveBatchIntervalMs?: number;
+  readonly logCheckpointIntervalMs?: number;
+  readonly logger?: ProjectionRunnerLogger;
+}
+
+interface Waiter {
+  readonly position: bigint;
+  readonly names: readonly string[];
+  readonly resolve: () => void;
+  readonly reject: (error: unknown) => void;
+  readonly detach: () => void;
+}
+
+const SILENT_LOGGER: ProjectionRunnerLogger = { log() {}, warn() {}, error() {} };
+
+/**
+ * Runs the projections on a worker thread, so the service's event loop spends nothing on read models:
+ * the worker reads the log back through its own SQLite connection, applies the projections and
+ * commits the read-model file, and reports its checkpoints after each commit. The service keeps its own
+ * (reading) connection to that file; a checkpoint the worker reported is committed, so a read made
+ * after `waitFor` resolves sees the documents it waited for.
+ *
+ * Only for the embedded store in a file (the worker needs a file both connections can open).
+ */
+export class ProjectionWorkerHost implements LiveProjections {
+  private worker: Worker | undefined;
+  private snapshot: ProjectionRunnerStatus;
+  private readonly waiters = new Set<Waiter>();
+  private unregisterCommits: (() => void) | undefined;
+  private stopping: Promise<void> | undefined;
+  private readonly logger: ProjectionRunnerLogger;
+
+  constructor(private readonly options: ProjectionWorkerHostOptions) {
+    this.logger = options.logger ?? SILENT_LOGGER;
+    this.snapshot = {
+      state: 'idle',
+      error: undefined,
+      projections: options.projections.map((projection) => {
+        const stored = options.store.checkpoint(projection.name);
+        return {
+          name: projection.name,
+          version: projection.version,
+          checkpoint: stored?.version === projection.version ? stored.position : undefined,
+          fault: undefined,
+        };
+      }),
+    };
+  }
+
+  /** Starts the worker; resolves once it has caught up with the log and follows it. */
+  start(): Promise<void> {
+    if (this.worker !== undefined) return Promise.reject(new Error(`Cannot start a projection worker that is ${this.snapshot.state}`));
+    this.stopping = undefined;
+    const data: ProjectionWorkerData = {
+      logPath: this.options.logPath,
+      readModelPath: this.options.store.path,
+      projectionsModule: this.options.projectionsModule,
+      projectionsExport: this.options.projectionsExport,
+      liveBatchIntervalMs: this.options.liveBatchIntervalMs,
+      logCheckpointIntervalMs: this.options.logCheckpointIntervalMs ?? DEFAULT_LOG_CHECKPOINT_INTERVAL_MS,
+    };
+    const worker = startModuleWorker(join(__dirname, 'projection.worker'), { workerData: data });
+    this.worker = worker;
+    this.snapshot = { ...this.snapshot, state: 'catching-up', error: undefined };
+    this.unregisterCommits = this.options.eventStore.onCommitted((position) => this.post({ kind: 'head', position }));
+    return new Promise<void>((resolve, reject) => {
+      let started = false;
+      worker.on('message', (message: WorkerMessage) => {
+        switch (message.kind) {
+          case 'log':
+            this.logger[message.level](message.message);
+            return;
+          case 'status':
+            this.update(message.status);
+            return;
+          case 'started':
+            started = true;
+            this.update(message.status);
+            resolve();
+            return;
+          case 'start-failed':
+            this.update(message.status);
+            this.fail(message.error);
+            reject(message.error);
+            return;
+          case 'stopped':
+            this.update(message.status);
+            return;
+        }
+      });
+      worker.on('error', (error) => {
+        this.fail(error);
+        if (!started) reject(error);
+      });
+      worker.on('exit', (code) => {
+        this.detachWorker();
+        if (this.stopping !== undefined) return;
+        const error = new Error(`The projection worker exited (code ${code})`);
+        if (this.snapshot.state !== 'failed') this.fail(error);
+        if (!started) reject(error);
+      });
+    });
+  }
+
+  stop(): Promise<void> {
+    this.stopping ??= this.shutDown();
+    return this.stopping;
+  }
+
+  waitFor(position: bigint, options: WaitOptions = {}): Promise<void> {
+    let names: readonly string[];
+    try {
+      names = this.select(options.projections);
+      if (this.reached(names, position)) return Promise.resolve();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (this.snapshot.state === 'failed' || this.worker === undefined) {
+      return Promise.reject(new ProjectionRunnerStoppedError(messageOf(this.snapshot.error ?? 'the projection worker is not running')));
+    }
+    if (this.waiters.size >= MAX_PENDING_WAITS) {
+      return Promise.reject(new Error(`More than MAX_PENDING_WAITS (${MAX_PENDING_WAITS}) pending waits`));
+    }
+    const signal = options.signal;
+    if (signal?.aborted === true) return Promise.reject(signal.reason);
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = (): void => {
+        this.waiters.delete(waiter);
+        reject(signal?.reason);
+      };
+      const waiter: Waiter = { position, names, resolve, reject, detach: () => signal?.removeEventListener('abort', onAbort) };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.waiters.add(waiter);
+      this.post({ kind: 'hurry', position, projections: options.projections });
+    });
+  }
+
+  async caughtUp(options: WaitOptions = {}): Promise<void> {
+    const head = await this.options.eventStore.headPosition();
+    if (head === undefined) {
+      this.reached(this.select(options.projections), 0n);
+      return;
+    }
+    await this.waitFor(head, options);
+  }
+
+  async lag(): Promise<ProjectionLag[]> {
+    const headPosition = await this.options.eventStore.headPosition();
+    return this.snapshot.projections.map((projection) => {
+      const lag = headPosition === undefined ? 0n : headPosition - (projection.checkpoint ?? 0n);
+      return {
+        projection: projection.name,
+        checkpoint: projection.checkpoint,
+        headPosition,
+        lag: lag > 0n ? lag : 0n,
+        faulted: projection.fault !== undefined,
+      };
+    });
+  }
+
+  status(): ProjectionRunnerStatus {
+    return this.snapshot;
+  }
+
+  private async shutDown(): Promise<void> {
+    const worker = this.worker;
+    if (worker !== undefined) {
+      const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+      this.post({ kind: 'stop' });
+      const timer = setTimeout(() => {
+        this.logger.warn(`The projection worker did not stop within ${WORKER_STOP_TIMEOUT_MS} ms: terminating it`);
+        void worker.terminate();
+      }, WORKER_STOP_TIMEOUT_MS);
+      await exited;
+      clearTimeout(timer);
+    }
+    this.detachWorker();
+    if (this.snapshot.state !== 'failed') this.snapshot = { ...this.snapshot, state: 'stopped' };
+    this.rejectAllWaiters(new ProjectionRunnerStoppedError('stop() was called'));
+  }
+
+  private post(message: HostMessage): void {
+    this.worker?.postMessage(message);
+  }
+
+  private detachWorker(): void {
+    this.unregisterCommits?.();
+    this.unregisterCommits = undefined;
+    this.worker = undefined;
+  }
+
+  private update(status: ProjectionRunnerStatus): void {
+    this.snapshot = status;
+    if (status.state === 'failed') {
+      this.rejectAllWaiters(new ProjectionRunnerStoppedError(messageOf(status.error)));
+      return;
+    }
+    for (const waiter of this.waiters) {
+      try {
+        if (!this.reached(waiter.names, waiter.position)) continue;
+        waiter.resolve();
+      } catch (error) {
+        waiter.reject(error);
+      }
+      waiter.detach();
+      this.waiters.delete(waiter);
+    }
+  }
+
+  private fail(error: Error): void {
+    if (this.snapshot.state !== 'failed') this.logger.error(`Projection worker failed: ${error.message}`);
+    this.snapshot = { ...this.snapshot, state: 'failed', error };
+    this.rejectAllWaiters(new ProjectionRunnerStoppedError(error.message));
+  }
+
+  private rejectAllWaiters(error: Error): void {
+    for (const waiter of this.waiters) {
+      waiter.detach();
+      waiter.reject(error);
+    }
+    this.waiters.clear();
+  }
+
+  private select(names: readonly string[] | undefined): readonly string[] {
+    if (names === undefined) return this.snapshot.projections.map((projection) => projection.name);
+    for (const name of names) {
+      if (!this.snapshot.projections.some((projection) => projection.name === name)) throw new Error(`Unknown projection "${name}"`);
+    }
+    return names;
+  }
+
+  /** True when every named projection reached `position`; throws for a faulted one, which never will. */
+  private reached(names: readonly string[], position: bigint): boolean {
+    let all = true;
+    for (const name of names) {
+      const projection = this.snapshot.projections.find((candidate) => candidate.name === name) as ProjectionStatus;
+      if (projection.fault !== undefined) throw new ProjectionFaultedError(name, projection.fault.error);
+      if (projection.checkpoint === undefined || projection.checkpoint < position) all = false;
+    }
+    return all;
+  }
+}
