@@ -11,8 +11,9 @@ import { IllegalTransitionError } from '../domain/domain.errors';
 import { FeatureRegistry } from '../features/feature.registry';
 import type { OperationFeature, PreparedConversation } from '../features/operation-feature';
 import { CLOCK, isoAt } from '../ledger/clock.provider';
+import { RETRY_JITTER } from '../ledger/retry-jitter.provider';
 import { ProviderRegistry } from '../providers/provider.registry';
-import { runToolLoop, type Clock, type ToolLoopResult } from '../runtime';
+import { runToolLoop, type Clock, type RandomSource, type ToolLoopResult } from '../runtime';
 import type { InvocationCommand } from './invocation.commands';
 import { invocationDecider } from './invocation.decider';
 import { invocationStreamName } from './invocation.events';
@@ -34,6 +35,7 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
     private readonly providers: ProviderRegistry,
     private readonly eventBus: EventBus,
     @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(RETRY_JITTER) private readonly random: RandomSource,
   ) {}
 
   execute({ request }: RunOperationCommand): Promise<InvocationSummary> {
@@ -171,6 +173,7 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
       model: publication.routing.model,
       provider: this.providers.resolve(publication.routing, feature),
       clock: this.clock,
+      random: this.random,
       // The time budget runs from the recorded dispatch, the instant a sweep measures it from.
       startedAtMs: dispatchedAtMs,
       ...(signal === undefined ? {} : { signal }),

@@ -10,16 +10,18 @@ import { RunOperationHandler } from '../invocations/run-operation.handler';
 import { SweepStaleInvocationsHandler } from '../invocations/sweep-stale-invocations.handler';
 import { ProviderRegistry } from '../providers/provider.registry';
 import { clockProvider } from './clock.provider';
+import { retryJitterProvider } from './retry-jitter.provider';
 
 /**
  * The accounting core: command handlers over the event store, the feature and provider registries and
- * the clock. Global, so a feature module anywhere can register operations and dispatch commands.
+ * the clock and the retry jitter. Global, so a feature module anywhere can register operations and dispatch commands.
  */
 @Global()
 @Module({
   imports: [CqrsModule],
   providers: [
     clockProvider,
+    retryJitterProvider,
     {
       provide: AggregateRepository,
       inject: [EVENT_STORE],

@@ -25,8 +25,10 @@ import { RunOperationHandler } from '../invocations/run-operation.handler';
 import { SweepStaleInvocationsCommand, type SweepReport } from '../invocations/sweep-stale-invocations.command';
 import { SweepStaleInvocationsHandler } from '../invocations/sweep-stale-invocations.handler';
 import { CLOCK } from '../ledger/clock.provider';
+import { RETRY_JITTER } from '../ledger/retry-jitter.provider';
 import { LiveProjections, ProjectionRunner, type SqliteReadModelStore } from '../projection-runner';
 import { ProviderRegistry } from '../providers/provider.registry';
+import type { RandomSource } from '../runtime';
 import { READ_MODEL_STORE } from '../read-side/read-side.module';
 import type { ActivityProbe } from './event-loop-pump';
 import { FaultyEventStore, type StoreFaultController } from './faulty-event-store';
@@ -36,6 +38,8 @@ export interface LedgerNodeOptions {
   /** The application's environment: LEDGER_STORE and LEDGER_READ_STORE at least. */
   readonly env: Readonly<Record<string, string>>;
   readonly clock: SimulationClock;
+  /** The retry jitter (RETRY_JITTER) of this node and of its second process: the seeded stream. */
+  readonly random: RandomSource;
   readonly features: readonly OperationFeature[];
   readonly controller: StoreFaultController;
   readonly probe: ActivityProbe;
@@ -66,6 +70,8 @@ export class LedgerNode {
     })
       .overrideProvider(CLOCK)
       .useValue(options.clock)
+      .overrideProvider(RETRY_JITTER)
+      .useValue(options.random)
       // The live batch window of the runner waits on wall time; at 0 it flushes every event-loop turn,
       // which keeps the read side on the same schedule in every replay of a seed.
       .overrideProvider(LiveProjections)
@@ -87,7 +93,7 @@ export class LedgerNode {
     await app.init();
     const store = wrapped!;
     const repository = new AggregateRepository(store);
-    const runHandler = new RunOperationHandler(repository, app.get(FeatureRegistry), app.get(ProviderRegistry), app.get(EventBus), options.clock);
+    const runHandler = new RunOperationHandler(repository, app.get(FeatureRegistry), app.get(ProviderRegistry), app.get(EventBus), options.clock, options.random);
     const sweepHandler = new SweepStaleInvocationsHandler(repository, app.get(LiveProjections), app.get<SqliteReadModelStore>(READ_MODEL_STORE), options.clock);
     return new LedgerNode(app, store, {
       run: (request) => runHandler.execute(new RunOperationCommand(request)),

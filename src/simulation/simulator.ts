@@ -144,8 +144,7 @@ class Simulation implements StoreFaultController {
   private violation: Violation | undefined;
   private checks = 0;
   private waves = 0;
-  /** Math.random as the process had it, and the seeded stream that stands in for it during a run. */
-  private readonly systemRandom = Math.random;
+  /** The ledger's retry jitter (RETRY_JITTER): the seeded stream, so a seed replays the same waits. */
   private readonly seededRandom = (): number => this.jitter.next();
 
   constructor(private readonly options: SimulationOptions) {
@@ -177,8 +176,6 @@ class Simulation implements StoreFaultController {
   }
 
   async run(): Promise<SimulationResult> {
-    // The retry jitter is the ledger's only draw of chance (runToolLoop's default `random`): seed it.
-    Math.random = this.seededRandom;
     try {
       this.auditor = await openEventStore(parseStoreUrl(this.env.LEDGER_STORE!));
       this.audit = new LogAudit(
@@ -215,21 +212,6 @@ class Simulation implements StoreFaultController {
       };
     } finally {
       await this.shutDown();
-      Math.random = this.systemRandom;
-    }
-  }
-
-  /**
-   * Runs Nest's start or stop with the system's Math.random: Nest names its modules with the `uid`
-   * package, which draws from Math.random in batches whose timing depends on everything the process
-   * did before; taken from the seeded stream, those draws would shift the jitter from run to run.
-   */
-  private async withSystemRandom<T>(work: () => Promise<T>): Promise<T> {
-    Math.random = this.systemRandom;
-    try {
-      return await work();
-    } finally {
-      Math.random = this.seededRandom;
     }
   }
 
@@ -316,14 +298,15 @@ class Simulation implements StoreFaultController {
   }
 
   private startNode(): Promise<LedgerNode> {
-    return this.withSystemRandom(() => LedgerNode.start({
+    return LedgerNode.start({
       env: this.env,
       clock: this.clock,
+      random: this.seededRandom,
       features: simulatedFeatures(this.plan.operations, (tag) => this.episode(tag), this.clock),
       controller: this,
       probe: this.probe,
       logs: this.options.logs,
-    }));
+    });
   }
 
   private episode(tag: string): SimulatedEpisode {
@@ -623,7 +606,7 @@ class Simulation implements StoreFaultController {
       }
       const resume = this.probe.hold();
       try {
-        await this.withSystemRandom(() => dead.close());
+        await dead.close();
         this.node = await this.startNode();
         this.tally.add('restart.after-crash');
       } finally {
@@ -642,7 +625,7 @@ class Simulation implements StoreFaultController {
     const node = this.node!;
     const resume = this.probe.hold();
     try {
-      await this.withSystemRandom(() => node.close());
+      await node.close();
       this.node = await this.startNode();
       this.nodeReady = Promise.resolve(this.node);
       this.tally.add('restart.clean');
@@ -685,7 +668,7 @@ class Simulation implements StoreFaultController {
       node.die();
       // Let the dead node's commands fail before its files close (bounded: they fail at their next call).
       await this.pump.runUntil({ done: () => node.pending === 0, maxTurns: 100_000, deadlineMs: this.clock.now() + MAX_WAVE_SPAN_MS });
-      await this.withSystemRandom(() => node.close()).catch(() => undefined);
+      await node.close().catch(() => undefined);
     }
     await this.restarting;
     await this.auditor?.close();

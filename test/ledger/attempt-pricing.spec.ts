@@ -1,5 +1,6 @@
 import { RunOperationCommand } from '../../src/invocations/run-operation.command';
-import { scriptedFault, scriptedToolUse } from '../../src/runtime';
+import { RETRY_JITTER } from '../../src/ledger/retry-jitter.provider';
+import { BASE_RETRY_WAIT_MS, MAX_JITTER_PERCENT, scriptedFault, scriptedToolUse } from '../../src/runtime';
 import { LedgerTestApp, publication, seed, startLedgerApp } from '../support/ledger-app';
 import { scriptedFeature, usage } from '../support/scripted-feature';
 
@@ -33,5 +34,29 @@ describe('ATS-PFM-LLM-002-07 retries retain their own usage prices (BR-CAP-PFM-L
     ]);
     expect(attempts[0]!.usage).toBeUndefined();
     expect(result).toMatchObject({ state: 'settled', outcome: 'completed', turnsUsed: 1, charge: 5 });
+  });
+});
+
+describe('BR-CAP-PFM-LLM-002-06 the retry wait draws its jitter from the injected RETRY_JITTER, through RunOperation', () => {
+  const feature = scriptedFeature('test.jitter', () => [
+    scriptedFault('overloaded', { httpStatus: 529 }),
+    scriptedToolUse([{ id: 'a1', name: 'submit_answer', input: { value: 42 } }], { usage: usage(1_000, 100) }),
+  ]);
+
+  it.each([
+    { draw: 0, waitBeforeMs: BASE_RETRY_WAIT_MS },
+    { draw: 0.5, waitBeforeMs: BASE_RETRY_WAIT_MS + Math.floor((0.5 * BASE_RETRY_WAIT_MS * MAX_JITTER_PERCENT) / 100) },
+  ])('records a first retry after $waitBeforeMs ms when the jitter draws $draw', async ({ draw, waitBeforeMs }) => {
+    const ledger = await startLedgerApp({ features: [feature], override: { provide: RETRY_JITTER, useFactory: () => () => draw } });
+    try {
+      await seed(ledger, { operationId: 'test.jitter', organizationId: 'acme', publication: publication() });
+      const result = await ledger.commandBus.execute(new RunOperationCommand({ operationId: 'test.jitter', organizationId: 'acme', input: {} }));
+      const attempts = (await ledger.store.readStream(`invocation-${result.invocationId}`))
+        .filter((event) => event.type === 'AttemptRecorded')
+        .map((event) => (event.data as { waitBeforeMs: number }).waitBeforeMs);
+      expect(attempts).toEqual([0, waitBeforeMs]);
+    } finally {
+      await ledger.close();
+    }
   });
 });
