@@ -29,7 +29,10 @@ export interface InvocationView {
   readonly settlementTransition?: number;
   readonly estimatedAt: string;
   readonly settledAt?: string;
-  /** When the log last recorded anything for it. */
+  /**
+   * Its latest sign of life by the service's clock, as its own events date it (a transition's `…At`,
+   * or the end of an attempt): what the sweep compares with that same clock.
+   */
   readonly lastActivityAt: string;
 }
 
@@ -45,7 +48,8 @@ type InvocationRecordedEvent = RecordedEvent<InvocationEvent['type']> & Invocati
 /** The state of every invocation, and the set still open. */
 export const invocationsProjection: Projection<InvocationRecordedEvent> = {
   name: INVOCATIONS_PROJECTION,
-  version: 1,
+  // 2: lastActivityAt from the events' own times instead of the store's recordedAt.
+  version: 2,
   handles: INVOCATION_EVENT_TYPES,
   apply(event, tx) {
     const invocationId = streamId(event.streamName, 'invocation');
@@ -73,7 +77,7 @@ function applyInvocationEvent(
   invocationId: string,
   event: InvocationRecordedEvent,
 ): InvocationView | undefined {
-  const at = event.recordedAt;
+  const at = activityAt(event);
   if (event.type === 'InvocationEstimated') {
     const { organizationId, operationId, publication, estimatedAt } = event.data;
     return {
@@ -135,5 +139,32 @@ function applyInvocationEvent(
         settledAt: event.data.settledAt,
         lastActivityAt: at,
       };
+  }
+}
+
+/**
+ * When the event says it happened, by the service's clock (never the store's `recordedAt`, which is
+ * another clock: the store's, or EventStoreDB's server's).
+ */
+function activityAt(event: InvocationRecordedEvent): string {
+  switch (event.type) {
+    case 'InvocationEstimated':
+      return event.data.estimatedAt;
+    case 'InvocationRefused':
+      return event.data.refusedAt;
+    case 'InvocationReserved':
+      return event.data.reservedAt;
+    case 'InvocationDispatched':
+      return event.data.dispatchedAt;
+    case 'AttemptRecorded':
+      return new Date(event.data.startedAtMs + event.data.durationMs).toISOString();
+    case 'InvocationCompleted':
+      return event.data.completedAt;
+    case 'InvocationFailed':
+      return event.data.failedAt;
+    case 'InvocationPending':
+      return event.data.pendingAt;
+    case 'InvocationSettled':
+      return event.data.settledAt;
   }
 }

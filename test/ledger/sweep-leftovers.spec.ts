@@ -13,8 +13,7 @@ import { LedgerTestApp, startLedgerApp } from '../support/ledger-app';
  * A run appends reserved with dispatched, and a result with its settlement, so no crash of this build
  * leaves a reserved request or an unsettled result. A log can still hold them (written by an earlier
  * build that appended each transition alone, or by another writer): the sweep settles them as SPEC §4
- * says. The histories are dated 2025 and the sweep runs a day ahead of the log's own clock (which
- * dates the read models' last activity), so every one is stale.
+ * says. The histories are dated 2025 and the sweep runs a day ahead of the wall clock, so every one is stale.
  */
 const A_DAY_MS = 86_400_000;
 class TomorrowClock extends SystemClock {
@@ -52,5 +51,47 @@ describe('the sweep settles requests left between transitions by earlier builds 
     expect(report.settled).toEqual([expect.objectContaining({ invocationId: 'inv-1', transition, chargeCredits: charge })]);
     const { state } = await repository.load(account, accountDecider);
     expect(balanceOf(state)).toMatchObject({ held: 0, running: 0, charged: charge });
+  });
+});
+
+/** The service's clock a year behind the store's (an EventStoreDB server's clock, say, or a skewed host). */
+const A_YEAR_MS = 365 * A_DAY_MS;
+class LastYearClock extends SystemClock {
+  override now(): number {
+    return super.now() - A_YEAR_MS;
+  }
+}
+
+/** The history with every ISO time the events carry moved to `atMs`. */
+function datedAt<T>(value: T, atMs: number): T {
+  if (typeof value === 'string' && /^\d{4}-\d{2}-\d{2}T/.test(value)) return new Date(atMs).toISOString() as T;
+  if (Array.isArray(value)) return value.map((item) => datedAt(item, atMs)) as T;
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, datedAt(item, atMs)])) as T;
+  }
+  return value;
+}
+
+describe('the sweep judges staleness by the service\'s clock alone, whatever clock the store records with', () => {
+  let ledger: LedgerTestApp;
+  const clock = new LastYearClock();
+
+  beforeEach(async () => {
+    ledger = await startLedgerApp({ clock });
+  });
+
+  afterEach(() => ledger.close());
+
+  it('settles a request its own events date two days back, though the store recorded it "a year ahead"', async () => {
+    const repository = ledger.app.get(AggregateRepository);
+    const account = accountStreamName('org-1');
+    await repository.handle(account, accountDecider, { type: 'GrantCredits', data: { credits: 10_000, reason: 'funding', idempotencyKey: 'g-1', grantedAt: new Date(clock.now()).toISOString() } });
+    await repository.handle(account, accountDecider, placeHold('inv-1', PUBLICATION.creditHold));
+    const events = datedAt(HISTORY.reserved, clock.now() - 2 * A_DAY_MS).map((event) => ({ id: randomUUID(), type: event.type, data: event.data, metadata: { schemaVersion: 1 } }));
+    await ledger.store.append('invocation-inv-1', events, { expectedRevision: 'no_stream' });
+
+    const report: SweepReport = await ledger.commandBus.execute(new SweepStaleInvocationsCommand(A_DAY_MS));
+
+    expect(report.settled).toEqual([expect.objectContaining({ invocationId: 'inv-1', transition: 13, chargeCredits: 0 })]);
   });
 });
