@@ -1,6 +1,7 @@
 export * from './projection.types';
 export * from './projection-runner';
 export * from './live-projections';
+export { MAX_PENDING_WAITS } from './position-waiters';
 export * from './projection-runner.errors';
 export * from './projection-rebuild';
 export { DEFAULT_CATCH_UP_PAGE_EVENTS, MAX_CATCH_UP_PAGE_EVENTS, type ProjectionFault } from './projection-replay';

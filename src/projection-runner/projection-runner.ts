@@ -15,6 +15,7 @@ import {
   type ProjectionTrack,
 } from './projection-replay';
 import type { LiveProjections } from './live-projections';
+import { PositionWaiters } from './position-waiters';
 import type { Projection } from './projection.types';
 import { assertProjectionName, type SqliteReadModelStore } from './read-model.store';
 
@@ -28,8 +29,6 @@ export const DEFAULT_LIVE_BATCH_MAX_EVENTS = 1_000;
  * once; a caller in `waitFor`/`caughtUp` is never kept waiting for the window.
  */
 export const DEFAULT_LIVE_BATCH_INTERVAL_MS = 50;
-/** Most callers waiting on `waitFor` at once; a bound on the runner's memory, not a rate limit. */
-export const MAX_PENDING_WAITS = 10_000;
 
 /** What the runner is doing. */
 export type ProjectionRunnerState = 'idle' | 'catching-up' | 'live' | 'rebuilding' | 'stopped' | 'failed';
@@ -131,14 +130,6 @@ export interface ProjectionRunnerOptions {
   readonly onCommit?: (batch: CommittedBatch) => void;
 }
 
-interface Waiter {
-  readonly position: bigint;
-  readonly tracks: readonly ProjectionTrack[];
-  readonly resolve: () => void;
-  readonly reject: (error: unknown) => void;
-  readonly detach: () => void;
-}
-
 const SILENT_LOGGER: ProjectionRunnerLogger = { log() {}, warn() {}, error() {} };
 
 /**
@@ -170,7 +161,7 @@ export class ProjectionRunner implements LiveProjections {
   private stopRequested = false;
   /** The start or rebuild in progress; start/rebuild/stop run one at a time. */
   private activity: Promise<unknown> = Promise.resolve();
-  private readonly waiters = new Set<Waiter>();
+  private readonly waiters = new PositionWaiters<readonly ProjectionTrack[]>();
   /** Faulted projections already logged, so each fault is logged once. */
   private readonly reportedFaults = new WeakSet<ProjectionTrack>();
 
@@ -230,7 +221,7 @@ export class ProjectionRunner implements LiveProjections {
     await this.exclusive(async () => {
       await this.unfollow();
       if (this.state !== 'failed') this.state = 'stopped';
-      this.rejectAllWaiters(new ProjectionRunnerStoppedError('stop() was called'));
+      this.waiters.rejectAll(new ProjectionRunnerStoppedError('stop() was called'));
     });
   }
 
@@ -250,28 +241,10 @@ export class ProjectionRunner implements LiveProjections {
     if (this.state === 'failed') {
       return Promise.reject(new ProjectionRunnerStoppedError(messageOf(this.failure)));
     }
-    if (this.waiters.size >= MAX_PENDING_WAITS) {
-      return Promise.reject(new Error(`More than MAX_PENDING_WAITS (${MAX_PENDING_WAITS}) pending waits`));
-    }
-    const signal = options.signal;
-    if (signal?.aborted === true) return Promise.reject(signal.reason);
-    return new Promise<void>((resolve, reject) => {
-      const onAbort = (): void => {
-        this.waiters.delete(waiter);
-        reject(signal?.reason);
-      };
-      const waiter: Waiter = {
-        position,
-        tracks,
-        resolve,
-        reject,
-        detach: () => signal?.removeEventListener('abort', onAbort),
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      this.waiters.add(waiter);
-      // Someone now reads: commit what is queued without holding the batch window open.
-      if (this.scheduledFlush?.delayed === true) this.scheduleLiveFlush();
-    });
+    const waiting = this.waiters.add(position, tracks, options.signal);
+    // Someone now reads: commit what is queued without holding the batch window open.
+    if (this.scheduledFlush?.delayed === true) this.scheduleLiveFlush();
+    return waiting;
   }
 
   /** Resolves when the selected projections have applied the log up to its head as of this call. */
@@ -464,16 +437,7 @@ export class ProjectionRunner implements LiveProjections {
         this.logger.error(`Projection "${track.projection.name}" stopped: ${track.fault.error.message}`);
       }
     }
-    for (const waiter of this.waiters) {
-      try {
-        if (!reached(waiter.tracks, waiter.position)) continue;
-        waiter.resolve();
-      } catch (error) {
-        waiter.reject(error);
-      }
-      waiter.detach();
-      this.waiters.delete(waiter);
-    }
+    this.waiters.settle((position, tracks) => reached(tracks, position));
   }
 
   private notifyCommit(batch: CommittedBatch): void {
@@ -488,15 +452,7 @@ export class ProjectionRunner implements LiveProjections {
     this.failure = error instanceof Error ? error : new Error(String(error));
     this.state = 'failed';
     this.logger.error(`Projection runner failed: ${this.failure.message}`);
-    this.rejectAllWaiters(new ProjectionRunnerStoppedError(this.failure.message));
-  }
-
-  private rejectAllWaiters(error: Error): void {
-    for (const waiter of this.waiters) {
-      waiter.detach();
-      waiter.reject(error);
-    }
-    this.waiters.clear();
+    this.waiters.rejectAll(new ProjectionRunnerStoppedError(this.failure.message));
   }
 
   private select(names: readonly string[] | undefined): ProjectionTrack[] {

@@ -10,8 +10,8 @@ import type {
   ProjectionStatus,
   WaitOptions,
 } from '../projection-runner';
-import { MAX_PENDING_WAITS } from '../projection-runner';
 import { ProjectionFaultedError, ProjectionRunnerStoppedError, messageOf } from '../projection-runner.errors';
+import { PositionWaiters } from '../position-waiters';
 import type { Projection } from '../projection.types';
 import type { SqliteReadModelStore } from '../read-model.store';
 import type { HostMessage, ProjectionWorkerData, WorkerMessage } from './projection-worker.protocol';
@@ -41,14 +41,6 @@ export interface ProjectionWorkerHostOptions {
   readonly logger?: ProjectionRunnerLogger;
 }
 
-interface Waiter {
-  readonly position: bigint;
-  readonly names: readonly string[];
-  readonly resolve: () => void;
-  readonly reject: (error: unknown) => void;
-  readonly detach: () => void;
-}
-
 const SILENT_LOGGER: ProjectionRunnerLogger = { log() {}, warn() {}, error() {} };
 
 /**
@@ -63,7 +55,7 @@ const SILENT_LOGGER: ProjectionRunnerLogger = { log() {}, warn() {}, error() {} 
 export class ProjectionWorkerHost implements LiveProjections {
   private worker: Worker | undefined;
   private snapshot: ProjectionRunnerStatus;
-  private readonly waiters = new Set<Waiter>();
+  private readonly waiters = new PositionWaiters<readonly string[]>();
   private unregisterCommits: (() => void) | undefined;
   private stopping: Promise<void> | undefined;
   private readonly logger: ProjectionRunnerLogger;
@@ -156,21 +148,9 @@ export class ProjectionWorkerHost implements LiveProjections {
     if (this.snapshot.state === 'failed' || this.worker === undefined) {
       return Promise.reject(new ProjectionRunnerStoppedError(messageOf(this.snapshot.error ?? 'the projection worker is not running')));
     }
-    if (this.waiters.size >= MAX_PENDING_WAITS) {
-      return Promise.reject(new Error(`More than MAX_PENDING_WAITS (${MAX_PENDING_WAITS}) pending waits`));
-    }
-    const signal = options.signal;
-    if (signal?.aborted === true) return Promise.reject(signal.reason);
-    return new Promise<void>((resolve, reject) => {
-      const onAbort = (): void => {
-        this.waiters.delete(waiter);
-        reject(signal?.reason);
-      };
-      const waiter: Waiter = { position, names, resolve, reject, detach: () => signal?.removeEventListener('abort', onAbort) };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      this.waiters.add(waiter);
-      this.post({ kind: 'hurry', position, projections: options.projections });
-    });
+    const waiting = this.waiters.add(position, names, options.signal);
+    this.post({ kind: 'hurry', position, projections: options.projections });
+    return waiting;
   }
 
   async caughtUp(options: WaitOptions = {}): Promise<void> {
@@ -214,7 +194,7 @@ export class ProjectionWorkerHost implements LiveProjections {
     }
     this.detachWorker();
     if (this.snapshot.state !== 'failed') this.snapshot = { ...this.snapshot, state: 'stopped' };
-    this.rejectAllWaiters(new ProjectionRunnerStoppedError('stop() was called'));
+    this.waiters.rejectAll(new ProjectionRunnerStoppedError('stop() was called'));
   }
 
   private post(message: HostMessage): void {
@@ -230,33 +210,16 @@ export class ProjectionWorkerHost implements LiveProjections {
   private update(status: ProjectionRunnerStatus): void {
     this.snapshot = status;
     if (status.state === 'failed') {
-      this.rejectAllWaiters(new ProjectionRunnerStoppedError(messageOf(status.error)));
+      this.waiters.rejectAll(new ProjectionRunnerStoppedError(messageOf(status.error)));
       return;
     }
-    for (const waiter of this.waiters) {
-      try {
-        if (!this.reached(waiter.names, waiter.position)) continue;
-        waiter.resolve();
-      } catch (error) {
-        waiter.reject(error);
-      }
-      waiter.detach();
-      this.waiters.delete(waiter);
-    }
+    this.waiters.settle((position, names) => this.reached(names, position));
   }
 
   private fail(error: Error): void {
     if (this.snapshot.state !== 'failed') this.logger.error(`Projection worker failed: ${error.message}`);
     this.snapshot = { ...this.snapshot, state: 'failed', error };
-    this.rejectAllWaiters(new ProjectionRunnerStoppedError(error.message));
-  }
-
-  private rejectAllWaiters(error: Error): void {
-    for (const waiter of this.waiters) {
-      waiter.detach();
-      waiter.reject(error);
-    }
-    this.waiters.clear();
+    this.waiters.rejectAll(new ProjectionRunnerStoppedError(error.message));
   }
 
   private select(names: readonly string[] | undefined): readonly string[] {
