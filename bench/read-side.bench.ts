@@ -1,6 +1,8 @@
 /**
  * The read side at 1,000,000 events of real invocations (issue 7): rebuild rate of every projection
- * the service runs (projections/index.ts ALL_PROJECTIONS) from position 0, and the latency of reading
+ * the service runs (projections/index.ts ALL_PROJECTIONS) from position 0, as `llm-ledger projections
+ * rebuild` runs it (rebuildProjectionsInParallel, ALL_PROJECTIONS_REBUILD_GROUPS on worker threads) and
+ * on one thread (rebuildProjections; the two must build the same read model), and the latency of reading
  * an invocation's explanation document (SPEC §10 `GET /v1/invocations/:id/explanation` reads exactly
  * this document once the read model is caught up) on a freshly opened read-model file.
  *
@@ -15,12 +17,28 @@ import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ALL_PROJECTIONS, EXPLANATION_COLLECTION, EXPLANATIONS_PROJECTION, INVOCATION_COLLECTION, INVOCATIONS_PROJECTION } from '../projections';
+import {
+  ALL_PROJECTIONS,
+  ALL_PROJECTIONS_MODULE,
+  ALL_PROJECTIONS_REBUILD_GROUPS,
+  EXPLANATION_COLLECTION,
+  EXPLANATIONS_PROJECTION,
+  INVOCATION_COLLECTION,
+  INVOCATIONS_PROJECTION,
+} from '../projections';
 import { newEventId } from '../src/event-store/event-id.generator';
 import type { RecordedEvent } from '../src/event-store/event-store.port';
 import { migrateSqliteSchema } from '../src/event-store/sqlite/sqlite-schema.migrations';
 import { openSqliteEventStore } from '../src/event-store/sqlite/sqlite-event-store';
-import { openReadModelStore, readModelPathFor, rebuildProjections } from '../src/projection-runner';
+import {
+  compareReadModels,
+  openReadModelStore,
+  readModelPathFor,
+  rebuildProjections,
+  type RebuildIntoResult,
+  type SqliteReadModelStore,
+} from '../src/projection-runner';
+import { rebuildProjectionsInParallel } from '../src/projection-runner/rebuild/parallel-rebuild';
 import { recordLog } from './full-path.bench';
 
 const DEFAULT_EVENTS = 1_000_000;
@@ -40,10 +58,46 @@ export interface ReadSideReport {
   readonly events: number;
   readonly invocations: number;
   readonly generateSeconds: number;
-  readonly rebuild: { readonly projections: readonly string[]; readonly seconds: number; readonly eventsPerSecond: number; readonly eventsPerCpuSecond: number };
+  /** As the CLI rebuilds: one worker thread per group. */
+  readonly rebuild: RebuildFigures;
+  /** On one thread, into another file. */
+  readonly sequentialRebuild: RebuildFigures;
+  /** The two rebuilds wrote the same documents and checkpoints. */
+  readonly rebuildsEqual: boolean;
   readonly explanationRead: { readonly p50Ms: number; readonly p99Ms: number; readonly maxMs: number };
   readonly invocationRead: { readonly p50Ms: number; readonly p99Ms: number; readonly maxMs: number };
   readonly loadAverage1mAtStart: number;
+}
+
+export interface RebuildFigures {
+  readonly groups: readonly (readonly string[])[];
+  readonly seconds: number;
+  readonly eventsPerSecond: number;
+  /** Events per second of CPU time of the whole process (every thread, the garbage collector's too). */
+  readonly eventsPerCpuSecond: number;
+}
+
+/** Runs one rebuild and times it, by the wall clock and by the process's CPU time. */
+async function timed(
+  groups: readonly (readonly string[])[],
+  rebuild: () => Promise<RebuildIntoResult>,
+): Promise<{ readonly result: RebuildIntoResult; readonly figures: RebuildFigures }> {
+  const cpuBefore = process.cpuUsage();
+  const started = performance.now();
+  const result = await rebuild();
+  const seconds = (performance.now() - started) / 1000;
+  const cpu = process.cpuUsage(cpuBefore);
+  const faulted = result.projections.filter((projection) => projection.fault !== undefined);
+  if (faulted.length > 0) throw new Error(`projections faulted: ${faulted.map((projection) => `${projection.name}: ${projection.fault!.error.message}`).join('; ')}`);
+  return {
+    result,
+    figures: {
+      groups,
+      seconds: round(seconds, 2),
+      eventsPerSecond: Math.round(result.events / seconds),
+      eventsPerCpuSecond: Math.round(result.events / ((cpu.user + cpu.system) / 1e6)),
+    },
+  };
 }
 
 /** Writes `target` events: the sample's set-up events once, then copies of its invocations. */
@@ -99,6 +153,11 @@ function invocationOf(event: RecordedEvent): string | undefined {
   return undefined;
 }
 
+/** True when both stores hold the same documents and checkpoints for every projection. */
+function sameReadModels(actual: SqliteReadModelStore, expected: SqliteReadModelStore): boolean {
+  return compareReadModels({ actual, expected, projections: ALL_PROJECTIONS.map((projection) => projection.name) }).equal;
+}
+
 function latency(samples: Float64Array): { p50Ms: number; p99Ms: number; maxMs: number } {
   samples.sort();
   const at = (q: number) => samples[Math.min(samples.length - 1, Math.floor(q * samples.length))]!;
@@ -117,21 +176,36 @@ export async function run(): Promise<ReadSideReport> {
   const logPath = join(directory, 'ledger.sqlite');
   try {
     const sample = await recordLog(SAMPLE_INVOCATIONS);
-    let started = performance.now();
+    const started = performance.now();
     const invocationIds = generateLog(logPath, sample, target);
     const generateSeconds = (performance.now() - started) / 1000;
 
     const eventStore = openSqliteEventStore({ path: logPath });
     const store = openReadModelStore({ path: readModelPathFor(logPath) });
-    const cpuBefore = process.cpuUsage();
-    started = performance.now();
-    const rebuilt = await rebuildProjections({ eventStore, store, projections: ALL_PROJECTIONS });
-    const seconds = (performance.now() - started) / 1000;
-    const cpu = process.cpuUsage(cpuBefore);
-    const faulted = rebuilt.projections.filter((projection) => projection.fault !== undefined);
-    if (faulted.length > 0) throw new Error(`projections faulted: ${faulted.map((projection) => `${projection.name}: ${projection.fault!.error.message}`).join('; ')}`);
-    store.close();
-    await eventStore.close();
+    const sequentialStore = openReadModelStore({ path: join(directory, 'sequential.read.sqlite') });
+    let parallel: Awaited<ReturnType<typeof timed>>;
+    let sequential: Awaited<ReturnType<typeof timed>>;
+    let rebuildsEqual: boolean;
+    try {
+      parallel = await timed(ALL_PROJECTIONS_REBUILD_GROUPS, () =>
+        rebuildProjectionsInParallel({
+          eventStore,
+          logPath,
+          store,
+          projections: ALL_PROJECTIONS,
+          projectionsModule: ALL_PROJECTIONS_MODULE,
+          groups: ALL_PROJECTIONS_REBUILD_GROUPS,
+        }),
+      );
+      sequential = await timed([ALL_PROJECTIONS.map((projection) => projection.name)], () =>
+        rebuildProjections({ eventStore, store: sequentialStore, projections: ALL_PROJECTIONS }),
+      );
+      rebuildsEqual = sameReadModels(store, sequentialStore);
+    } finally {
+      sequentialStore.close();
+      store.close();
+      await eventStore.close();
+    }
 
     // A fresh connection, as a restarted service would have: nothing in its page cache yet.
     const reader = openReadModelStore({ path: readModelPathFor(logPath) });
@@ -153,32 +227,35 @@ export async function run(): Promise<ReadSideReport> {
     reader.close();
 
     const report: ReadSideReport = {
-      events: rebuilt.events,
+      events: parallel.result.events,
       invocations: invocationIds.length,
       generateSeconds: round(generateSeconds, 1),
-      rebuild: {
-        projections: ALL_PROJECTIONS.map((projection) => projection.name),
-        seconds: round(seconds, 2),
-        eventsPerSecond: Math.round(rebuilt.events / seconds),
-        eventsPerCpuSecond: Math.round(rebuilt.events / ((cpu.user + cpu.system) / 1e6)),
-      },
+      rebuild: parallel.figures,
+      sequentialRebuild: sequential.figures,
+      rebuildsEqual,
       explanationRead,
       invocationRead,
       loadAverage1mAtStart,
     };
-    console.table({
-      [`rebuild of ${report.rebuild.projections.length} projections`]: {
-        events: report.events,
-        'events/s': report.rebuild.eventsPerSecond,
-        'events per CPU-s': report.rebuild.eventsPerCpuSecond,
-        goal: `≥ ${GOAL_REBUILD_EVENTS_PER_SECOND.toLocaleString('en')}`,
-      },
+    const row = (figures: RebuildFigures) => ({
+      events: report.events,
+      'events/s': figures.eventsPerSecond,
+      'events per CPU-s': figures.eventsPerCpuSecond,
+      goal: `≥ ${GOAL_REBUILD_EVENTS_PER_SECOND.toLocaleString('en')}`,
     });
+    console.table({
+      [`rebuild of ${ALL_PROJECTIONS.length} projections, ${report.rebuild.groups.length} worker threads (CLI)`]: row(report.rebuild),
+      [`rebuild of ${ALL_PROJECTIONS.length} projections, one thread`]: row(report.sequentialRebuild),
+    });
+    if (!rebuildsEqual) throw new Error('The parallel and the sequential rebuild wrote different read models');
     console.table({
       'explanation read': { ...explanationRead, goal: `p99 ≤ ${GOAL_READ_P99_MS} ms` },
       'invocation read': { ...invocationRead, goal: '' },
     });
-    console.log(`${report.invocations} invocations; generated in ${report.generateSeconds} s; load average ${loadAverage1mAtStart} at start`);
+    console.log(
+      `${report.invocations} invocations; generated in ${report.generateSeconds} s; load average ${loadAverage1mAtStart} at start; ` +
+        `worker groups ${report.rebuild.groups.map((group) => group.join('+')).join(' | ')}; both rebuilds equal`,
+    );
     return report;
   } finally {
     rmSync(directory, { recursive: true, force: true });

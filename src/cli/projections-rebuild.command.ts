@@ -1,6 +1,8 @@
-import { ALL_PROJECTIONS } from '../../projections';
+import { availableParallelism } from 'node:os';
+import { ALL_PROJECTIONS, ALL_PROJECTIONS_MODULE, ALL_PROJECTIONS_REBUILD_GROUPS } from '../../projections';
 import type { EventStore } from '../event-store/event-store.port';
-import { rebuildProjections, type Projection, type SqliteReadModelStore } from '../projection-runner';
+import { rebuildProjections, type Projection, type RebuildIntoResult, type SqliteReadModelStore } from '../projection-runner';
+import { rebuildProjectionsInParallel, type ParallelRebuildOptions } from '../projection-runner/rebuild/parallel-rebuild';
 import { EXIT_DIFFERENCES, EXIT_OK, EXIT_USAGE, writeLine, type CliIo } from './cli-io';
 import { progressReporter } from './progress';
 
@@ -15,6 +17,11 @@ export interface ProjectionsRebuildOptions {
   readonly projections?: readonly Projection[];
   /** See ProgressOptions.positionsCountEvents. */
   readonly positionsCountEvents?: boolean;
+  /**
+   * The embedded log's file: with it, and more than one core, ALL_PROJECTIONS are rebuilt on worker
+   * threads (rebuildProjectionsInParallel); without it (EventStoreDB), on this thread.
+   */
+  readonly logPath?: string;
 }
 
 /**
@@ -33,7 +40,7 @@ export async function projectionsRebuild(options: ProjectionsRebuildOptions): Pr
   const progress = progressReporter(options.io, { label: 'rebuild', positionsCountEvents: options.positionsCountEvents ?? false });
   // Progress writes are chained, so lines keep their order and memory stays constant.
   let progressWrites = Promise.resolve();
-  const result = await rebuildProjections({
+  const result = await rebuild(options, {
     eventStore: options.eventStore,
     store: options.readStore,
     projections: selected,
@@ -61,6 +68,30 @@ export async function projectionsRebuild(options: ProjectionsRebuildOptions): Pr
     `projections rebuild: ${result.projections.length - faulted} of ${result.projections.length} projections rebuilt from ${result.events} events in ${seconds} s`,
   );
   return faulted === 0 ? EXIT_OK : EXIT_DIFFERENCES;
+}
+
+/**
+ * On worker threads, in the groups measured for ALL_PROJECTIONS (those the selection leaves two of),
+ * when the log is a file, the projections are the service's own and there are cores to share;
+ * otherwise on this thread.
+ */
+function rebuild(
+  options: ProjectionsRebuildOptions,
+  rebuildOptions: Omit<ParallelRebuildOptions, 'logPath' | 'projectionsModule'>,
+): Promise<RebuildIntoResult> {
+  if (options.logPath === undefined || options.projections !== undefined || availableParallelism() < 2) {
+    return rebuildProjections(rebuildOptions);
+  }
+  const names = new Set(rebuildOptions.projections.map((projection) => projection.name));
+  const groups = ALL_PROJECTIONS_REBUILD_GROUPS.map((group) => group.filter((name) => names.has(name))).filter(
+    (group) => group.length > 0,
+  );
+  return rebuildProjectionsInParallel({
+    ...rebuildOptions,
+    logPath: options.logPath,
+    projectionsModule: ALL_PROJECTIONS_MODULE,
+    ...(groups.length >= 2 ? { groups } : {}),
+  });
 }
 
 /** The projections named, in the runner's order; a message when a name is unknown. */

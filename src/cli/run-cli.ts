@@ -100,6 +100,7 @@ const COMMANDS: readonly CommandDefinition[] = [
     },
     notes: [
       'Stop the service first: its projection runner owns the read-model store while it runs.',
+      'With the embedded store and more than one core, the projections are rebuilt in groups on worker threads.',
       'Progress goes to stderr: a bar on a terminal, plain lines otherwise. Exit status: 0 rebuilt,',
       '1 a projection stopped on an event it could not apply, 2 bad arguments or an unknown projection, 3 a store failed.',
     ],
@@ -111,6 +112,7 @@ const COMMANDS: readonly CommandDefinition[] = [
           io: context.io,
           names: args.options.get('projection') ?? [],
           positionsCountEvents: config.store.kind === 'sqlite',
+          ...(config.store.kind === 'sqlite' && config.store.path !== ':memory:' ? { logPath: config.store.path } : {}),
         }),
       );
     },

@@ -4,6 +4,8 @@ export * from './live-projections';
 export { MAX_PENDING_WAITS } from './position-waiters';
 export * from './projection-runner.errors';
 export * from './projection-rebuild';
+export * from './projections-module';
+export { rebuildProjectionsInParallel, type ParallelRebuildOptions } from './rebuild/parallel-rebuild';
 export { DEFAULT_CATCH_UP_PAGE_EVENTS, MAX_CATCH_UP_PAGE_EVENTS, type ProjectionFault } from './projection-replay';
 export * from './read-model.compare';
 export * from './read-model.store';

@@ -43,18 +43,33 @@ export async function rebuildProjections(options: RebuildIntoOptions): Promise<R
   });
   const targetPosition = await options.eventStore.headPosition();
   let eventsDone = 0;
-  const events = await catchUp({
-    eventStore: options.eventStore,
-    store: options.store,
-    tracks,
-    pageEvents: options.pageEvents ?? DEFAULT_CATCH_UP_PAGE_EVENTS,
-    maxCachedDocuments: options.maxCachedDocuments,
-    onPage: (page) => {
-      eventsDone += page.events;
-      options.onProgress?.({ eventsDone, position: page.lastPosition, targetPosition });
-    },
-  });
+  const events = await withIndexesDeferred(options.store, () =>
+    catchUp({
+      eventStore: options.eventStore,
+      store: options.store,
+      tracks,
+      pageEvents: options.pageEvents ?? DEFAULT_CATCH_UP_PAGE_EVENTS,
+      maxCachedDocuments: options.maxCachedDocuments,
+      onPage: (page) => {
+        eventsDone += page.events;
+        options.onProgress?.({ eventsDone, position: page.lastPosition, targetPosition });
+      },
+    }),
+  );
   return { events, projections: tracks.map(rebuiltOf) };
+}
+
+/**
+ * Runs a bulk load with the store's secondary indexes dropped when they index nothing (the
+ * projections just wiped held every indexed document), and builds them once at the end.
+ */
+export async function withIndexesDeferred<T>(store: SqliteReadModelStore, load: () => Promise<T>): Promise<T> {
+  const deferred = store.deferIndexes();
+  try {
+    return await load();
+  } finally {
+    if (deferred) store.restoreIndexes();
+  }
 }
 
 export interface VerifyReadModelOptions {

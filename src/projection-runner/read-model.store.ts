@@ -53,6 +53,11 @@ export interface ReadModelStoreOptions {
   readonly path: string;
   /** Default `NORMAL`; see the durability note above. */
   readonly synchronous?: ReadModelSynchronous;
+  /**
+   * Default true: create any secondary index a bulk load dropped (`deferIndexes`) and did not get to
+   * restore, because it crashed. False only for the extra connections of a bulk load in progress.
+   */
+  readonly restoreIndexes?: boolean;
 }
 
 /** Where a projection stands: the version that wrote its documents and the last position applied. */
@@ -97,12 +102,28 @@ export interface ReadModelWriteSession {
    * the write lock is already held, so this is the guard against a second writer on the same file.
    */
   expectCheckpoint(projection: string, expected: bigint | undefined): void;
+  /**
+   * Creates or replaces a document already serialised (and checked: key lengths, MAX_DOCUMENT_CHARS)
+   * before the transaction began, which is how a parallel rebuild keeps its work outside the lock.
+   */
+  putSerialised(projection: string, collection: string, id: string, body: string, indexKey: string | null): void;
+  /** Removes a document; removing one that does not exist is a no-op. */
+  deleteDocument(projection: string, collection: string, id: string): void;
 }
 
 export interface WriteOptions {
   /** Bound of each projection's write-through cache, in documents; default DEFAULT_MAX_CACHED_DOCUMENTS. */
   readonly maxCachedDocuments?: number;
 }
+
+/**
+ * The secondary indexes of `documents`, which `list` by index key reads. The primary key is the
+ * table itself; these are what a bulk load may drop and build once at its end (see `deferIndexes`).
+ */
+const DOCUMENT_INDEXES: Readonly<Record<string, string>> = {
+  documents_by_index_key: `CREATE INDEX IF NOT EXISTS documents_by_index_key
+    ON documents (projection, collection, index_key, id) WHERE index_key IS NOT NULL`,
+};
 
 interface CheckpointRow {
   projection: string;
@@ -160,6 +181,8 @@ export class SqliteReadModelStore {
   private constructor(
     private readonly db: SqliteDatabase,
     readonly path: string,
+    /** The file's durability setting, as opened. */
+    readonly synchronous: ReadModelSynchronous,
   ) {
     this.documentStatements = {
       selectBody: db
@@ -236,7 +259,8 @@ export class SqliteReadModelStore {
       db.pragma(`wal_autocheckpoint = ${READ_MODEL_WAL_AUTOCHECKPOINT_PAGES}`);
       db.pragma(`cache_size = -${READ_MODEL_PAGE_CACHE_KIB}`);
       db.pragma('temp_store = MEMORY');
-      return new SqliteReadModelStore(db, options.path);
+      if (options.restoreIndexes ?? true) createDocumentIndexes(db);
+      return new SqliteReadModelStore(db, options.path, synchronous);
     } catch (error) {
       db.close();
       throw error;
@@ -310,6 +334,31 @@ export class SqliteReadModelStore {
       this.deleteDocuments.run(projection);
       this.upsertCheckpoint.run(projection, version, null);
     }).immediate();
+  }
+
+  /**
+   * For a bulk load (a rebuild of every projection that has documents): drops the secondary indexes
+   * of `documents` when they index nothing, and returns true if it did. Maintaining them row by row
+   * costs about as much as writing the documents themselves (each page's rows land on a hundred
+   * scattered index pages), while building them once from the finished table is a sort. Call
+   * `restoreIndexes` when the load ends; if the process dies first, the next `openReadModelStore`
+   * (other than the load's own `restoreIndexes: false` connections) builds them. Readers see the same
+   * results meanwhile, only `list` by index key reads slower.
+   */
+  deferIndexes(): boolean {
+    this.assertOpen();
+    return this.db.transaction(() => {
+      const indexed = this.db.prepare('SELECT 1 FROM documents WHERE index_key IS NOT NULL LIMIT 1').pluck().get();
+      if (indexed !== undefined) return false;
+      for (const name of Object.keys(DOCUMENT_INDEXES)) this.db.exec(`DROP INDEX IF EXISTS ${name}`);
+      return true;
+    }).immediate();
+  }
+
+  /** Creates the secondary indexes `deferIndexes` dropped (a no-op when they exist). */
+  restoreIndexes(): void {
+    this.assertOpen();
+    this.db.transaction(() => createDocumentIndexes(this.db)).immediate();
   }
 
   /** Deletes a projection's documents and checkpoint (a projection that no longer exists). */
@@ -388,6 +437,14 @@ class WriteSession implements ReadModelWriteSession {
     if (actual !== expected) throw new ReadModelConflictError(projection, expected, actual);
   }
 
+  putSerialised(projection: string, collection: string, id: string, body: string, indexKey: string | null): void {
+    this.statements.upsert.run(projection, collection, id, body, indexKey);
+  }
+
+  deleteDocument(projection: string, collection: string, id: string): void {
+    this.statements.delete.run(projection, collection, id);
+  }
+
   flush(): void {
     for (const view of this.views.values()) view.flush();
   }
@@ -417,8 +474,6 @@ function migrate(db: SqliteDatabase): void {
         index_key TEXT,
         PRIMARY KEY (projection, collection, id)
       ) WITHOUT ROWID;
-      CREATE INDEX documents_by_index_key ON documents (projection, collection, index_key, id)
-        WHERE index_key IS NOT NULL;
       -- position: decimal text of a bigint (EventStoreDB positions are unsigned 64-bit); NULL = none applied.
       CREATE TABLE checkpoints (
         projection TEXT NOT NULL PRIMARY KEY,
@@ -426,8 +481,19 @@ function migrate(db: SqliteDatabase): void {
         position TEXT
       ) WITHOUT ROWID;
     `);
+    createDocumentIndexes(db);
     db.pragma(`user_version = ${READ_MODEL_SCHEMA_VERSION}`);
   }).immediate();
+}
+
+/** Creates the secondary indexes that are missing; when none is, it only reads the schema. */
+function createDocumentIndexes(db: SqliteDatabase): void {
+  const existing = new Set(
+    db.prepare<[], string>("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'documents'").pluck().all(),
+  );
+  for (const [name, statement] of Object.entries(DOCUMENT_INDEXES)) {
+    if (!existing.has(name)) db.exec(statement);
+  }
 }
 
 function toCheckpoint(row: CheckpointRow): ProjectionCheckpoint {

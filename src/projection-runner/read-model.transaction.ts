@@ -119,47 +119,57 @@ export class CachedReadModelTx implements ReadModelTx {
   }
 
   private serialise(collection: string, id: string, entry: CacheEntry): string {
-    let body: string | undefined;
-    try {
-      body = JSON.stringify(entry.document);
-    } catch (error) {
-      throw new DocumentWriteError(
-        this.projection,
-        collection,
-        id,
-        `not JSON-serialisable (${error instanceof Error ? error.message : String(error)})`,
-      );
-    }
-    if (body === undefined) {
-      throw new DocumentWriteError(this.projection, collection, id, 'not JSON-serialisable');
-    }
-    if (body.length > MAX_DOCUMENT_CHARS) {
-      throw new DocumentWriteError(
-        this.projection,
-        collection,
-        id,
-        `${body.length} characters of JSON exceeds MAX_DOCUMENT_CHARS (${MAX_DOCUMENT_CHARS})`,
-      );
-    }
-    return body;
+    return serialiseDocument(this.projection, collection, id, entry.document);
   }
 
   private assertKey(collection: string, id: string): void {
-    if (typeof collection !== 'string' || collection.length === 0 || collection.length > MAX_COLLECTION_NAME_LENGTH) {
-      throw new DocumentWriteError(
-        this.projection,
-        String(collection),
-        String(id),
-        `collection must be a non-empty string of at most ${MAX_COLLECTION_NAME_LENGTH} characters`,
-      );
-    }
-    if (typeof id !== 'string' || id.length === 0 || id.length > MAX_DOCUMENT_ID_LENGTH) {
-      throw new DocumentWriteError(
-        this.projection,
-        collection,
-        String(id),
-        `id must be a non-empty string of at most ${MAX_DOCUMENT_ID_LENGTH} characters`,
-      );
-    }
+    assertDocumentKey(this.projection, collection, id);
+  }
+}
+
+/** The document's JSON text; DocumentWriteError when it is not JSON-serialisable or too large. */
+export function serialiseDocument(projection: string, collection: string, id: string, document: unknown): string {
+  let body: string | undefined;
+  try {
+    body = JSON.stringify(document);
+  } catch (error) {
+    throw new DocumentWriteError(
+      projection,
+      collection,
+      id,
+      `not JSON-serialisable (${error instanceof Error ? error.message : String(error)})`,
+    );
+  }
+  if (body === undefined) {
+    throw new DocumentWriteError(projection, collection, id, 'not JSON-serialisable');
+  }
+  if (body.length > MAX_DOCUMENT_CHARS) {
+    throw new DocumentWriteError(
+      projection,
+      collection,
+      id,
+      `${body.length} characters of JSON exceeds MAX_DOCUMENT_CHARS (${MAX_DOCUMENT_CHARS})`,
+    );
+  }
+  return body;
+}
+
+/** DocumentWriteError unless (collection, id) can address a document. */
+export function assertDocumentKey(projection: string, collection: string, id: string): void {
+  if (typeof collection !== 'string' || collection.length === 0 || collection.length > MAX_COLLECTION_NAME_LENGTH) {
+    throw new DocumentWriteError(
+      projection,
+      String(collection),
+      String(id),
+      `collection must be a non-empty string of at most ${MAX_COLLECTION_NAME_LENGTH} characters`,
+    );
+  }
+  if (typeof id !== 'string' || id.length === 0 || id.length > MAX_DOCUMENT_ID_LENGTH) {
+    throw new DocumentWriteError(
+      projection,
+      collection,
+      String(id),
+      `id must be a non-empty string of at most ${MAX_DOCUMENT_ID_LENGTH} characters`,
+    );
   }
 }

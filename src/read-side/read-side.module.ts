@@ -1,6 +1,5 @@
 import { BeforeApplicationShutdown, Global, Inject, Logger, Module, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { join } from 'node:path';
-import { ALL_PROJECTIONS } from '../../projections';
+import { ALL_PROJECTIONS, ALL_PROJECTIONS_MODULE } from '../../projections';
 import { LEDGER_CONFIG, LedgerConfig } from '../config/ledger.config';
 import { EVENT_STORE, EventStore } from '../event-store/event-store.port';
 import { SqliteEventStore } from '../event-store/sqlite/sqlite-event-store';
@@ -8,9 +7,6 @@ import { LiveProjections, ProjectionRunner, SqliteReadModelStore, openReadModelS
 import { ProjectionWorkerHost } from '../projection-runner/worker/projection-worker.host';
 
 export const READ_MODEL_STORE = Symbol('READ_MODEL_STORE');
-
-/** The module the projection worker loads ALL_PROJECTIONS from (the `projections` folder's index). */
-const PROJECTIONS_MODULE = join(__dirname, '..', '..', 'projections');
 
 /**
  * The read side: the SQLite read-model store and what keeps it current. With the embedded store in a
@@ -44,8 +40,7 @@ const PROJECTIONS_MODULE = join(__dirname, '..', '..', 'projections');
             logPath: config.store.path,
             store,
             projections: ALL_PROJECTIONS,
-            projectionsModule: PROJECTIONS_MODULE,
-            projectionsExport: 'ALL_PROJECTIONS',
+            projectionsModule: ALL_PROJECTIONS_MODULE,
             logger,
           });
         }

@@ -35,8 +35,7 @@ describe('ProjectionWorkerHost: the projections on a worker thread with their ow
       logPath,
       store,
       projections: WORKER_PROJECTIONS,
-      projectionsModule: FIXTURE_MODULE,
-      projectionsExport: 'WORKER_PROJECTIONS',
+      projectionsModule: { path: FIXTURE_MODULE, exportName: 'WORKER_PROJECTIONS' },
       ...overrides,
     });
     hosts.push(created);
@@ -138,7 +137,7 @@ describe('ProjectionWorkerHost: the projections on a worker thread with their ow
   });
 
   it('refuses to start when the module has no projection list under that name', async () => {
-    const projections = host({ projectionsExport: 'NOT_A_LIST' });
+    const projections = host({ projectionsModule: { path: FIXTURE_MODULE, exportName: 'NOT_A_LIST' } });
     await expect(projections.start()).rejects.toThrow(/exports no projection list named NOT_A_LIST/);
     expect(projections.status().state).toBe('failed');
   });

@@ -13,6 +13,7 @@ import type {
 import { ProjectionFaultedError, ProjectionRunnerStoppedError, messageOf } from '../projection-runner.errors';
 import { PositionWaiters } from '../position-waiters';
 import type { Projection } from '../projection.types';
+import type { ProjectionsModule } from '../projections-module';
 import type { SqliteReadModelStore } from '../read-model.store';
 import type { HostMessage, ProjectionWorkerData, WorkerMessage } from './projection-worker.protocol';
 
@@ -28,13 +29,9 @@ export interface ProjectionWorkerHostOptions {
   readonly logPath: string;
   /** The read-model store the service reads (the worker writes the same file). */
   readonly store: SqliteReadModelStore;
-  /**
-   * The projections, and where the worker finds them: a module path `require` resolves and the name of
-   * its export holding the same list (functions cannot cross to a thread; the worker loads them itself).
-   */
+  /** The projections, and where the worker loads the same list from (functions cannot cross to a thread). */
   readonly projections: readonly Projection[];
-  readonly projectionsModule: string;
-  readonly projectionsExport: string;
+  readonly projectionsModule: ProjectionsModule;
   /** The runner's live batch window (see DEFAULT_LIVE_BATCH_INTERVAL_MS). */
   readonly liveBatchIntervalMs?: number;
   readonly logCheckpointIntervalMs?: number;
@@ -84,8 +81,7 @@ export class ProjectionWorkerHost implements LiveProjections {
     const data: ProjectionWorkerData = {
       logPath: this.options.logPath,
       readModelPath: this.options.store.path,
-      projectionsModule: this.options.projectionsModule,
-      projectionsExport: this.options.projectionsExport,
+      projections: this.options.projectionsModule,
       liveBatchIntervalMs: this.options.liveBatchIntervalMs,
       logCheckpointIntervalMs: this.options.logCheckpointIntervalMs ?? DEFAULT_LOG_CHECKPOINT_INTERVAL_MS,
     };

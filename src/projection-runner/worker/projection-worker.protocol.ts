@@ -1,4 +1,5 @@
 import type { ProjectionRunnerStatus } from '../projection-runner';
+import type { ProjectionsModule } from '../projections-module';
 
 /**
  * The messages between ProjectionWorkerHost (on the service's event loop) and the projection worker
@@ -11,9 +12,8 @@ export interface ProjectionWorkerData {
   readonly logPath: string;
   /** The read-model SQLite file the worker writes. */
   readonly readModelPath: string;
-  /** Module (absolute path, resolvable by `require`) and export holding the projections to run. */
-  readonly projectionsModule: string;
-  readonly projectionsExport: string;
+  /** Where the worker loads the projections to run from. */
+  readonly projections: ProjectionsModule;
   readonly liveBatchIntervalMs?: number;
   /** How often the worker copies the log's write-ahead log into its database file, in milliseconds. */
   readonly logCheckpointIntervalMs: number;

@@ -1,7 +1,7 @@
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { openSqliteEventStore } from '../../event-store/sqlite/sqlite-event-store';
 import { ProjectionRunner, type ProjectionRunnerLogger } from '../projection-runner';
-import type { Projection } from '../projection.types';
+import { loadProjections } from '../projections-module';
 import { openReadModelStore } from '../read-model.store';
 import type { HostMessage, ProjectionWorkerData, WorkerMessage } from './projection-worker.protocol';
 
@@ -35,7 +35,7 @@ function run(port: MessagePort, data: ProjectionWorkerData): void {
   runner = new ProjectionRunner({
     eventStore,
     store,
-    projections: loadProjections(data),
+    projections: loadProjections(data.projections),
     liveBatchIntervalMs: data.liveBatchIntervalMs,
     logger,
     onCommit: report,
@@ -83,15 +83,6 @@ function run(port: MessagePort, data: ProjectionWorkerData): void {
       void close().finally(() => port.close());
     },
   );
-}
-
-function loadProjections(data: ProjectionWorkerData): readonly Projection[] {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const loaded = (require(data.projectionsModule) as Record<string, unknown>)[data.projectionsExport];
-  if (!Array.isArray(loaded)) {
-    throw new TypeError(`${data.projectionsModule} exports no projection list named ${data.projectionsExport}`);
-  }
-  return loaded as readonly Projection[];
 }
 
 if (parentPort !== null) run(parentPort, workerData as ProjectionWorkerData);
