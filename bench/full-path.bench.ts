@@ -319,6 +319,35 @@ async function zeroLatencyAndRaw(invocations: number, warmupInvocations: number)
   return { zeroLatency: zero.result, raw: rawLimit(zero.events, zero.result.shape.transactions) };
 }
 
+/** How late three 50 ms timers in a row end, with nothing else running: the floor under "overhead". */
+export interface TimerFloor {
+  readonly inFlight: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+}
+
+/**
+ * The latent runs' closed loop with no accounting at all: each "invocation" is only the provider's
+ * TURNS waits. Whatever it measures above TURNS × latency is timer and scheduling lateness of this
+ * machine, which the latent runs' overhead includes too.
+ */
+async function timerFloor(invocations: number, inFlight: number, latencyMs: number): Promise<TimerFloor> {
+  const late: number[] = [];
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < invocations) {
+      next++;
+      const t0 = performance.now();
+      for (let turn = 0; turn < TURNS; turn++) await new Promise<void>((resolve) => setTimeout(resolve, latencyMs));
+      late.push(performance.now() - t0 - TURNS * latencyMs);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(inFlight, invocations) }, worker));
+  late.sort((a, b) => a - b);
+  const at = (q: number) => late[Math.min(late.length - 1, Math.floor(q * late.length))]!;
+  return { inFlight, p50Ms: round(at(0.5)), p99Ms: round(at(0.99)) };
+}
+
 export interface FullPathReport {
   readonly loadAverage1mAtStart: number;
   readonly loadAverage1mAtEnd: number;
@@ -328,6 +357,9 @@ export interface FullPathReport {
   readonly fullPathOverRaw: { readonly wall: number; readonly cpu: number };
   readonly latent1000: FullPathResult;
   readonly latent64: FullPathResult;
+  /** The same closed loops with nothing but the provider's three waits: what timers alone add. */
+  readonly timerFloor64: TimerFloor;
+  readonly timerFloor1000: TimerFloor;
   /** The highest of the measured runs' peaks (the raw replay's copy of the events not included). */
   readonly peakRssMiB: number;
 }
@@ -340,6 +372,8 @@ export async function run(): Promise<FullPathReport> {
   // otherwise sit in memory during them and inflate their resident set.
   const latent64 = await measure({ invocations: Math.ceil(latentInvocations / 5), inFlight: 64, providerLatencyMs: 50, warmupInvocations });
   const latent1000 = await measure({ invocations: latentInvocations, inFlight: 1_000, providerLatencyMs: 50, warmupInvocations });
+  const timerFloor64 = await timerFloor(latent64.invocations, 64, 50);
+  const timerFloor1000 = await timerFloor(latent1000.invocations, 1_000, 50);
   const { zeroLatency, raw } = await zeroLatencyAndRaw(Number(process.env.BENCH_INVOCATIONS ?? 20_000), warmupInvocations);
   const eventsPerSecond = zeroLatency.shape.events / zeroLatency.seconds;
   const eventsPerCpuSecond = zeroLatency.shape.events / zeroLatency.cpuSeconds;
@@ -351,6 +385,8 @@ export async function run(): Promise<FullPathReport> {
     fullPathOverRaw: { wall: round(eventsPerSecond / raw.eventsPerSecond), cpu: round(eventsPerCpuSecond / raw.eventsPerCpuSecond) },
     latent1000,
     latent64,
+    timerFloor64,
+    timerFloor1000,
     peakRssMiB: Math.max(zeroLatency.peakRssMiB, latent1000.peakRssMiB, latent64.peakRssMiB),
   };
   const row = (result: FullPathResult, goal: string) => ({
@@ -370,6 +406,10 @@ export async function run(): Promise<FullPathReport> {
     'zero latency': row(zeroLatency, '≥ 2,000 invocations/s'),
     '50 ms, 1,000 in flight': row(latent1000, 'overhead p99 ≤ 2 ms'),
     '50 ms, 64 in flight': row(latent64, '(below saturation)'),
+  });
+  console.table({
+    'timers only, 64 in flight': { 'lateness p50 ms': timerFloor64.p50Ms, 'lateness p99 ms': timerFloor64.p99Ms },
+    'timers only, 1,000 in flight': { 'lateness p50 ms': timerFloor1000.p50Ms, 'lateness p99 ms': timerFloor1000.p99Ms },
   });
   console.table({
     'full path (zero latency)': {
