@@ -21,6 +21,9 @@ const SHAPE: SampleLogShape = { eventsPerAppend: 3, carts: 13, organizations: 4 
 const FIXTURE_MODULE = join(__dirname, 'fixtures', 'worker.projections');
 /** A live batch window no test could wait out: only a waiting reader makes the worker commit early. */
 const ENDLESS_WINDOW_MS = 600_000;
+/** Bound on the polls for a restart, and their interval, in ms (the restart itself waits 0 ms). */
+const RESTART_POLLS = 500;
+const RESTART_POLL_MS = 20;
 
 describe('ProjectionWorkerHost: the projections on a worker thread with their own connections', () => {
   let dir: string;
@@ -134,6 +137,26 @@ describe('ProjectionWorkerHost: the projections on a worker thread with their ow
     expect(projections.status().state).toBe('failed');
     await expect(projections.waitFor(fatal.position)).rejects.toBeInstanceOf(ProjectionRunnerStoppedError);
     await projections.stop();
+  });
+
+  it('starts a worker that died again, and the read models follow the log from their committed checkpoints', async () => {
+    const projections = host({ restartDelayMs: 0 });
+    await projections.start();
+    const before = await appendSample(eventStore, 0, 10, SHAPE);
+    await projections.waitFor(before.position);
+    const fatal = await trip('trip-3', { action: 'exit-once', code: 9, marker: join(dir, 'tripped') });
+    await expect(projections.waitFor(fatal.position)).rejects.toThrow(/exited \(code 9\)/);
+
+    // The restart is on a timer; poll its outcome with a bound instead of sleeping a guessed time.
+    for (let polls = 0; projections.status().state !== 'live'; polls++) {
+      if (polls >= RESTART_POLLS) throw new Error(`no restart after ${RESTART_POLLS} polls: ${projections.status().state}`);
+      await new Promise((resolve) => setTimeout(resolve, RESTART_POLL_MS));
+    }
+    const after = await appendSample(eventStore, 10, 10, SHAPE);
+    await projections.waitFor(after.position);
+    expect(store.get('tripwire', 'trips', 'trip-3')).toEqual({ position: String(fatal.position) });
+    // cart-summary refuses an event applied twice: the restart resumed exactly at the checkpoints.
+    expect(projections.status().projections.every(({ fault }) => fault === undefined)).toBe(true);
   });
 
   it('refuses to start when the module has no projection list under that name', async () => {

@@ -21,6 +21,10 @@ import type { HostMessage, ProjectionWorkerData, WorkerMessage } from './project
 export const DEFAULT_LOG_CHECKPOINT_INTERVAL_MS = 1_000;
 /** How long `stop()` lets the worker finish its last commit before terminating it, in milliseconds. */
 export const WORKER_STOP_TIMEOUT_MS = 10_000;
+/** Wait before starting a worker again after it died, in milliseconds; doubled after each failed restart. */
+export const DEFAULT_WORKER_RESTART_DELAY_MS = 1_000;
+/** Longest wait between two restarts of a worker that keeps dying, in milliseconds. */
+export const MAX_WORKER_RESTART_DELAY_MS = 30_000;
 
 export interface ProjectionWorkerHostOptions {
   /** The service's embedded log: its head position, and a signal after each of its commits. */
@@ -35,6 +39,8 @@ export interface ProjectionWorkerHostOptions {
   /** The runner's live batch window (see DEFAULT_LIVE_BATCH_INTERVAL_MS). */
   readonly liveBatchIntervalMs?: number;
   readonly logCheckpointIntervalMs?: number;
+  /** First wait before restarting a worker that died after it had started (default DEFAULT_WORKER_RESTART_DELAY_MS). */
+  readonly restartDelayMs?: number;
   readonly logger?: ProjectionRunnerLogger;
 }
 
@@ -56,9 +62,14 @@ export class ProjectionWorkerHost implements LiveProjections {
   private unregisterCommits: (() => void) | undefined;
   private stopping: Promise<void> | undefined;
   private readonly logger: ProjectionRunnerLogger;
+  private restartTimer: ReturnType<typeof setTimeout> | undefined;
+  private readonly firstRestartDelayMs: number;
+  private nextRestartDelayMs: number;
 
   constructor(private readonly options: ProjectionWorkerHostOptions) {
     this.logger = options.logger ?? SILENT_LOGGER;
+    this.firstRestartDelayMs = options.restartDelayMs ?? DEFAULT_WORKER_RESTART_DELAY_MS;
+    this.nextRestartDelayMs = this.firstRestartDelayMs;
     this.snapshot = {
       state: 'idle',
       error: undefined,
@@ -74,7 +85,11 @@ export class ProjectionWorkerHost implements LiveProjections {
     };
   }
 
-  /** Starts the worker; resolves once it has caught up with the log and follows it. */
+  /**
+   * Starts the worker; resolves once it has caught up with the log and follows it. A worker that dies
+   * after that is started again (after restartDelayMs, doubling up to MAX_WORKER_RESTART_DELAY_MS while
+   * restarts fail); meanwhile the state is `failed` and waits are refused.
+   */
   start(): Promise<void> {
     if (this.worker !== undefined) return Promise.reject(new Error(`Cannot start a projection worker that is ${this.snapshot.state}`));
     this.stopping = undefined;
@@ -124,11 +139,15 @@ export class ProjectionWorkerHost implements LiveProjections {
         const error = new Error(`The projection worker exited (code ${code})`);
         if (this.snapshot.state !== 'failed') this.fail(error);
         if (!started) reject(error);
+        // A worker that never started fails its start() instead: the caller decides.
+        else this.scheduleRestart();
       });
     });
   }
 
   stop(): Promise<void> {
+    clearTimeout(this.restartTimer);
+    this.restartTimer = undefined;
     this.stopping ??= this.shutDown();
     return this.stopping;
   }
@@ -191,6 +210,26 @@ export class ProjectionWorkerHost implements LiveProjections {
     this.detachWorker();
     if (this.snapshot.state !== 'failed') this.snapshot = { ...this.snapshot, state: 'stopped' };
     this.waiters.rejectAll(new ProjectionRunnerStoppedError('stop() was called'));
+  }
+
+  private scheduleRestart(): void {
+    const delayMs = this.nextRestartDelayMs;
+    this.nextRestartDelayMs = Math.min(Math.max(1, delayMs) * 2, MAX_WORKER_RESTART_DELAY_MS);
+    this.logger.warn(`Restarting the projection worker in ${delayMs} ms`);
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = undefined;
+      if (this.stopping !== undefined) return;
+      this.start().then(
+        () => {
+          this.nextRestartDelayMs = this.firstRestartDelayMs;
+          this.logger.log('The projection worker restarted and caught up');
+        },
+        (error: unknown) => {
+          this.logger.error(`The projection worker did not restart: ${messageOf(error)}`);
+          if (this.stopping === undefined) this.scheduleRestart();
+        },
+      );
+    }, delayMs);
   }
 
   private post(message: HostMessage): void {
