@@ -125,7 +125,7 @@ function commitBatch(
 }
 
 /** Index of the first event whose position is greater than `position` (events.length if none). */
-function firstAfter(events: readonly RecordedEvent[], position: bigint): number {
+export function firstAfter(events: readonly RecordedEvent[], position: bigint): number {
   let low = 0;
   let high = events.length;
   while (low < high) {

@@ -60,19 +60,7 @@ export class CachedReadModelTx implements ReadModelTx {
   }
 
   put(collection: string, id: string, document: unknown, options?: PutOptions): void {
-    this.assertKey(collection, id);
-    if (document === undefined || typeof document === 'function' || typeof document === 'symbol') {
-      throw new DocumentWriteError(this.projection, collection, id, `a ${typeof document} is not a JSON document`);
-    }
-    const indexKey = options?.indexKey ?? null;
-    if (indexKey !== null && (typeof indexKey !== 'string' || indexKey.length > MAX_DOCUMENT_ID_LENGTH)) {
-      throw new DocumentWriteError(
-        this.projection,
-        collection,
-        id,
-        `index key must be a string of at most ${MAX_DOCUMENT_ID_LENGTH} characters`,
-      );
-    }
+    const indexKey = checkedPut(this.projection, collection, id, document, options);
     this.remember(collection, id, { document, present: true, dirty: true, indexKey });
   }
 
@@ -152,6 +140,22 @@ export function serialiseDocument(projection: string, collection: string, id: st
     );
   }
   return body;
+}
+
+/**
+ * The checks of a `put`: the key, a value JSON can hold, an index key within bounds. Returns the index
+ * key to store (null for none); DocumentWriteError otherwise.
+ */
+export function checkedPut(projection: string, collection: string, id: string, document: unknown, options?: PutOptions): string | null {
+  assertDocumentKey(projection, collection, id);
+  if (document === undefined || typeof document === 'function' || typeof document === 'symbol') {
+    throw new DocumentWriteError(projection, collection, id, `a ${typeof document} is not a JSON document`);
+  }
+  const indexKey = options?.indexKey ?? null;
+  if (indexKey !== null && (typeof indexKey !== 'string' || indexKey.length > MAX_DOCUMENT_ID_LENGTH)) {
+    throw new DocumentWriteError(projection, collection, id, `index key must be a string of at most ${MAX_DOCUMENT_ID_LENGTH} characters`);
+  }
+  return indexKey;
 }
 
 /** DocumentWriteError unless (collection, id) can address a document. */

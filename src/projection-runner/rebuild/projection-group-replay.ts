@@ -1,6 +1,6 @@
 import type { RecordedEvent } from '../../event-store/event-store.port';
 import { DocumentWriteError, ProjectionApplyError } from '../projection-runner.errors';
-import { assertPageEvents, lowestCheckpoint, type CatchUpPage, type ProjectionTrack } from '../projection-replay';
+import { assertPageEvents, firstAfter, lowestCheckpoint, type CatchUpPage, type ProjectionTrack } from '../projection-replay';
 import { DEFAULT_MAX_CACHED_DOCUMENTS, type SqliteReadModelStore } from '../read-model.store';
 import { RebuildDocumentCache } from './rebuild-document-cache';
 
@@ -132,18 +132,6 @@ function applyEvents(
     }
     if (full) commit(event.position);
   }
-}
-
-/** Index of the first event whose position is greater than `position` (events.length if none). */
-function firstAfter(events: readonly RecordedEvent[], position: bigint): number {
-  let low = 0;
-  let high = events.length;
-  while (low < high) {
-    const middle = (low + high) >>> 1;
-    if (events[middle]!.position <= position) low = middle + 1;
-    else high = middle;
-  }
-  return low;
 }
 
 /**

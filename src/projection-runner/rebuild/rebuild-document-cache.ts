@@ -1,7 +1,6 @@
-import { DocumentWriteError } from '../projection-runner.errors';
 import type { PutOptions, ReadModelTx } from '../projection.types';
 import type { ReadModelWriteSession, SqliteReadModelStore } from '../read-model.store';
-import { MAX_DOCUMENT_ID_LENGTH, assertDocumentKey, serialiseDocument } from '../read-model.transaction';
+import { assertDocumentKey, checkedPut, serialiseDocument } from '../read-model.transaction';
 
 /**
  * Clean documents a rebuild keeps from one page to the next, per projection: enough for the
@@ -71,19 +70,7 @@ export class RebuildDocumentCache implements ReadModelTx {
   }
 
   put(collection: string, id: string, document: unknown, options?: PutOptions): void {
-    this.assertKey(collection, id);
-    if (document === undefined || typeof document === 'function' || typeof document === 'symbol') {
-      throw new DocumentWriteError(this.projection, collection, id, `a ${typeof document} is not a JSON document`);
-    }
-    const indexKey = options?.indexKey ?? null;
-    if (indexKey !== null && (typeof indexKey !== 'string' || indexKey.length > MAX_DOCUMENT_ID_LENGTH)) {
-      throw new DocumentWriteError(
-        this.projection,
-        collection,
-        id,
-        `index key must be a string of at most ${MAX_DOCUMENT_ID_LENGTH} characters`,
-      );
-    }
+    const indexKey = checkedPut(this.projection, collection, id, document, options);
     const entry = this.remember(collection, id);
     entry.document = document;
     entry.present = true;
