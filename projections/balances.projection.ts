@@ -1,5 +1,6 @@
 import { DEFAULT_MAX_RUNNING } from '../src/accounts/account.bounds';
 import type { AccountEvent } from '../src/accounts/account.events';
+import { availableOf, type Balance } from '../src/accounts/account.state';
 import type { RecordedEvent } from '../src/event-store/event-store.port';
 import type { Projection } from '../src/projection-runner';
 import { streamId } from './stream-names';
@@ -8,14 +9,8 @@ export const BALANCES_PROJECTION = 'balances';
 export const BALANCE_COLLECTION = 'balance';
 
 /** An organization's balance (SPEC §9, §10 `GET …/balance`). `available` is derived when written. */
-export interface BalanceView {
+export interface BalanceView extends Balance {
   readonly organizationId: string;
-  readonly granted: number;
-  readonly adjustments: number;
-  readonly held: number;
-  readonly charged: number;
-  readonly available: number;
-  readonly running: number;
   readonly aiEnabled: boolean;
   readonly maxRunning: number;
   /** Holds not yet settled, by invocation (bounded by the requests in flight). */
@@ -77,6 +72,6 @@ function withDerived(balance: BalanceView): BalanceView {
     ...balance,
     held,
     running: holds.length,
-    available: balance.granted + balance.adjustments - balance.charged - held,
+    available: availableOf(balance, held),
   };
 }

@@ -68,8 +68,13 @@ export function runningCount(state: AccountState): number {
  * `granted + adjustments − charged − held` (SPEC §3). Below zero only after a settlement charged more
  * than its hold, or a negative adjustment.
  */
+export function availableOf(figures: Pick<Balance, 'granted' | 'adjustments' | 'charged'>, held: number): number {
+  return figures.granted + figures.adjustments - figures.charged - held;
+}
+
+/** The account's available credits (availableOf with its open holds). */
 export function availableCredits(state: AccountState): number {
-  return state.granted + state.adjustments - state.charged - heldCredits(state);
+  return availableOf(state, heldCredits(state));
 }
 
 /** The balance read of SPEC §10, `GET /v1/organizations/:organizationId/balance`. */
@@ -89,7 +94,7 @@ export function balanceOf(state: AccountState): Balance {
     adjustments: state.adjustments,
     held,
     charged: state.charged,
-    available: state.granted + state.adjustments - state.charged - held,
+    available: availableOf(state, held),
     running: runningCount(state),
   };
 }

@@ -161,10 +161,24 @@ export class SystemClock implements Clock {
 /** The shared system clock. */
 export const systemClock: Clock = new SystemClock();
 
-interface VirtualTimer {
+/** A timer of a virtual clock: due at `dueMs`, and set `seq`-th, so same-instant timers fire in set order. */
+export interface VirtualTimer {
   readonly dueMs: number;
   readonly seq: number;
   readonly onFire: () => void;
+}
+
+/** Inserts `timer` into `timers`, kept sorted by (dueMs, seq), by binary search. */
+export function insertTimer<Timer extends VirtualTimer>(timers: Timer[], timer: Timer): void {
+  let low = 0;
+  let high = timers.length;
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    const other = timers[mid]!;
+    if (other.dueMs < timer.dueMs || (other.dueMs === timer.dueMs && other.seq < timer.seq)) low = mid + 1;
+    else high = mid;
+  }
+  timers.splice(low, 0, timer);
 }
 
 export interface VirtualClockOptions {
@@ -267,15 +281,7 @@ export class VirtualClock implements Clock {
   }
 
   private insert(timer: VirtualTimer): void {
-    let low = 0;
-    let high = this.timers.length;
-    while (low < high) {
-      const mid = (low + high) >>> 1;
-      const other = this.timers[mid]!;
-      if (other.dueMs < timer.dueMs || (other.dueMs === timer.dueMs && other.seq < timer.seq)) low = mid + 1;
-      else high = mid;
-    }
-    this.timers.splice(low, 0, timer);
+    insertTimer(this.timers, timer);
   }
 
   private remove(timer: VirtualTimer): void {

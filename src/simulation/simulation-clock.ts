@@ -4,19 +4,12 @@
  * event-loop pump (event-loop-pump.ts) fires the next timer only once the process is idle, so a store
  * write in flight never lets time leap ahead to some unrelated deadline.
  */
-import { sleepOn, type Clock } from '../runtime/clock';
-
-interface PendingTimer {
-  readonly dueMs: number;
-  /** Set order: timers due at the same instant fire in the order they were set. */
-  readonly seq: number;
-  readonly onFire: () => void;
-}
+import { insertTimer, sleepOn, type Clock, type VirtualTimer } from '../runtime/clock';
 
 export class SimulationClock implements Clock {
   private nowMs: number;
   /** Sorted by (dueMs, seq); a scenario keeps at most a few thousand. */
-  private readonly timers: PendingTimer[] = [];
+  private readonly timers: VirtualTimer[] = [];
   private seq = 0;
   private fired = 0;
 
@@ -44,16 +37,8 @@ export class SimulationClock implements Clock {
   }
 
   setTimer(ms: number, onFire: () => void): () => void {
-    const timer: PendingTimer = { dueMs: this.nowMs + Math.max(0, Math.ceil(ms)), seq: this.seq++, onFire };
-    let low = 0;
-    let high = this.timers.length;
-    while (low < high) {
-      const mid = (low + high) >>> 1;
-      const other = this.timers[mid]!;
-      if (other.dueMs < timer.dueMs || (other.dueMs === timer.dueMs && other.seq < timer.seq)) low = mid + 1;
-      else high = mid;
-    }
-    this.timers.splice(low, 0, timer);
+    const timer: VirtualTimer = { dueMs: this.nowMs + Math.max(0, Math.ceil(ms)), seq: this.seq++, onFire };
+    insertTimer(this.timers, timer);
     return () => {
       const index = this.timers.indexOf(timer);
       if (index >= 0) this.timers.splice(index, 1);

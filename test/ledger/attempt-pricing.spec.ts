@@ -37,7 +37,7 @@ describe('ATS-PFM-LLM-002-07 retries retain their own usage prices (BR-CAP-PFM-L
   });
 });
 
-describe('BR-CAP-PFM-LLM-002-06 the retry wait draws its jitter from the injected RETRY_JITTER, through RunOperation', () => {
+describe('BR-CAP-PFM-LLM-002-05 the retry wait draws its jitter from the injected RETRY_JITTER, through RunOperation', () => {
   const feature = scriptedFeature('test.jitter', () => [
     scriptedFault('overloaded', { httpStatus: 529 }),
     scriptedToolUse([{ id: 'a1', name: 'submit_answer', input: { value: 42 } }], { usage: usage(1_000, 100) }),

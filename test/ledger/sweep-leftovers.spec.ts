@@ -72,7 +72,7 @@ function datedAt<T>(value: T, atMs: number): T {
   return value;
 }
 
-describe('the sweep judges staleness by the service\'s clock alone, whatever clock the store records with', () => {
+describe('STATE-PFM-LLM-001 transition 13: the sweep judges staleness by the service\'s clock alone, whatever clock the store records with', () => {
   let ledger: LedgerTestApp;
   const clock = new LastYearClock();
 
