@@ -343,6 +343,8 @@ export async function runToolLoop(input: ToolLoopInput): Promise<ToolLoopResult>
       elapsedMs: clock.now() - startedAtMs,
     };
   };
+  // Strict excess: spending exactly the hold may continue (FND-PFM-LLM-061).
+  const overHold = (): boolean => ledger.priceCredits > input.creditHold;
   const finishStopped = (): ToolLoopResult =>
     stop.cause === 'cancelled' ? finish('cancelled') : finish('time_limit', { endingLimit: 'totalTimeMs' });
 
@@ -405,8 +407,14 @@ export async function runToolLoop(input: ToolLoopInput): Promise<ToolLoopResult>
       if (cutOff) return finish('incomplete');
       if (calls.length === 0) {
         if (response.content.length > 0) messages.push({ role: 'assistant', content: response.content });
-        if (response.stopReason === 'pause_turn') continue;
+        // 8. Credit guard (BR-03) on every turn that continues, text turns included: a pause_turn or a
+        // reminder would send another request, so they stop at strict excess like a tool turn does.
+        if (response.stopReason === 'pause_turn') {
+          if (overHold()) return finish('credit_limit', { endingLimit: 'creditHold' });
+          continue;
+        }
         if (answerTool !== undefined) {
+          if (overHold()) return finish('credit_limit', { endingLimit: 'creditHold' });
           messages.push(userText(answerToolReminder(answerTool.name)));
           continue;
         }
@@ -417,12 +425,13 @@ export async function runToolLoop(input: ToolLoopInput): Promise<ToolLoopResult>
         if (verdict instanceof Promise) verdict = await verdict;
         if (verdict === STOPPED) return finishStopped();
         if (verdict.accepted) return finish('completed', { answer: text });
+        if (overHold()) return finish('credit_limit', { endingLimit: 'creditHold' });
         messages.push(userText(verdict.feedback));
         continue;
       }
 
       // 8. Credit guard (BR-03): strictly over the hold stops; exactly the hold continues.
-      if (ledger.priceCredits > input.creditHold) return finish('credit_limit', { endingLimit: 'creditHold' });
+      if (overHold()) return finish('credit_limit', { endingLimit: 'creditHold' });
       // 9. Tool budget (BR-02): the whole batch fits or none of it runs. A rejected answer call counts.
       if (calls.length > limits.maxToolCalls - toolCallsUsed) return finish('tool_limit', { endingLimit: 'maxToolCalls' });
       // With no turn left, nobody could read the results: do not run the handlers.

@@ -52,13 +52,6 @@ export interface ConversationWitness {
 export interface LogAuditOptions {
   /** Only ids starting with this are the run's own (a shared EventStoreDB holds other runs too). */
   readonly namespace: string;
-  /**
-   * Read "spent > creditHold only by the crossing turn" literally: no turn before the last may end
-   * over the hold, whatever it asked for. SPEC §5 step 8 guards tool-requesting turns only, so a
-   * text-only turn (a reminder to call the answer tool, a `pause_turn`) may go on over the hold; off
-   * by default, this shows where that happens.
-   */
-  readonly strictCreditGuard?: boolean;
 }
 
 /** Events read from the log per page while catching up. */
@@ -578,14 +571,11 @@ export class LogAudit {
       const lastTurn = invocation.attempts[invocation.attempts.length - 1]?.turn;
       const spentBeforeLastTurn = invocation.attempts.filter((attempt) => attempt.turn !== lastTurn).reduce((sum, attempt) => sum + attempt.priceCredits, 0);
       if (spentBeforeLastTurn > creditHold) {
-        // Allowed by SPEC §5 step 8 (the guard reads tool-requesting turns only); counted, and refused when strict.
-        this.witness.note('observed.spend-over-hold-before-last-turn');
-        if (this.options.strictCreditGuard === true) {
-          fail(
-            'conversation.spend-over-hold-only-by-last-turn',
-            `${result.outcome} after ${result.turnsUsed} turns: ${spentBeforeLastTurn} credits were spent before its last turn, over a hold of ${creditHold}`,
-          );
-        }
+        // SPEC §5 step 8 guards every turn that continues (tool, reminder and pause_turn turns alike).
+        fail(
+          'conversation.spend-over-hold-only-by-last-turn',
+          `${result.outcome} after ${result.turnsUsed} turns: ${spentBeforeLastTurn} credits were spent before its last turn, over a hold of ${creditHold}`,
+        );
       }
     }
     this.conversationFacts(invocation, result, fail);

@@ -10,8 +10,6 @@
  *                       EVENTSTORE_CONNECTION_STRING when that is set (EventStoreDB/KurrentDB)
  *   --every-boundary    arm each wave's crash at the next lifecycle boundary not yet hit (all of
  *                       them, before and after the write), instead of the scenario's own draw
- *   --strict-credit-guard  refuse any spend over the hold before a conversation's last turn, even
- *                       through text-only turns (SPEC §5 step 8 only guards tool-requesting turns)
  *   --keep-going        do not stop at a broken invariant: count them by name, list their seeds, go on
  *   --keep              keep each scenario's directory (its SQLite files)
  *   --logs              print the ledger's own log lines
@@ -33,7 +31,6 @@ interface CliOptions {
   logs: boolean;
   json: boolean;
   everyBoundary: boolean;
-  strictCreditGuard: boolean;
   keepGoing: boolean;
 }
 
@@ -42,7 +39,7 @@ const DEFAULT_INVOCATIONS = 60;
 const MAX_SEEDS_PER_COMMAND = 1_000_000;
 
 function parse(argv: readonly string[]): CliOptions {
-  const options: CliOptions = { seed: 1, seeds: 1, minutes: undefined, invocations: DEFAULT_INVOCATIONS, store: undefined, keep: false, logs: false, json: false, everyBoundary: false, strictCreditGuard: false, keepGoing: false };
+  const options: CliOptions = { seed: 1, seeds: 1, minutes: undefined, invocations: DEFAULT_INVOCATIONS, store: undefined, keep: false, logs: false, json: false, everyBoundary: false, keepGoing: false };
   const integer = (flag: string, value: string | undefined, min: number): number => {
     const parsed = Number(value);
     if (value === undefined || !Number.isSafeInteger(parsed) || parsed < min) throw new Error(`${flag} needs an integer >= ${min}, got ${String(value)}`);
@@ -82,9 +79,6 @@ function parse(argv: readonly string[]): CliOptions {
         break;
       case '--every-boundary':
         options.everyBoundary = true;
-        break;
-      case '--strict-credit-guard':
-        options.strictCreditGuard = true;
         break;
       case '--logs':
         options.logs = true;
@@ -136,7 +130,6 @@ async function main(): Promise<number> {
       keepDirectory: options.keep,
       logs: options.logs,
       crashAtEveryBoundary: options.everyBoundary,
-      strictCreditGuard: options.strictCreditGuard,
     });
     scenarios += 1;
     events += result.events;

@@ -146,6 +146,11 @@ const CRASH_WAVE_PERCENT = 60;
 const CLEAN_RESTART_PERCENT = 15;
 /** Share of publications with a long conversation budget (60 turns, 4 attempts each, 10 minutes), in percent. */
 const LONG_PUBLICATION_PERCENT = 10;
+/**
+ * Smallest hold of a long publication, in credits: the credit guard stops every turn that continues
+ * past the hold, so a long conversation needs room to pass the 64 retained attempts.
+ */
+const LONG_PUBLICATION_MIN_HOLD_CREDITS = 200_000;
 /** Share of invocations followed by a sweep at their conversation's deadline, in percent. */
 const DEADLINE_SWEEP_PERCENT = 10;
 /** Staleness thresholds a sweep is given, from reckless (0: anything idle at all) to cautious. */
@@ -155,6 +160,7 @@ const SWEEP_THRESHOLDS_MS = [0, 1_000, 10_000, 60_000, 300_000] as const;
 export function drawPublication(prng: Prng, enabled = true): PublicationRequest {
   // Now and then a long conversation, so a chatty or faulty model passes the 64 retained attempts (SPEC §7).
   const long = prng.chance(LONG_PUBLICATION_PERCENT);
+  const drawnHold = (): number => prng.pick([0, 50, 200, 500, 500, 2_000, 2_000, 10_000]);
   return {
     routing: { provider: 'scripted', model: `sim-model-${prng.int(1, 3)}` },
     limits: {
@@ -171,7 +177,7 @@ export function drawPublication(prng: Prng, enabled = true): PublicationRequest 
       cacheWritePerMTok: prng.pick([0, 3_750_000]),
       cacheReadPerMTok: prng.pick([0, 300_000]),
     },
-    creditHold: prng.pick([0, 50, 200, 500, 500, 2_000, 2_000, 10_000]),
+    creditHold: long ? Math.max(drawnHold(), LONG_PUBLICATION_MIN_HOLD_CREDITS) : drawnHold(),
     enabled,
   };
 }

@@ -68,8 +68,6 @@ export interface SimulationOptions {
    * yet hit, instead of the scenario's own draw, until every one has been hit once.
    */
   readonly crashAtEveryBoundary?: boolean;
-  /** See LogAuditOptions.strictCreditGuard. */
-  readonly strictCreditGuard?: boolean;
 }
 
 export interface SimulationResult {
@@ -185,7 +183,7 @@ class Simulation implements StoreFaultController {
           disturbed: (invocationId) => this.disturbedInvocations.has(invocationId),
           note: (name) => this.tally.add(name),
         },
-        { namespace: this.options.namespace ?? '', strictCreditGuard: this.options.strictCreditGuard === true },
+        { namespace: this.options.namespace ?? '' },
       );
       this.node = await this.startNode();
       this.nodeReady = Promise.resolve(this.node);
@@ -284,7 +282,6 @@ class Simulation implements StoreFaultController {
   private replayFlags(): string[] {
     return [
       ...(this.options.crashAtEveryBoundary === true ? ['--every-boundary'] : []),
-      ...(this.options.strictCreditGuard === true ? ['--strict-credit-guard'] : []),
     ];
   }
 

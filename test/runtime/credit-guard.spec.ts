@@ -50,9 +50,43 @@ describe('BR-CAP-PFM-LLM-002-03 the credit guard uses strict excess (ATS-PFM-LLM
     expect(result).toMatchObject({ outcome: 'completed', spentCredits: 590 });
   });
 
-  it('applies only to tool-requesting turns, as SPEC §5 step 8 says: an over-budget text turn is bounded by the turn budget instead', async () => {
-    const { run } = harness([scriptedText('let me think', { usage: usage(500) }), acceptedAnswer(0)]);
+});
+
+describe('BR-CAP-PFM-LLM-002-03 the credit guard also covers text turns that continue (SPEC §5 step 8)', () => {
+  it('stops a text turn answered with the answer-tool reminder once it spends past the hold, rather than sending another request', async () => {
+    const { provider, run } = harness([scriptedText('let me think', { usage: usage(101) }), acceptedAnswer(0)]);
     const result = await run({ answerTool: submitAnswer(), creditHold: 100 });
+    expect(result).toMatchObject({ outcome: 'credit_limit', endingLimit: 'creditHold', spentCredits: 101, turnsUsed: 1 });
+    expect(provider.stepsPlayed).toBe(1);
+  });
+
+  it('stops a pause_turn past the hold, because resuming it is another billed request', async () => {
+    const { provider, run } = harness([scriptedText('searching', { usage: usage(150), stopReason: 'pause_turn' }), acceptedAnswer(0)]);
+    const result = await run({ answerTool: submitAnswer(), creditHold: 100 });
+    expect(result).toMatchObject({ outcome: 'credit_limit', spentCredits: 150, turnsUsed: 1 });
+    expect(provider.stepsPlayed).toBe(1);
+  });
+
+  it('stops a rejected final text past the hold instead of sending the judge’s feedback', async () => {
+    const { provider, run } = harness([scriptedText('41', { usage: usage(120) }), scriptedText('42', { usage: usage(1) })]);
+    const result = await run({ creditHold: 100, textJudge: (text) => (text === '42' ? { accepted: true } : { accepted: false, feedback: 'Check it.' }) });
+    expect(result).toMatchObject({ outcome: 'credit_limit', spentCredits: 120 });
+    expect(provider.stepsPlayed).toBe(1);
+  });
+
+  it('lets a reminder or pause_turn continue at exactly the hold, because only strict excess stops (FND-PFM-LLM-061)', async () => {
+    const { run } = harness([
+      scriptedText('searching', { usage: usage(40), stopReason: 'pause_turn' }),
+      scriptedText('let me think', { usage: usage(60) }),
+      acceptedAnswer(0),
+    ]);
+    const result = await run({ answerTool: submitAnswer(), creditHold: 100 });
+    expect(result).toMatchObject({ outcome: 'completed', spentCredits: 100, turnsUsed: 3 });
+  });
+
+  it('still lets an accepted final text complete over the hold: nothing more would be sent (BR-CAP-PFM-LLM-002-14)', async () => {
+    const { run } = harness([scriptedText('42', { usage: usage(500) })]);
+    const result = await run({ creditHold: 100 });
     expect(result).toMatchObject({ outcome: 'completed', spentCredits: 500 });
   });
 });
