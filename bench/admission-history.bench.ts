@@ -28,7 +28,7 @@ import { accountDecider } from '../src/accounts/account.decider';
 import { accountStreamName, type AccountEvent } from '../src/accounts/account.events';
 import { crossesSnapshotPoint, snapshotEvent, snapshotStreamName } from '../src/aggregates/aggregate-snapshots';
 import { AggregateRepository } from '../src/aggregates/aggregate.repository';
-import { AppModule } from '../src/app.module';
+import { AppModule } from '../src/composition/app.module';
 import { PublishOperationCommand } from '../src/catalog/publish-operation.command';
 import { newEventId } from '../src/event-store/event-id.generator';
 import { MAX_EVENTS_PER_APPEND } from '../src/event-store/event-store-input.validation';

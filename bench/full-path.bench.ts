@@ -28,7 +28,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ChangeOrganizationSettingsCommand, GrantCreditsCommand } from '../src/accounts/account-commands';
-import { AppModule } from '../src/app.module';
+import { AppModule } from '../src/composition/app.module';
 import { PublishOperationCommand } from '../src/catalog/publish-operation.command';
 import { EVENT_STORE, type RecordedEvent } from '../src/event-store/event-store.port';
 import { migrateSqliteSchema } from '../src/event-store/sqlite/sqlite-schema.migrations';

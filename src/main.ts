@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { ConsoleLogger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { AppModule } from './app.module';
+import { AppModule } from './composition/app.module';
 import { LEDGER_CONFIG, LedgerConfig } from './config/ledger.config';
 import { configureHttp } from './http/configure-http';
 

@@ -1,7 +1,7 @@
 import { Inject } from '@nestjs/common';
 import { CommandHandler, ICommandHandler } from '@nestjs/cqrs';
 import { AggregateRepository } from '../aggregates/aggregate.repository';
-import { CLOCK, isoAt } from '../ledger/clock.provider';
+import { CLOCK, isoAt } from '../domain/clock.token';
 import type { Clock } from '../runtime';
 import { operationDecider, publicationInForce } from './operation.decider';
 import { operationStreamName } from './operation.events';

@@ -11,7 +11,7 @@ import { Module, type DynamicModule, type INestApplication } from '@nestjs/commo
 import { CommandBus, EventBus } from '@nestjs/cqrs';
 import { Test } from '@nestjs/testing';
 import { AggregateRepository } from '../aggregates/aggregate.repository';
-import { AppModule } from '../app.module';
+import { AppModule } from '../composition/app.module';
 import { LEDGER_CONFIG, type LedgerConfig } from '../config/ledger.config';
 import { ALL_PROJECTIONS } from '../../projections';
 import { EVENT_STORE, type EventStore } from '../event-store/event-store.port';
@@ -24,12 +24,12 @@ import { RunOperationCommand, type RunOperationRequest } from '../invocations/ru
 import { RunOperationHandler } from '../invocations/run-operation.handler';
 import { SweepStaleInvocationsCommand, type SweepReport } from '../invocations/sweep-stale-invocations.command';
 import { SweepStaleInvocationsHandler } from '../invocations/sweep-stale-invocations.handler';
-import { CLOCK } from '../ledger/clock.provider';
-import { RETRY_JITTER } from '../ledger/retry-jitter.provider';
+import { CLOCK } from '../domain/clock.token';
+import { RETRY_JITTER } from '../domain/retry-jitter.token';
 import { LiveProjections, ProjectionRunner, type SqliteReadModelStore } from '../projection-runner';
 import { ProviderRegistry } from '../providers/provider.registry';
 import type { RandomSource } from '../runtime';
-import { READ_MODEL_STORE } from '../read-side/read-side.module';
+import { READ_MODEL_STORE } from '../composition/read-side.module';
 import type { ActivityProbe } from './event-loop-pump';
 import { FaultyEventStore, type StoreFaultController } from './faulty-event-store';
 import type { SimulationClock } from './simulation-clock';

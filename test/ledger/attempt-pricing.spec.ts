@@ -1,5 +1,5 @@
 import { RunOperationCommand } from '../../src/invocations/run-operation.command';
-import { RETRY_JITTER } from '../../src/ledger/retry-jitter.provider';
+import { RETRY_JITTER } from '../../src/domain/retry-jitter.token';
 import { BASE_RETRY_WAIT_MS, MAX_JITTER_PERCENT, scriptedFault, scriptedToolUse } from '../../src/runtime';
 import { LedgerTestApp, publication, seed, startLedgerApp } from '../support/ledger-app';
 import { scriptedFeature, usage } from '../support/scripted-feature';

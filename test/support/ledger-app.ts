@@ -5,12 +5,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GrantCreditsCommand, ChangeOrganizationSettingsCommand } from '../../src/accounts/account-commands';
-import { AppModule } from '../../src/app.module';
+import { AppModule } from '../../src/composition/app.module';
 import { PublishOperationCommand, type PublicationRequest } from '../../src/catalog/publish-operation.command';
 import { EVENT_STORE, type EventStore } from '../../src/event-store/event-store.port';
 import { LedgerFeaturesModule } from '../../src/features/ledger-features.module';
 import type { OperationFeature } from '../../src/features/operation-feature';
-import { CLOCK } from '../../src/ledger/clock.provider';
+import { CLOCK } from '../../src/domain/clock.token';
 import { LiveProjections } from '../../src/projection-runner';
 import type { Clock } from '../../src/runtime';
 

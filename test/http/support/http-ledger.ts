@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
-import { AppModule } from '../../../src/app.module';
+import { AppModule } from '../../../src/composition/app.module';
 import { DEMO_OUTPUT } from '../../../src/demo/demo-seed.service';
 import { LedgerFeaturesModule } from '../../../src/features/ledger-features.module';
 import type { OperationFeature } from '../../../src/features/operation-feature';

@@ -1,7 +1,7 @@
 import { Global, Inject, Module, OnApplicationShutdown } from '@nestjs/common';
 import { LEDGER_CONFIG, LedgerConfig } from '../config/ledger.config';
-import { EVENT_STORE, EventStore } from './event-store.port';
-import { openEventStore } from './open-event-store';
+import { EVENT_STORE, EventStore } from '../event-store/event-store.port';
+import { openEventStore } from '../event-store/open-event-store';
 
 /** Opens the configured event store at start and closes it on shutdown (so test runs exit cleanly). */
 @Global()

@@ -9,8 +9,8 @@ import { LogSettledInvocationHandler } from '../invocations/invocation-settled.e
 import { RunOperationHandler } from '../invocations/run-operation.handler';
 import { SweepStaleInvocationsHandler } from '../invocations/sweep-stale-invocations.handler';
 import { ProviderRegistry } from '../providers/provider.registry';
-import { clockProvider } from './clock.provider';
-import { retryJitterProvider } from './retry-jitter.provider';
+import { clockProvider } from '../domain/clock.token';
+import { retryJitterProvider } from '../domain/retry-jitter.token';
 
 /**
  * The accounting core: command handlers over the event store, the feature and provider registries and

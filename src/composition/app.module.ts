@@ -1,12 +1,12 @@
 import { DynamicModule, Module, type ModuleMetadata } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
-import { LedgerConfigModule } from './config/config.module';
-import { DemoModule } from './demo/demo.module';
-import { EventStoreModule } from './event-store/event-store.module';
-import { DemoArithmeticModule } from './features/demo-arithmetic/demo-arithmetic.module';
-import { HttpModule } from './http/http.module';
-import { LedgerModule } from './ledger/ledger.module';
-import { ReadSideModule } from './read-side/read-side.module';
+import { LedgerConfigModule } from './ledger-config.module';
+import { DemoModule } from '../demo/demo.module';
+import { EventStoreModule } from './event-store.module';
+import { DemoArithmeticModule } from '../features/demo-arithmetic/demo-arithmetic.module';
+import { HttpModule } from '../http/http.module';
+import { LedgerModule } from './ledger-core.module';
+import { ReadSideModule } from './read-side.module';
 
 export interface AppModuleOptions {
   /** The environment to configure from; defaults to process.env. */

@@ -1,6 +1,6 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
 import { ConfigModule, ConfigService, registerAs } from '@nestjs/config';
-import { LEDGER_CONFIG, LedgerConfig, loadLedgerConfig } from './ledger.config';
+import { LEDGER_CONFIG, LedgerConfig, loadLedgerConfig } from '../config/ledger.config';
 
 const LEDGER_NAMESPACE = 'ledger';
 
