@@ -9,6 +9,7 @@ import { configureHttp } from './http/configure-http';
 async function bootstrap(): Promise<void> {
   // Structured JSON logs, one object per line.
   const logger = new ConsoleLogger({ json: true });
+  // AppModule is LedgerModule.forRoot with the HTTP API on and the demo when LEDGER_DEMO=1.
   const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(), { logger, abortOnError: false });
   configureHttp(app);
   // SIGTERM/SIGINT close the HTTP server, then the store (EventStoreModule.onApplicationShutdown).

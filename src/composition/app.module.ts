@@ -1,12 +1,7 @@
 import { DynamicModule, Module, type ModuleMetadata } from '@nestjs/common';
-import { CqrsModule } from '@nestjs/cqrs';
-import { LedgerConfigModule } from './ledger-config.module';
-import { DemoModule } from '../demo/demo.module';
-import { EventStoreModule } from './event-store.module';
+import { demoRequested } from '../config/ledger.config';
 import { DemoArithmeticModule } from '../features/demo-arithmetic/demo-arithmetic.module';
-import { HttpModule } from '../http/http.module';
-import { LedgerModule } from './ledger-core.module';
-import { ReadSideModule } from './read-side.module';
+import { LedgerModule } from './ledger.module';
 
 export interface AppModuleOptions {
   /** The environment to configure from; defaults to process.env. */
@@ -15,22 +10,17 @@ export interface AppModuleOptions {
   readonly imports?: ModuleMetadata['imports'];
 }
 
+/**
+ * The standalone service: LedgerModule configured from the environment with the HTTP API on, the demo
+ * seeded when LEDGER_DEMO=1, and `demo.arithmetic` registered either way (SPEC §10: the service ships it).
+ */
 @Module({})
 export class AppModule {
   static forRoot(options: AppModuleOptions = {}): DynamicModule {
+    const env = options.env ?? process.env;
     return {
       module: AppModule,
-      imports: [
-        LedgerConfigModule.forRoot(options.env),
-        CqrsModule.forRoot(),
-        EventStoreModule,
-        ReadSideModule,
-        LedgerModule,
-        DemoArithmeticModule,
-        HttpModule,
-        DemoModule,
-        ...(options.imports ?? []),
-      ],
+      imports: [LedgerModule.forRoot({ env, http: {}, demo: demoRequested(env) }), DemoArithmeticModule, ...(options.imports ?? [])],
     };
   }
 }

@@ -1,4 +1,4 @@
-import { Global, Module } from '@nestjs/common';
+import { Global, Module, type FactoryProvider } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { AdjustCreditsHandler, ChangeOrganizationSettingsHandler, GrantCreditsHandler } from '../accounts/account-commands.handler';
 import { AggregateRepository } from '../aggregates/aggregate.repository';
@@ -9,8 +9,17 @@ import { LogSettledInvocationHandler } from '../invocations/invocation-settled.e
 import { RunOperationHandler } from '../invocations/run-operation.handler';
 import { SweepStaleInvocationsHandler } from '../invocations/sweep-stale-invocations.handler';
 import { ProviderRegistry } from '../providers/provider.registry';
-import { clockProvider } from '../domain/clock.token';
-import { retryJitterProvider } from '../domain/retry-jitter.token';
+import { CLOCK } from '../domain/clock.token';
+import { RETRY_JITTER } from '../domain/retry-jitter.token';
+import { systemClock, type RandomSource } from '../runtime';
+
+const clockProvider = { provide: CLOCK, useValue: systemClock };
+
+// A factory, not a value: Nest's testing module cannot override a value provider with a factory.
+const retryJitterProvider: FactoryProvider<RandomSource> = {
+  provide: RETRY_JITTER,
+  useFactory: (): RandomSource => () => Math.random(),
+};
 
 /**
  * The accounting core: command handlers over the event store, the feature and provider registries and
@@ -39,5 +48,5 @@ import { retryJitterProvider } from '../domain/retry-jitter.token';
   ],
   exports: [clockProvider, AggregateRepository, FeatureRegistry],
 })
-export class LedgerModule {}
+export class LedgerCoreModule {}
 

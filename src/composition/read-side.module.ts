@@ -3,10 +3,8 @@ import { ALL_PROJECTIONS, ALL_PROJECTIONS_MODULE } from '../../projections';
 import { LEDGER_CONFIG, LedgerConfig } from '../config/ledger.config';
 import { EVENT_STORE, EventStore } from '../event-store/event-store.port';
 import { SqliteEventStore } from '../event-store/sqlite/sqlite-event-store';
-import { LiveProjections, ProjectionRunner, SqliteReadModelStore, openReadModelStore, type ProjectionRunnerLogger } from '../projection-runner';
+import { LiveProjections, ProjectionRunner, READ_MODEL_STORE, SqliteReadModelStore, openReadModelStore, type ProjectionRunnerLogger } from '../projection-runner';
 import { ProjectionWorkerHost } from '../projection-runner/worker/projection-worker.host';
-
-export const READ_MODEL_STORE = Symbol('READ_MODEL_STORE');
 
 /**
  * The read side: the SQLite read-model store and what keeps it current. With the embedded store in a

@@ -58,8 +58,38 @@ export class ConfigurationError extends Error {
   }
 }
 
-/** Parses and validates the environment; throws ConfigurationError listing every bad variable. */
-export function loadLedgerConfig(env: Readonly<Record<string, string | undefined>>): LedgerConfig {
+/**
+ * Settings given in code (LedgerModule.forRoot's options); each one left out falls back to its
+ * environment variable. A bad value is reported under its variable's name, so one message serves both.
+ */
+export interface LedgerSettings {
+  /** `LEDGER_STORE`. */
+  readonly store?: string;
+  /** `LEDGER_READ_STORE`. */
+  readonly readStore?: string;
+  /** `LEDGER_SQLITE_SYNCHRONOUS`. */
+  readonly synchronous?: SqliteSynchronous;
+  /** `LEDGER_PROJECTIONS_THREAD`. */
+  readonly projectionsThread?: ProjectionsThread;
+  /** `ANTHROPIC_API_KEY`. */
+  readonly anthropicApiKey?: string;
+  /** `ANTHROPIC_BASE_URL`. */
+  readonly anthropicBaseUrl?: string;
+  /** `LEDGER_TOKENS`: bearer token → grant. */
+  readonly tokens?: Readonly<Record<string, TokenGrant>>;
+  /** `LEDGER_DEMO`. */
+  readonly demo?: boolean;
+}
+
+/**
+ * Parses and validates the environment, with `settings` taking precedence over their variables;
+ * throws ConfigurationError listing every bad variable.
+ */
+export function loadLedgerConfig(
+  environment: Readonly<Record<string, string | undefined>>,
+  settings: LedgerSettings = {},
+): LedgerConfig {
+  const env = withSettings(environment, settings);
   const problems: string[] = [];
 
   const port = parsePort(env.PORT, problems);
@@ -87,9 +117,7 @@ export function loadLedgerConfig(env: Readonly<Record<string, string | undefined
   }
 
   const demoFlag = nonEmpty(env.LEDGER_DEMO);
-  if (demoFlag !== undefined && !['0', '1', 'true', 'false'].includes(demoFlag)) {
-    problems.push(`LEDGER_DEMO: expected 1 or 0, got "${demoFlag}"`);
-  }
+  if (demoFlag !== undefined && !DEMO_FLAGS.includes(demoFlag)) problems.push(demoFlagProblem(demoFlag));
 
   const tokens = parseTokens(env.LEDGER_TOKENS, problems);
 
@@ -106,6 +134,39 @@ export function loadLedgerConfig(env: Readonly<Record<string, string | undefined
     demo: demoFlag === '1' || demoFlag === 'true',
   };
 }
+
+/** The environment as the settings override it: one parser and one set of messages for both. */
+function withSettings(
+  env: Readonly<Record<string, string | undefined>>,
+  settings: LedgerSettings,
+): Readonly<Record<string, string | undefined>> {
+  const overrides: Record<string, string | undefined> = {
+    LEDGER_STORE: settings.store,
+    LEDGER_READ_STORE: settings.readStore,
+    LEDGER_SQLITE_SYNCHRONOUS: settings.synchronous,
+    LEDGER_PROJECTIONS_THREAD: settings.projectionsThread,
+    ANTHROPIC_API_KEY: settings.anthropicApiKey,
+    ANTHROPIC_BASE_URL: settings.anthropicBaseUrl,
+    LEDGER_TOKENS: settings.tokens === undefined ? undefined : JSON.stringify(settings.tokens),
+    LEDGER_DEMO: settings.demo === undefined ? undefined : settings.demo ? '1' : '0',
+  };
+  const merged: Record<string, string | undefined> = { ...env };
+  for (const [name, value] of Object.entries(overrides)) if (value !== undefined) merged[name] = value;
+  return merged;
+}
+
+/**
+ * `LEDGER_DEMO` read on its own: main.ts needs it before the module graph exists, to mount the demo.
+ * Throws ConfigurationError for a value other than 1, 0, true or false.
+ */
+export function demoRequested(env: Readonly<Record<string, string | undefined>>): boolean {
+  const flag = nonEmpty(env.LEDGER_DEMO);
+  if (flag !== undefined && !DEMO_FLAGS.includes(flag)) throw new ConfigurationError([demoFlagProblem(flag)]);
+  return flag === '1' || flag === 'true';
+}
+
+const DEMO_FLAGS = ['0', '1', 'true', 'false'];
+const demoFlagProblem = (flag: string): string => `LEDGER_DEMO: expected 1 or 0, got "${flag}"`;
 
 function nonEmpty(value: string | undefined): string | undefined {
   const trimmed = value?.trim();

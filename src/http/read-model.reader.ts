@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { INVOCATION_COLLECTION, INVOCATIONS_PROJECTION, type InvocationView } from '../../projections';
 import { LiveProjections, type SqliteReadModelStore } from '../projection-runner';
-import { READ_MODEL_STORE } from '../composition/read-side.module';
+import { READ_MODEL_STORE } from '../projection-runner';
 import { mayAccessOrganization, type Caller } from './auth/caller';
 import { ReadSideUnavailableException, ResourceNotFoundException } from './http-error.body';
 

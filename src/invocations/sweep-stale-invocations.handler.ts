@@ -8,7 +8,7 @@ import { AggregateRepository } from '../aggregates/aggregate.repository';
 import { IllegalTransitionError } from '../domain/domain.errors';
 import { CLOCK, isoAt } from '../domain/clock.token';
 import { LiveProjections, SqliteReadModelStore } from '../projection-runner';
-import { READ_MODEL_STORE } from '../composition/read-side.module';
+import { READ_MODEL_STORE } from '../projection-runner';
 import type { Clock } from '../runtime';
 import { invocationDecider } from './invocation.decider';
 import { invocationStreamName } from './invocation.events';

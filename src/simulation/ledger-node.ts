@@ -29,7 +29,7 @@ import { RETRY_JITTER } from '../domain/retry-jitter.token';
 import { LiveProjections, ProjectionRunner, type SqliteReadModelStore } from '../projection-runner';
 import { ProviderRegistry } from '../providers/provider.registry';
 import type { RandomSource } from '../runtime';
-import { READ_MODEL_STORE } from '../composition/read-side.module';
+import { READ_MODEL_STORE } from '../projection-runner';
 import type { ActivityProbe } from './event-loop-pump';
 import { FaultyEventStore, type StoreFaultController } from './faulty-event-store';
 import type { SimulationClock } from './simulation-clock';

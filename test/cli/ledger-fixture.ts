@@ -2,7 +2,7 @@ import { GrantCreditsCommand } from '../../src/accounts/account-commands';
 import type { InvocationSummary } from '../../src/invocations/invocation.state';
 import { RunOperationCommand } from '../../src/invocations/run-operation.command';
 import type { SqliteReadModelStore } from '../../src/projection-runner';
-import { READ_MODEL_STORE } from '../../src/composition/read-side.module';
+import { READ_MODEL_STORE } from '../../src/projection-runner';
 import { scriptedToolUse } from '../../src/runtime';
 import { publication, seed, startLedgerApp, type LedgerTestApp, type LedgerTestAppOptions } from '../support/ledger-app';
 import { scriptedFeature, usage } from '../support/scripted-feature';

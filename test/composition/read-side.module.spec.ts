@@ -4,7 +4,7 @@ import type { InvocationSummary } from '../../src/invocations/invocation.state';
 import { RunOperationCommand } from '../../src/invocations/run-operation.command';
 import { ProjectionRunner, type SqliteReadModelStore } from '../../src/projection-runner';
 import { ProjectionWorkerHost } from '../../src/projection-runner/worker/projection-worker.host';
-import { READ_MODEL_STORE } from '../../src/composition/read-side.module';
+import { READ_MODEL_STORE } from '../../src/projection-runner';
 import { scriptedToolUse } from '../../src/runtime';
 import { publication, seed, startLedgerApp } from '../support/ledger-app';
 import { scriptedFeature, usage } from '../support/scripted-feature';

@@ -1,6 +1,6 @@
 import { EXPLANATIONS_PROJECTION, EXPLANATION_COLLECTION, type ExplanationView } from '../../projections';
 import { RunOperationCommand } from '../../src/invocations/run-operation.command';
-import { READ_MODEL_STORE } from '../../src/composition/read-side.module';
+import { READ_MODEL_STORE } from '../../src/projection-runner';
 import type { SqliteReadModelStore } from '../../src/projection-runner';
 import { scriptedToolUse, type ScriptedStep } from '../../src/runtime';
 import { LedgerTestApp, publication, seed, startLedgerApp } from '../support/ledger-app';

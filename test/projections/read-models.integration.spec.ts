@@ -13,7 +13,7 @@ import { PublishOperationCommand } from '../../src/catalog/publish-operation.com
 import type { InvocationSummary } from '../../src/invocations/invocation.state';
 import { RunOperationCommand } from '../../src/invocations/run-operation.command';
 import type { SqliteReadModelStore } from '../../src/projection-runner';
-import { READ_MODEL_STORE } from '../../src/composition/read-side.module';
+import { READ_MODEL_STORE } from '../../src/projection-runner';
 import { scriptedFault, scriptedToolUse, type ScriptedStep } from '../../src/runtime';
 import { LedgerTestApp, publication, seed, startLedgerApp } from '../support/ledger-app';
 import { scriptedFeature, usage } from '../support/scripted-feature';

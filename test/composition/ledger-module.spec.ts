@@ -1,0 +1,126 @@
+import { Injectable, Module, type INestApplication } from '@nestjs/common';
+import { CommandBus } from '@nestjs/cqrs';
+import { Test } from '@nestjs/testing';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import request from 'supertest';
+import { GrantCreditsCommand } from '../../src/accounts/account-commands';
+import { PublishOperationCommand } from '../../src/catalog/publish-operation.command';
+import { LedgerModule } from '../../src/composition/ledger.module';
+import { ConfigurationError, LEDGER_CONFIG, type LedgerConfig } from '../../src/config/ledger.config';
+import { FeatureRegistry } from '../../src/features/feature.registry';
+import { LedgerFeaturesModule } from '../../src/features/ledger-features.module';
+import type { InvocationSummary } from '../../src/invocations/invocation.state';
+import { RunOperationCommand } from '../../src/invocations/run-operation.command';
+import { scriptedToolUse } from '../../src/runtime';
+import { publication } from '../support/ledger-app';
+import { scriptedFeature, usage } from '../support/scripted-feature';
+
+const feature = scriptedFeature('support.triage-ticket', () => [
+  scriptedToolUse([{ id: 'answer', name: 'submit_answer', input: { value: 42 } }], { usage: usage(1_000, 100) }),
+]);
+
+@Module({ imports: [LedgerFeaturesModule.register(feature)] })
+class TriageModule {}
+
+/** Stands in for the product's own configuration service. */
+@Injectable()
+class ProductSettings {
+  constructor(readonly storeUrl: string) {}
+}
+
+@Module({ providers: [{ provide: ProductSettings, useFactory: () => new ProductSettings(`sqlite:${join(directory, 'async.sqlite')}`) }], exports: [ProductSettings] })
+class ProductSettingsModule {}
+
+let directory: string;
+let app: INestApplication | undefined;
+
+beforeEach(() => {
+  directory = mkdtempSync(join(tmpdir(), 'llm-ledger-module-'));
+});
+
+afterEach(async () => {
+  await app?.close();
+  app = undefined;
+  rmSync(directory, { recursive: true, force: true });
+});
+
+async function start(imports: unknown[]): Promise<INestApplication> {
+  const moduleRef = await Test.createTestingModule({ imports: imports as never[] }).compile();
+  app = moduleRef.createNestApplication({ logger: false });
+  await app.init();
+  return app;
+}
+
+async function runTriage(started: INestApplication): Promise<InvocationSummary> {
+  const commands = started.get(CommandBus);
+  await commands.execute(new PublishOperationCommand('support.triage-ticket', publication()));
+  await commands.execute(new GrantCreditsCommand('acme', 10_000, 'funding', 'grant-1'));
+  return commands.execute(new RunOperationCommand({ operationId: 'support.triage-ticket', organizationId: 'acme', input: {} }));
+}
+
+describe('LedgerModule.forRoot / forRootAsync: the package a NestJS application embeds (SPEC §12)', () => {
+  it('embeds without HTTP or the demo by default, even when the environment asks for the demo', async () => {
+    const started = await start([
+      LedgerModule.forRoot({ store: `sqlite:${join(directory, 'ledger.sqlite')}`, env: { LEDGER_DEMO: '1', LEDGER_STORE: 'sqlite:/nonexistent/x.sqlite' } }),
+      TriageModule,
+    ]);
+    const config = started.get<LedgerConfig>(LEDGER_CONFIG);
+    // The option wins over its variable.
+    expect(config.store).toEqual({ kind: 'sqlite', path: join(directory, 'ledger.sqlite') });
+    expect(config.demo).toBe(false);
+    expect(started.get(FeatureRegistry).operationIds()).toEqual(['support.triage-ticket']);
+    await request(started.getHttpServer()).get('/health/live').expect(404);
+    expect(await runTriage(started)).toMatchObject({ state: 'settled', outcome: 'completed' });
+  });
+
+  it('falls back to each option’s environment variable', async () => {
+    const started = await start([
+      LedgerModule.forRoot({ env: { LEDGER_STORE: `sqlite:${join(directory, 'env.sqlite')}`, LEDGER_PROJECTIONS_THREAD: 'main' } }),
+    ]);
+    expect(started.get<LedgerConfig>(LEDGER_CONFIG)).toMatchObject({
+      store: { kind: 'sqlite', path: join(directory, 'env.sqlite') },
+      projectionsThread: 'main',
+    });
+  });
+
+  it('takes its options from a factory with forRootAsync, injecting the application’s own providers', async () => {
+    const started = await start([
+      LedgerModule.forRootAsync({
+        imports: [ProductSettingsModule],
+        inject: [ProductSettings],
+        useFactory: (settings: ProductSettings) => ({ store: settings.storeUrl, env: {} }),
+      }),
+      TriageModule,
+    ]);
+    expect(started.get<LedgerConfig>(LEDGER_CONFIG).store).toEqual({ kind: 'sqlite', path: join(directory, 'async.sqlite') });
+    expect(await runTriage(started)).toMatchObject({ state: 'settled', outcome: 'completed' });
+  });
+
+  it('mounts the HTTP API when asked, under its prefix and with the tokens given', async () => {
+    const started = await start([
+      LedgerModule.forRoot({
+        store: `sqlite:${join(directory, 'ledger.sqlite')}`,
+        env: {},
+        http: { prefix: 'ledger', tokens: { 'ops-token': { role: 'system' } } },
+      }),
+    ]);
+    const server = started.getHttpServer();
+    await request(server).get('/ledger/health/live').expect(200);
+    await request(server).get('/ledger/v1/organizations/acme/balance').expect(401);
+    // The token is honoured: past authentication, an organization with no account reads as unknown.
+    await request(server).get('/ledger/v1/organizations/acme/balance').set('Authorization', 'Bearer ops-token').expect(404);
+    await request(server).get('/health/live').expect(404);
+  });
+
+  it('registers the demo operation when the demo is asked for in code', async () => {
+    const started = await start([LedgerModule.forRoot({ store: `sqlite:${join(directory, 'ledger.sqlite')}`, env: {}, demo: true })]);
+    expect(started.get(FeatureRegistry).operationIds()).toEqual(['demo.arithmetic']);
+  });
+
+  it('refuses a bad option under its variable’s name, before serving', async () => {
+    await expect(start([LedgerModule.forRoot({ store: 'postgres://x', env: {} })])).rejects.toThrow(ConfigurationError);
+    await expect(start([LedgerModule.forRoot({ store: 'postgres://x', env: {} })])).rejects.toThrow(/LEDGER_STORE: unsupported store URL/);
+  });
+});
