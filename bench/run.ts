@@ -17,6 +17,7 @@ const BENCHMARKS: Record<string, () => Promise<Bench>> = {
   'full-path': async () => (await import('./full-path.bench')).run,
   'admission-history': async () => (await import('./admission-history.bench')).run,
   'read-side': async () => (await import('./read-side.bench')).run,
+  http: async () => (await import('./http.bench')).run,
 };
 
 export interface MachineInfo {

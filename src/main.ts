@@ -2,6 +2,8 @@ import 'reflect-metadata';
 import { ConsoleLogger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { AppModule } from './composition/app.module';
 import { LEDGER_CONFIG, LedgerConfig } from './config/ledger.config';
 import { configureHttp } from './http/configure-http';
@@ -17,7 +19,9 @@ async function bootstrap(): Promise<void> {
   const config = app.get<LedgerConfig>(LEDGER_CONFIG);
   await app.listen(config.port);
   const store = config.store.kind === 'sqlite' ? `sqlite:${config.store.path}` : 'EventStoreDB';
-  logger.log(`llm-ledger listening on port ${config.port} (store: ${store})`, 'Bootstrap');
+  // The port the server really got: PORT=0 asks the system for a free one (the HTTP benchmark does).
+  const port = ((app.getHttpServer() as Server).address() as AddressInfo | null)?.port ?? config.port;
+  logger.log(`llm-ledger listening on port ${port} (store: ${store})`, 'Bootstrap');
 }
 
 bootstrap().catch((error: unknown) => {

@@ -1,0 +1,24 @@
+/** What the HTTP benchmarks ask the service's probe (service-probe.ts), and what it answers. */
+export type ProbeRequest =
+  | { readonly id: number; readonly kind: 'usage'; readonly collectGarbage?: boolean }
+  | { readonly id: number; readonly kind: 'profile-start' }
+  | { readonly id: number; readonly kind: 'profile-stop'; readonly path: string }
+  | { readonly id: number; readonly kind: 'heap-snapshot'; readonly path: string };
+
+export interface ProbeReply {
+  readonly id: number;
+  readonly result: ServiceUsage | string | null;
+  readonly error?: string;
+}
+
+/** The service process's own CPU time (all threads) and memory at one moment. */
+export interface ServiceUsage {
+  readonly cpuMicros: number;
+  readonly rssBytes: number;
+  readonly heapUsedBytes: number;
+  readonly heapTotalBytes: number;
+  readonly externalBytes: number;
+  readonly arrayBuffersBytes: number;
+  /** True when the heap figures were taken right after a full collection (service run with --expose-gc). */
+  readonly afterGc: boolean;
+}
