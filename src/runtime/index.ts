@@ -12,6 +12,7 @@ export * from './pricing';
 export * from './retry-policy';
 export * from './execute-with-retry';
 export * from './tool-error-text';
+export { MAX_COMPILED_SCHEMAS } from './compiled-schema.cache';
 export {
   RECOVERABLE_FAULT_KINDS,
   buildToolCatalog,

@@ -8,6 +8,7 @@
  */
 import Ajv2020, { type ErrorObject } from 'ajv/dist/2020';
 import type { ToolUseBlock } from './provider.port';
+import { CompiledSchemaCache } from './compiled-schema.cache';
 import { boundToolErrorText } from './tool-error-text';
 import type { AnswerToolSpec, ToolEffect, ToolSpec } from './tool.types';
 
@@ -57,21 +58,20 @@ export type PreflightResult =
   | { readonly ok: false; readonly violation: BatchViolation; readonly callId?: string };
 
 let ajv: Ajv2020 | undefined;
-// Compiled once per schema object and kept for as long as the schema lives.
-const compiled = new WeakMap<object, InputValidator>();
-
-/**
- * Compiles a JSON Schema (2020-12) once and caches it by identity. Throws on a schema that does not
- * compile, which is a configuration error. Formats are not checked (no format vocabulary is loaded).
- */
-export function compileInputSchema(schema: Record<string, unknown>): InputValidator {
-  const cached = compiled.get(schema);
-  if (cached !== undefined) return cached;
+const compiled = new CompiledSchemaCache<InputValidator>((schema) => {
   // addUsedSchema off: two operations may reuse a schema `$id` without colliding in the shared instance.
   ajv ??= new Ajv2020({ strict: false, allErrors: false, validateFormats: false, addUsedSchema: false });
-  const validate = ajv.compile(schema) as InputValidator;
-  compiled.set(schema, validate);
-  return validate;
+  return ajv.compile(schema) as InputValidator;
+});
+
+/**
+ * Compiles a JSON Schema (2020-12) once and caches it by content (see CompiledSchemaCache: equal
+ * schemas in fresh objects share one validator; at most MAX_COMPILED_SCHEMAS are kept). Throws on a
+ * schema that does not compile, which is a configuration error. Formats are not checked (no format
+ * vocabulary is loaded).
+ */
+export function compileInputSchema(schema: Record<string, unknown>): InputValidator {
+  return compiled.get(schema);
 }
 
 /**

@@ -1,4 +1,6 @@
+import { CompiledSchemaCache } from '../../src/runtime/compiled-schema.cache';
 import {
+  MAX_COMPILED_SCHEMAS,
   MAX_TOOL_ERROR_TEXT_CHARS,
   RECOVERABLE_FAULT_KINDS,
   boundToolErrorText,
@@ -103,10 +105,57 @@ describe('seed 003 per-call preflight classifies the batch as requested, in one 
   });
 });
 
+describe('the compiled-schema cache is bounded', () => {
+  const counting = (maxSchemas: number) => {
+    const compiles: string[] = [];
+    const cache = new CompiledSchemaCache((schema) => (compiles.push(String(schema['title'])), { title: schema['title'] }), maxSchemas);
+    return { cache, compiles, get: (title: string) => cache.get({ title }) };
+  };
+
+  it('keeps at most its bound, evicting the least recently used schema first', () => {
+    const { cache, compiles, get } = counting(2);
+    get('a');
+    get('b');
+    get('a'); // a is now the most recent
+    get('c'); // evicts b
+    expect(cache.size).toBe(2);
+    get('a');
+    get('b');
+    expect(compiles).toEqual(['a', 'b', 'c', 'b']);
+    expect(MAX_COMPILED_SCHEMAS).toBeGreaterThan(0);
+  });
+
+  it('compiles a schema that is not plain JSON without caching it by content', () => {
+    const { cache, compiles } = counting(2);
+    const cyclic = (): Record<string, unknown> => {
+      const schema: Record<string, unknown> = { title: 'cycle' };
+      schema['self'] = schema;
+      return schema;
+    };
+    cache.get(cyclic());
+    cache.get(cyclic());
+    expect(compiles).toEqual(['cycle', 'cycle']);
+    expect(cache.size).toBe(0);
+  });
+});
+
 describe('tool schemas are compiled once and cached', () => {
   it('returns the same validator for the same schema object', () => {
     const schema = { type: 'object' };
     expect(compileInputSchema(schema)).toBe(compileInputSchema(schema));
+  });
+
+  it('returns the same validator for an equal schema in a fresh object, so a feature that rebuilds its tools per request compiles nothing', () => {
+    const first = compileInputSchema({ type: 'object', properties: { q: { type: 'string', maxLength: 9 } }, required: ['q'] });
+    const rebuilt = compileInputSchema({ required: ['q'], properties: { q: { maxLength: 9, type: 'string' } }, type: 'object' });
+    expect(rebuilt).toBe(first);
+  });
+
+  it('keeps schemas that differ apart', () => {
+    const strings = compileInputSchema({ type: 'object', properties: { q: { type: 'string' } }, required: ['q'] });
+    const numbers = compileInputSchema({ type: 'object', properties: { q: { type: 'number' } }, required: ['q'] });
+    expect(numbers).not.toBe(strings);
+    expect([strings({ q: 'a' }), strings({ q: 1 }), numbers({ q: 1 }), numbers({ q: 'a' })]).toEqual([true, false, true, false]);
   });
 
   it('accepts two operations that reuse a schema $id', () => {
