@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ChangeOrganizationSettingsCommand, GrantCreditsCommand } from '../../src/accounts/account-commands';
-import { AppModule } from '../../src/app.module';
+import { AppModule } from '../../src/composition/app.module';
 import { DEMO_OPERATION_ID } from '../../src/demo/demo-catalog';
 import { RunOperationCommand } from '../../src/invocations/run-operation.command';
 import { LiveProjections } from '../../src/projection-runner';
