@@ -17,11 +17,11 @@ async function bootstrap(): Promise<void> {
   // SIGTERM/SIGINT close the HTTP server, then the store (EventStoreModule.onApplicationShutdown).
   app.enableShutdownHooks();
   const config = app.get<LedgerConfig>(LEDGER_CONFIG);
-  await app.listen(config.port);
+  await app.listen(config.port, config.host);
   const store = config.store.kind === 'sqlite' ? `sqlite:${config.store.path}` : 'EventStoreDB';
   // The port the server really got: PORT=0 asks the system for a free one (the HTTP benchmark does).
   const port = ((app.getHttpServer() as Server).address() as AddressInfo | null)?.port ?? config.port;
-  logger.log(`llm-ledger listening on port ${port} (store: ${store})`, 'Bootstrap');
+  logger.log(`llm-ledger listening on ${config.host} port ${port} (store: ${store})`, 'Bootstrap');
 }
 
 bootstrap().catch((error: unknown) => {

@@ -9,3 +9,10 @@ export const MAX_RUNNING_LIMIT = 1_000;
  * checked against Number.MAX_SAFE_INTEGER it keeps every balance figure an exact integer.
  */
 export const MAX_LEDGER_ENTRY_CREDITS = 1_000_000_000_000;
+/**
+ * Bound of `granted + |adjustments| + charged + held`, in credits. Every balance figure and every
+ * partial sum of `available = granted + adjustments − charged − held` lies within it, so keeping
+ * that sum within the exact-integer range keeps every total exact; a command that would take it
+ * past is refused.
+ */
+export const MAX_ACCOUNT_TOTAL_CREDITS = Number.MAX_SAFE_INTEGER;

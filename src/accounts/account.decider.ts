@@ -8,10 +8,10 @@ import type { SnapshotCodec } from '../aggregates/aggregate-snapshots';
 import type { Decider } from '../domain/decider';
 import { IdempotencyConflictError, ValidationError } from '../domain/domain.errors';
 import { FieldChecks, MAX_ID_CHARS, MAX_REASON_CHARS } from '../domain/field-checks';
-import { MAX_LEDGER_ENTRY_CREDITS, MAX_RUNNING_LIMIT } from './account.bounds';
+import { MAX_ACCOUNT_TOTAL_CREDITS, MAX_LEDGER_ENTRY_CREDITS, MAX_RUNNING_LIMIT } from './account.bounds';
 import type { AccountCommand, AdjustCredits, ChangeSettings, GrantCredits, PlaceHold, SettleHold } from './account.commands';
 import type { AccountEvent } from './account.events';
-import { AccountState, evolveAccount, initialAccountState, LedgerEntry } from './account.state';
+import { AccountState, AccountTotals, evolveAccount, heldCredits, initialAccountState, LedgerEntry, totalsAreExact } from './account.state';
 import { accountSnapshot } from './account.snapshot';
 import { admit, AdmissionRefusedError, refusalOf } from './admission.policy';
 
@@ -57,7 +57,7 @@ function grant({ data }: GrantCredits, state: AccountState): AccountEvent[] {
   const grantedAt = checks.instant('grantedAt', data.grantedAt);
   checks.throwIfAny();
   if (isRepeat(state, idempotencyKey, { kind: 'grant', credits, reason })) return [];
-  assertExact('credits', state.granted + credits);
+  assertExact('credits', state, { granted: state.granted + credits });
   return [{ type: 'CreditsGranted', data: { credits, reason, idempotencyKey, grantedAt } }];
 }
 
@@ -74,7 +74,7 @@ function adjust({ data }: AdjustCredits, state: AccountState): AccountEvent[] {
   const adjustedAt = checks.instant('adjustedAt', data.adjustedAt);
   checks.throwIfAny();
   if (isRepeat(state, idempotencyKey, { kind: 'adjustment', credits, reason })) return [];
-  assertExact('credits', state.adjustments + credits);
+  assertExact('credits', state, { adjustments: state.adjustments + credits });
   return [{ type: 'CreditsAdjusted', data: { credits, reason, idempotencyKey, adjustedAt } }];
 }
 
@@ -109,6 +109,7 @@ function placeHold({ data }: PlaceHold, state: AccountState): AccountEvent[] {
   }
   const admission = admit(state, { creditHold: credits });
   if (!admission.admitted) throw new AdmissionRefusedError(refusalOf(admission));
+  assertExact('credits', state, { held: heldCredits(state) + credits });
   return [{ type: 'HoldPlaced', data: { invocationId, credits, placedAt } }];
 }
 
@@ -124,7 +125,7 @@ function settleHold({ data }: SettleHold, state: AccountState): AccountEvent[] {
   checks.throwIfAny();
   const open = state.openHolds.get(invocationId);
   if (open === undefined) return [];
-  assertExact('chargeCredits', state.charged + chargeCredits);
+  assertExact('chargeCredits', state, { charged: state.charged + chargeCredits, held: heldCredits(state) - open.credits });
   return [{ type: 'HoldSettled', data: { invocationId, heldCredits: open.credits, chargedCredits: chargeCredits, settledAt } }];
 }
 
@@ -139,7 +140,13 @@ function isRepeat(state: AccountState, key: string, request: Omit<LedgerEntry, '
   );
 }
 
-/** Totals stay exact integers: refuse an entry that would push one past Number.MAX_SAFE_INTEGER. */
-function assertExact(field: string, total: number): void {
-  if (!Number.isSafeInteger(total)) throw ValidationError.of(field, 'would take the account totals past exact integers');
+/**
+ * Totals stay exact integers (SPEC §11): refuse a change that would take any total, or any partial
+ * sum of `available`, past MAX_ACCOUNT_TOTAL_CREDITS. Writes nothing; names the field that would.
+ */
+function assertExact(field: string, state: AccountState, change: Partial<AccountTotals>): void {
+  const next: AccountTotals = { granted: state.granted, adjustments: state.adjustments, charged: state.charged, held: heldCredits(state), ...change };
+  if (!totalsAreExact(next)) {
+    throw ValidationError.of(field, `would take the account's totals past ${MAX_ACCOUNT_TOTAL_CREDITS} credits, the exact-integer range`);
+  }
 }

@@ -5,7 +5,7 @@
  * same on a young stream and an old one.
  */
 import { isoToMs } from '../domain/field-checks';
-import { DEFAULT_MAX_RUNNING } from './account.bounds';
+import { DEFAULT_MAX_RUNNING, MAX_ACCOUNT_TOTAL_CREDITS } from './account.bounds';
 import type { AccountEvent } from './account.events';
 
 /** A hold not yet settled. */
@@ -75,6 +75,24 @@ export function availableOf(figures: Pick<Balance, 'granted' | 'adjustments' | '
 /** The account's available credits (availableOf with its open holds). */
 export function availableCredits(state: AccountState): number {
   return availableOf(state, heldCredits(state));
+}
+
+/** The account's figures as they would stand after a change. */
+export interface AccountTotals {
+  readonly granted: number;
+  readonly adjustments: number;
+  readonly charged: number;
+  readonly held: number;
+}
+
+/**
+ * True while every total and every partial sum of `available` is an exact integer: the magnitudes'
+ * sum stays within MAX_ACCOUNT_TOTAL_CREDITS (each figure is a sum of safe integers, so a sum past
+ * the bound is the first sign of lost precision).
+ */
+export function totalsAreExact({ granted, adjustments, charged, held }: AccountTotals): boolean {
+  const magnitude = granted + Math.abs(adjustments) + charged + held;
+  return [granted, adjustments, charged, held].every(Number.isSafeInteger) && magnitude <= MAX_ACCOUNT_TOTAL_CREDITS;
 }
 
 /** The balance read of SPEC §10, `GET /v1/organizations/:organizationId/balance`. */

@@ -186,6 +186,10 @@ export function describeDifference(difference: AuditDifference): string {
       return `balance ${difference.organizationId}: ${difference.rule} fails: stored ${difference.stored}, derived ${difference.derived}`;
     case 'balance_mismatch':
       return `balance ${difference.organizationId}: ${difference.field} is ${difference.readModel} in the read model, ${difference.accountStream} from the account stream`;
+    case 'total_out_of_range': {
+      const { granted, adjustments, charged, held } = difference.totals;
+      return `organization ${difference.organizationId}: after its account's event ${difference.afterEvents} the totals leave the exact-integer range (granted ${granted}, adjustments ${adjustments}, charged ${charged}, held ${held}; |sum| over ${Number.MAX_SAFE_INTEGER})`;
+    }
     case 'balance_missing':
       return difference.missingFrom === 'read_model'
         ? `balance ${difference.organizationId}: the account stream exists but the read model has no balance`

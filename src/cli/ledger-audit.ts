@@ -14,7 +14,7 @@ import { BALANCE_COLLECTION, BALANCES_PROJECTION, balancesProjection, type Balan
 import { streamId } from '../../projections/stream-names';
 import { accountDecider } from '../accounts/account.decider';
 import type { AccountEvent } from '../accounts/account.events';
-import { balanceOf, type AccountState, type Balance } from '../accounts/account.state';
+import { balanceOf, heldCredits, totalsAreExact, type AccountState, type AccountTotals, type Balance } from '../accounts/account.state';
 import type { EventStore, RecordedEvent } from '../event-store/event-store.port';
 import type { InvocationEvent } from '../invocations/invocation.events';
 import { MAX_LIST_LIMIT, type SqliteReadModelStore } from '../projection-runner';
@@ -86,6 +86,14 @@ export type LedgerDifference =
       readonly accountStream: number;
     }
   | {
+      /** An account total left the exact-integer range (SPEC §11); its figures can no longer be trusted. */
+      readonly kind: 'total_out_of_range';
+      readonly organizationId: string;
+      /** The account stream's revision-order event count at which it first left the range. */
+      readonly afterEvents: number;
+      readonly totals: AccountTotals;
+    }
+  | {
       /** An organization has an account stream but no balances document, or the reverse. */
       readonly kind: 'balance_missing';
       readonly organizationId: string;
@@ -124,6 +132,9 @@ export async function auditLedger(options: LedgerAuditOptions): Promise<LedgerAu
 
   const differences: LedgerDifference[] = [];
   const accounts = new Map<string, AccountState>();
+  const accountEvents = new Map<string, number>();
+  /** Organizations already reported out of the exact-integer range (reported once each). */
+  const outOfRange = new Set<string>();
   /** Invocations estimated and not yet refused or settled → their organization. */
   const openInvocations = new Map<string, string>();
   const awaitingHold = new Map<string, SettledAwaitingHold>();
@@ -149,7 +160,14 @@ export async function auditLedger(options: LedgerAuditOptions): Promise<LedgerAu
         }
       }
     }
-    accounts.set(organizationId, accountDecider.evolve(before, event));
+    const after = accountDecider.evolve(before, event);
+    accounts.set(organizationId, after);
+    accountEvents.set(organizationId, (accountEvents.get(organizationId) ?? 0) + 1);
+    const totals: AccountTotals = { granted: after.granted, adjustments: after.adjustments, charged: after.charged, held: heldCredits(after) };
+    if (!outOfRange.has(organizationId) && !totalsAreExact(totals)) {
+      outOfRange.add(organizationId);
+      differences.push({ kind: 'total_out_of_range', organizationId, afterEvents: accountEvents.get(organizationId)!, totals });
+    }
   };
 
   const onInvocationEvent = (invocationId: string, event: InvocationEvent): void => {

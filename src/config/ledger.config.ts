@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { InvalidStoreUrlError, parseStoreUrl, type StoreLocation } from '../event-store/open-event-store';
 import { readModelPathFor } from '../projection-runner/read-model.store';
 
@@ -19,6 +20,12 @@ export type SqliteSynchronous = 'NORMAL' | 'FULL';
 export type ProjectionsThread = 'worker' | 'main';
 
 export interface LedgerConfig {
+  /**
+   * The interface to listen on: `127.0.0.1` unless `HOST` says otherwise, so a service started with
+   * the demo's public tokens is not reachable from other machines by accident. `0.0.0.0` (or `::`)
+   * listens on all interfaces, which a deployment chooses on purpose.
+   */
+  readonly host: string;
   readonly port: number;
   /** `sqlite:<path>` or an `esdb://…` / `kurrentdb://…` connection string, parsed. */
   readonly store: StoreLocation;
@@ -44,7 +51,10 @@ export interface LedgerConfig {
   readonly demo: boolean;
 }
 
+export const DEFAULT_HOST = '127.0.0.1';
 export const DEFAULT_PORT = 3000;
+// An IP address or a host name (letters, digits, dots and hyphens).
+const HOST_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252}[A-Za-z0-9])?$/;
 export const DEFAULT_STORE = 'sqlite:./var/ledger.sqlite';
 /** Read models of an instance whose log is EventStoreDB. */
 export const DEFAULT_EVENTSTOREDB_READ_STORE = './var/read-models.sqlite';
@@ -92,6 +102,8 @@ export function loadLedgerConfig(
   const env = withSettings(environment, settings);
   const problems: string[] = [];
 
+  const host = nonEmpty(env.HOST) ?? DEFAULT_HOST;
+  if (isIP(host) === 0 && !HOST_NAME.test(host)) problems.push(`HOST: expected an IP address or a host name, got "${env.HOST}"`);
   const port = parsePort(env.PORT, problems);
 
   let store: StoreLocation = { kind: 'sqlite', path: './var/ledger.sqlite' };
@@ -123,6 +135,7 @@ export function loadLedgerConfig(
 
   if (problems.length > 0) throw new ConfigurationError(problems);
   return {
+    host,
     port,
     store,
     readStorePath,

@@ -73,7 +73,8 @@ export class FieldChecks {
   /** A safe integer within bounds; money and counts are never fractional. */
   integer(field: string, value: unknown, { min, max, unit }: IntegerBounds): number {
     if (!this.present(field, value)) return 0;
-    if (typeof value !== 'number' || !Number.isSafeInteger(value)) {
+    // An integer past the bound (1e30) is told the bound; every bound lies within the safe range.
+    if (typeof value !== 'number' || !Number.isInteger(value)) {
       this.add(field, `must be a whole number of ${unit}`);
     } else if (value < min) {
       this.add(field, min === 0 ? 'must not be negative' : `must be at least ${min} ${unit}`);

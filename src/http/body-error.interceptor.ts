@@ -27,7 +27,7 @@ export class BodyErrorInterceptor implements NestInterceptor {
       case 415:
         throw new UnsupportedMediaTypeException(problem.message);
       case 400:
-        throw InvalidRequestException.of('body', problem.message);
+        throw problem.fields === undefined ? InvalidRequestException.of('body', problem.message) : new InvalidRequestException(problem.fields);
     }
   }
 }

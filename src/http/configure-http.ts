@@ -1,7 +1,13 @@
 import { Logger } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { MAX_REQUEST_BODY_BYTES } from './http.bounds';
-import type { HttpResponse as Response, NextFunction } from './http.types';
+import type { Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { randomUUID } from 'node:crypto';
+import { MALFORMED_PERCENT_ENCODING } from './dto/field-rules';
+import { errorBodyOf } from './http-error.filter';
+import { MAX_JSON_NESTING_LEVELS, MAX_REQUEST_BODY_BYTES } from './http.bounds';
+import type { HttpRequest, HttpResponse as Response, NextFunction } from './http.types';
+import { nestsTooDeep, prototypeNamedKeys } from './json-body.checks';
 import { setupOpenApi } from './openapi';
 import { contextOf, requestContextMiddleware, type BodyProblem, type LedgerRequest } from './request-context';
 
@@ -19,12 +25,69 @@ const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH']);
  */
 export function configureHttp(app: NestExpressApplication): void {
   app.disable('x-powered-by');
+  answerClientErrorsInTheErrorShape(app.getHttpServer() as Server);
   app.use(requestContextMiddleware(new Logger('Http')));
+  app.use(markMalformedPercentEncoding);
   // Registered before init, so Nest does not add its own 100 KB JSON parser after it.
-  app.useBodyParser('json', { limit: MAX_REQUEST_BODY_BYTES });
+  app.useBodyParser('json', { limit: MAX_REQUEST_BODY_BYTES, verify: refuseDeepNesting });
   app.use(noteBodyParserError);
   app.use(requireJsonObjectBody);
   setupOpenApi(app);
+}
+
+/**
+ * Node answers a request it cannot parse (headers past its 16 KiB limit: 431; a malformed request
+ * line: 400) itself, with no body. A `clientError` listener replaces that answer with the API's one
+ * error shape, so a client parses every error the same way.
+ */
+function answerClientErrorsInTheErrorShape(server: Server): void {
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
+    // A reset connection, or one already answered, has nobody left to read an answer.
+    if (error.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+    const message =
+      status === 431 ? 'the request’s headers (the URL included) are too large' : status === 408 ? 'the request took too long to arrive' : 'the request is not valid HTTP';
+    const body = JSON.stringify(errorBodyOf(status, message, undefined, randomUUID()));
+    socket.end(
+      `HTTP/1.1 ${status} ${errorBodyOf(status, '', undefined, '').error}\r\n` +
+        'Content-Type: application/json; charset=utf-8\r\n' +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  });
+}
+
+/**
+ * Express refuses a path whose percent-encoding is malformed (`%E0%A4%A`) before any route matches,
+ * so its answer could not name the field. Each such segment is read as U+FFFD instead, the route
+ * matches, and the id check names the path parameter (400, `fields.organizationId`).
+ */
+function markMalformedPercentEncoding(request: HttpRequest, _response: Response, next: NextFunction): void {
+  const queryAt = request.url.indexOf('?');
+  const path = queryAt === -1 ? request.url : request.url.slice(0, queryAt);
+  if (path.includes('%')) {
+    let changed = false;
+    const segments = path.split('/').map((segment) => {
+      try {
+        decodeURIComponent(segment);
+        return segment;
+      } catch {
+        changed = true;
+        return encodeURIComponent(MALFORMED_PERCENT_ENCODING);
+      }
+    });
+    if (changed) request.url = segments.join('/') + (queryAt === -1 ? '' : request.url.slice(queryAt));
+  }
+  next();
+}
+
+/** body-parser's `verify`: runs on the raw (decompressed) bytes, before JSON.parse and any walk. */
+function refuseDeepNesting(_request: unknown, _response: unknown, body: Buffer): void {
+  if (nestsTooDeep(body)) {
+    throw Object.assign(new Error('nested too deep'), { status: 400, type: 'entity.too.deep' });
+  }
 }
 
 interface BodyParserError {
@@ -35,14 +98,19 @@ interface BodyParserError {
 /** Express error middleware: keeps a body-parser error for BodyErrorInterceptor (raised after auth). */
 function noteBodyParserError(error: unknown, request: LedgerRequest, _response: Response, next: NextFunction): void {
   const { type, status } = (error ?? {}) as BodyParserError;
-  if (typeof type !== 'string' || !BODY_PARSER_ERROR_TYPE.test(type)) {
+  const encoding = request.headers['content-encoding'];
+  // A body that fails to decompress reaches here as the decompressor's own error with status 400.
+  const undecompressable = status === 400 && encoding !== undefined && encoding.toLowerCase() !== 'identity';
+  if (!undecompressable && (typeof type !== 'string' || !BODY_PARSER_ERROR_TYPE.test(type))) {
     next(error);
     return;
   }
   let problem: BodyProblem;
   if (status === 413) problem = { status: 413, message: `the request body is larger than ${MAX_REQUEST_BODY_BYTES} bytes` };
-  else if (status === 415) problem = { status: 415, message: 'the request body’s encoding or charset is not supported' };
+  else if (status === 415) problem = { status: 415, message: 'the request body’s encoding or charset is not supported (Content-Encoding: gzip, deflate or br)' };
+  else if (type === 'entity.too.deep') problem = { status: 400, message: `is nested deeper than ${MAX_JSON_NESTING_LEVELS} levels` };
   else if (type === 'entity.parse.failed') problem = { status: 400, message: 'is not valid JSON' };
+  else if (undecompressable) problem = { status: 400, message: `could not be decompressed as ${encoding}` };
   else problem = { status: 400, message: 'could not be read' };
   contextOf(request).bodyError = problem;
   next();
@@ -59,6 +127,11 @@ function requireJsonObjectBody(request: LedgerRequest & { body?: unknown }, _res
       context.bodyError = { status: 415, message: 'the request body must be JSON (Content-Type: application/json)' };
     } else if (Array.isArray(request.body)) {
       context.bodyError = { status: 400, message: 'must be a JSON object' };
+    } else {
+      const keys = prototypeNamedKeys(request.body);
+      if (keys.length > 0) {
+        context.bodyError = { status: 400, message: 'has keys named like Object.prototype members', fields: Object.fromEntries(keys.map((key) => [key, ['is not a known field']])) };
+      }
     }
   }
   next();

@@ -24,6 +24,7 @@ export const HTTP_ERROR_CODES = [
   'conflict',
   'payload_too_large',
   'unsupported_media_type',
+  'headers_too_large',
   'unavailable',
   'internal_error',
 ] as const;

@@ -50,17 +50,22 @@ export class HttpErrorFilter implements ExceptionFilter {
       response.end();
       return;
     }
-    const body: HttpErrorBody = {
-      statusCode: rendered.status,
-      error: reasonPhrase(rendered.status),
-      code: codeFor(rendered.status),
-      message: rendered.message,
-      ...(rendered.fields === undefined ? {} : { fields: rendered.fields }),
-      requestId,
-    };
+    const body = errorBodyOf(rendered.status, rendered.message, rendered.fields, requestId);
     if (rendered.status === HttpStatus.SERVICE_UNAVAILABLE) response.setHeader('Retry-After', '1');
     response.status(rendered.status).json(body);
   }
+}
+
+/** The one error shape (SPEC §10), also for the answers Node gives before Express sees a request. */
+export function errorBodyOf(status: number, message: string, fields: FieldProblems | undefined, requestId: string): HttpErrorBody {
+  return {
+    statusCode: status,
+    error: reasonPhrase(status),
+    code: codeFor(status),
+    message,
+    ...(fields === undefined ? {} : { fields }),
+    requestId,
+  };
 }
 
 function render(exception: unknown): Rendered {
@@ -120,6 +125,7 @@ const CODES: ReadonlyMap<number, HttpErrorCode> = new Map([
   [409, 'conflict'],
   [413, 'payload_too_large'],
   [415, 'unsupported_media_type'],
+  [431, 'headers_too_large'],
   [503, 'unavailable'],
 ]);
 

@@ -11,6 +11,7 @@ import { ErrorBodyDto } from './dto/error-body.dto';
 import { InvocationResultDto, InvocationStatusDto, RunInvocationDto } from './dto/invocation.dto';
 import { AttemptHistoryDto, ExplanationDto } from './dto/read-views.dto';
 import { ResourceNotFoundException } from './http-error.body';
+import { IdParamPipe } from './id-param.pipe';
 import { ReadModelReader } from './read-model.reader';
 import { ATTEMPT_HISTORY, EXPLANATIONS, type AttemptHistoryView, type ExplanationView } from './read-views';
 
@@ -63,7 +64,7 @@ export class InvocationsController {
   @ApiOperation({ summary: 'An invocation’s state', description: 'Lifecycle state, outcome, publication version, estimate and charge.' })
   @ApiOkResponse({ type: InvocationStatusDto })
   @ApiNotFound('No such invocation, or not the caller’s organization’s.')
-  async status(@CurrentCaller() caller: Caller, @Param('invocationId') invocationId: string): Promise<InvocationStatusDto> {
+  async status(@CurrentCaller() caller: Caller, @Param('invocationId', IdParamPipe) invocationId: string): Promise<InvocationStatusDto> {
     return statusOf(await this.reader.invocation(caller, invocationId));
   }
 
@@ -76,7 +77,7 @@ export class InvocationsController {
   })
   @ApiOkResponse({ type: AttemptHistoryDto })
   @ApiNotFound('No such invocation, or not the caller’s organization’s.')
-  async attempts(@CurrentCaller() caller: Caller, @Param('invocationId') invocationId: string): Promise<AttemptHistoryView> {
+  async attempts(@CurrentCaller() caller: Caller, @Param('invocationId', IdParamPipe) invocationId: string): Promise<AttemptHistoryView> {
     const { document } = await this.reader.invocationWith<AttemptHistoryView>(caller, invocationId, ATTEMPT_HISTORY);
     if (document === undefined) throw new ResourceNotFoundException('invocation', invocationId);
     return document;
@@ -93,7 +94,7 @@ export class InvocationsController {
   })
   @ApiOkResponse({ type: ExplanationDto })
   @ApiNotFound('No such invocation, or not the caller’s organization’s.')
-  async explanation(@CurrentCaller() caller: Caller, @Param('invocationId') invocationId: string): Promise<ExplanationView> {
+  async explanation(@CurrentCaller() caller: Caller, @Param('invocationId', IdParamPipe) invocationId: string): Promise<ExplanationView> {
     const { document } = await this.reader.invocationWith<ExplanationView>(caller, invocationId, EXPLANATIONS);
     if (document === undefined) throw new ResourceNotFoundException('invocation', invocationId);
     return document;

@@ -7,6 +7,7 @@ import { Roles } from './auth/roles.decorator';
 import { PublishedVersionDto, PublishOperationDto } from './dto/publication.dto';
 import { RoutingBudgetsDto } from './dto/read-views.dto';
 import { ResourceNotFoundException } from './http-error.body';
+import { IdParamPipe } from './id-param.pipe';
 import { ReadModelReader } from './read-model.reader';
 import { ROUTING_BUDGETS, type RoutingBudgetsView } from './read-views';
 
@@ -32,7 +33,7 @@ export class OperationsController {
   })
   @ApiOkResponse({ type: PublishedVersionDto })
   @ApiInvalidRequest()
-  publish(@Param('operationId') operationId: string, @Body() body: PublishOperationDto): Promise<PublishedVersionDto> {
+  publish(@Param('operationId', IdParamPipe) operationId: string, @Body() body: PublishOperationDto): Promise<PublishedVersionDto> {
     return this.commands.execute(new PublishOperationCommand(operationId, body));
   }
 
@@ -45,7 +46,7 @@ export class OperationsController {
   })
   @ApiOkResponse({ type: RoutingBudgetsDto })
   @ApiNotFound('The operation was never published.')
-  async publications(@Param('operationId') operationId: string): Promise<RoutingBudgetsView> {
+  async publications(@Param('operationId', IdParamPipe) operationId: string): Promise<RoutingBudgetsView> {
     const budgets = await this.reader.get<RoutingBudgetsView>(ROUTING_BUDGETS, operationId);
     if (budgets === undefined) throw new ResourceNotFoundException('operation', operationId);
     return budgets;

@@ -17,6 +17,7 @@ import { AdjustCreditsDto, GrantCreditsDto, LedgerEntryResultDto } from './dto/c
 import { ErrorBodyDto } from './dto/error-body.dto';
 import { OrganizationSettingsDto, OrganizationSettingsResultDto } from './dto/organization-settings.dto';
 import { ResourceNotFoundException } from './http-error.body';
+import { IdParamPipe } from './id-param.pipe';
 import { ReadModelReader } from './read-model.reader';
 
 /** Organizations' credit accounts (SPEC §3): grants, adjustments, settings and the balance. */
@@ -41,7 +42,7 @@ export class OrganizationsController {
   @ApiOkResponse({ type: LedgerEntryResultDto })
   @ApiInvalidRequest()
   @ApiConflictResponse({ type: ErrorBodyDto, description: 'The idempotency key was used for a different entry.' })
-  grant(@Param('organizationId') organizationId: string, @Body() body: GrantCreditsDto): Promise<LedgerEntryResult> {
+  grant(@Param('organizationId', IdParamPipe) organizationId: string, @Body() body: GrantCreditsDto): Promise<LedgerEntryResult> {
     return this.commands.execute(new GrantCreditsCommand(organizationId, body.credits, body.reason, body.idempotencyKey));
   }
 
@@ -56,7 +57,7 @@ export class OrganizationsController {
   @ApiOkResponse({ type: LedgerEntryResultDto })
   @ApiInvalidRequest()
   @ApiConflictResponse({ type: ErrorBodyDto, description: 'The idempotency key was used for a different entry.' })
-  adjust(@Param('organizationId') organizationId: string, @Body() body: AdjustCreditsDto): Promise<LedgerEntryResult> {
+  adjust(@Param('organizationId', IdParamPipe) organizationId: string, @Body() body: AdjustCreditsDto): Promise<LedgerEntryResult> {
     return this.commands.execute(new AdjustCreditsCommand(organizationId, body.credits, body.reason, body.idempotencyKey));
   }
 
@@ -69,7 +70,7 @@ export class OrganizationsController {
   })
   @ApiOkResponse({ type: OrganizationSettingsResultDto })
   @ApiInvalidRequest()
-  changeSettings(@Param('organizationId') organizationId: string, @Body() body: OrganizationSettingsDto): Promise<OrganizationSettings> {
+  changeSettings(@Param('organizationId', IdParamPipe) organizationId: string, @Body() body: OrganizationSettingsDto): Promise<OrganizationSettings> {
     const settings = {
       ...(body.aiEnabled === undefined ? {} : { aiEnabled: body.aiEnabled }),
       ...(body.maxRunning === undefined ? {} : { maxRunning: body.maxRunning }),
@@ -86,7 +87,7 @@ export class OrganizationsController {
   })
   @ApiOkResponse({ type: OrganizationBalanceDto })
   @ApiNotFound('No such organization, or not the caller’s.')
-  async balance(@CurrentCaller() caller: Caller, @Param('organizationId') organizationId: string): Promise<OrganizationBalanceDto> {
+  async balance(@CurrentCaller() caller: Caller, @Param('organizationId', IdParamPipe) organizationId: string): Promise<OrganizationBalanceDto> {
     // Another organization's balance reads exactly like one that does not exist.
     if (!mayAccessOrganization(caller, organizationId)) throw new ResourceNotFoundException('organization', organizationId);
     const view = await this.reader.get<BalanceView>({ projection: BALANCES_PROJECTION, collection: BALANCE_COLLECTION }, organizationId);

@@ -22,6 +22,8 @@ export interface LedgerRequestContext {
 export interface BodyProblem {
   readonly status: 400 | 413 | 415;
   readonly message: string;
+  /** For a 400 about fields inside the body (a key named like `__proto__`): field path → problems. */
+  readonly fields?: Readonly<Record<string, string[]>>;
 }
 
 export type LedgerRequest = HttpRequest & { ledger?: LedgerRequestContext };

@@ -1,4 +1,4 @@
-import { DEFAULT_MAX_RUNNING, MAX_LEDGER_ENTRY_CREDITS, MAX_RUNNING_LIMIT } from '../../src/accounts/account.bounds';
+import { DEFAULT_MAX_RUNNING, MAX_ACCOUNT_TOTAL_CREDITS, MAX_LEDGER_ENTRY_CREDITS, MAX_RUNNING_LIMIT } from '../../src/accounts/account.bounds';
 import { accountDecider } from '../../src/accounts/account.decider';
 import { AccountState, availableCredits, balanceOf, ledgerEntryFor, openHoldsOlderThan } from '../../src/accounts/account.state';
 import { AdmissionRefusedError } from '../../src/accounts/admission.policy';
@@ -111,6 +111,35 @@ describe('SPEC §3 grants and adjustments: an idempotency key returns the first 
       .given([granted(Number.MAX_SAFE_INTEGER - 10, 'earlier')])
       .when(grant(100, 'one-more'))
       .thenThrows(ValidationError, { field: 'credits' });
+  });
+});
+
+describe('SPEC §11 no account total may leave the exact-integer range (MAX_ACCOUNT_TOTAL_CREDITS)', () => {
+  // 9,007 grants of MAX_LEDGER_ENTRY_CREDITS, the most the range allows; one recorded event stands in
+  // for them (the HTTP test makes the same total and is refused the same way).
+  const fullGrants = [granted(9_007 * MAX_LEDGER_ENTRY_CREDITS, 'earlier')];
+
+  it('refuses the adjustment that used to pass after 9,007 maximal grants, naming credits (the fuzzing’s off-by-one)', () => {
+    spec.given(fullGrants).when(grant(MAX_LEDGER_ENTRY_CREDITS, 'grant-9007')).thenThrows(ValidationError, { field: 'credits' });
+    spec.given(fullGrants).when(adjust(MAX_LEDGER_ENTRY_CREDITS, 'adjust-up')).thenThrows(ValidationError, { field: 'credits' });
+  });
+
+  it('refuses a negative adjustment as large, because |adjustments| counts against the range too', () => {
+    spec.given(fullGrants).when(adjust(-MAX_LEDGER_ENTRY_CREDITS, 'adjust-down')).thenThrows(ValidationError, { field: 'credits' });
+  });
+
+  it('refuses a hold or a charge that would take held or charged past it, and accepts what still fits', () => {
+    const nearlyFull = [granted(MAX_ACCOUNT_TOTAL_CREDITS - 1_000, 'all')];
+    spec.given(nearlyFull).when(placeHold('inv-1', 1_000)).then([holdPlaced('inv-1', 1_000)]);
+    spec.given(nearlyFull).when(placeHold('inv-1', 1_001)).thenThrows(Error);
+    spec.given([...nearlyFull, holdPlaced('inv-1', 1_000)]).when(settleHold('inv-1', 1_001)).thenThrows(ValidationError, { field: 'chargeCredits' });
+    spec.given([...nearlyFull, holdPlaced('inv-1', 1_000)]).when(settleHold('inv-1', 1_000)).then([holdSettled('inv-1', 1_000, 1_000)]);
+  });
+
+  it('keeps every figure of such an account exact: available is the exact difference', () => {
+    const state = spec.given([...fullGrants, holdPlaced('inv-1', 43), holdSettled('inv-1', 43, 43)]).state();
+    expect(balanceOf(state).available).toBe(9_007 * MAX_LEDGER_ENTRY_CREDITS - 43);
+    expect(Number.isSafeInteger(balanceOf(state).available)).toBe(true);
   });
 });
 

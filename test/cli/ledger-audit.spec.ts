@@ -122,3 +122,17 @@ describe('audit verify checks the balances read model against its own arithmetic
     expect(await audit(log, store)).toEqual([]);
   });
 });
+
+describe('audit verify flags an account whose totals left the exact-integer range (SPEC §11)', () => {
+  it('reports the first event that took granted + |adjustments| + charged + held past Number.MAX_SAFE_INTEGER, once', async () => {
+    // Written before the decider bounded every total: a log the audit must not call sound.
+    const log = new Log()
+      .append('account-acme', granted(Number.MAX_SAFE_INTEGER - 5))
+      .append('account-acme', { type: 'CreditsAdjusted', data: { credits: 1_000, reason: 'r', idempotencyKey: 'adj-1', adjustedAt: at(1) } })
+      .append('account-acme', { type: 'CreditsAdjusted', data: { credits: 1, reason: 'r', idempotencyKey: 'adj-2', adjustedAt: at(2) } });
+    const differences = (await audit(log, await balancesOf(log))).filter((difference) => difference.kind === 'total_out_of_range');
+    expect(differences).toEqual([
+      { kind: 'total_out_of_range', organizationId: 'acme', afterEvents: 2, totals: { granted: Number.MAX_SAFE_INTEGER - 5, adjustments: 1_000, charged: 0, held: 0 } },
+    ]);
+  });
+});

@@ -1,9 +1,10 @@
-import { ConfigurationError, DEFAULT_PORT, DEFAULT_STORE, loadLedgerConfig } from '../../src/config/ledger.config';
+import { ConfigurationError, DEFAULT_HOST, DEFAULT_PORT, DEFAULT_STORE, loadLedgerConfig } from '../../src/config/ledger.config';
 
 describe('configuration from the environment (SPEC §10)', () => {
   it('starts on the embedded store at port 3000 when nothing is set', () => {
     const config = loadLedgerConfig({});
     expect(config.port).toBe(DEFAULT_PORT);
+    expect(config.host).toBe(DEFAULT_HOST);
     expect(config.store).toEqual({ kind: 'sqlite', path: DEFAULT_STORE.slice('sqlite:'.length) });
     expect(config.readStorePath).toBe('./var/ledger.read.sqlite');
     expect(config.sqliteSynchronous).toBe('NORMAL');
@@ -20,6 +21,14 @@ describe('configuration from the environment (SPEC §10)', () => {
       /LEDGER_PROJECTIONS_THREAD: worker needs the embedded store/,
     );
     expect(() => loadLedgerConfig({ LEDGER_PROJECTIONS_THREAD: 'fiber' })).toThrow(/LEDGER_PROJECTIONS_THREAD: expected worker or main, got "fiber"/);
+  });
+
+  it('listens on 127.0.0.1 unless HOST asks for another interface, so the demo’s public tokens stay on this machine', () => {
+    expect(DEFAULT_HOST).toBe('127.0.0.1');
+    expect(loadLedgerConfig({ HOST: '0.0.0.0' }).host).toBe('0.0.0.0');
+    expect(loadLedgerConfig({ HOST: '::' }).host).toBe('::');
+    expect(loadLedgerConfig({ HOST: 'localhost' }).host).toBe('localhost');
+    expect(() => loadLedgerConfig({ HOST: 'http://0.0.0.0' })).toThrow(/HOST: expected an IP address or a host name/);
   });
 
   it('accepts EventStoreDB and KurrentDB connection strings', () => {

@@ -22,7 +22,8 @@ export function WholeNumber(bounds: WholeNumberBounds, options?: ValidationOptio
 
 export function wholeNumberProblem(value: unknown, { min, max, unit }: WholeNumberBounds): string | undefined {
   if (value === undefined || value === null) return absent(value);
-  if (typeof value !== 'number' || !Number.isSafeInteger(value)) return `must be a whole number of ${unit}`;
+  // 1e30 is a whole number, only too large: say the bound (every bound lies within the safe range).
+  if (typeof value !== 'number' || !Number.isInteger(value)) return `must be a whole number of ${unit}`;
   if (value < min) return min === 0 ? 'must not be negative' : `must be at least ${min} ${unit}`;
   if (value > max) return `must be at most ${max} ${unit}`;
   return undefined;
@@ -40,14 +41,27 @@ export function Text(maxChars: number, options?: ValidationOptions): PropertyDec
 
 /** A required id: letters, digits and `. _ : -`, at most MAX_ID_CHARS characters. */
 export function Id(options?: ValidationOptions): PropertyDecorator {
-  return rule('id', options, (value) => {
-    if (value === undefined || value === null) return absent(value);
-    if (typeof value !== 'string' || value.length === 0) return 'must be a non-empty string';
-    if (value.length > MAX_ID_CHARS) return `must be at most ${MAX_ID_CHARS} characters`;
-    if (!ID_PATTERN.test(value)) return 'must start with a letter or digit and hold only letters, digits and . _ : -';
-    return undefined;
-  });
+  return rule('id', options, idProblem);
 }
+
+/**
+ * What is wrong with an id, in a body or in a path alike: MAX_ID_CHARS keeps every stream name made
+ * from one (`snapshot-account-<id>` is the longest) within the store's MAX_STREAM_NAME_LENGTH.
+ */
+export function idProblem(value: unknown): string | undefined {
+  if (value === undefined || value === null) return absent(value);
+  if (typeof value !== 'string' || value.length === 0) return 'must be a non-empty string';
+  if (value.includes(MALFORMED_PERCENT_ENCODING)) return 'is not valid percent-encoded UTF-8';
+  if (value.length > MAX_ID_CHARS) return `must be at most ${MAX_ID_CHARS} characters`;
+  if (!ID_PATTERN.test(value)) return 'must start with a letter or digit and hold only letters, digits and . _ : -';
+  return undefined;
+}
+
+/**
+ * What a path segment that is not valid percent-encoding reads as (U+FFFD, the replacement
+ * character), so the route still matches and the id's own check names the field.
+ */
+export const MALFORMED_PERCENT_ENCODING = '\uFFFD';
 
 export function Bool(options?: ValidationOptions): PropertyDecorator {
   return rule('bool', options, (value) => {

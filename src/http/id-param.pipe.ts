@@ -1,0 +1,17 @@
+import { Injectable, type ArgumentMetadata, type PipeTransform } from '@nestjs/common';
+import { idProblem } from './dto/field-rules';
+import { InvalidRequestException } from './http-error.body';
+
+/**
+ * Checks an id taken from the path exactly as the same id in a body is checked (charset, length),
+ * before anything reads or writes with it: `POST /v1/organizations/%00/grants` is a 400 naming
+ * `organizationId`, never a write to `account-\u0000`.
+ */
+@Injectable()
+export class IdParamPipe implements PipeTransform<unknown, string> {
+  transform(value: unknown, metadata: ArgumentMetadata): string {
+    const problem = idProblem(value);
+    if (problem !== undefined) throw InvalidRequestException.of(metadata.data ?? 'path', problem);
+    return value as string;
+  }
+}
