@@ -4,7 +4,9 @@ import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { AppModule } from './composition/app.module';
+import { serveConsole } from './console/serve-console';
 import { LEDGER_CONFIG, LedgerConfig } from './config/ledger.config';
 import { configureHttp } from './http/configure-http';
 
@@ -14,6 +16,8 @@ async function bootstrap(): Promise<void> {
   // AppModule is LedgerModule.forRoot with the HTTP API on and the demo when LEDGER_DEMO=1.
   const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(), { logger, abortOnError: false });
   configureHttp(app);
+  // main.js runs from dist/src; `npm run build` writes the console beside it in dist/console.
+  serveConsole(app, join(__dirname, '..', 'console'));
   // SIGTERM/SIGINT close the HTTP server, then the store (EventStoreModule.onApplicationShutdown).
   app.enableShutdownHooks();
   const config = app.get<LedgerConfig>(LEDGER_CONFIG);

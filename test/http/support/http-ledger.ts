@@ -47,6 +47,8 @@ export interface HttpLedgerOptions {
   /** Reuse a directory (a restart); a fresh temporary one by default. */
   readonly directory?: string;
   readonly keepDirectory?: boolean;
+  /** More HTTP setup after configureHttp and before init, as main.ts adds (e.g. serveConsole). */
+  readonly configure?: (app: NestExpressApplication) => void;
 }
 
 /**
@@ -71,6 +73,7 @@ export async function startHttpLedger(options: HttpLedgerOptions = {}): Promise<
   const logs: string[] = [];
   const app = moduleRef.createNestApplication<NestExpressApplication>({ logger: capturingLogger(logs) });
   configureHttp(app);
+  options.configure?.(app);
   app.enableShutdownHooks();
   await app.init();
   return {

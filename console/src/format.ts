@@ -1,0 +1,43 @@
+/** How the console writes numbers and times. Credits are integers and are only ever formatted. */
+
+const integers = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
+
+/** `1,000,000` */
+export const formatCount = (value: number): string => integers.format(value);
+
+/** `7 credits`, `1 credit` */
+export const formatCredits = (value: number): string => `${integers.format(value)} ${Math.abs(value) === 1 ? 'credit' : 'credits'}`;
+
+/** `0 ms`, `850 ms`, `1.5 s`, `2 min 5 s` */
+export function formatDuration(ms: number): string {
+  if (ms < 1_000) return `${integers.format(ms)} ms`;
+  if (ms < 60_000) return `${(Math.round(ms / 100) / 10).toString()} s`;
+  const minutes = Math.floor(ms / 60_000);
+  const seconds = Math.round((ms % 60_000) / 1_000);
+  return seconds === 0 ? `${minutes} min` : `${minutes} min ${seconds} s`;
+}
+
+/** An ISO time as `2026-12-01 08:19:31.482 UTC`: support tickets quote UTC. */
+export function formatTime(iso: string | number | undefined): string {
+  if (iso === undefined) return '—';
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return String(iso);
+  return `${date.toISOString().replace('T', ' ').replace('Z', '')} UTC`;
+}
+
+/** `inputTokens` → `input tokens`, `cacheWrite1hTokens` → `cache write 1h tokens` */
+export function words(name: string): string {
+  return name
+    .replace(/([a-z])([A-Z0-9])/g, '$1 $2')
+    .replace(/([0-9])([A-Z])/g, '$1 $2')
+    .toLowerCase();
+}
+
+/** A figure as a person reads it: numbers with separators, everything else as JSON. */
+export function formatValue(value: unknown): string {
+  if (typeof value === 'number') return formatCount(value);
+  if (typeof value === 'string') return value;
+  if (typeof value === 'boolean') return value ? 'yes' : 'no';
+  if (value === undefined || value === null) return '—';
+  return JSON.stringify(value);
+}

@@ -1,0 +1,74 @@
+import type { InvocationStatus, LoggedEvent } from '../api/types';
+import { formatCredits, formatValue, words } from '../format';
+
+/** One line of an invocation's lifecycle timeline. */
+export interface TimelineEntry {
+  readonly key: string;
+  readonly type: string;
+  /** ISO time or ms since the epoch; absent when the source gives none. */
+  readonly at?: string | number;
+  readonly summary: string;
+}
+
+type Data = Readonly<Record<string, unknown>>;
+
+const num = (value: unknown): number | undefined => (typeof value === 'number' ? value : undefined);
+const str = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
+
+function figuresText(data: Data, names: readonly string[]): string {
+  return Object.entries(data)
+    .filter(([name]) => !names.includes(name))
+    .map(([name, value]) => `${words(name)} ${formatValue(value)}`)
+    .join(', ');
+}
+
+/** What each lifecycle event says, in a short line (the event carries no conversation text). */
+function summaryOf(type: string, data: Data): string {
+  switch (type) {
+    case 'InvocationEstimated': {
+      const publication = data['publication'] as Data | null | undefined;
+      if (publication === null || publication === undefined) return 'the operation was never published';
+      return `publication version ${formatValue(publication['version'])}, hold ${formatCredits(num(publication['creditHold']) ?? 0)}`;
+    }
+    case 'InvocationRefused': {
+      const figures = (data['figures'] ?? {}) as Data;
+      return `${str(data['reason']) ?? 'refused'} (transition ${formatValue(data['transition'])}): ${figuresText(figures, [])}`;
+    }
+    case 'InvocationReserved':
+      return `held ${formatCredits(num(data['creditHold']) ?? 0)} and a running slot`;
+    case 'InvocationDispatched':
+      return 'the request was captured; the conversation starts';
+    case 'AttemptRecorded':
+      return `turn ${formatValue(data['turn'])}, try ${(num(data['retry']) ?? 0) + 1}: ${formatValue(data['classification'])}, ${formatCredits(num(data['priceCredits']) ?? 0)}`;
+    case 'InvocationCompleted':
+      return `${formatValue(data['outcome'])} after ${formatValue(data['turnsUsed'])} turns and ${formatValue(data['toolCallsUsed'])} tool calls; spent ${formatCredits(num(data['spentCredits']) ?? 0)}`;
+    case 'InvocationFailed':
+      return `failed with ${formatValue(data['fault'])} after ${formatValue(data['turnsUsed'])} turns; spent ${formatCredits(num(data['spentCredits']) ?? 0)}`;
+    case 'InvocationPending':
+      return 'completed without reported usage: its cost is the estimate';
+    case 'InvocationSettled':
+      return `transition ${formatValue(data['transition'])} by ${formatValue(data['settledBy'])}: charged ${formatCredits(num(data['chargeCredits']) ?? 0)}, released ${formatCredits(num(data['heldCredits']) ?? 0)} held`;
+    default:
+      return figuresText(data, []);
+  }
+}
+
+/** When the event happened by its own figures (`…At`, an attempt's start), else when it was recorded. */
+function timeOf(event: LoggedEvent): string | number | undefined {
+  for (const [name, value] of Object.entries(event.data)) {
+    if (name.endsWith('At') && typeof value === 'string') return value;
+  }
+  return num(event.data['startedAtMs']) ?? event.recordedAt;
+}
+
+export function timelineFromEvents(events: readonly LoggedEvent[]): TimelineEntry[] {
+  return events.map((event) => ({ key: event.revision, type: event.type, at: timeOf(event), summary: summaryOf(event.type, event.data) }));
+}
+
+/** For a token that may not read the log: the two moments the invocation's own view dates. */
+export function timelineFromStatus(status: InvocationStatus): TimelineEntry[] {
+  const entries: TimelineEntry[] = [];
+  if (status.estimatedAt !== undefined) entries.push({ key: 'estimated', type: 'InvocationEstimated', at: status.estimatedAt, summary: `estimate ${formatCredits(status.estimate)}` });
+  if (status.settledAt !== undefined) entries.push({ key: 'settled', type: 'InvocationSettled', at: status.settledAt, summary: `charged ${formatCredits(status.charge)}` });
+  return entries;
+}

@@ -1,0 +1,61 @@
+import { useEffect, useState } from 'preact/hooks';
+import { ApiError, segment, withQuery } from '../api/client';
+import type { InvocationStatus, LoggedEvent, StreamPage } from '../api/types';
+import type { Loaded } from '../api/use-api';
+import { useSession } from '../session/session';
+import { timelineFromEvents, timelineFromStatus, type TimelineEntry } from './timeline';
+
+export interface Lifecycle {
+  readonly entries: readonly TimelineEntry[];
+  /** True when the token may not read the log and only the view's own dates are shown. */
+  readonly partial: boolean;
+}
+
+/** Every event of a stream, following the API's pages. */
+async function readStream(get: <T>(path: string, signal?: AbortSignal) => Promise<T>, streamName: string, signal: AbortSignal): Promise<LoggedEvent[]> {
+  const events: LoggedEvent[] = [];
+  let from: string | undefined = '0';
+  while (from !== undefined) {
+    const page: StreamPage = await get<StreamPage>(withQuery(`/v1/streams/${segment(streamName)}`, { from }), signal);
+    events.push(...page.events);
+    from = page.nextFrom;
+  }
+  return events;
+}
+
+/**
+ * The invocation's lifecycle events from its stream. A token that may not read the log (403) gets
+ * the two dates of the invocation's view instead.
+ */
+export function useLifecycle(invocationId: string, status: Loaded<InvocationStatus>, refresh: unknown): Loaded<Lifecycle> {
+  const { api } = useSession();
+  const [loaded, setLoaded] = useState<Loaded<Lifecycle>>({ status: 'loading' });
+  const [logReadable, setLogReadable] = useState(true);
+
+  useEffect(() => {
+    setLoaded({ status: 'loading' });
+    setLogReadable(true);
+  }, [invocationId]);
+
+  useEffect(() => {
+    if (!logReadable) return undefined;
+    const controller = new AbortController();
+    readStream((path, signal) => api.get(path, signal), `invocation-${invocationId}`, controller.signal).then(
+      (events) => setLoaded({ status: 'ok', data: { entries: timelineFromEvents(events), partial: false } }),
+      (error: unknown) => {
+        if (controller.signal.aborted) return;
+        if (error instanceof ApiError && error.status === 403) setLogReadable(false);
+        else setLoaded({ status: 'error', error });
+      },
+    );
+    return () => controller.abort();
+  }, [api, invocationId, refresh, logReadable]);
+
+  useEffect(() => {
+    if (logReadable) return;
+    if (status.status === 'ok') setLoaded({ status: 'ok', data: { entries: timelineFromStatus(status.data), partial: true } });
+    else setLoaded(status);
+  }, [logReadable, status]);
+
+  return loaded;
+}

@@ -1,0 +1,11 @@
+export function NotFoundPage() {
+  return (
+    <>
+      <h1>No such page</h1>
+      <p>
+        The console has pages for <code>/console/invocations/:id</code>, <code>/console/organizations/:id</code> and{' '}
+        <code>/console/operations/:id</code>. <a href="/console">Open one by its id.</a>
+      </p>
+    </>
+  );
+}

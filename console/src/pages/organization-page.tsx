@@ -1,0 +1,34 @@
+import { segment } from '../api/client';
+import type { Balance } from '../api/types';
+import { useApi } from '../api/use-api';
+import { Figures, Section, Show } from '../components/common';
+import { formatCount } from '../format';
+
+export function OrganizationPage({ organizationId }: { organizationId: string }) {
+  const base = `/v1/organizations/${segment(organizationId)}`;
+  const balance = useApi<Balance>(`${base}/balance`);
+  return (
+    <>
+      <h1>
+        Organization <code class="id">{organizationId}</code>
+      </h1>
+      <Section id="balance" title="Balance">
+        <Show loaded={balance} what="the balance">
+          {(b) => (
+            <Figures
+              label="Balance figures"
+              entries={[
+                ['Available', formatCount(b.available)],
+                ['Granted', formatCount(b.granted)],
+                ['Adjustments', formatCount(b.adjustments)],
+                ['Held', formatCount(b.held)],
+                ['Charged', formatCount(b.charged)],
+                ['Running', formatCount(b.running)],
+              ]}
+            />
+          )}
+        </Show>
+      </Section>
+    </>
+  );
+}

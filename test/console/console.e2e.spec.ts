@@ -1,0 +1,227 @@
+import { rmSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import type { Locator, Page } from 'playwright-core';
+import { serveConsole } from '../../src/console/serve-console';
+import { scriptedFault, scriptedToolUse } from '../../src/runtime';
+import { bearer, publicationBody, startHttpLedger, TOKENS, type HttpLedger } from '../http/support/http-ledger';
+import { scriptedFeature, usage } from '../support/scripted-feature';
+import { launchBrowser, PHONE, type TestBrowser } from './support/browser';
+import { buildConsole } from './support/console-build';
+
+const DEMO_MEMBER = 'demo-member-token';
+const DEMO_AUDITOR = 'demo-auditor-token';
+const DEMO_SYSTEM = 'demo-system-token';
+const DEMO_ORG = 'demo-org';
+/** An organization with too few credits for the demo's 5,000-credit hold. */
+const POOR_ORG = 'globex';
+const POOR_ORG_CREDITS = 10;
+
+/** Three attempts over two turns: an overloaded try (billed, it reported usage), its retry, the answer. */
+const RETRYING_OPERATION = 'console.retry';
+const retrying = scriptedFeature(RETRYING_OPERATION, function* () {
+  yield scriptedFault('overloaded', { httpStatus: 529, usage: usage(50) });
+  yield scriptedToolUse([{ id: 'lookup-1', name: 'lookup', input: {} }], { usage: usage(10, 1) });
+  yield scriptedToolUse([{ id: 'answer-1', name: 'submit_answer', input: { value: 42 } }], { usage: usage(10, 2) });
+});
+
+/** Signs in on whatever page is open: the one labelled input, then Enter, as a keyboard user would. */
+async function signIn(page: Page, token: string): Promise<void> {
+  const input = page.getByLabel('Bearer token');
+  await input.waitFor();
+  // The field has the focus when the page opens.
+  await page.keyboard.type(token);
+  await page.keyboard.press('Enter');
+  await input.waitFor({ state: 'detached' });
+}
+
+const integer = (text: string): number => Number(text.replace(/[^0-9-]/g, ''));
+
+/** A definition list's figures as name → text. */
+async function figures(list: Locator): Promise<Record<string, string>> {
+  const names = await list.locator('dt').allTextContents();
+  const values = await list.locator('dd').allTextContents();
+  return Object.fromEntries(names.map((name, index) => [name, values[index] ?? '']));
+}
+
+describe('The console (issue 18) in headless Chromium: pages read from the public API with the signed-in token', () => {
+  let ledger: HttpLedger;
+  let consoleDirectory: string;
+  let browser: TestBrowser;
+  let base: string;
+  let retried: { invocationId: string; charge: number };
+  let refused: { invocationId: string };
+
+  beforeAll(async () => {
+    consoleDirectory = buildConsole();
+    ledger = await startHttpLedger({
+      env: { LEDGER_DEMO: '1' },
+      features: [retrying],
+      configure: (app) => serveConsole(app, consoleDirectory),
+    });
+    await ledger.app.listen(0, '127.0.0.1');
+    base = `http://127.0.0.1:${(ledger.app.getHttpServer().address() as AddressInfo).port}`;
+    browser = await launchBrowser();
+
+    const system = bearer(DEMO_SYSTEM);
+    await ledger.http().put(`/v1/operations/${RETRYING_OPERATION}/publications`).set(system).send(publicationBody()).expect(200);
+    await ledger
+      .http()
+      .post(`/v1/organizations/${POOR_ORG}/grants`)
+      .set(system)
+      .send({ credits: POOR_ORG_CREDITS, reason: 'trial', idempotencyKey: 'console-trial' })
+      .expect(200);
+    const run = await ledger
+      .http()
+      .post('/v1/invocations')
+      .set(bearer(DEMO_MEMBER))
+      .send({ operationId: RETRYING_OPERATION, organizationId: DEMO_ORG, input: { question: 'What is the answer?' } })
+      .expect(200);
+    retried = run.body;
+    const refusal = await ledger
+      .http()
+      .post('/v1/invocations')
+      .set(bearer(TOKENS.globexMember))
+      .send({ operationId: 'demo.arithmetic', organizationId: POOR_ORG, input: { question: 'What is 6*7?' } })
+      .expect(200);
+    expect(refusal.body).toMatchObject({ state: 'refused', refusalReason: 'insufficient_credits' });
+    refused = refusal.body;
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await ledger?.close();
+    if (consoleDirectory !== undefined) rmSync(consoleDirectory, { recursive: true, force: true });
+  });
+
+  it('asks for the token on a pasted invocation link, then shows the explanation and one waterfall bar per attempt whose prices sum to the charge', async () => {
+    const { context, page, problems } = await browser.open();
+    try {
+      const address = `${base}/console/invocations/${retried.invocationId}`;
+      await page.goto(address);
+      await signIn(page, DEMO_MEMBER);
+      // The page asked for is the page shown, and the token went nowhere near the address.
+      expect(page.url()).toBe(address);
+      expect(await page.evaluate('Object.values(sessionStorage)')).toEqual([DEMO_MEMBER]);
+
+      const explanation = await ledger.http().get(`/v1/invocations/${retried.invocationId}/explanation`).set(bearer(DEMO_MEMBER)).expect(200);
+      const region = page.getByRole('region', { name: 'Explanation' });
+      await expect(region.locator('.sentence').textContent()).resolves.toBe(explanation.body.sentence);
+      expect(explanation.body.sentence).toContain('Completed');
+
+      const attempts = page.getByRole('region', { name: 'Attempts', exact: true });
+      await attempts.locator('.attempt-bars rect').first().waitFor();
+      expect(await attempts.locator('.attempt-bars rect').count()).toBe(3);
+      // The one retry waited before it was sent: its wait is drawn too.
+      expect(await attempts.locator('.wait-bars rect').count()).toBe(1);
+      const prices = (await attempts.locator('tbody td.price').allTextContents()).map(integer);
+      expect(prices).toHaveLength(3);
+      expect(prices.reduce((sum, price) => sum + price, 0)).toBe(retried.charge);
+      expect(integer((await attempts.locator('tfoot .total-price').textContent()) ?? '')).toBe(retried.charge);
+      await expect(attempts.locator('caption').textContent()).resolves.toContain(`charged ${retried.charge} credits`);
+      await expect(region.getByText('completed → settled: charged the sum of its attempt prices').count()).resolves.toBe(1);
+
+      // A member may not read the log: the timeline says so and shows the view's own dates.
+      const lifecycle = page.getByRole('region', { name: 'Lifecycle' });
+      await expect(lifecycle.textContent()).resolves.toContain('may not read the event log');
+
+      // The session outlives a reload, in this tab.
+      await page.reload();
+      await region.locator('.sentence').waitFor();
+      await browser.screenshot(page, 'invocation-member');
+      expect(problems).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('shows a refused invocation’s reason and the figures behind it', async () => {
+    const { context, page, problems } = await browser.open();
+    try {
+      await page.goto(`${base}/console/invocations/${refused.invocationId}`);
+      await signIn(page, TOKENS.globexMember);
+      const region = page.getByRole('region', { name: 'Explanation' });
+      await region.getByRole('heading', { name: 'Refused: insufficient_credits' }).waitFor();
+      await expect(figures(region.getByLabel('Refusal figures'))).resolves.toMatchObject({ available: '10', 'credit hold': '5,000' });
+      await expect(region.locator('.sentence').textContent()).resolves.toContain('insufficient_credits');
+      await expect(page.getByRole('region', { name: 'Attempts', exact: true }).textContent()).resolves.toContain('No provider attempt was made');
+      await browser.screenshot(page, 'invocation-refused');
+      expect(problems).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('says not found when the demo member opens another organization’s invocation, and shows none of it', async () => {
+    const { context, page, problems } = await browser.open();
+    try {
+      await page.goto(`${base}/console/invocations/${refused.invocationId}`);
+      await signIn(page, DEMO_MEMBER);
+      await page.getByRole('heading', { name: 'Invocation not found' }).waitFor();
+      await expect(page.getByRole('alert').textContent()).resolves.toContain('Not found');
+      await expect(page.locator('main').textContent()).resolves.not.toContain(POOR_ORG);
+      expect(problems).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('lets the auditor read every organization and an invocation’s whole lifecycle from the log', async () => {
+    const { context, page, problems } = await browser.open();
+    try {
+      await page.goto(`${base}/console/organizations/${DEMO_ORG}`);
+      await signIn(page, DEMO_AUDITOR);
+      const balance = page.getByRole('region', { name: 'Balance' });
+      await balance.getByLabel('Balance figures').waitFor();
+      await expect(figures(balance.getByLabel('Balance figures'))).resolves.toMatchObject({ Granted: '1,000,000' });
+
+      await page.goto(`${base}/console/organizations/${POOR_ORG}`);
+      await page.getByRole('heading', { name: `Organization ${POOR_ORG}` }).waitFor();
+      await balance.getByLabel('Balance figures').waitFor();
+      await expect(figures(balance.getByLabel('Balance figures'))).resolves.toMatchObject({ Available: '10', Granted: '10' });
+
+      await page.goto(`${base}/console/invocations/${retried.invocationId}`);
+      const lifecycle = page.getByRole('region', { name: 'Lifecycle' });
+      await lifecycle.getByText('InvocationSettled').waitFor();
+      const types = await lifecycle.locator('li strong').allTextContents();
+      expect(types[0]).toBe('InvocationEstimated');
+      expect(types.filter((type) => type === 'AttemptRecorded')).toHaveLength(3);
+      expect(types[types.length - 1]).toBe('InvocationSettled');
+      await browser.screenshot(page, 'invocation-auditor');
+      expect(problems).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('fits a phone’s width without sideways scrolling of the page', async () => {
+    const { context, page, problems } = await browser.open(PHONE);
+    try {
+      await page.goto(`${base}/console/invocations/${retried.invocationId}`);
+      await signIn(page, DEMO_MEMBER);
+      await page.locator('.attempt-bars rect').first().waitFor();
+      const overflow = await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth');
+      expect(overflow).toBe(0);
+      await browser.screenshot(page, 'invocation-phone');
+      expect(problems).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('serves the app for every page address and its assets as files, without a token, and leaves the API’s 404s alone', async () => {
+    for (const path of ['/console', '/console/', `/console/invocations/${retried.invocationId}`, '/console/organizations/x', '/console/operations/y']) {
+      const response = await fetch(`${base}${path}`);
+      expect({ path, status: response.status, type: response.headers.get('content-type') }).toEqual({ path, status: 200, type: expect.stringContaining('text/html') });
+      expect(response.headers.get('content-security-policy')).toContain("script-src 'self'");
+      await expect(response.text()).resolves.toContain('<div id="app">');
+    }
+    const html = await (await fetch(`${base}/console`)).text();
+    const script = /src="(\/console\/assets\/[^"]+\.js)"/.exec(html)?.[1];
+    expect(script).toBeDefined();
+    const asset = await fetch(`${base}${script}`);
+    expect(asset.status).toBe(200);
+    expect(asset.headers.get('cache-control')).toContain('immutable');
+    expect((await fetch(`${base}/console/assets/missing.js`)).status).toBe(404);
+    expect((await fetch(`${base}/v1/invocations/${retried.invocationId}`)).status).toBe(401);
+  });
+});

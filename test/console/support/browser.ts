@@ -1,0 +1,68 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+
+/** Debian's chromium package (`.ci/run` installs it); CHROMIUM_PATH points elsewhere. */
+export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+/** Where screenshots go: a test artifact, ignored by git. */
+export const ARTIFACTS_DIRECTORY = join(__dirname, '..', '..', '..', 'test-artifacts', 'console');
+
+/** 1280×800, and a phone's width. */
+export const DESKTOP = { width: 1280, height: 800 } as const;
+export const PHONE = { width: 390, height: 844 } as const;
+
+// Only loopback is reachable here: no background traffic, no updates, no first-run screens.
+const CHROMIUM_FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+export interface TestBrowser {
+  readonly browser: Browser;
+  /** A fresh context (its own session storage) with one page at `viewport`. */
+  open(viewport?: { width: number; height: number }): Promise<{ context: BrowserContext; page: Page; problems: string[] }>;
+  screenshot(page: Page, name: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+/**
+ * Launches the one browser a test file shares. A missing Chromium fails the file loudly: the
+ * console's tests never skip.
+ */
+export async function launchBrowser(): Promise<TestBrowser> {
+  if (!existsSync(CHROMIUM_PATH)) {
+    throw new Error(`Chromium was not found at ${CHROMIUM_PATH}: install Debian's chromium (apt-get install -y chromium) or set CHROMIUM_PATH`);
+  }
+  // Playwright starts the browser on a fresh, empty profile of its own and deletes it on close.
+  const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_FLAGS });
+  mkdirSync(ARTIFACTS_DIRECTORY, { recursive: true });
+  return {
+    browser,
+    async open(viewport = DESKTOP) {
+      const context = await browser.newContext({ viewport });
+      const page = await context.newPage();
+      // Script errors and refused content (a Content-Security-Policy violation) are defects.
+      const problems: string[] = [];
+      page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+      page.on('console', (message) => {
+        if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) problems.push(`console: ${message.text()}`);
+      });
+      return { context, page, problems };
+    },
+    async screenshot(page, name) {
+      const path = join(ARTIFACTS_DIRECTORY, `${name}.png`);
+      await page.screenshot({ path, fullPage: true });
+      return path;
+    },
+    async close() {
+      await browser.close();
+    },
+  };
+}
