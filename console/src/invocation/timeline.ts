@@ -54,15 +54,18 @@ function summaryOf(type: string, data: Data): string {
 }
 
 /** When the event happened by its own figures (`…At`, an attempt's start), else when it was recorded. */
-function timeOf(event: LoggedEvent): string | number | undefined {
-  for (const [name, value] of Object.entries(event.data)) {
+function timeOf(data: Data, recordedAt: string): string | number {
+  for (const [name, value] of Object.entries(data)) {
     if (name.endsWith('At') && typeof value === 'string') return value;
   }
-  return num(event.data['startedAtMs']) ?? event.recordedAt;
+  return num(data['startedAtMs']) ?? recordedAt;
 }
 
 export function timelineFromEvents(events: readonly LoggedEvent[]): TimelineEntry[] {
-  return events.map((event) => ({ key: event.revision, type: event.type, at: timeOf(event), summary: summaryOf(event.type, event.data) }));
+  return events.map((event) => {
+    const data = (event.data ?? {}) as Data;
+    return { key: event.revision, type: event.type, at: timeOf(data, event.recordedAt), summary: summaryOf(event.type, data) };
+  });
 }
 
 /** For a token that may not read the log: the two moments the invocation's own view dates. */

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { segment } from '../api/client';
 import type { AttemptHistory, AttemptRow, Explanation, InvocationStatus } from '../api/types';
-import { isFinal } from '../api/types';
+import { isFinal, usageByKind } from '../api/types';
 import { useApi, type Loaded } from '../api/use-api';
 import { AttemptsWaterfall, attemptLabel } from '../charts/attempts-waterfall';
 import { ErrorMessage, Figures, ObjectFigures, operationHref, organizationHref, Section, Show, StateBadge, TableScroll } from '../components/common';
@@ -109,7 +109,7 @@ function Header({ status, running }: { status: InvocationStatus; running: boolea
           ['Estimate (hold)', formatCredits(status.estimate)],
           ['Charge', formatCredits(status.charge)],
           ['Started', formatTime(status.estimatedAt)],
-          ['Settled', formatTime(status.settledAt)],
+          ...(status.settledAt === undefined ? [] : [['Settled', formatTime(status.settledAt)] as const]),
         ]}
       />
     </div>
@@ -168,7 +168,8 @@ function ExplanationView({ explanation: e }: { explanation: Explanation }) {
 
 function AttemptsView({ history, status }: { history: AttemptHistory; status: Loaded<InvocationStatus> }) {
   if (history.attempts.length === 0) return <p class="muted">No provider attempt was made.</p>;
-  const kinds = Object.keys(history.usageTotals);
+  const totals = usageByKind(history.usageTotals);
+  const kinds = totals.map(([kind]) => kind);
   const models = [...new Set(history.attempts.map((a) => a.model))];
   const perAttemptModel = models.length > 1;
   const charge = status.status === 'ok' && isFinal(status.data.state) ? status.data.charge : undefined;
@@ -180,13 +181,14 @@ function AttemptsView({ history, status }: { history: AttemptHistory; status: Lo
           {formatCount(history.attemptCount)} attempts were made; the first {history.attempts.length} are kept. The totals count every attempt.
         </p>
       )}
+      <p class="attempts-total">
+        {formatCount(history.attemptCount)} {history.attemptCount === 1 ? 'attempt' : 'attempts'}, priced at {formatCredits(history.priceTotalCredits)}
+        {charge !== undefined && <> — charged {formatCredits(charge)}</>}
+        {!perAttemptModel && <span class="muted"> · model {models[0]}</span>}
+      </p>
       <TableScroll label="Attempts table">
         <table>
-          <caption>
-            Attempts: {formatCount(history.attemptCount)}, priced at {formatCredits(history.priceTotalCredits)}
-            {charge !== undefined && <> — charged {formatCredits(charge)}</>}
-            {!perAttemptModel && <span class="muted"> · model {models[0]}</span>}
-          </caption>
+          <caption class="visually-hidden">Attempts with their usage and price</caption>
           <thead>
             <tr>
               <td colSpan={perAttemptModel ? 6 : 5} />
@@ -222,9 +224,9 @@ function AttemptsView({ history, status }: { history: AttemptHistory; status: Lo
               <th scope="row" colSpan={perAttemptModel ? 6 : 5}>
                 Total
               </th>
-              {kinds.map((kind) => (
+              {totals.map(([kind, count]) => (
                 <td key={kind} class="num">
-                  {formatCount(history.usageTotals[kind] ?? 0)}
+                  {formatCount(count)}
                 </td>
               ))}
               <td class="num total-price">{formatCount(history.priceTotalCredits)}</td>
@@ -237,6 +239,7 @@ function AttemptsView({ history, status }: { history: AttemptHistory; status: Lo
 }
 
 function AttemptRowView({ attempt, kinds, showModel }: { attempt: AttemptRow; kinds: readonly string[]; showModel: boolean }) {
+  const usage = attempt.usage === undefined ? undefined : new Map(usageByKind(attempt.usage));
   return (
     <tr>
       <th scope="row">{attemptLabel(attempt)}</th>
@@ -252,7 +255,7 @@ function AttemptRowView({ attempt, kinds, showModel }: { attempt: AttemptRow; ki
       {showModel && <td>{attempt.model}</td>}
       {kinds.map((kind) => (
         <td key={kind} class="num">
-          {attempt.usage === undefined ? '—' : formatCount(attempt.usage[kind] ?? 0)}
+          {usage === undefined ? '—' : formatCount(usage.get(kind) ?? 0)}
         </td>
       ))}
       <td class="num price">{formatCount(attempt.priceCredits)}</td>

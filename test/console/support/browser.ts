@@ -28,6 +28,11 @@ export interface TestBrowser {
   readonly browser: Browser;
   /** A fresh context (its own session storage) with one page at `viewport`. */
   open(viewport?: { width: number; height: number }): Promise<{ context: BrowserContext; page: Page; problems: string[] }>;
+  /**
+   * Runs `use` on a page of a fresh context and closes it; fails when the page had a script error
+   * or refused content (a Content-Security-Policy violation) meanwhile.
+   */
+  withPage(use: (page: Page) => Promise<void>, viewport?: { width: number; height: number }): Promise<void>;
   screenshot(page: Page, name: string): Promise<string>;
   close(): Promise<void>;
 }
@@ -43,7 +48,7 @@ export async function launchBrowser(): Promise<TestBrowser> {
   // Playwright starts the browser on a fresh, empty profile of its own and deletes it on close.
   const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_FLAGS });
   mkdirSync(ARTIFACTS_DIRECTORY, { recursive: true });
-  return {
+  const testBrowser: TestBrowser = {
     browser,
     async open(viewport = DESKTOP) {
       const context = await browser.newContext({ viewport });
@@ -56,6 +61,15 @@ export async function launchBrowser(): Promise<TestBrowser> {
       });
       return { context, page, problems };
     },
+    async withPage(use, viewport) {
+      const { context, page, problems } = await testBrowser.open(viewport);
+      try {
+        await use(page);
+        expect(problems).toEqual([]);
+      } finally {
+        await context.close();
+      }
+    },
     async screenshot(page, name) {
       const path = join(ARTIFACTS_DIRECTORY, `${name}.png`);
       await page.screenshot({ path, fullPage: true });
@@ -65,4 +79,5 @@ export async function launchBrowser(): Promise<TestBrowser> {
       await browser.close();
     },
   };
+  return testBrowser;
 }
