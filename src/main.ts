@@ -1,7 +1,7 @@
 import 'reflect-metadata';
-import { ConsoleLogger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import { Logger } from 'nestjs-pino';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -11,10 +11,11 @@ import { LEDGER_CONFIG, LedgerConfig } from './config/ledger.config';
 import { configureHttp } from './http/configure-http';
 
 async function bootstrap(): Promise<void> {
-  // Structured JSON logs, one object per line.
-  const logger = new ConsoleLogger({ json: true });
   // AppModule is LedgerModule.forRoot with the HTTP API on and the demo when LEDGER_DEMO=1.
-  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(), { logger, abortOnError: false });
+  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(), { bufferLogs: true, abortOnError: false });
+  // Structured JSON logs, one object per line, written by pino without blocking the event loop.
+  const logger = app.get(Logger);
+  app.useLogger(logger);
   configureHttp(app);
   // main.js runs from dist/src; `npm run build` writes the console beside it in dist/console.
   serveConsole(app, join(__dirname, '..', 'console'));

@@ -1,6 +1,7 @@
 import { DynamicModule, Module, type ModuleMetadata } from '@nestjs/common';
 import { demoRequested } from '../config/ledger.config';
 import { DemoArithmeticModule } from '../features/demo-arithmetic/demo-arithmetic.module';
+import { ServiceLoggingModule } from '../logging/service-logging.module';
 import { LedgerModule } from './ledger.module';
 
 export interface AppModuleOptions {
@@ -11,8 +12,9 @@ export interface AppModuleOptions {
 }
 
 /**
- * The standalone service: LedgerModule configured from the environment with the HTTP API on, the demo
- * seeded when LEDGER_DEMO=1, and `demo.arithmetic` registered either way (SPEC §10: the service ships it).
+ * The standalone service: LedgerModule configured from the environment with the HTTP API on, its
+ * logging (pino, one line per request), the demo seeded when LEDGER_DEMO=1, and `demo.arithmetic`
+ * registered either way (SPEC §10: the service ships it).
  */
 @Module({})
 export class AppModule {
@@ -20,7 +22,12 @@ export class AppModule {
     const env = options.env ?? process.env;
     return {
       module: AppModule,
-      imports: [LedgerModule.forRoot({ env, http: {}, demo: demoRequested(env) }), DemoArithmeticModule, ...(options.imports ?? [])],
+      imports: [
+        LedgerModule.forRoot({ env, http: {}, demo: demoRequested(env) }),
+        ServiceLoggingModule.forRoot(),
+        DemoArithmeticModule,
+        ...(options.imports ?? []),
+      ],
     };
   }
 }

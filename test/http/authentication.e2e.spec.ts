@@ -135,15 +135,22 @@ describe('HTTP authentication and roles (SPEC §10: 401 without a valid token, 4
       expect(response.headers['x-request-id']).toBe('client-chosen-id-1');
 
       const lines = ledger.logs.filter((line) => line.includes('client-chosen-id-1'));
-      const requestLine = lines.map((line) => JSON.parse(line) as { message: Record<string, unknown> }).find((l) => l.message.message === 'request');
-      expect(requestLine?.message).toMatchObject({
+      const requestLines = lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.message === 'request');
+      expect(requestLines).toHaveLength(1);
+      const [requestLine] = requestLines;
+      expect(requestLine).toMatchObject({
+        context: 'Http',
         method: 'POST',
         path: '/v1/organizations/acme/grants',
         status: 200,
         requestId: 'client-chosen-id-1',
         role: 'system',
       });
-      expect(typeof requestLine?.message.durationMs).toBe('number');
+      expect(typeof requestLine?.durationMs).toBe('number');
+      // pino's own fields and the request's, nothing else: no header, query or body.
+      expect(Object.keys(requestLine!).sort()).toEqual(
+        ['context', 'durationMs', 'hostname', 'level', 'message', 'method', 'path', 'pid', 'requestId', 'role', 'status', 'time'].sort(),
+      );
 
       const everything = ledger.logs.join('\n');
       for (const token of Object.keys(JSON.parse(LEDGER_TOKENS) as object)) expect(everything).not.toContain(token);

@@ -1,5 +1,6 @@
-import { Module, type DynamicModule, type LoggerService } from '@nestjs/common';
+import { Module, type DynamicModule } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import { Logger } from 'nestjs-pino';
 import { Test } from '@nestjs/testing';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,6 +11,7 @@ import { DEMO_OUTPUT } from '../../../src/demo/demo-seed.service';
 import { LedgerFeaturesModule } from '../../../src/features/ledger-features.module';
 import type { OperationFeature } from '../../../src/features/operation-feature';
 import { configureHttp } from '../../../src/http/configure-http';
+import { LOG_DESTINATION } from '../../../src/logging/service-logging.module';
 
 /** Tokens every HTTP test starts with (LEDGER_TOKENS), one per role and organization it needs. */
 export const TOKENS = {
@@ -33,7 +35,10 @@ export const LEDGER_TOKENS = JSON.stringify({
 export interface HttpLedger {
   readonly app: NestExpressApplication;
   readonly directory: string;
-  /** Log lines the application wrote (messages as given to the logger, then JSON-encoded). */
+  /**
+   * Log lines the application wrote, as pino wrote them (the service's logger, main.ts's setup), one
+   * JSON object per line.
+   */
   readonly logs: string[];
   /** What the demo printed. */
   readonly printed: string[];
@@ -59,6 +64,7 @@ export async function startHttpLedger(options: HttpLedgerOptions = {}): Promise<
   const directory = options.directory ?? mkdtempSync(join(tmpdir(), 'llm-ledger-http-'));
   const imports: DynamicModule[] = options.features?.length ? [featureModule(options.features)] : [];
   const printed: string[] = [];
+  const logs: string[] = [];
   const moduleRef = await Test.createTestingModule({
     imports: [
       AppModule.forRoot({
@@ -69,9 +75,11 @@ export async function startHttpLedger(options: HttpLedgerOptions = {}): Promise<
   })
     .overrideProvider(DEMO_OUTPUT)
     .useValue((text: string) => printed.push(text))
+    .overrideProvider(LOG_DESTINATION)
+    .useValue({ write: (line: string) => void logs.push(line.trimEnd()) })
     .compile();
-  const logs: string[] = [];
-  const app = moduleRef.createNestApplication<NestExpressApplication>({ logger: capturingLogger(logs) });
+  const app = moduleRef.createNestApplication<NestExpressApplication>({ bufferLogs: true });
+  app.useLogger(app.get(Logger));
   configureHttp(app);
   options.configure?.(app);
   app.enableShutdownHooks();
@@ -93,13 +101,6 @@ function featureModule(features: readonly OperationFeature[]): DynamicModule {
   @Module({})
   class HttpTestFeaturesModule {}
   return { module: HttpTestFeaturesModule, imports: [LedgerFeaturesModule.register(...features)] };
-}
-
-function capturingLogger(lines: string[]): LoggerService {
-  const keep = (level: string) => (message: unknown, ...rest: unknown[]) => {
-    lines.push(JSON.stringify({ level, message, rest }));
-  };
-  return { log: keep('log'), error: keep('error'), warn: keep('warn'), debug: keep('debug'), verbose: keep('verbose') };
 }
 
 export const bearer = (token: string): { Authorization: string } => ({ Authorization: `Bearer ${token}` });

@@ -1,0 +1,42 @@
+import { Module, type DynamicModule, type Provider } from '@nestjs/common';
+import { LoggerModule } from 'nestjs-pino';
+import pino from 'pino';
+
+/** Where the service's log lines go: stdout by default, written without blocking the event loop. */
+export const LOG_DESTINATION = Symbol('LOG_DESTINATION');
+
+/**
+ * stdout through sonic-boom in asynchronous mode: a log call appends to a buffer and returns; lines
+ * that arrive while a write is in flight go out together in the next one (a pipe or a terminal
+ * written synchronously, as Nest's console logger does, cost every request a blocking write). No
+ * minimum length, so a quiet service's lines are not held back. What is buffered is flushed on exit.
+ */
+export function stdoutDestination(): pino.DestinationStream {
+  return pino.destination({ dest: 1, sync: false });
+}
+
+/**
+ * The standalone service's logging: nestjs-pino's Logger as Nest's logger (main.ts installs it with
+ * `app.useLogger`), writing JSON lines to LOG_DESTINATION. Every Nest `Logger` call goes through it,
+ * the one line per request too (request-context.ts writes it with the same fields as before).
+ *
+ * nestjs-pino's per-request middleware (pino-http, and an AsyncLocalStorage scope per request) is
+ * not mounted: it added a child logger per request and, on Node 20, promise hooks on every promise
+ * of the process, for a request id that the request line already carries.
+ */
+@Module({})
+export class ServiceLoggingModule {
+  static forRoot(): DynamicModule {
+    const destination: Provider = { provide: LOG_DESTINATION, useFactory: stdoutDestination };
+    return {
+      module: ServiceLoggingModule,
+      imports: [
+        LoggerModule.forRootAsync({
+          providers: [destination],
+          inject: [LOG_DESTINATION],
+          useFactory: (stream: pino.DestinationStream) => ({ pinoHttp: [{}, stream], forRoutes: [] }),
+        }),
+      ],
+    };
+  }
+}
