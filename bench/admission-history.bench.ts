@@ -65,7 +65,7 @@ export const feature: OperationFeature = {
   }),
   scriptedModel: () =>
     new ScriptedProvider(
-      [scriptedToolUse([{ id: 'a', name: 'submit_answer', input: { value: 1 } }], { usage: { inputTokens: 10, outputTokens: 2, cacheWriteTokens: 0, cacheReadTokens: 0 } })],
+      [scriptedToolUse([{ id: 'a', name: 'submit_answer', input: { value: 1 } }], { usage: { inputTokens: 10, outputTokens: 2, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, webSearchRequests: 0 } })],
       { recordRequests: false },
     ),
 };

@@ -43,7 +43,7 @@ import { ScriptedProvider, scriptedToolUse, type ScriptedStep } from '../src/run
 const OPERATION_ID = 'bench.three-turns';
 const ORGANIZATIONS = 100;
 const TURNS = 3;
-const USAGE = { inputTokens: 120, outputTokens: 20, cacheWriteTokens: 0, cacheReadTokens: 0 };
+const USAGE = { inputTokens: 120, outputTokens: 20, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, webSearchRequests: 0 };
 /** Invocations run before measuring, so JIT, schema compilation and caches are warm on both sides. */
 const DEFAULT_WARMUP_INVOCATIONS = 500;
 /** Events read back per page when collecting the run's events for the raw replay. */

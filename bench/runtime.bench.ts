@@ -43,7 +43,7 @@ export const GOAL_OVERHEAD_US_PER_TURN = 10;
 
 const LOOKUP_SCHEMA = { type: 'object', properties: { key: { type: 'string' } }, required: ['key'], additionalProperties: false };
 const ANSWER_SCHEMA = { type: 'object', properties: { value: { type: 'number' } }, required: ['value'] };
-const USAGE = { inputTokens: 120, outputTokens: 30, cacheWriteTokens: 0, cacheReadTokens: 80 };
+const USAGE = { inputTokens: 120, outputTokens: 30, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 80, webSearchRequests: 0 };
 const ASK: readonly Message[] = [{ role: 'user', content: [{ type: 'text', text: 'What is 6*7?' }] }];
 
 const STEPS: ScriptedReply[] = [];

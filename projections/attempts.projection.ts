@@ -1,8 +1,9 @@
 import type { RecordedEvent } from '../src/event-store/event-store.port';
 import { MAX_RETAINED_ATTEMPTS, type InvocationEvent } from '../src/invocations/invocation.events';
-import { addUsage, NO_USAGE } from '../src/invocations/invocation.state';
+import { addUsage, NO_USAGE } from '../src/runtime/usage';
 import type { Projection } from '../src/projection-runner';
 import type { AttemptRecord, Usage } from '../src/runtime';
+import { currentLedgerEvent } from '../src/upcasters/ledger.upcasters';
 import { streamId } from './stream-names';
 
 export const ATTEMPTS_PROJECTION = 'attempts';
@@ -38,9 +39,11 @@ type InvocationRecordedEvent = RecordedEvent<InvocationEvent['type']> & Invocati
  */
 export const attemptsProjection: Projection<InvocationRecordedEvent> = {
   name: ATTEMPTS_PROJECTION,
-  version: 1,
+  // 2: usage shows 1-hour cache writes and web searches (SPEC §7).
+  version: 2,
   handles: ['InvocationEstimated', 'AttemptRecorded', 'InvocationCompleted', 'InvocationFailed'],
-  apply(event, tx) {
+  apply(recorded, tx) {
+    const event = currentLedgerEvent(recorded);
     const invocationId = streamId(event.streamName, 'invocation');
     if (invocationId === undefined) return;
     const before = tx.get<AttemptHistoryView>(ATTEMPTS_COLLECTION, invocationId);

@@ -2,6 +2,7 @@ import type { OperationEvent, Routing } from '../src/catalog/operation.events';
 import type { RecordedEvent } from '../src/event-store/event-store.port';
 import type { Projection } from '../src/projection-runner';
 import type { ConversationLimits, Prices } from '../src/runtime';
+import { currentLedgerEvent } from '../src/upcasters/ledger.upcasters';
 import { streamId } from './stream-names';
 
 export const ROUTING_BUDGETS_PROJECTION = 'routing-budgets';
@@ -39,9 +40,11 @@ type OperationRecordedEvent = RecordedEvent<OperationEvent['type']> & OperationE
  */
 export const routingBudgetsProjection: Projection<OperationRecordedEvent> = {
   name: ROUTING_BUDGETS_PROJECTION,
-  version: 1,
+  // 2: each version shows its complete rate version (1-hour writes, web searches, long context).
+  version: 2,
   handles: ['OperationPublished'],
-  apply(event, tx) {
+  apply(recorded, tx) {
+    const event = currentLedgerEvent(recorded);
     const operationId = streamId(event.streamName, 'operation');
     if (operationId === undefined) return;
     const before = tx.get<RoutingBudgetsView>(ROUTING_BUDGETS_COLLECTION, operationId) ?? { operationId, versions: [] };
@@ -54,7 +57,7 @@ export const routingBudgetsProjection: Projection<OperationRecordedEvent> = {
       version,
       routing: { ...routing },
       limits: { ...limits },
-      prices: { ...prices },
+      prices: copyPrices(prices),
       creditHold,
       enabled,
       from: publishedAt,
@@ -63,3 +66,8 @@ export const routingBudgetsProjection: Projection<OperationRecordedEvent> = {
     tx.put(ROUTING_BUDGETS_COLLECTION, operationId, after);
   },
 };
+
+function copyPrices(prices: Prices): Prices {
+  const { longContext, ...rates } = prices;
+  return longContext === undefined ? { ...rates } : { ...rates, longContext: { ...longContext } };
+}

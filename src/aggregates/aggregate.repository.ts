@@ -2,6 +2,7 @@ import { newEventId } from '../event-store/event-id.generator';
 import { ConcurrencyError, EventMetadata, EventStore, NewEvent, RecordedEvent } from '../event-store/event-store.port';
 import { crossesSnapshotPoint, readLatestSnapshot, writeSnapshot, type SnapshotCodec } from './aggregate-snapshots';
 import { KeyedLock } from './keyed-lock';
+import type { UpcasterRegistry } from '../event-store/upcasting';
 
 /** A domain event as deciders produce it: plain JSON data, no store fields. */
 export interface DomainEvent {
@@ -72,7 +73,14 @@ export class AggregateRepository {
   private readonly lock = new KeyedLock();
   private readonly cache = new Map<string, Loaded<unknown>>();
 
-  constructor(private readonly store: EventStore) {}
+  /**
+   * `upcasters` turn events written under an older schema version into the current shape before a
+   * decider sees them, and give each appended event the current version of its type.
+   */
+  constructor(
+    private readonly store: EventStore,
+    private readonly upcasters?: UpcasterRegistry,
+  ) {}
 
   async load<Command, Event extends DomainEvent, State>(
     streamName: string,
@@ -89,7 +97,7 @@ export class AggregateRepository {
       const fromRevision = revision === undefined ? 0n : revision + 1n;
       const events = await this.store.readStream(streamName, { fromRevision, maxCount: LOAD_PAGE_EVENTS });
       for (const event of events) {
-        state = decider.evolve(state, toDomainEvent(event) as Event);
+        state = decider.evolve(state, toDomainEvent(this.upcasters?.upcast(event) ?? event) as Event);
         revision = event.revision;
       }
       if (events.length < LOAD_PAGE_EVENTS) break;
@@ -178,7 +186,7 @@ export class AggregateRepository {
           continue;
         }
         try {
-          const result = await this.store.append(streamName, events.map((event) => toNewEvent(event, context)), {
+          const result = await this.store.append(streamName, events.map((event) => toNewEvent(event, context, this.upcasters?.currentVersion(event.type))), {
             expectedRevision: revision ?? 'no_stream',
           });
           const next = { state: events.reduce(decider.evolve, state), revision: result.nextExpectedRevision };
@@ -229,9 +237,9 @@ export class AggregateRepository {
   }
 }
 
-export function toNewEvent(event: DomainEvent, context: CommandContext = {}): NewEvent {
+export function toNewEvent(event: DomainEvent, context: CommandContext = {}, schemaVersion = CURRENT_SCHEMA_VERSION): NewEvent {
   const metadata: EventMetadata = {
-    schemaVersion: CURRENT_SCHEMA_VERSION,
+    schemaVersion,
     ...(context.correlationId === undefined ? {} : { correlationId: context.correlationId }),
     ...(context.causationId === undefined ? {} : { causationId: context.causationId }),
   };

@@ -4,6 +4,7 @@
  * projection).
  */
 import type { Decider } from '../domain/decider';
+import { samePrices } from '../runtime/pricing';
 import { ValidationError } from '../domain/domain.errors';
 import type { OperationCommand } from './operation.commands';
 import type { OperationEvent, OperationPublished, Publication } from './operation.events';
@@ -73,12 +74,11 @@ export const operationDecider: Decider<OperationCommand, OperationEvent, Operati
 
 function sameTerms(a: Publication, b: ValidPublication): boolean {
   const limits = Object.keys(b.limits) as (keyof ValidPublication['limits'])[];
-  const prices = Object.keys(b.prices) as (keyof ValidPublication['prices'])[];
   return (
     a.routing.provider === b.routing.provider &&
     a.routing.model === b.routing.model &&
     limits.every((key) => a.limits[key] === b.limits[key]) &&
-    prices.every((key) => a.prices[key] === b.prices[key]) &&
+    samePrices(a.prices, b.prices) &&
     a.creditHold === b.creditHold &&
     a.enabled === b.enabled
   );

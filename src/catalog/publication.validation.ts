@@ -4,7 +4,7 @@
  */
 import { ValidationError } from '../domain/domain.errors';
 import { FieldChecks } from '../domain/field-checks';
-import type { ConversationLimits, Prices } from '../runtime/conversation.types';
+import type { ConversationLimits, LongContextRates, Prices } from '../runtime/conversation.types';
 import { PROVIDERS, Routing } from './operation.events';
 
 /** Provider attempts per turn when the publisher names none (SPEC §6). */
@@ -23,8 +23,12 @@ export const MAX_OUTPUT_TOKENS_LIMIT = 200_000;
 export const MAX_ATTEMPTS_PER_TURN_LIMIT = 10;
 /** Credits one admission may hold. Keeps every sum of holds and charges an exact integer. */
 export const MAX_CREDIT_HOLD_CREDITS = 1_000_000_000_000;
-/** Credits per million tokens, for each of the four token kinds. */
+/** Credits per million tokens, for each token kind. */
 export const MAX_PRICE_PER_MTOK_CREDITS = 1_000_000_000;
+/** Credits per 1,000 server-side web searches. */
+export const MAX_WEB_SEARCH_PER_THOUSAND_CREDITS = 1_000_000_000;
+/** The largest long-context threshold, in input tokens (well past any model's context window). */
+export const MAX_LONG_CONTEXT_THRESHOLD_TOKENS = 100_000_000;
 /** Longest model name, in characters. */
 export const MAX_MODEL_NAME_CHARS = 200;
 
@@ -60,12 +64,10 @@ export function validatePublication(input: unknown): ValidPublication {
 
   const positive = (field: keyof ConversationLimits, max: number, unit: string): number =>
     checks.integer(`limits.${field}`, limitsIn[field], { min: 1, max, unit });
-  const price = (field: keyof Prices): number =>
-    checks.integer(`prices.${field}`, pricesIn[field], {
-      min: 0,
-      max: MAX_PRICE_PER_MTOK_CREDITS,
-      unit: 'credits per million tokens',
-    });
+  const rate = (path: string, value: unknown): number =>
+    checks.integer(path, value, { min: 0, max: MAX_PRICE_PER_MTOK_CREDITS, unit: 'credits per million tokens' });
+  const price = (field: 'inputPerMTok' | 'outputPerMTok' | 'cacheWritePerMTok' | 'cacheReadPerMTok'): number =>
+    rate(`prices.${field}`, pricesIn[field]);
 
   const publication: ValidPublication = {
     operationId: checks.id('operationId', body.operationId),
@@ -88,16 +90,59 @@ export function validatePublication(input: unknown): ValidPublication {
           ? DEFAULT_MAX_ATTEMPTS_PER_TURN
           : positive('maxAttemptsPerTurn', MAX_ATTEMPTS_PER_TURN_LIMIT, 'attempts'),
     },
-    prices: {
-      inputPerMTok: price('inputPerMTok'),
-      outputPerMTok: price('outputPerMTok'),
-      cacheWritePerMTok: price('cacheWritePerMTok'),
-      cacheReadPerMTok: price('cacheReadPerMTok'),
-    },
+    prices: readPrices(checks, pricesIn, price, rate),
     creditHold: checks.integer('creditHold', body.creditHold, { min: 0, max: MAX_CREDIT_HOLD_CREDITS, unit: 'credits' }),
     enabled: checks.boolean('enabled', body.enabled),
     publishedAt: checks.instant('publishedAt', body.publishedAt),
   };
   checks.throwIfAny();
   return publication;
+}
+
+/**
+ * The rate version, complete: the optional rates filled with their defaults (1-hour writes at the
+ * 5-minute rate, web searches at 0), so what is stored says how every kind is priced.
+ */
+function readPrices(
+  checks: FieldChecks,
+  pricesIn: Record<string, unknown>,
+  price: (field: 'inputPerMTok' | 'outputPerMTok' | 'cacheWritePerMTok' | 'cacheReadPerMTok') => number,
+  rate: (path: string, value: unknown) => number,
+): Prices {
+  const cacheWritePerMTok = price('cacheWritePerMTok');
+  const longContext = pricesIn.longContext === undefined ? undefined : readLongContext(checks, pricesIn.longContext, rate);
+  return {
+    inputPerMTok: price('inputPerMTok'),
+    outputPerMTok: price('outputPerMTok'),
+    cacheWritePerMTok,
+    cacheWrite1hPerMTok:
+      pricesIn.cacheWrite1hPerMTok === undefined ? cacheWritePerMTok : rate('prices.cacheWrite1hPerMTok', pricesIn.cacheWrite1hPerMTok),
+    cacheReadPerMTok: price('cacheReadPerMTok'),
+    webSearchPerThousand:
+      pricesIn.webSearchPerThousand === undefined
+        ? 0
+        : checks.integer('prices.webSearchPerThousand', pricesIn.webSearchPerThousand, {
+            min: 0,
+            max: MAX_WEB_SEARCH_PER_THOUSAND_CREDITS,
+            unit: 'credits per 1,000 searches',
+          }),
+    ...(longContext === undefined ? {} : { longContext }),
+  };
+}
+
+/** Long-context rates: every field required (they replace all the ordinary token rates at once). */
+function readLongContext(checks: FieldChecks, value: unknown, rate: (path: string, value: unknown) => number): LongContextRates {
+  const longIn = checks.object('prices.longContext', value);
+  return {
+    thresholdInputTokens: checks.integer('prices.longContext.thresholdInputTokens', longIn.thresholdInputTokens, {
+      min: 1,
+      max: MAX_LONG_CONTEXT_THRESHOLD_TOKENS,
+      unit: 'tokens',
+    }),
+    inputPerMTok: rate('prices.longContext.inputPerMTok', longIn.inputPerMTok),
+    outputPerMTok: rate('prices.longContext.outputPerMTok', longIn.outputPerMTok),
+    cacheWritePerMTok: rate('prices.longContext.cacheWritePerMTok', longIn.cacheWritePerMTok),
+    cacheWrite1hPerMTok: rate('prices.longContext.cacheWrite1hPerMTok', longIn.cacheWrite1hPerMTok),
+    cacheReadPerMTok: rate('prices.longContext.cacheReadPerMTok', longIn.cacheReadPerMTok),
+  };
 }

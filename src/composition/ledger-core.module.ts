@@ -1,4 +1,5 @@
 import { Global, Module, type FactoryProvider } from '@nestjs/common';
+import { LEDGER_UPCASTERS } from '../upcasters/ledger.upcasters';
 import { CqrsModule } from '@nestjs/cqrs';
 import { AdjustCreditsHandler, ChangeOrganizationSettingsHandler, GrantCreditsHandler } from '../accounts/account-commands.handler';
 import { AggregateRepository } from '../aggregates/aggregate.repository';
@@ -34,7 +35,7 @@ const retryJitterProvider: FactoryProvider<RandomSource> = {
     {
       provide: AggregateRepository,
       inject: [EVENT_STORE],
-      useFactory: (store: EventStore) => new AggregateRepository(store),
+      useFactory: (store: EventStore) => new AggregateRepository(store, LEDGER_UPCASTERS),
     },
     FeatureRegistry,
     ProviderRegistry,

@@ -7,6 +7,7 @@ import { isoToMs } from '../domain/field-checks';
 import type { EndingLimit, Outcome } from '../runtime/conversation.types';
 import type { FaultClass } from '../runtime/faults';
 import type { Usage } from '../runtime/provider.port';
+import { addUsage, NO_USAGE } from '../runtime/usage';
 import type {
   InvocationEvent,
   InvocationStatus,
@@ -64,7 +65,6 @@ export interface InvocationState {
   readonly lastTransitionAt: string | undefined;
 }
 
-export const NO_USAGE: Usage = { inputTokens: 0, outputTokens: 0, cacheWriteTokens: 0, cacheReadTokens: 0 };
 
 export function initialInvocationState(): InvocationState {
   return {
@@ -214,13 +214,4 @@ export function evolveInvocation(state: InvocationState, event: InvocationEvent)
       // An event type this version does not know (written by a newer one) changes nothing here.
       return state;
   }
-}
-
-export function addUsage(a: Usage, b: Usage): Usage {
-  return {
-    inputTokens: a.inputTokens + b.inputTokens,
-    outputTokens: a.outputTokens + b.outputTokens,
-    cacheWriteTokens: a.cacheWriteTokens + b.cacheWriteTokens,
-    cacheReadTokens: a.cacheReadTokens + b.cacheReadTokens,
-  };
 }

@@ -8,7 +8,8 @@ import { MAX_CREDIT_HOLD_CREDITS, MAX_MODEL_NAME_CHARS } from '../catalog/public
 import { FieldChecks } from '../domain/field-checks';
 import type { AttemptRecord, ConversationLimits } from '../runtime/conversation.types';
 import { FAULT_CLASSES } from '../runtime/faults';
-import type { Usage } from '../runtime/provider.port';
+import type { Usage, UsageKind } from '../runtime/provider.port';
+import { usageCovers, usageEquals } from '../runtime/usage';
 import type { CompleteInvocation, FailInvocation } from './invocation.commands';
 import { ConversationFigures, MAX_RETAINED_ATTEMPTS } from './invocation.events';
 import type { InvocationState } from './invocation.state';
@@ -144,25 +145,23 @@ export function readReport(
   return { turnsUsed, toolCallsUsed, spentCredits, attemptCount, attemptsTruncated, usageTotals, usageReported };
 }
 
-/** Token counts, each a non-negative integer. */
+/** Longest service tier name kept on an attempt's usage, in characters. */
+export const MAX_SERVICE_TIER_CHARS = 64;
+
+/** Usage counts, each a non-negative integer, and the service tier when the provider named one. */
 export function readUsage(checks: FieldChecks, field: string, value: unknown): Usage {
   const usage = checks.object(field, value);
-  const tokens = (key: keyof Usage): number =>
-    checks.integer(`${field}.${key}`, usage[key], { min: 0, max: Number.MAX_SAFE_INTEGER, unit: 'tokens' });
+  const count = (key: UsageKind, unit: string): number =>
+    checks.integer(`${field}.${key}`, usage[key], { min: 0, max: Number.MAX_SAFE_INTEGER, unit });
+  const serviceTier =
+    usage.serviceTier === undefined ? undefined : checks.text(`${field}.serviceTier`, usage.serviceTier, MAX_SERVICE_TIER_CHARS);
   return {
-    inputTokens: tokens('inputTokens'),
-    outputTokens: tokens('outputTokens'),
-    cacheWriteTokens: tokens('cacheWriteTokens'),
-    cacheReadTokens: tokens('cacheReadTokens'),
+    inputTokens: count('inputTokens', 'tokens'),
+    outputTokens: count('outputTokens', 'tokens'),
+    cacheWriteTokens: count('cacheWriteTokens', 'tokens'),
+    cacheWrite1hTokens: count('cacheWrite1hTokens', 'tokens'),
+    cacheReadTokens: count('cacheReadTokens', 'tokens'),
+    webSearchRequests: count('webSearchRequests', 'searches'),
+    ...(serviceTier === undefined ? {} : { serviceTier }),
   };
-}
-
-const USAGE_KEYS = ['inputTokens', 'outputTokens', 'cacheWriteTokens', 'cacheReadTokens'] as const;
-
-function usageEquals(a: Usage, b: Usage): boolean {
-  return USAGE_KEYS.every((key) => a[key] === b[key]);
-}
-
-function usageCovers(total: Usage, part: Usage): boolean {
-  return USAGE_KEYS.every((key) => total[key] >= part[key]);
 }

@@ -16,12 +16,34 @@ export interface ConversationLimits {
   readonly maxAttemptsPerTurn: number;
 }
 
-/** The rate version: integer credits per million tokens. */
+/**
+ * Rates that replace the ordinary ones for an attempt whose input (uncached input + cache writes +
+ * cache reads) exceeds `thresholdInputTokens` tokens: the whole attempt is priced at them, as
+ * Anthropic bills long-context requests. Integer credits per million tokens.
+ */
+export interface LongContextRates {
+  readonly thresholdInputTokens: number;
+  readonly inputPerMTok: number;
+  readonly outputPerMTok: number;
+  readonly cacheWritePerMTok: number;
+  readonly cacheWrite1hPerMTok: number;
+  readonly cacheReadPerMTok: number;
+}
+
+/**
+ * The rate version (SPEC §2): integer credits per million tokens, except `webSearchPerThousand`
+ * (credits per 1,000 server-side web searches). `cacheWritePerMTok` prices 5-minute cache writes and
+ * `cacheWrite1hPerMTok` 1-hour ones (absent: `cacheWritePerMTok`); absent `webSearchPerThousand` is 0.
+ * Publications are stored complete; the optional fields are what a publisher may leave out.
+ */
 export interface Prices {
   readonly inputPerMTok: number;
   readonly outputPerMTok: number;
   readonly cacheWritePerMTok: number;
+  readonly cacheWrite1hPerMTok?: number;
   readonly cacheReadPerMTok: number;
+  readonly webSearchPerThousand?: number;
+  readonly longContext?: LongContextRates;
 }
 
 export const OUTCOMES = [

@@ -31,3 +31,4 @@ export type {
 } from './tool-preflight';
 export * from './scripted-provider';
 export * from './run-tool-loop';
+export * from './usage';

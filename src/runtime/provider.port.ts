@@ -3,13 +3,35 @@
  * thrown ProviderFault. The runtime imports no SDK; adapters (src/providers/) plug in here.
  */
 
-/** Token usage as the provider reported it. All counts are non-negative integers. */
+/**
+ * Usage as the provider reported it, each priced kind apart so a price can be recomputed from it
+ * (SPEC §7). All counts are non-negative integers.
+ */
 export interface Usage {
+  /** Uncached input tokens. */
   readonly inputTokens: number;
   readonly outputTokens: number;
+  /** Tokens written to a cache with the 5-minute lifetime (priced at `cacheWritePerMTok`). */
   readonly cacheWriteTokens: number;
+  /** Tokens written to a cache with the 1-hour lifetime (priced at `cacheWrite1hPerMTok`). */
+  readonly cacheWrite1hTokens: number;
   readonly cacheReadTokens: number;
+  /** Server-side web searches the provider ran for this request (priced per thousand). */
+  readonly webSearchRequests: number;
+  /** The provider's service tier for the request (e.g. `standard`, `priority`), where it says. */
+  readonly serviceTier?: string;
 }
+
+/** The priced kinds of Usage, in the order statements and tables show them. */
+export const USAGE_KINDS = [
+  'inputTokens',
+  'outputTokens',
+  'cacheWriteTokens',
+  'cacheWrite1hTokens',
+  'cacheReadTokens',
+  'webSearchRequests',
+] as const;
+export type UsageKind = (typeof USAGE_KINDS)[number];
 
 export interface TextBlock {
   readonly type: 'text';

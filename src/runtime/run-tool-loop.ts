@@ -25,6 +25,7 @@ import { assertPrices } from './pricing';
 import type { ContentBlock, Message, Provider, TextBlock, ToolDefinition, ToolResultBlock, ToolUseBlock, Usage } from './provider.port';
 import type { RandomSource } from './retry-policy';
 import { boundToolErrorText, describeThrown } from './tool-error-text';
+import { addUsage, NO_USAGE } from './usage';
 import { buildToolCatalog, malformedArgumentsText, preflightToolCalls, type BatchViolation, type CatalogEntry } from './tool-preflight';
 import type { AnswerToolSpec, JudgeContext, TextJudge, ToolContext, ToolSpec, Verdict } from './tool.types';
 
@@ -139,10 +140,7 @@ class AttemptLedger {
   truncated = false;
   priceCredits = 0;
   usageReported = false;
-  inputTokens = 0;
-  outputTokens = 0;
-  cacheWriteTokens = 0;
-  cacheReadTokens = 0;
+  usageTotals: Usage = NO_USAGE;
 
   constructor(private readonly onAttempt: ToolLoopInput['onAttempt']) {}
 
@@ -154,10 +152,7 @@ class AttemptLedger {
     const usage = attempt.usage;
     if (usage !== undefined) {
       this.usageReported = true;
-      this.inputTokens = safeAdd(this.inputTokens, usage.inputTokens, 'input token');
-      this.outputTokens = safeAdd(this.outputTokens, usage.outputTokens, 'output token');
-      this.cacheWriteTokens = safeAdd(this.cacheWriteTokens, usage.cacheWriteTokens, 'cache write token');
-      this.cacheReadTokens = safeAdd(this.cacheReadTokens, usage.cacheReadTokens, 'cache read token');
+      this.usageTotals = addUsage(this.usageTotals, usage);
     }
     return this.onAttempt?.(attempt, this.count);
   };
@@ -331,12 +326,7 @@ export async function runToolLoop(input: ToolLoopInput): Promise<ToolLoopResult>
       attempts: ledger.attempts,
       attemptCount: ledger.count,
       attemptsTruncated: ledger.truncated,
-      usageTotals: {
-        inputTokens: ledger.inputTokens,
-        outputTokens: ledger.outputTokens,
-        cacheWriteTokens: ledger.cacheWriteTokens,
-        cacheReadTokens: ledger.cacheReadTokens,
-      },
+      usageTotals: ledger.usageTotals,
       priceTotalCredits: ledger.priceCredits,
       usageReported: ledger.usageReported,
       answer: extra.answer,

@@ -7,6 +7,7 @@
  * A crash kills the node: its store refuses every call, its conversations are stopped, and the
  * simulator starts a new node on the same log (everything in memory is lost).
  */
+import { LEDGER_UPCASTERS } from '../upcasters/ledger.upcasters';
 import { Module, type DynamicModule, type INestApplication } from '@nestjs/common';
 import { CommandBus, EventBus } from '@nestjs/cqrs';
 import { Test } from '@nestjs/testing';
@@ -92,7 +93,7 @@ export class LedgerNode {
     const app = moduleRef.createNestApplication({ logger: options.logs === true ? undefined : false });
     await app.init();
     const store = wrapped!;
-    const repository = new AggregateRepository(store);
+    const repository = new AggregateRepository(store, LEDGER_UPCASTERS);
     const runHandler = new RunOperationHandler(repository, app.get(FeatureRegistry), app.get(ProviderRegistry), app.get(EventBus), options.clock, options.random);
     const sweepHandler = new SweepStaleInvocationsHandler(repository, app.get(LiveProjections), app.get<SqliteReadModelStore>(READ_MODEL_STORE), options.clock);
     return new LedgerNode(app, store, {

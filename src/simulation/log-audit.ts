@@ -665,14 +665,19 @@ function expectedCharge(invocation: InvocationAudit, transition: number): { cred
   }
 }
 
-/** SPEC §7 price, computed here on its own: ceil(Σ tokens × rate / 1,000,000), exact. */
+/** SPEC §7 price, computed here on its own: ceil(Σ count × rate / 1,000,000), exact, long-context rates past the threshold. */
 function priceOf(usage: Usage | undefined, prices: Prices): number {
   if (usage === undefined) return 0;
+  const input = BigInt(usage.inputTokens) + BigInt(usage.cacheWriteTokens) + BigInt(usage.cacheWrite1hTokens) + BigInt(usage.cacheReadTokens);
+  const long = prices.longContext !== undefined && input > BigInt(prices.longContext.thresholdInputTokens) ? prices.longContext : undefined;
+  const rates = long ?? { ...prices, cacheWrite1hPerMTok: prices.cacheWrite1hPerMTok ?? prices.cacheWritePerMTok };
   const millionths =
-    BigInt(usage.inputTokens) * BigInt(prices.inputPerMTok) +
-    BigInt(usage.outputTokens) * BigInt(prices.outputPerMTok) +
-    BigInt(usage.cacheWriteTokens) * BigInt(prices.cacheWritePerMTok) +
-    BigInt(usage.cacheReadTokens) * BigInt(prices.cacheReadPerMTok);
+    BigInt(usage.inputTokens) * BigInt(rates.inputPerMTok) +
+    BigInt(usage.outputTokens) * BigInt(rates.outputPerMTok) +
+    BigInt(usage.cacheWriteTokens) * BigInt(rates.cacheWritePerMTok) +
+    BigInt(usage.cacheWrite1hTokens) * BigInt(rates.cacheWrite1hPerMTok) +
+    BigInt(usage.cacheReadTokens) * BigInt(rates.cacheReadPerMTok) +
+    BigInt(usage.webSearchRequests) * BigInt(prices.webSearchPerThousand ?? 0) * 1_000n;
   return Number(millionths / MILLION + (millionths % MILLION === 0n ? 0n : 1n));
 }
 

@@ -322,6 +322,8 @@ export class SimulatedEpisode {
       outputTokens: prng.int(0, Math.ceil(scale / 5)),
       cacheWriteTokens: prng.chance(20) ? prng.int(0, scale) : 0,
       cacheReadTokens: prng.chance(20) ? prng.int(0, scale) : 0,
+      cacheWrite1hTokens: 0,
+      webSearchRequests: 0,
     };
   }
 

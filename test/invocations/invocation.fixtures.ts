@@ -39,19 +39,21 @@ export const PUBLICATION: Publication = {
 };
 
 /** 1,234 in + 567 out at 3,000 / 15,000 per MTok: 12.207 credits, rounded up to 13. */
-export const USAGE_A: Usage = { inputTokens: 1_234, outputTokens: 567, cacheWriteTokens: 0, cacheReadTokens: 0 };
+export const USAGE_A: Usage = { inputTokens: 1_234, outputTokens: 567, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, webSearchRequests: 0 };
 export const PRICE_A = 13;
 /** 1,000 in + 200 out + 1,000 cache reads: 6.3 credits, rounded up to 7. */
-export const USAGE_B: Usage = { inputTokens: 1_000, outputTokens: 200, cacheWriteTokens: 0, cacheReadTokens: 1_000 };
+export const USAGE_B: Usage = { inputTokens: 1_000, outputTokens: 200, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 1_000, webSearchRequests: 0 };
 export const PRICE_B = 7;
-export const NO_USAGE: Usage = { inputTokens: 0, outputTokens: 0, cacheWriteTokens: 0, cacheReadTokens: 0 };
+export const NO_USAGE: Usage = { inputTokens: 0, outputTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, webSearchRequests: 0 };
 
 export const sumUsage = (...usages: Usage[]): Usage =>
   usages.reduce((a, b) => ({
     inputTokens: a.inputTokens + b.inputTokens,
     outputTokens: a.outputTokens + b.outputTokens,
     cacheWriteTokens: a.cacheWriteTokens + b.cacheWriteTokens,
+    cacheWrite1hTokens: a.cacheWrite1hTokens + b.cacheWrite1hTokens,
     cacheReadTokens: a.cacheReadTokens + b.cacheReadTokens,
+    webSearchRequests: a.webSearchRequests + b.webSearchRequests,
   }), NO_USAGE);
 
 // Commands

@@ -136,7 +136,9 @@ describe('BR-CAP-PFM-LLM-002-07 attempts beyond 64 are counted and priced but no
       inputTokens: sum((a) => a.usage!.inputTokens),
       outputTokens: sum((a) => a.usage!.outputTokens),
       cacheWriteTokens: 30 * 7,
+      cacheWrite1hTokens: 0,
       cacheReadTokens: 30 * 11,
+      webSearchRequests: 0,
     });
     expect(result.usageTotals.inputTokens).toBe(465 + 30 + 465);
   });

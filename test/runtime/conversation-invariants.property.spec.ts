@@ -37,7 +37,7 @@ const STOP_REASONS: StopReason[] = [
 const TOOL_NAMES = ['calc', 'calc', 'calc', 'save', 'ghost', 'nope', 'submit_answer'] as const;
 
 const usageArb = fc.option(
-  fc.record({ inputTokens: fc.nat(400), outputTokens: fc.nat(200), cacheWriteTokens: fc.nat(50), cacheReadTokens: fc.nat(500) }),
+  fc.record({ inputTokens: fc.nat(400), outputTokens: fc.nat(200), cacheWriteTokens: fc.nat(50), cacheWrite1hTokens: fc.nat(50), cacheReadTokens: fc.nat(500), webSearchRequests: fc.nat(3) }),
   { nil: undefined },
 );
 const callArb = fc.record({

@@ -36,8 +36,15 @@ export const ONE_CREDIT_PER_TOKEN: Prices = {
   cacheReadPerMTok: 0,
 };
 
-export function usage(inputTokens: number, outputTokens = 0, cacheWriteTokens = 0, cacheReadTokens = 0): Usage {
-  return { inputTokens, outputTokens, cacheWriteTokens, cacheReadTokens };
+export function usage(
+  inputTokens: number,
+  outputTokens = 0,
+  cacheWriteTokens = 0,
+  cacheReadTokens = 0,
+  cacheWrite1hTokens = 0,
+  webSearchRequests = 0,
+): Usage {
+  return { inputTokens, outputTokens, cacheWriteTokens, cacheWrite1hTokens, cacheReadTokens, webSearchRequests };
 }
 
 export const firstJitter = (): number => 0;

@@ -6,7 +6,9 @@ const usage = (inputTokens: number, outputTokens = 0, cacheWriteTokens = 0, cach
   inputTokens,
   outputTokens,
   cacheWriteTokens,
+  cacheWrite1hTokens: 0,
   cacheReadTokens,
+  webSearchRequests: 0,
 });
 
 describe('SPEC §7 an attempt’s price: ceil of the weighted token sum over a million, in integer credits', () => {

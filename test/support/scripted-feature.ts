@@ -1,8 +1,15 @@
 import type { OperationFeature } from '../../src/features/operation-feature';
 import { ScriptedProvider, type ScriptedStep, type Usage } from '../../src/runtime';
 
-export function usage(inputTokens: number, outputTokens = 0, cacheWriteTokens = 0, cacheReadTokens = 0): Usage {
-  return { inputTokens, outputTokens, cacheWriteTokens, cacheReadTokens };
+export function usage(
+  inputTokens: number,
+  outputTokens = 0,
+  cacheWriteTokens = 0,
+  cacheReadTokens = 0,
+  cacheWrite1hTokens = 0,
+  webSearchRequests = 0,
+): Usage {
+  return { inputTokens, outputTokens, cacheWriteTokens, cacheWrite1hTokens, cacheReadTokens, webSearchRequests };
 }
 
 /**

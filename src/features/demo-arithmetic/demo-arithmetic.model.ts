@@ -37,7 +37,9 @@ function answer(request: ProviderRequest): ScriptedOutcome {
     inputTokens: Math.ceil(inputChars / CHARS_PER_TOKEN),
     outputTokens: Math.ceil(JSON.stringify(call.input).length / CHARS_PER_TOKEN) + 8,
     cacheWriteTokens: 0,
+    cacheWrite1hTokens: 0,
     cacheReadTokens: 0,
+    webSearchRequests: 0,
   };
   return scriptedToolUse([call], { usage });
 }

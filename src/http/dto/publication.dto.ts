@@ -9,7 +9,9 @@ import {
   MAX_CREDIT_HOLD_CREDITS,
   MAX_MODEL_NAME_CHARS,
   MAX_OUTPUT_TOKENS_LIMIT,
+  MAX_LONG_CONTEXT_THRESHOLD_TOKENS,
   MAX_PRICE_PER_MTOK_CREDITS,
+  MAX_WEB_SEARCH_PER_THOUSAND_CREDITS,
   MAX_TOOL_CALLS_LIMIT,
   MAX_TOTAL_TIME_MS,
   MAX_TURNS_LIMIT,
@@ -63,7 +65,38 @@ export class LimitsDto {
 
 const PRICE = { min: 0, max: MAX_PRICE_PER_MTOK_CREDITS, unit: 'credits per million tokens' } as const;
 
-/** The rate version: integer credits per million tokens of each kind. */
+/** Rates for an attempt whose input (uncached + cache writes + cache reads) exceeds the threshold. */
+export class LongContextRatesDto {
+  @ApiProperty({
+    minimum: 1,
+    maximum: MAX_LONG_CONTEXT_THRESHOLD_TOKENS,
+    description: 'Input tokens past which the whole attempt is priced at these rates (e.g. 200000).',
+  })
+  @WholeNumber({ min: 1, max: MAX_LONG_CONTEXT_THRESHOLD_TOKENS, unit: 'tokens' })
+  readonly thresholdInputTokens!: number;
+
+  @ApiProperty({ minimum: 0, maximum: MAX_PRICE_PER_MTOK_CREDITS, description: 'Credits per million uncached input tokens.' })
+  @WholeNumber(PRICE)
+  readonly inputPerMTok!: number;
+
+  @ApiProperty({ minimum: 0, maximum: MAX_PRICE_PER_MTOK_CREDITS, description: 'Credits per million output tokens.' })
+  @WholeNumber(PRICE)
+  readonly outputPerMTok!: number;
+
+  @ApiProperty({ minimum: 0, maximum: MAX_PRICE_PER_MTOK_CREDITS, description: 'Credits per million 5-minute cache-write tokens.' })
+  @WholeNumber(PRICE)
+  readonly cacheWritePerMTok!: number;
+
+  @ApiProperty({ minimum: 0, maximum: MAX_PRICE_PER_MTOK_CREDITS, description: 'Credits per million 1-hour cache-write tokens.' })
+  @WholeNumber(PRICE)
+  readonly cacheWrite1hPerMTok!: number;
+
+  @ApiProperty({ minimum: 0, maximum: MAX_PRICE_PER_MTOK_CREDITS, description: 'Credits per million cache-read tokens.' })
+  @WholeNumber(PRICE)
+  readonly cacheReadPerMTok!: number;
+}
+
+/** The rate version: integer credits per million tokens of each kind (web searches: per thousand). */
 export class PricesDto {
   @ApiProperty({ minimum: 0, maximum: MAX_PRICE_PER_MTOK_CREDITS, description: 'Credits per million input tokens.' })
   @WholeNumber(PRICE)
@@ -73,13 +106,38 @@ export class PricesDto {
   @WholeNumber(PRICE)
   readonly outputPerMTok!: number;
 
-  @ApiProperty({ minimum: 0, maximum: MAX_PRICE_PER_MTOK_CREDITS, description: 'Credits per million cache-write tokens.' })
+  @ApiProperty({ minimum: 0, maximum: MAX_PRICE_PER_MTOK_CREDITS, description: 'Credits per million cache-write tokens with the 5-minute lifetime.' })
   @WholeNumber(PRICE)
   readonly cacheWritePerMTok!: number;
+
+  @ApiPropertyOptional({
+    minimum: 0,
+    maximum: MAX_PRICE_PER_MTOK_CREDITS,
+    description: 'Credits per million cache-write tokens with the 1-hour lifetime; absent: `cacheWritePerMTok`.',
+  })
+  @Optional()
+  @WholeNumber(PRICE)
+  readonly cacheWrite1hPerMTok?: number;
 
   @ApiProperty({ minimum: 0, maximum: MAX_PRICE_PER_MTOK_CREDITS, description: 'Credits per million cache-read tokens.' })
   @WholeNumber(PRICE)
   readonly cacheReadPerMTok!: number;
+
+  @ApiPropertyOptional({
+    minimum: 0,
+    maximum: MAX_WEB_SEARCH_PER_THOUSAND_CREDITS,
+    description: 'Credits per 1,000 server-side web searches; absent: 0.',
+  })
+  @Optional()
+  @WholeNumber({ min: 0, max: MAX_WEB_SEARCH_PER_THOUSAND_CREDITS, unit: 'credits per 1,000 searches' })
+  readonly webSearchPerThousand?: number;
+
+  @ApiPropertyOptional({ type: LongContextRatesDto, description: 'Rates past a long-context threshold; absent: none.' })
+  @Optional()
+  @JsonObject()
+  @ValidateNested()
+  @Type(() => LongContextRatesDto)
+  readonly longContext?: LongContextRatesDto;
 }
 
 /** Body of `PUT /v1/operations/:operationId/publications`: the next immutable version of an operation. */

@@ -9,12 +9,15 @@ import { OUTCOMES } from '../../runtime/conversation.types';
 
 const ENDING_LIMITS = ['maxTurns', 'maxToolCalls', 'creditHold', 'totalTimeMs'];
 
-/** Token counts of one attempt or of a total. */
+/** Usage of one attempt or of a total, each priced kind apart (SPEC §7). */
 export class UsageDto {
-  @ApiProperty() readonly inputTokens!: number;
+  @ApiProperty({ description: 'Uncached input tokens.' }) readonly inputTokens!: number;
   @ApiProperty() readonly outputTokens!: number;
-  @ApiProperty() readonly cacheWriteTokens!: number;
+  @ApiProperty({ description: 'Tokens written to the cache with the 5-minute lifetime.' }) readonly cacheWriteTokens!: number;
+  @ApiProperty({ description: 'Tokens written to the cache with the 1-hour lifetime.' }) readonly cacheWrite1hTokens!: number;
   @ApiProperty() readonly cacheReadTokens!: number;
+  @ApiProperty({ description: 'Server-side web searches.' }) readonly webSearchRequests!: number;
+  @ApiPropertyOptional({ description: 'The provider’s service tier, on an attempt where it said.' }) readonly serviceTier?: string;
 }
 
 /** One provider attempt (SPEC §7). */

@@ -23,18 +23,35 @@ export function mapStopReason(stopReason: unknown): StopReason | undefined {
 }
 
 /**
- * The usage the API reported, or undefined when it reported none. The cache counters are nullable in
- * the API (null when the request used no cache); null or absent counts as 0.
+ * The usage the API reported, field by field, or undefined when it reported none:
+ * `input_tokens` (uncached input), `output_tokens`, `cache_creation.ephemeral_5m_input_tokens` and
+ * `ephemeral_1h_input_tokens` (writes by lifetime), `cache_read_input_tokens`,
+ * `server_tool_use.web_search_requests` and `service_tier`. Nullable counters (null when the request
+ * used no cache or no server tool) count as 0. Without the `cache_creation` breakdown, every write in
+ * `cache_creation_input_tokens` has the default 5-minute lifetime; a total above the breakdown's sum
+ * is counted as 5-minute writes too, so no billed token is dropped.
  */
 export function mapUsage(usage: unknown): Usage | undefined {
   if (typeof usage !== 'object' || usage === null) return undefined;
   const raw = usage as Record<string, unknown>;
+  const breakdown = objectOrEmpty(raw.cache_creation);
+  const written1h = tokenCount(breakdown.ephemeral_1h_input_tokens);
+  const written5m = tokenCount(breakdown.ephemeral_5m_input_tokens);
+  const writtenTotal = tokenCount(raw.cache_creation_input_tokens);
+  const serviceTier = typeof raw.service_tier === 'string' && raw.service_tier !== '' ? raw.service_tier : undefined;
   return {
     inputTokens: tokenCount(raw.input_tokens),
     outputTokens: tokenCount(raw.output_tokens),
-    cacheWriteTokens: tokenCount(raw.cache_creation_input_tokens),
+    cacheWriteTokens: Math.max(written5m, writtenTotal - written1h),
+    cacheWrite1hTokens: written1h,
     cacheReadTokens: tokenCount(raw.cache_read_input_tokens),
+    webSearchRequests: tokenCount(objectOrEmpty(raw.server_tool_use).web_search_requests),
+    ...(serviceTier === undefined ? {} : { serviceTier }),
   };
+}
+
+function objectOrEmpty(value: unknown): Record<string, unknown> {
+  return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
 }
 
 /** Token counts are non-negative integers; anything else the wire carries counts as 0. */

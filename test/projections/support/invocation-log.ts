@@ -98,7 +98,7 @@ export function refused(refusal: AdmissionRefusal, transition: RefusalTransition
 export const reserved = (creditHold = 500): InvocationReserved => ({ type: 'InvocationReserved', data: { creditHold, reservedAt: at(10) } });
 export const dispatched = (): InvocationDispatched => ({ type: 'InvocationDispatched', data: { dispatchedAt: at(20) } });
 
-export const usage = (inputTokens: number, outputTokens = 0): Usage => ({ inputTokens, outputTokens, cacheWriteTokens: 0, cacheReadTokens: 0 });
+export const usage = (inputTokens: number, outputTokens = 0): Usage => ({ inputTokens, outputTokens, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, webSearchRequests: 0 });
 
 /** A successful attempt of `turn`, 30 ms long, unless the overrides say otherwise. */
 export function attempt(turn: number, retry: number, overrides: Partial<AttemptRecord> = {}): AttemptRecorded {

@@ -74,7 +74,7 @@ describe('AnthropicProvider response mapping (SPEC §8)', () => {
 
     const response = await provider.send(request, sendOptions());
 
-    expect(response.usage).toEqual({ inputTokens: 1_200, outputTokens: 85, cacheWriteTokens: 3_000, cacheReadTokens: 9_000 });
+    expect(response.usage).toEqual({ inputTokens: 1_200, outputTokens: 85, cacheWriteTokens: 3_000, cacheWrite1hTokens: 0, cacheReadTokens: 9_000, webSearchRequests: 0 });
     expect(response.providerRequestId).toBe('req_fake_0001');
     expect(response.model).toBe('claude-answering-model-2026');
     expect(response.httpStatus).toBe(200);
@@ -89,8 +89,8 @@ describe('AnthropicProvider response mapping (SPEC §8)', () => {
     const first = await provider.send(request, sendOptions());
     const second = await provider.send(request, sendOptions());
 
-    expect(first.usage).toEqual({ inputTokens: 40, outputTokens: 2, cacheWriteTokens: 0, cacheReadTokens: 0 });
-    expect(second.usage).toEqual({ inputTokens: 41, outputTokens: 3, cacheWriteTokens: 0, cacheReadTokens: 0 });
+    expect(first.usage).toEqual({ inputTokens: 40, outputTokens: 2, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, webSearchRequests: 0 });
+    expect(second.usage).toEqual({ inputTokens: 41, outputTokens: 3, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, webSearchRequests: 0 });
   });
 
   it('reports no usage when the provider reported none, so the attempt is not priced from invented numbers', async () => {
@@ -118,7 +118,7 @@ describe('AnthropicProvider response mapping (SPEC §8)', () => {
 
     expect(fault).toBeInstanceOf(ProviderFault);
     expect((fault as ProviderFault).classification).toBe('server_error');
-    expect((fault as ProviderFault).details.usage).toEqual({ inputTokens: 7, outputTokens: 1, cacheWriteTokens: 0, cacheReadTokens: 0 });
+    expect((fault as ProviderFault).details.usage).toEqual({ inputTokens: 7, outputTokens: 1, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, webSearchRequests: 0 });
     expect((fault as ProviderFault).details.providerRequestId).toBe('req_fake_0001');
   });
 });

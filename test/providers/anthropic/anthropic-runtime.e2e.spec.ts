@@ -108,7 +108,7 @@ describe('runToolLoop over the Anthropic adapter and the real SDK: a tool turn, 
         httpStatus: 200,
         providerRequestId: 'req_fake_0001',
         waitBeforeMs: 0,
-        usage: { inputTokens: 1_000, outputTokens: 50, cacheWriteTokens: 2_000, cacheReadTokens: 0 },
+        usage: { inputTokens: 1_000, outputTokens: 50, cacheWriteTokens: 2_000, cacheWrite1hTokens: 0, cacheReadTokens: 0, webSearchRequests: 0 },
         priceCredits: 12,
       },
       { turn: 2, retry: 0, classification: 'overloaded', httpStatus: 529, providerRequestId: 'req_fake_0002', waitBeforeMs: 0, usage: undefined, priceCredits: 0 },
@@ -119,13 +119,13 @@ describe('runToolLoop over the Anthropic adapter and the real SDK: a tool turn, 
         httpStatus: 200,
         providerRequestId: 'req_fake_0003',
         waitBeforeMs: BASE_RETRY_WAIT_MS,
-        usage: { inputTokens: 1_100, outputTokens: 30, cacheWriteTokens: 0, cacheReadTokens: 2_000 },
+        usage: { inputTokens: 1_100, outputTokens: 30, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 2_000, webSearchRequests: 0 },
         priceCredits: 5,
       },
     ]);
     expect(reported).toEqual(result.attempts);
     expect(result.spentCredits).toBe(17);
-    expect(result.usageTotals).toEqual({ inputTokens: 2_100, outputTokens: 80, cacheWriteTokens: 2_000, cacheReadTokens: 2_000 });
+    expect(result.usageTotals).toEqual({ inputTokens: 2_100, outputTokens: 80, cacheWriteTokens: 2_000, cacheWrite1hTokens: 0, cacheReadTokens: 2_000, webSearchRequests: 0 });
 
     // What crossed the wire: the retry resent the same turn, which answered the call in ONE user message.
     const [first, second, third] = server.requests.map((r) => r.body as Record<string, any>);

@@ -1,0 +1,36 @@
+/**
+ * Sums of usage, kind by kind (SPEC §7): what an invocation's totals and a statement's token columns
+ * are made of. Totals carry the priced kinds only (a service tier is per attempt).
+ */
+import { USAGE_KINDS, type Usage } from './provider.port';
+
+/** Usage of nothing: every kind 0. */
+export const NO_USAGE: Usage = Object.freeze({
+  inputTokens: 0,
+  outputTokens: 0,
+  cacheWriteTokens: 0,
+  cacheWrite1hTokens: 0,
+  cacheReadTokens: 0,
+  webSearchRequests: 0,
+});
+
+/** `a + b`, kind by kind; throws RangeError when a total would leave the safe integer range. */
+export function addUsage(a: Usage, b: Usage): Usage {
+  const sum: Record<string, number> = {};
+  for (const kind of USAGE_KINDS) {
+    const total = a[kind] + b[kind];
+    if (!Number.isSafeInteger(total)) throw new RangeError(`${kind} total left the safe integer range`);
+    sum[kind] = total;
+  }
+  return sum as unknown as Usage;
+}
+
+/** True when every priced kind is equal. */
+export function usageEquals(a: Usage, b: Usage): boolean {
+  return USAGE_KINDS.every((kind) => a[kind] === b[kind]);
+}
+
+/** True when `total` is at least `part` in every priced kind. */
+export function usageCovers(total: Usage, part: Usage): boolean {
+  return USAGE_KINDS.every((kind) => total[kind] >= part[kind]);
+}
