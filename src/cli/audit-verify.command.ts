@@ -182,6 +182,10 @@ export function describeDifference(difference: AuditDifference): string {
       return `invocation ${difference.invocationId}: account of organization ${difference.organizationId} placed a hold for it, but no such invocation is open in that organization`;
     case 'settled_without_hold':
       return `invocation ${difference.invocationId} (organization ${difference.organizationId}): settled with ${difference.heldCredits} credits held, but its account held none for it`;
+    case 'attempt_price':
+      return `invocation ${difference.invocationId} (organization ${difference.organizationId}): attempt turn ${difference.turn} retry ${difference.retry} recorded at ${difference.recordedCredits} credits, but its usage costs ${difference.recomputedCredits < 0 ? 'nothing computable (invalid counts)' : `${difference.recomputedCredits} credits`} at its rate version`;
+    case 'charge_vs_attempts':
+      return `invocation ${difference.invocationId} (organization ${difference.organizationId}): charged ${difference.chargeCredits} credits, but its attempts cost ${difference.attemptCredits}`;
     case 'balance_identity':
       return `balance ${difference.organizationId}: ${difference.rule} fails: stored ${difference.stored}, derived ${difference.derived}`;
     case 'balance_mismatch':

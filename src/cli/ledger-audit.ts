@@ -18,6 +18,10 @@ import { balanceOf, heldCredits, totalsAreExact, type AccountState, type Account
 import type { EventStore, RecordedEvent } from '../event-store/event-store.port';
 import type { InvocationEvent } from '../invocations/invocation.events';
 import { MAX_LIST_LIMIT, type SqliteReadModelStore } from '../projection-runner';
+import type { Prices } from '../runtime/conversation.types';
+import { priceAttempt } from '../runtime/pricing';
+import type { Usage } from '../runtime/provider.port';
+import { currentLedgerEvent } from '../upcasters/ledger.upcasters';
 
 /** Events read from the log per page. */
 export const AUDIT_PAGE_EVENTS = 5_000;
@@ -68,6 +72,24 @@ export type LedgerDifference =
       readonly organizationId: string;
       readonly invocationId: string;
       readonly heldCredits: number;
+    }
+  | {
+      /** An attempt's recorded price differs from its usage priced at the invocation's copied rate version (SPEC §7). */
+      readonly kind: 'attempt_price';
+      readonly organizationId: string;
+      readonly invocationId: string;
+      readonly turn: number;
+      readonly retry: number;
+      readonly recordedCredits: number;
+      readonly recomputedCredits: number;
+    }
+  | {
+      /** A settlement at the sum of attempt prices (transitions 8, 10) charged another sum than its attempts. */
+      readonly kind: 'charge_vs_attempts';
+      readonly organizationId: string;
+      readonly invocationId: string;
+      readonly chargeCredits: number;
+      readonly attemptCredits: number;
     }
   | {
       /** A balances document breaks its own arithmetic (SPEC §3). */
@@ -139,6 +161,8 @@ export async function auditLedger(options: LedgerAuditOptions): Promise<LedgerAu
   const openInvocations = new Map<string, string>();
   const awaitingHold = new Map<string, SettledAwaitingHold>();
   const invocationCharges = new Map<string, number>();
+  /** Open invocations' copied rate versions and the sum of their recorded attempt prices. */
+  const openPricing = new Map<string, { readonly prices: Prices | undefined; attemptCredits: number; truncated: boolean }>();
   let accountsAtCheckpoint: ReadonlyMap<string, AccountState> | undefined = balances?.checkpoint === undefined ? new Map() : undefined;
   let events = 0;
   let invocations = 0;
@@ -175,16 +199,42 @@ export async function auditLedger(options: LedgerAuditOptions): Promise<LedgerAu
       case 'InvocationEstimated':
         invocations += 1;
         openInvocations.set(invocationId, event.data.organizationId);
+        openPricing.set(invocationId, { prices: event.data.publication?.prices, attemptCredits: 0, truncated: false });
         return;
       case 'InvocationRefused':
         openInvocations.delete(invocationId);
+        openPricing.delete(invocationId);
         return;
+      case 'AttemptRecorded': {
+        const organizationId = openInvocations.get(invocationId);
+        const pricing = openPricing.get(invocationId);
+        if (organizationId === undefined || pricing?.prices === undefined) return;
+        const { turn, retry, usage, priceCredits } = event.data;
+        pricing.attemptCredits += priceCredits;
+        const recomputed = recomputePrice(usage, pricing.prices);
+        if (recomputed !== priceCredits) {
+          differences.push({ kind: 'attempt_price', organizationId, invocationId, turn, retry, recordedCredits: priceCredits, recomputedCredits: recomputed });
+        }
+        return;
+      }
+      case 'InvocationCompleted':
+      case 'InvocationFailed': {
+        const pricing = openPricing.get(invocationId);
+        // Past MAX_RETAINED_ATTEMPTS some attempts have no record; only the loop's own total is exact then.
+        if (pricing !== undefined) pricing.truncated = event.data.attemptsTruncated;
+        return;
+      }
       case 'InvocationSettled': {
         const organizationId = openInvocations.get(invocationId);
         // Settled without an estimate: not an invocation this audit can place; the decider never writes one.
         if (organizationId === undefined) return;
         openInvocations.delete(invocationId);
-        const { chargeCredits, heldCredits } = event.data;
+        const pricing = openPricing.get(invocationId);
+        openPricing.delete(invocationId);
+        const { chargeCredits, heldCredits, transition } = event.data;
+        if ((transition === 8 || transition === 10) && pricing !== undefined && !pricing.truncated && pricing.attemptCredits !== chargeCredits) {
+          differences.push({ kind: 'charge_vs_attempts', organizationId, invocationId, chargeCredits, attemptCredits: pricing.attemptCredits });
+        }
         invocationCharges.set(organizationId, (invocationCharges.get(organizationId) ?? 0) + chargeCredits);
         if (accounts.get(organizationId)?.openHolds.has(invocationId) === true) {
           awaitingHold.set(invocationId, { organizationId, chargeCredits, heldCredits });
@@ -248,7 +298,16 @@ function route(
     return;
   }
   const invocationId = streamId(event.streamName, 'invocation');
-  if (invocationId !== undefined) onInvocation(invocationId, event as unknown as InvocationEvent);
+  if (invocationId !== undefined) onInvocation(invocationId, currentLedgerEvent(event) as unknown as InvocationEvent);
+}
+
+/** The attempt's price recomputed from its usage; -1 when the record cannot be priced at all (bad counts). */
+function recomputePrice(usage: Usage | undefined, prices: Prices): number {
+  try {
+    return priceAttempt(usage, prices);
+  } catch {
+    return -1;
+  }
 }
 
 interface BalancesSnapshot {

@@ -4,7 +4,7 @@ import { auditLedger, type LedgerDifference } from '../../src/cli/ledger-audit';
 import type { DomainEvent } from '../../src/domain/decider';
 import { openReadModelStore, rebuildProjections, type SqliteReadModelStore } from '../../src/projection-runner';
 import { InMemoryEventLog, newEvent } from '../projection-runner/fixtures/in-memory-event-log.fake';
-import { at, completed, dispatched, estimated, figures, publicationV, reserved, settled } from '../projections/support/invocation-log';
+import { at, attempt, completed, dispatched, estimated, figures, publicationV, reserved, settled, usage } from '../projections/support/invocation-log';
 
 const granted = (credits: number): AccountEvent => ({ type: 'CreditsGranted', data: { credits, reason: 'funding', idempotencyKey: `grant-${credits}`, grantedAt: at(0) } });
 const holdPlaced = (invocationId: string, credits = 500): AccountEvent => ({ type: 'HoldPlaced', data: { invocationId, credits, placedAt: at(8) } });
@@ -21,13 +21,16 @@ class Log {
     return this;
   }
 
-  /** Estimated, hold placed, reserved, dispatched, completed and settled at 37 credits: what a run writes, in its order. */
+  /**
+   * Estimated, hold placed, reserved, dispatched, one attempt (12,333 input tokens at 3,000 per MTok:
+   * 36.999, so 37 credits), completed and settled at 37 credits: what a run writes, in its order.
+   */
   settledRun(invocationId: string, options: { organizationId?: string; holdCharge?: number | 'none' } = {}): this {
     const organizationId = options.organizationId ?? 'acme';
     const stream = `invocation-${invocationId}`;
     this.append(stream, estimated(publicationV(1), { invocationId, organizationId }))
       .append(`account-${organizationId}`, holdPlaced(invocationId))
-      .append(stream, reserved(), dispatched(), completed('completed', figures({ spentCredits: 37 })), settled(8, 37));
+      .append(stream, reserved(), dispatched(), attempt(1, 0, { usage: usage(12_333), priceCredits: 37 }), completed('completed', figures({ spentCredits: 37 })), settled(8, 37));
     if (options.holdCharge !== 'none') this.append(`account-${organizationId}`, holdSettled(invocationId, options.holdCharge ?? 37));
     return this;
   }
@@ -91,6 +94,33 @@ describe('audit verify cross-checks each account against the charges settled in 
       .append('account-acme', granted(1_000))
       .append('invocation-inv-1', estimated(publicationV(1)), reserved(), settled(13, 0, 'sweep', 500));
     expect(await audit(log)).toEqual([{ kind: 'settled_without_hold', organizationId: 'acme', invocationId: 'inv-1', heldCredits: 500 }]);
+  });
+});
+
+describe('audit verify recomputes every attempt price from its usage and the copied rate version (SPEC §7, BR-CAP-PFM-LLM-002-07)', () => {
+  const run = (attemptPrice: number, charge: number, attemptUsage = usage(12_333)): Log =>
+    new Log()
+      .append('account-acme', granted(1_000))
+      .append('invocation-inv-1', estimated(publicationV(1)))
+      .append('account-acme', holdPlaced('inv-1'))
+      .append('invocation-inv-1', reserved(), dispatched(), attempt(1, 0, { usage: attemptUsage, priceCredits: attemptPrice }), completed('completed', figures({ spentCredits: charge })), settled(8, charge))
+      .append('account-acme', holdSettled('inv-1', charge));
+
+  it('reports an attempt recorded at another price than its usage costs, naming the turn, retry and both figures', async () => {
+    // 12,333 input tokens at 3,000 per MTok cost 37 credits; the record says 36.
+    expect(await audit(run(36, 36))).toEqual([
+      { kind: 'attempt_price', organizationId: 'acme', invocationId: 'inv-1', turn: 1, retry: 0, recordedCredits: 36, recomputedCredits: 37 },
+    ]);
+  });
+
+  it('prices 1-hour cache writes and web searches at the copied defaults when the rate version names neither', async () => {
+    // 1,000 one-hour writes at the 5-minute 3,750 per MTok = 3.75, plus 2 free searches: 4 credits.
+    const attemptUsage = { ...usage(0), cacheWrite1hTokens: 1_000, webSearchRequests: 2 };
+    expect(await audit(run(4, 4, attemptUsage))).toEqual([]);
+  });
+
+  it('reports a settlement at the sum of attempt prices that charged another sum than its attempts', async () => {
+    expect(await audit(run(37, 40))).toEqual([{ kind: 'charge_vs_attempts', organizationId: 'acme', invocationId: 'inv-1', chargeCredits: 40, attemptCredits: 37 }]);
   });
 });
 
