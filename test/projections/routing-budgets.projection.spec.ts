@@ -33,4 +33,16 @@ describe('ATS-PFM-LLM-002-12 historical routing budgets keep every publication w
       [2, undefined],
     ]);
   });
+
+  it('shows each version’s whole rate version: 1-hour writes, web searches and long-context rates beside the old kinds (SPEC §2)', () => {
+    const longContext = { thresholdInputTokens: 200_000, inputPerMTok: 6_000, outputPerMTok: 22_500, cacheWritePerMTok: 7_500, cacheWrite1hPerMTok: 12_000, cacheReadPerMTok: 600 };
+    const richer = publicationV(2, { publishedAt: at(60_000), prices: { ...v1.prices, cacheWrite1hPerMTok: 6_000, webSearchPerThousand: 10_000, longContext } });
+    const old = { ...v1, prices: { inputPerMTok: 3_000, outputPerMTok: 15_000, cacheWritePerMTok: 3_750, cacheReadPerMTok: 300 } };
+    const log = new EventLog().append('operation-demo.arithmetic', published('demo.arithmetic', old), published('demo.arithmetic', richer));
+    const view = project(routingBudgetsProjection, log.events).get<RoutingBudgetsView>(ROUTING_BUDGETS_COLLECTION, 'demo.arithmetic');
+    expect(view?.versions.map((version) => version.prices)).toEqual([
+      { inputPerMTok: 3_000, outputPerMTok: 15_000, cacheWritePerMTok: 3_750, cacheWrite1hPerMTok: 3_750, cacheReadPerMTok: 300, webSearchPerThousand: 0 },
+      { inputPerMTok: 3_000, outputPerMTok: 15_000, cacheWritePerMTok: 3_750, cacheWrite1hPerMTok: 6_000, cacheReadPerMTok: 300, webSearchPerThousand: 10_000, longContext },
+    ]);
+  });
 });

@@ -63,7 +63,7 @@ export function publicationV(version: number, overrides: Partial<Publication> = 
     version,
     routing: { provider: 'scripted', model: 'scripted-1' },
     limits: { maxTurns: 4, maxToolCalls: 10, totalTimeMs: 60_000, attemptTimeoutMs: 20_000, maxOutputTokens: 1_024, maxAttemptsPerTurn: 3 },
-    prices: { inputPerMTok: 3_000, outputPerMTok: 15_000, cacheWritePerMTok: 3_750, cacheReadPerMTok: 300 },
+    prices: { inputPerMTok: 3_000, outputPerMTok: 15_000, cacheWritePerMTok: 3_750, cacheWrite1hPerMTok: 3_750, cacheReadPerMTok: 300, webSearchPerThousand: 0 },
     creditHold: 500,
     enabled: true,
     publishedAt: at(-86_400_000 + version),
