@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { ConfigurationError, loadLedgerConfig, type LedgerConfig } from '../config/ledger.config';
 import type { EventStore } from '../event-store/event-store.port';
 import { openEventStore } from '../event-store/open-event-store';
-import { openReadModelStore, type SqliteReadModelStore } from '../projection-runner';
+import { openReadModelStore, ReadStoreLock, type ReadStoreLockHolder, type SqliteReadModelStore } from '../projection-runner';
 import { auditVerify } from './audit-verify.command';
 import { hasFlag, optionValue, parseArgs, type OptionSpec, type ParsedArgs } from './cli-args';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, writeLine, type CliIo } from './cli-io';
@@ -99,13 +99,14 @@ const COMMANDS: readonly CommandDefinition[] = [
       projection: { value: '<name>', repeatable: true, description: 'rebuild only this projection (repeatable; default: all)' },
     },
     notes: [
-      'Stop the service first: its projection runner owns the read-model store while it runs.',
+      'Stop the service first: it holds the read-model store\'s lock while it runs, and the rebuild refuses',
+      '(exit 3) while the lock is held.',
       'With the embedded store and more than one core, the projections are rebuilt in groups on worker threads.',
       'Progress goes to stderr: a bar on a terminal, plain lines otherwise. Exit status: 0 rebuilt,',
       '1 a projection stopped on an event it could not apply, 2 bad arguments or an unknown projection, 3 a store failed.',
     ],
     async run(args, context) {
-      return withStores(args, context, { readStore: 'create' }, ({ eventStore, readStore, config }) =>
+      return withStores(args, context, { readStore: 'create', lock: 'rebuild' }, ({ eventStore, readStore, config }) =>
         projectionsRebuild({
           eventStore,
           readStore: readStore!,
@@ -185,7 +186,7 @@ interface OpenedStores {
 async function withStores(
   args: ParsedArgs,
   context: CliContext,
-  needs: { readonly readStore: 'none' | 'must-exist' | 'create' },
+  needs: { readonly readStore: 'none' | 'must-exist' | 'create'; readonly lock?: ReadStoreLockHolder },
   body: (stores: OpenedStores) => Promise<number>,
 ): Promise<number> {
   const config = storeConfig(args, context.env);
@@ -195,14 +196,20 @@ async function withStores(
   if (needs.readStore === 'must-exist' && config.readStorePath !== ':memory:' && !existsSync(config.readStorePath)) {
     throw new UsageError(`no read-model store at ${config.readStorePath} (set --read-store or LEDGER_READ_STORE)`);
   }
-  const eventStore = await openEventStore(config.store, { synchronous: config.sqliteSynchronous });
-  let readStore: SqliteReadModelStore | undefined;
+  // Taken before anything is opened: a running service holds it, and nothing is touched then.
+  const lock = needs.lock === undefined ? undefined : ReadStoreLock.acquire(config.readStorePath, needs.lock);
   try {
-    if (needs.readStore !== 'none') readStore = openReadModelStore({ path: config.readStorePath });
-    return await body({ config, eventStore, readStore });
+    const eventStore = await openEventStore(config.store, { synchronous: config.sqliteSynchronous });
+    let readStore: SqliteReadModelStore | undefined;
+    try {
+      if (needs.readStore !== 'none') readStore = openReadModelStore({ path: config.readStorePath });
+      return await body({ config, eventStore, readStore });
+    } finally {
+      readStore?.close();
+      await eventStore.close();
+    }
   } finally {
-    readStore?.close();
-    await eventStore.close();
+    lock?.release();
   }
 }
 

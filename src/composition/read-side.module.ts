@@ -4,6 +4,7 @@ import { LEDGER_CONFIG, LedgerConfig } from '../config/ledger.config';
 import { EVENT_STORE, EventStore } from '../event-store/event-store.port';
 import { SqliteEventStore } from '../event-store/sqlite/sqlite-event-store';
 import { LiveProjections, ProjectionRunner, READ_MODEL_STORE, SqliteReadModelStore, openReadModelStore, type ProjectionRunnerLogger } from '../projection-runner';
+import { ReadStoreLock } from '../projection-runner/read-store.lock';
 import { ProjectionWorkerHost } from '../projection-runner/worker/projection-worker.host';
 
 /**
@@ -18,8 +19,15 @@ import { ProjectionWorkerHost } from '../projection-runner/worker/projection-wor
 @Module({
   providers: [
     {
-      provide: READ_MODEL_STORE,
+      // Held while the service runs, so `projections rebuild` refuses to rewrite these read models
+      // under the live runner (and this service refuses to start on a rebuild in progress).
+      provide: ReadStoreLock,
       inject: [LEDGER_CONFIG],
+      useFactory: (config: LedgerConfig): ReadStoreLock => ReadStoreLock.acquire(config.readStorePath, 'service'),
+    },
+    {
+      provide: READ_MODEL_STORE,
+      inject: [LEDGER_CONFIG, ReadStoreLock],
       useFactory: (config: LedgerConfig): SqliteReadModelStore => openReadModelStore({ path: config.readStorePath }),
     },
     {
@@ -52,6 +60,7 @@ export class ReadSideModule implements OnApplicationBootstrap, BeforeApplication
   constructor(
     private readonly projections: LiveProjections,
     @Inject(READ_MODEL_STORE) private readonly store: SqliteReadModelStore,
+    private readonly lock: ReadStoreLock,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -64,5 +73,6 @@ export class ReadSideModule implements OnApplicationBootstrap, BeforeApplication
 
   onApplicationShutdown(): void {
     this.store.close();
+    this.lock.release();
   }
 }

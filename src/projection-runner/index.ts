@@ -9,5 +9,6 @@ export { rebuildProjectionsInParallel, type ParallelRebuildOptions } from './reb
 export { DEFAULT_CATCH_UP_PAGE_EVENTS, MAX_CATCH_UP_PAGE_EVENTS, type ProjectionFault } from './projection-replay';
 export * from './read-model.compare';
 export * from './read-model.store';
+export * from './read-store.lock';
 export { MAX_COLLECTION_NAME_LENGTH, MAX_DOCUMENT_CHARS, MAX_DOCUMENT_ID_LENGTH } from './read-model.transaction';
 export { READ_MODEL_STORE } from './read-model-store.token';

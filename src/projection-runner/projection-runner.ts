@@ -2,6 +2,7 @@ import type { EventStore, RecordedEvent, Subscription } from '../event-store/eve
 import {
   ProjectionFaultedError,
   ProjectionRunnerStoppedError,
+  ReadModelConflictError,
   messageOf,
 } from './projection-runner.errors';
 import {
@@ -419,6 +420,10 @@ export class ProjectionRunner implements LiveProjections {
     try {
       applyBatch(this.options.store, events, this.tracks, { maxCachedDocuments: this.options.maxCachedDocuments });
     } catch (error) {
+      if (error instanceof ReadModelConflictError && !this.stopRequested) {
+        this.resumeFromStoredCheckpoints(error);
+        return;
+      }
       this.fail(error);
       // Not awaited: this may run inside the subscription's handler, which stop() waits for.
       this.subscription?.stop().catch(() => undefined);
@@ -428,6 +433,37 @@ export class ProjectionRunner implements LiveProjections {
     this.lastLiveFlushAtMs = performance.now();
     this.afterCommit();
     this.notifyCommit({ phase: 'live', events: events.length, lastPosition: events[events.length - 1]!.position });
+  }
+
+  /**
+   * The read-model file was written by someone else (a rebuild run beside this service despite its
+   * lock, a restored copy): its stored checkpoints are the truth now. Rather than answer 503 until a
+   * restart, stop following, re-read every checkpoint, catch up from there and follow again; the
+   * batch that met the conflict was not committed, and the catch-up reads its events again. Waiters
+   * stay pending and are answered when the read models reach their position.
+   */
+  private resumeFromStoredCheckpoints(conflict: ReadModelConflictError): void {
+    this.logger.warn(`${conflict.message} Re-reading the stored checkpoints and catching up from them.`);
+    this.state = 'catching-up';
+    const subscription = this.subscription;
+    this.subscription = undefined;
+    this.liveQueue = [];
+    // Not awaited here: this may run inside the subscription's handler, which stop() waits for.
+    void this.exclusive(async () => {
+      await subscription?.stop().catch(() => undefined);
+      this.liveQueue = [];
+      if (this.stopRequested) return;
+      try {
+        this.reconcileVersions();
+        await this.catchUpTracks(this.tracks.filter(isHealthy), 'catch-up');
+        // The stored checkpoints may already be where a waiter waits, with nothing left to apply.
+        this.afterCommit();
+        if (this.stopRequested) return;
+        this.follow();
+      } catch (error) {
+        this.fail(error);
+      }
+    });
   }
 
   private afterCommit(): void {
