@@ -15,7 +15,7 @@ const SERVICE_START_TIMEOUT_MS = 60_000;
 const SERVICE_STOP_TIMEOUT_MS = 15_000;
 /** Last output lines kept, to show why a service that failed to start failed. */
 const KEPT_OUTPUT_LINES = 40;
-const LISTENING = /listening on port (\d+)/;
+const LISTENING = /listening on (?:\S+ )?port (\d+)/;
 
 type ProbeRequestBody = ProbeRequest extends infer R ? (R extends { id: number } ? Omit<R, 'id'> : never) : never;
 
