@@ -15,6 +15,7 @@ export function ledgerConfigProvider(optionsToken: string | symbol, extras: Ledg
       loadLedgerConfig(options.env ?? process.env, {
         store: options.store,
         readStore: options.readStore,
+        answerStore: options.answerStore,
         synchronous: options.synchronous,
         projectionsThread: options.projectionsThread,
         anthropicApiKey: options.anthropic?.apiKey,

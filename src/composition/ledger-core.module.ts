@@ -1,4 +1,4 @@
-import { Global, Module, type FactoryProvider } from '@nestjs/common';
+import { Global, Inject, Module, OnApplicationShutdown, type FactoryProvider } from '@nestjs/common';
 import { LEDGER_UPCASTERS } from '../upcasters/ledger.upcasters';
 import { CqrsModule } from '@nestjs/cqrs';
 import { AdjustCreditsHandler, ChangeOrganizationSettingsHandler, GrantCreditsHandler } from '../accounts/account-commands.handler';
@@ -10,9 +10,12 @@ import { LogSettledInvocationHandler } from '../invocations/invocation-settled.e
 import { RunOperationHandler } from '../invocations/run-operation.handler';
 import { SweepStaleInvocationsHandler } from '../invocations/sweep-stale-invocations.handler';
 import { ProviderRegistry } from '../providers/provider.registry';
+import { ANSWER_STORE, type AnswerStore } from '../answer-store/answer-store.port';
+import { SqliteAnswerStore } from '../answer-store/sqlite-answer-store';
+import { LEDGER_CONFIG, type LedgerConfig } from '../config/ledger.config';
 import { CLOCK } from '../domain/clock.token';
 import { RETRY_JITTER } from '../domain/retry-jitter.token';
-import { systemClock, type RandomSource } from '../runtime';
+import { systemClock, type Clock, type RandomSource } from '../runtime';
 
 const clockProvider = { provide: CLOCK, useValue: systemClock };
 
@@ -24,7 +27,7 @@ const retryJitterProvider: FactoryProvider<RandomSource> = {
 
 /**
  * The accounting core: command handlers over the event store, the feature and provider registries and
- * the clock and the retry jitter. Global, so a feature module anywhere can register operations and dispatch commands.
+ * the clock, the retry jitter and the answer store. Global, so a feature module anywhere can register operations and dispatch commands.
  */
 @Global()
 @Module({
@@ -36,6 +39,11 @@ const retryJitterProvider: FactoryProvider<RandomSource> = {
       provide: AggregateRepository,
       inject: [EVENT_STORE],
       useFactory: (store: EventStore) => new AggregateRepository(store, LEDGER_UPCASTERS),
+    },
+    {
+      provide: ANSWER_STORE,
+      inject: [LEDGER_CONFIG, CLOCK],
+      useFactory: (config: LedgerConfig, clock: Clock): AnswerStore => SqliteAnswerStore.open(config.answerStorePath, clock),
     },
     FeatureRegistry,
     ProviderRegistry,
@@ -49,5 +57,11 @@ const retryJitterProvider: FactoryProvider<RandomSource> = {
   ],
   exports: [clockProvider, AggregateRepository, FeatureRegistry],
 })
-export class LedgerCoreModule {}
+export class LedgerCoreModule implements OnApplicationShutdown {
+  constructor(@Inject(ANSWER_STORE) private readonly answers: AnswerStore) {}
+
+  onApplicationShutdown(): void {
+    this.answers.close();
+  }
+}
 

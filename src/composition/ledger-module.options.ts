@@ -15,6 +15,12 @@ export interface LedgerModuleOptions {
    * (`var/ledger.sqlite` → `var/ledger.read.sqlite`), or `./var/read-models.sqlite` with EventStoreDB.
    */
   readonly readStore?: string;
+  /**
+   * The SQLite file of the answers kept for keyed repeats (only features that declare
+   * `answerRetentionMs` keep any). `LEDGER_ANSWER_STORE`, default beside the log
+   * (`var/ledger.sqlite` → `var/ledger.answers.sqlite`), or `./var/answers.sqlite` with EventStoreDB.
+   */
+  readonly answerStore?: string;
   /** Durability of the embedded store. `LEDGER_SQLITE_SYNCHRONOUS`, default `NORMAL`. */
   readonly synchronous?: SqliteSynchronous;
   /**

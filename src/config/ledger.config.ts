@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { InvalidStoreUrlError, parseStoreUrl, type StoreLocation } from '../event-store/open-event-store';
+import { pathBesideLog } from '../event-store/sqlite/path-beside-log';
 import { readModelPathFor } from '../projection-runner/read-model.store';
 
 /**
@@ -41,6 +42,12 @@ export interface LedgerConfig {
    * or an in-memory log). `LEDGER_PROJECTIONS_THREAD` overrides the default.
    */
   readonly projectionsThread: ProjectionsThread;
+  /**
+   * The SQLite file of the answers kept for keyed repeats (features that declare a retention period):
+   * beside the log for the embedded store (`var/ledger.sqlite` → `var/ledger.answers.sqlite`), a local
+   * file per instance with EventStoreDB. `LEDGER_ANSWER_STORE` overrides it.
+   */
+  readonly answerStorePath: string;
   /** SQLite durability (see README "Durability"). */
   readonly sqliteSynchronous: SqliteSynchronous;
   readonly anthropicApiKey?: string;
@@ -58,6 +65,8 @@ const HOST_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252}[A-Za-z0-9])?$/;
 export const DEFAULT_STORE = 'sqlite:./var/ledger.sqlite';
 /** Read models of an instance whose log is EventStoreDB. */
 export const DEFAULT_EVENTSTOREDB_READ_STORE = './var/read-models.sqlite';
+/** Answers kept by an instance whose log is EventStoreDB. */
+export const DEFAULT_EVENTSTOREDB_ANSWER_STORE = './var/answers.sqlite';
 const MAX_PORT = 65_535;
 
 export class ConfigurationError extends Error {
@@ -77,6 +86,8 @@ export interface LedgerSettings {
   readonly store?: string;
   /** `LEDGER_READ_STORE`. */
   readonly readStore?: string;
+  /** `LEDGER_ANSWER_STORE`. */
+  readonly answerStore?: string;
   /** `LEDGER_SQLITE_SYNCHRONOUS`. */
   readonly synchronous?: SqliteSynchronous;
   /** `LEDGER_PROJECTIONS_THREAD`. */
@@ -116,6 +127,10 @@ export function loadLedgerConfig(
   const readStorePath =
     nonEmpty(env.LEDGER_READ_STORE) ?? (store.kind === 'sqlite' ? readModelPathFor(store.path) : DEFAULT_EVENTSTOREDB_READ_STORE);
 
+  const answerStorePath =
+    nonEmpty(env.LEDGER_ANSWER_STORE) ??
+    (store.kind === 'sqlite' ? pathBesideLog(store.path, 'answers') : DEFAULT_EVENTSTOREDB_ANSWER_STORE);
+
   const projectionsThread = parseProjectionsThread(env.LEDGER_PROJECTIONS_THREAD, store, readStorePath, problems);
 
   const synchronous = (nonEmpty(env.LEDGER_SQLITE_SYNCHRONOUS) ?? 'NORMAL').toUpperCase();
@@ -139,6 +154,7 @@ export function loadLedgerConfig(
     port,
     store,
     readStorePath,
+    answerStorePath,
     projectionsThread,
     sqliteSynchronous: synchronous as SqliteSynchronous,
     anthropicApiKey: nonEmpty(env.ANTHROPIC_API_KEY),
@@ -156,6 +172,7 @@ function withSettings(
   const overrides: Record<string, string | undefined> = {
     LEDGER_STORE: settings.store,
     LEDGER_READ_STORE: settings.readStore,
+    LEDGER_ANSWER_STORE: settings.answerStore,
     LEDGER_SQLITE_SYNCHRONOUS: settings.synchronous,
     LEDGER_PROJECTIONS_THREAD: settings.projectionsThread,
     ANTHROPIC_API_KEY: settings.anthropicApiKey,

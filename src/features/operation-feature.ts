@@ -19,6 +19,12 @@ export interface OperationFeature {
    * per invocation (a scripted provider plays its own script).
    */
   readonly scriptedModel?: () => Provider;
+  /**
+   * How long, in ms, a completed invocation's answer is kept for keyed repeats that arrive after it
+   * settled (at most MAX_ANSWER_RETENTION_MS). Left out, no answer is kept: such a repeat is told the
+   * answer is no longer available. Kept answers live outside the event log and are deleted on expiry.
+   */
+  readonly answerRetentionMs?: number;
 }
 
 export interface PreparedConversation {

@@ -3,12 +3,12 @@ import { CommandBus } from '@nestjs/cqrs';
 import { ApiBearerAuth, ApiConflictResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { InvocationView } from '../../projections';
 import { RunOperationCommand } from '../invocations/run-operation.command';
-import type { InvocationSummary } from '../invocations/invocation.state';
+import type { InvocationResult } from '../invocations/invocation-result';
 import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound } from './api-docs.decorators';
 import { CurrentCaller, mayAccessOrganization, type Caller } from './auth/caller';
 import { Roles } from './auth/roles.decorator';
 import { ErrorBodyDto } from './dto/error-body.dto';
-import { InvocationResultDto, InvocationStatusDto, RunInvocationDto } from './dto/invocation.dto';
+import { InvocationStatusDto, RunInvocationDto, RunInvocationResultDto } from './dto/invocation.dto';
 import { AttemptHistoryDto, ExplanationDto } from './dto/read-views.dto';
 import { ResourceNotFoundException } from './http-error.body';
 import { IdParamPipe } from './id-param.pipe';
@@ -39,13 +39,14 @@ export class InvocationsController {
     summary: 'Run an operation for an organization',
     description:
       'Admits the request against the organization’s credits, runs the bounded conversation with the published ' +
-      'routing and limits, settles the charge, and returns the settled (or refused) invocation.',
+      'routing and limits, settles the charge, and returns the settled (or refused) invocation with the accepted ' +
+      'answer when it completed.',
   })
-  @ApiOkResponse({ type: InvocationResultDto })
+  @ApiOkResponse({ type: RunInvocationResultDto })
   @ApiInvalidRequest()
   @ApiNotFound('No such operation or organization, or not the caller’s organization.')
   @ApiConflictResponse({ type: ErrorBodyDto, description: 'The idempotency key was used for a different operation.' })
-  async run(@CurrentCaller() caller: Caller, @Body() body: RunInvocationDto): Promise<InvocationResultDto> {
+  async run(@CurrentCaller() caller: Caller, @Body() body: RunInvocationDto): Promise<RunInvocationResultDto> {
     if (!mayAccessOrganization(caller, body.organizationId)) throw new ResourceNotFoundException('organization', body.organizationId);
     const summary = await this.commands.execute(
       new RunOperationCommand({
@@ -102,7 +103,7 @@ export class InvocationsController {
 }
 
 /** SPEC §10's result fields, and nothing of the runner's internals. */
-function resultOf(summary: InvocationSummary): InvocationResultDto {
+function resultOf(summary: InvocationResult): RunInvocationResultDto {
   return {
     invocationId: summary.invocationId,
     state: summary.state,
@@ -113,6 +114,8 @@ function resultOf(summary: InvocationSummary): InvocationResultDto {
     charge: summary.charge,
     turnsUsed: summary.turnsUsed,
     toolCallsUsed: summary.toolCallsUsed,
+    ...(summary.answer === undefined ? {} : { answer: summary.answer }),
+    ...(summary.answerUnavailable === undefined ? {} : { answerUnavailable: summary.answerUnavailable }),
   };
 }
 

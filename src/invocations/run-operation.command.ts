@@ -1,5 +1,5 @@
 import { Command } from '@nestjs/cqrs';
-import type { InvocationSummary } from './invocation.state';
+import type { InvocationResult } from './invocation-result';
 
 export interface RunOperationRequest {
   /** The published operation to run, e.g. `demo.arithmetic`. */
@@ -8,7 +8,10 @@ export interface RunOperationRequest {
   readonly organizationId: string;
   /** The feature's input; validated by the feature, never stored. */
   readonly input: unknown;
-  /** Repeating a key returns the first request's result and writes nothing new. */
+  /**
+   * Repeating a key returns the first request's result and writes nothing new; its answer only while
+   * the first still runs, or within the feature's `answerRetentionMs` after it settled.
+   */
   readonly idempotencyKey?: string;
   /** Cancels the conversation at its next boundary (outcome `cancelled`). */
   readonly signal?: AbortSignal;
@@ -17,9 +20,10 @@ export interface RunOperationRequest {
 /**
  * Runs a published operation for an organization and resolves once the invocation is settled or
  * refused (SPEC §4): estimate → admission → reserve → dispatch → the bounded conversation → completed or
- * failed (→ pending) → settled, hold and slot released.
+ * failed (→ pending) → settled, hold and slot released. The result carries the accepted answer of a
+ * completed conversation (SPEC §5 "The answer").
  */
-export class RunOperationCommand extends Command<InvocationSummary> {
+export class RunOperationCommand extends Command<InvocationResult> {
   constructor(readonly request: RunOperationRequest) {
     super();
   }

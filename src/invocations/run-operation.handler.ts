@@ -1,5 +1,6 @@
 import { Inject, Logger } from '@nestjs/common';
 import { CommandHandler, EventBus, ICommandHandler } from '@nestjs/cqrs';
+import { ANSWER_STORE, type AnswerStore } from '../answer-store/answer-store.port';
 import { accountDecider } from '../accounts/account.decider';
 import { accountStreamName } from '../accounts/account.events';
 import { AdmissionRefusedError, decideAdmission, refusalOf } from '../accounts/admission.policy';
@@ -17,17 +18,19 @@ import { runToolLoop, type Clock, type RandomSource, type ToolLoopResult } from 
 import type { InvocationCommand } from './invocation.commands';
 import { invocationDecider } from './invocation.decider';
 import { invocationStreamName } from './invocation.events';
-import { invocationSummary, isUnmeasured, type InvocationState, type InvocationSummary } from './invocation.state';
+import { invocationSummary, isUnmeasured, type InvocationState } from './invocation.state';
+import type { InvocationResult } from './invocation-result';
 import { IdempotencyKeyReusedError, UnknownOperationError, UnknownOrganizationError } from './invocation-errors';
 import { invocationIdFor } from './invocation-ids';
 import { InvocationSettledEvent } from './invocation-settled.event';
 import { RunOperationCommand, type RunOperationRequest } from './run-operation.command';
 
 @CommandHandler(RunOperationCommand)
-export class RunOperationHandler implements ICommandHandler<RunOperationCommand, InvocationSummary> {
+export class RunOperationHandler implements ICommandHandler<RunOperationCommand, InvocationResult> {
   private readonly logger = new Logger(RunOperationHandler.name);
   /** Keyed requests running in this process, so a repeat waits for the first instead of racing it. */
-  private readonly inFlight = new Map<string, { readonly operationId: string; readonly run: Promise<InvocationSummary> }>();
+  // A repeat that joins shares the first's promise, and so its answer (SPEC §5 "The answer").
+  private readonly inFlight = new Map<string, { readonly operationId: string; readonly run: Promise<InvocationResult> }>();
 
   constructor(
     private readonly repository: AggregateRepository,
@@ -36,9 +39,10 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
     private readonly eventBus: EventBus,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(RETRY_JITTER) private readonly random: RandomSource,
+    @Inject(ANSWER_STORE) private readonly answers: AnswerStore,
   ) {}
 
-  execute({ request }: RunOperationCommand): Promise<InvocationSummary> {
+  execute({ request }: RunOperationCommand): Promise<InvocationResult> {
     const feature = this.features.get(request.operationId);
     if (feature === undefined) return Promise.reject(new UnknownOperationError(request.operationId));
     const invocationId = invocationIdFor(request.organizationId, request.idempotencyKey);
@@ -53,7 +57,7 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
     return run.finally(() => this.inFlight.delete(invocationId));
   }
 
-  private async run(invocationId: string, feature: OperationFeature, request: RunOperationRequest): Promise<InvocationSummary> {
+  private async run(invocationId: string, feature: OperationFeature, request: RunOperationRequest): Promise<InvocationResult> {
     try {
       return await this.runOnce(invocationId, feature, request);
     } finally {
@@ -63,7 +67,7 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
     }
   }
 
-  private async runOnce(invocationId: string, feature: OperationFeature, request: RunOperationRequest): Promise<InvocationSummary> {
+  private async runOnce(invocationId: string, feature: OperationFeature, request: RunOperationRequest): Promise<InvocationResult> {
     const stream = invocationStreamName(invocationId);
     // Only the invocation's own run writes its stream; an unkeyed id was made just now, so its stream is new.
     const context: CommandContext = { correlationId: invocationId, newStream: request.idempotencyKey === undefined };
@@ -73,7 +77,7 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
 
     if (request.idempotencyKey !== undefined) {
       const existing = await this.repository.load(stream, invocationDecider);
-      if (existing.revision !== undefined) return this.repeatOf(existing.state, request);
+      if (existing.revision !== undefined) return this.repeatOf(existing.state, request, feature);
     }
 
     // Bad input is refused before anything is written.
@@ -106,7 +110,7 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
       // Another process estimated the same keyed request first: answer with its result.
       if (error instanceof IllegalTransitionError && request.idempotencyKey !== undefined) {
         const existing = await this.repository.load(stream, invocationDecider);
-        return this.repeatOf(existing.state, request);
+        return this.repeatOf(existing.state, request, feature);
       }
       throw error;
     }
@@ -137,9 +141,11 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
     ]);
 
     let settled: InvocationState;
+    let answer: unknown;
     try {
       const result = await this.converse(feature, conversation, admitted, Date.parse(at), request.signal, invoke);
       settled = await this.close(result, invokeAll);
+      if (result.outcome === 'completed') answer = result.answer;
     } catch (error) {
       // SPEC §4 transition 11: something escaped the protected block; the real cost is unknown.
       this.logger.error({ message: 'invocation failed outside the conversation', invocationId, error: describe(error) });
@@ -154,7 +160,19 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
     );
     const summary = invocationSummary(settled);
     this.eventBus.publish(new InvocationSettledEvent(request.organizationId, request.operationId, summary));
-    return summary;
+    if (answer === undefined) return summary;
+    this.keepAnswer(invocationId, answer, feature);
+    return { ...summary, answer };
+  }
+
+  /** For keyed repeats after settlement, when the feature asked for it; losing it costs only the repeat's answer. */
+  private keepAnswer(invocationId: string, answer: unknown, feature: OperationFeature): void {
+    if (feature.answerRetentionMs === undefined) return;
+    try {
+      this.answers.keep(invocationId, answer, feature.answerRetentionMs);
+    } catch (error) {
+      this.logger.warn({ message: 'the answer could not be kept for repeats', invocationId, error: describe(error) });
+    }
   }
 
   private converse(
@@ -224,9 +242,13 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
     ];
   }
 
-  private repeatOf(first: InvocationState, request: RunOperationRequest): InvocationSummary {
+  private repeatOf(first: InvocationState, request: RunOperationRequest, feature: OperationFeature): InvocationResult {
     if (first.operationId !== request.operationId) throw new IdempotencyKeyReusedError(request.idempotencyKey ?? '');
-    return invocationSummary(first);
+    const summary = invocationSummary(first);
+    if (summary.outcome !== 'completed') return summary;
+    if (feature.answerRetentionMs === undefined) return { ...summary, answerUnavailable: 'not_retained' };
+    const kept = first.invocationId === undefined ? undefined : this.answers.find(first.invocationId);
+    return kept === undefined ? { ...summary, answerUnavailable: 'expired' } : { ...summary, answer: kept.answer };
   }
 }
 

@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import type { Database as SqliteDatabase, Statement } from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { pathBesideLog } from '../event-store/sqlite/path-beside-log';
 import { ReadModelConflictError } from './projection-runner.errors';
 import type { ReadModelTx } from './projection.types';
 import { CachedReadModelTx, type DocumentStatements } from './read-model.transaction';
@@ -149,11 +150,7 @@ export function openReadModelStore(options: ReadModelStoreOptions): SqliteReadMo
  * `.sqlite`, `.sqlite3` or `.db` extension. `:memory:` maps to `:memory:`.
  */
 export function readModelPathFor(logPath: string): string {
-  if (logPath === ':memory:') return ':memory:';
-  const extension = /\.(sqlite3?|db)$/i.exec(logPath);
-  return extension === null
-    ? `${logPath}.read.sqlite`
-    : `${logPath.slice(0, extension.index)}.read${extension[0]}`;
+  return pathBesideLog(logPath, 'read');
 }
 
 /**

@@ -12,6 +12,7 @@ import { Module, type DynamicModule, type INestApplication } from '@nestjs/commo
 import { CommandBus, EventBus } from '@nestjs/cqrs';
 import { Test } from '@nestjs/testing';
 import { AggregateRepository } from '../aggregates/aggregate.repository';
+import { ANSWER_STORE, type AnswerStore } from '../answer-store/answer-store.port';
 import { AppModule } from '../composition/app.module';
 import { LEDGER_CONFIG, type LedgerConfig } from '../config/ledger.config';
 import { ALL_PROJECTIONS } from '../../projections';
@@ -94,7 +95,7 @@ export class LedgerNode {
     await app.init();
     const store = wrapped!;
     const repository = new AggregateRepository(store, LEDGER_UPCASTERS);
-    const runHandler = new RunOperationHandler(repository, app.get(FeatureRegistry), app.get(ProviderRegistry), app.get(EventBus), options.clock, options.random);
+    const runHandler = new RunOperationHandler(repository, app.get(FeatureRegistry), app.get(ProviderRegistry), app.get(EventBus), options.clock, options.random, app.get<AnswerStore>(ANSWER_STORE));
     const sweepHandler = new SweepStaleInvocationsHandler(repository, app.get(LiveProjections), app.get<SqliteReadModelStore>(READ_MODEL_STORE), options.clock);
     return new LedgerNode(app, store, {
       run: (request) => runHandler.execute(new RunOperationCommand(request)),

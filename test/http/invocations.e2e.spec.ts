@@ -39,9 +39,10 @@ describe('demo.arithmetic end to end over HTTP on a file-backed SQLite store', (
     const response = await ledger.http().post('/v1/invocations').set(bearer(TOKENS.acmeMember)).send(run('What is (6+1)*6?'));
     expect(response.status).toBe(200);
     expect(Object.keys(response.body).sort()).toEqual(
-      ['charge', 'estimate', 'invocationId', 'outcome', 'publicationVersion', 'state', 'toolCallsUsed', 'turnsUsed'].sort(),
+      ['answer', 'charge', 'estimate', 'invocationId', 'outcome', 'publicationVersion', 'state', 'toolCallsUsed', 'turnsUsed'].sort(),
     );
     expect(response.body).toMatchObject({ state: 'settled', outcome: 'completed', estimate: 2_000, turnsUsed: 2, toolCallsUsed: 1 });
+    expect(response.body.answer).toEqual({ value: 42 });
     const { invocationId, charge } = response.body as { invocationId: string; charge: number };
     expect(Number.isInteger(charge) && charge > 0).toBe(true);
 
@@ -59,6 +60,14 @@ describe('demo.arithmetic end to end over HTTP on a file-backed SQLite store', (
     // The caller reads its own write: the balance already shows the charge.
     const balance = await ledger.http().get('/v1/organizations/acme/balance').set(bearer(TOKENS.acmeAdmin)).expect(200);
     expect(balance.body).toEqual({ organizationId: 'acme', granted: 50_000, adjustments: 0, held: 0, charged: charge, available: 50_000 - charge, running: 0 });
+  });
+
+  it('returns the accepted answer of "What is 6*7?" in the result: the submit_answer input (SPEC §5 "The answer")', async () => {
+    const response = await ledger.http().post('/v1/invocations').set(bearer(TOKENS.acmeMember)).send(run('What is 6*7?')).expect(200);
+    expect(response.body).toMatchObject({ state: 'settled', outcome: 'completed', answer: { value: 42 } });
+    // The status read comes from the read models, which never hold the answer.
+    const status = await ledger.http().get(`/v1/invocations/${response.body.invocationId}`).set(bearer(TOKENS.acmeMember)).expect(200);
+    expect(status.body.answer).toBeUndefined();
   });
 
   it('answers a repeated idempotency key with the first result, and a reuse for another operation with 409', async () => {

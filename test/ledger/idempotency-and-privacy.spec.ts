@@ -34,12 +34,14 @@ describe('RunOperation idempotency keys and conversation privacy', () => {
     await expect(demo('What is 2+2?', 'key-2', 'test.other')).rejects.toBeInstanceOf(IdempotencyKeyReusedError);
   });
 
-  it('stores no prompt, message, tool argument or tool result in any event of a full run', async () => {
+  it('stores no prompt, message, tool argument, tool result or answer in any event of a full run', async () => {
     const question = 'Kindly compute (1234.5 + 8765.25) * 3 for the quarterly report';
     const result = await demo(question);
-    expect(result).toMatchObject({ state: 'settled', outcome: 'completed' });
+    // The answer is handed back (SPEC §5 "The answer") and, like the conversation, never written to the log.
+    expect(result).toMatchObject({ state: 'settled', outcome: 'completed', answer: { value: 29999.25 } });
     const log = JSON.stringify((await ledger.store.readAll()).map((event) => [event.data, event.metadata]));
-    for (const secret of [question, 'quarterly report', '1234.5', '8765.25', '29999.25', 'calculate', 'You answer arithmetic']) {
+    const answer = JSON.stringify(result.answer);
+    for (const secret of [question, 'quarterly report', '1234.5', '8765.25', '29999.25', answer, 'calculate', 'You answer arithmetic']) {
       expect(log).not.toContain(secret);
     }
   });

@@ -17,8 +17,15 @@ const SYSTEM_PROMPT =
  * `demo.arithmetic` (SPEC §10): the worked example of a feature. The model may call `calculate`, and
  * answers by calling `submit_answer`, which the judge accepts exactly when the value is right.
  */
+/**
+ * How long the demo keeps an answer for keyed repeats after settlement, in ms: long enough for a client
+ * that lost its connection to ask again, and nothing in an arithmetic answer needs forgetting sooner.
+ */
+export const DEMO_ANSWER_RETENTION_MS = 60 * 60 * 1_000;
+
 export const demoArithmeticFeature: OperationFeature = {
   operationId: DEMO_OPERATION_ID,
+  answerRetentionMs: DEMO_ANSWER_RETENTION_MS,
   prepare(input: unknown): PreparedConversation {
     const question = readQuestion(input);
     const expression = extractExpression(question);

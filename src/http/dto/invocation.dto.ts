@@ -63,6 +63,25 @@ export class InvocationResultDto {
   readonly toolCallsUsed!: number;
 }
 
+/** Result of `POST /v1/invocations`: the settled (or refused) invocation and, when completed, its answer. */
+export class RunInvocationResultDto extends InvocationResultDto {
+  @ApiPropertyOptional({
+    description:
+      'The accepted answer of a `completed` invocation: the answer tool’s input (e.g. `{ "value": 42 }`), or the ' +
+      'accepted final text. Never stored in the log. A keyed repeat gets it while the first request still runs, ' +
+      'and after settlement only if the operation’s feature keeps answers for a retention period.',
+  })
+  readonly answer?: unknown;
+
+  @ApiPropertyOptional({
+    enum: ['not_retained', 'expired'],
+    description:
+      'Present instead of `answer` when a completed invocation’s answer is no longer available to a keyed repeat: ' +
+      'the feature keeps no answers (`not_retained`) or its retention period has passed (`expired`).',
+  })
+  readonly answerUnavailable?: string;
+}
+
 /** Result of `GET /v1/invocations/:id`: where the invocation is in its lifecycle. */
 export class InvocationStatusDto extends InvocationResultDto {
   @ApiProperty()
