@@ -1,4 +1,4 @@
-import type { AnswerToolSpec, Message, Provider, TextBlock, TextJudge, ToolSpec } from '../runtime';
+import type { AnswerToolSpec, Message, Provider, ProviderFeatures, TextBlock, TextJudge, ToolSpec } from '../runtime';
 
 /**
  * What a consuming feature registers for one operation: how a request's input becomes a conversation,
@@ -33,6 +33,12 @@ export interface PreparedConversation {
   readonly tools: readonly ToolSpec[];
   readonly answerTool?: AnswerToolSpec;
   readonly textJudge?: TextJudge;
+  /**
+   * Provider-side features for this conversation: server tools such as Anthropic's web search, and
+   * extended thinking. Their blocks stay in the conversation and go back to the provider unchanged;
+   * what they cost is priced from the usage the provider reports (web searches per thousand).
+   */
+  readonly providerFeatures?: ProviderFeatures;
 }
 
 /** A request whose `input` the feature cannot use; `field` is a path inside `input`. */

@@ -33,11 +33,16 @@ export const USAGE_KINDS = [
 ] as const;
 export type UsageKind = (typeof USAGE_KINDS)[number];
 
+/** How long a provider keeps a cached prefix: 5 minutes (the default) or 1 hour (priced higher to write). */
+export type CacheTtl = '5m' | '1h';
+
 export interface TextBlock {
   readonly type: 'text';
   readonly text: string;
   /** The feature marks this content stable, so a provider may cache it (BR-CAP-PFM-LLM-002-12). */
   readonly stable?: boolean;
+  /** The cache lifetime a stable block asks for; default `5m`. */
+  readonly cacheTtl?: CacheTtl;
 }
 
 export interface ToolUseBlock {
@@ -56,7 +61,21 @@ export interface ToolResultBlock {
   readonly isError: boolean;
 }
 
-export type ContentBlock = TextBlock | ToolUseBlock | ToolResultBlock;
+/**
+ * A block the provider produced that the runtime does not interpret: extended thinking, a server-side
+ * tool's call and its result (web search). It stays in the conversation and is sent back to the same
+ * provider exactly as received (thinking with tool use requires it). It is conversation body: never
+ * recorded in an event, a log line or a span.
+ */
+export interface ProviderBlock {
+  readonly type: 'provider_block';
+  /** The provider whose adapter made it; another provider's adapter never sends it. */
+  readonly provider: string;
+  /** The block as the provider's API returned it, untouched. */
+  readonly block: Readonly<Record<string, unknown>>;
+}
+
+export type ContentBlock = TextBlock | ToolUseBlock | ToolResultBlock | ProviderBlock;
 
 export interface Message {
   readonly role: 'user' | 'assistant';
@@ -71,6 +90,20 @@ export interface ToolDefinition {
   readonly inputSchema: Record<string, unknown>;
   /** Tool definitions are stable across turns and may be cached. */
   readonly stable?: boolean;
+  /** The cache lifetime a stable definition asks for; default `5m`. */
+  readonly cacheTtl?: CacheTtl;
+}
+
+/**
+ * Provider-side features a feature may turn on for its conversation: server tools the provider runs
+ * itself (their definitions in the provider's own JSON, e.g. Anthropic's
+ * `{ type: 'web_search_20250305', name: 'web_search', max_uses: 5 }`) and extended thinking.
+ * The runtime passes them through; the adapter that understands them sends them.
+ */
+export interface ProviderFeatures {
+  readonly serverTools?: readonly Readonly<Record<string, unknown>>[];
+  /** Extended thinking with this budget of output tokens (below `maxOutputTokens`). */
+  readonly thinking?: { readonly budgetTokens: number };
 }
 
 export interface ProviderRequest {
@@ -80,6 +113,8 @@ export interface ProviderRequest {
   readonly messages: readonly Message[];
   readonly tools: readonly ToolDefinition[];
   readonly maxOutputTokens: number;
+  /** Server tools and extended thinking, when the feature turned them on. */
+  readonly features?: ProviderFeatures;
 }
 
 /**
@@ -97,8 +132,8 @@ export type StopReason =
 
 export interface ProviderResponse {
   readonly stopReason: StopReason;
-  /** Text and tool_use blocks, in the order the model produced them. */
-  readonly content: readonly (TextBlock | ToolUseBlock)[];
+  /** Text, tool_use and pass-through blocks, in the order the model produced them. */
+  readonly content: readonly (TextBlock | ToolUseBlock | ProviderBlock)[];
   /** Undefined when the provider reported none. */
   readonly usage?: Usage;
   readonly providerRequestId?: string;

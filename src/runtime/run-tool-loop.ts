@@ -22,7 +22,7 @@ import type { AttemptRecord, ConversationLimits, EndingLimit, Outcome, Prices } 
 import { executeWithRetry } from './execute-with-retry';
 import type { FaultClass } from './faults';
 import { assertPrices } from './pricing';
-import type { ContentBlock, Message, Provider, TextBlock, ToolDefinition, ToolResultBlock, ToolUseBlock, Usage } from './provider.port';
+import type { ContentBlock, Message, Provider, ProviderFeatures, TextBlock, ToolDefinition, ToolResultBlock, ToolUseBlock, Usage } from './provider.port';
 import type { RandomSource } from './retry-policy';
 import { boundToolErrorText, describeThrown } from './tool-error-text';
 import { addUsage, NO_USAGE } from './usage';
@@ -47,6 +47,8 @@ export interface ToolLoopInput {
   /** Stable instructions; sent unchanged on every request (a block marked `stable` may be cached). */
   readonly system?: readonly TextBlock[];
   readonly tools: readonly ToolSpec[];
+  /** Server tools and extended thinking for the provider, passed through unchanged. */
+  readonly providerFeatures?: ProviderFeatures;
   /** The designated answer tool; without one, a text-only turn is the final answer. */
   readonly answerTool?: AnswerToolSpec;
   /** Judges a text-only final answer when there is no answer tool; absent, such text is accepted. */
@@ -276,15 +278,15 @@ export async function runToolLoop(input: ToolLoopInput): Promise<ToolLoopResult>
   assertInput(input);
   const { limits, clock, provider, answerTool, textJudge } = input;
   const catalog = buildToolCatalog(input.tools, answerTool);
-  const toolDefinitions: ToolDefinition[] = input.tools.map((tool) => ({
+  const definitionOf = (tool: ToolSpec | AnswerToolSpec): ToolDefinition => ({
     name: tool.name,
     description: tool.description,
     inputSchema: tool.inputSchema,
     stable: true,
-  }));
-  if (answerTool !== undefined) {
-    toolDefinitions.push({ name: answerTool.name, description: answerTool.description, inputSchema: answerTool.inputSchema, stable: true });
-  }
+    ...(tool.cacheTtl === undefined ? {} : { cacheTtl: tool.cacheTtl }),
+  });
+  const toolDefinitions: ToolDefinition[] = input.tools.map(definitionOf);
+  if (answerTool !== undefined) toolDefinitions.push(definitionOf(answerTool));
   const system = input.system ?? [];
   const random = input.random ?? Math.random;
 
@@ -351,7 +353,14 @@ export async function runToolLoop(input: ToolLoopInput): Promise<ToolLoopResult>
       turnsUsed += 1;
       const execution = await executeWithRetry({
         provider,
-        request: { model: input.model, system, messages: messages.slice(), tools: toolDefinitions, maxOutputTokens: limits.maxOutputTokens },
+        request: {
+          model: input.model,
+          system,
+          messages: messages.slice(),
+          tools: toolDefinitions,
+          maxOutputTokens: limits.maxOutputTokens,
+          ...(input.providerFeatures === undefined ? {} : { features: input.providerFeatures }),
+        },
         clock,
         turn: turnsUsed,
         deadlineMs,

@@ -1,6 +1,7 @@
 /**
  * What an operation hands the runtime about its tools and its final answer (SPEC §5).
  */
+import type { CacheTtl } from './provider.port';
 
 /** `write` tools change something outside the conversation; they only ever run alone in a batch. */
 export type ToolEffect = 'read' | 'write';
@@ -16,6 +17,8 @@ export interface ToolContext {
 export interface ToolSpec<Input = unknown> {
   readonly name: string;
   readonly description: string;
+  /** The cache lifetime its definition asks for (tool definitions are always cacheable); default `5m`. */
+  readonly cacheTtl?: CacheTtl;
   /** JSON Schema of the input object; arguments that fail it never reach the handler. */
   readonly inputSchema: Record<string, unknown>;
   readonly effect: ToolEffect;
@@ -40,6 +43,8 @@ export interface JudgeContext {
 export interface AnswerToolSpec<Input = unknown> {
   readonly name: string;
   readonly description: string;
+  /** The cache lifetime its definition asks for (tool definitions are always cacheable); default `5m`. */
+  readonly cacheTtl?: CacheTtl;
   readonly inputSchema: Record<string, unknown>;
   /**
    * Accepts or rejects the answer. A judge that throws, or returns anything but `{ accepted: true }`,

@@ -57,11 +57,16 @@ export interface ApiUsage {
   readonly output_tokens: number;
   readonly cache_creation_input_tokens?: number | null;
   readonly cache_read_input_tokens?: number | null;
+  readonly cache_creation?: { readonly ephemeral_5m_input_tokens: number; readonly ephemeral_1h_input_tokens: number } | null;
+  readonly server_tool_use?: { readonly web_search_requests: number } | null;
+  readonly service_tier?: string | null;
 }
 
 export type ApiResponseBlock =
   | { readonly type: 'text'; readonly text: string }
-  | { readonly type: 'tool_use'; readonly id: string; readonly name: string; readonly input: unknown };
+  | { readonly type: 'tool_use'; readonly id: string; readonly name: string; readonly input: unknown }
+  /** Any other block the API returns (thinking, server_tool_use, web_search_tool_result…), as it returns it. */
+  | { readonly type: string; readonly [field: string]: unknown };
 
 export function textBlock(text: string): ApiResponseBlock {
   return { type: 'text', text };

@@ -68,7 +68,7 @@ function textLength(content: readonly ContentBlock[]): number {
   for (const block of content) {
     if (block.type === 'text') chars += block.text.length;
     else if (block.type === 'tool_result') chars += block.content.length;
-    else chars += JSON.stringify(block.input).length;
+    else if (block.type === 'tool_use') chars += JSON.stringify(block.input).length;
   }
   return chars;
 }

@@ -3,7 +3,8 @@
  */
 import type { Message as ApiMessage, StopReason as ApiStopReason } from '@anthropic-ai/sdk/resources/messages';
 import { ProviderFault } from '../../runtime/faults';
-import type { ProviderResponse, StopReason, TextBlock, ToolUseBlock, Usage } from '../../runtime/provider.port';
+import type { ProviderBlock, ProviderResponse, StopReason, TextBlock, ToolUseBlock, Usage } from '../../runtime/provider.port';
+import { ANTHROPIC_PROVIDER_NAME } from './anthropic-request.builder';
 
 const STOP_REASONS: Readonly<Record<ApiStopReason, StopReason>> = {
   end_turn: 'end_turn',
@@ -66,8 +67,9 @@ export interface ResponseMeta {
 }
 
 /**
- * Maps a successful (2xx) response. Text and tool_use blocks are kept in the model's order; other
- * block kinds (thinking, server tools) are never requested by this adapter and are dropped.
+ * Maps a successful (2xx) response. Text and tool_use blocks become the runtime's own; every other
+ * block (thinking, redacted thinking, a server tool's call and result such as web search) is kept as
+ * a pass-through block, in the model's order, untouched, so the next turn sends it back as received.
  * A body without a known stop reason cannot be acted on: it becomes a `server_error` fault that still
  * carries the usage, so a billed attempt is not lost.
  */
@@ -83,10 +85,13 @@ export function mapMessageResponse(message: ApiMessage, meta: ResponseMeta): Pro
     });
   }
 
-  const content: (TextBlock | ToolUseBlock)[] = [];
+  const content: (TextBlock | ToolUseBlock | ProviderBlock)[] = [];
   for (const block of body.content) {
     if (block.type === 'text') content.push({ type: 'text', text: block.text });
     else if (block.type === 'tool_use') content.push({ type: 'tool_use', id: block.id, name: block.name, input: block.input });
+    else if (typeof block === 'object' && block !== null) {
+      content.push({ type: 'provider_block', provider: ANTHROPIC_PROVIDER_NAME, block: block as unknown as Record<string, unknown> });
+    }
   }
 
   return {
