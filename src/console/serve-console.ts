@@ -8,6 +8,9 @@ import type { HttpRequest, HttpResponse, NextFunction } from '../http/http.types
 export const CONSOLE_PATH = '/console';
 
 /** Hashed asset names change with their content, so a browser may keep them for good. */
+/** Vite's folder of hashed assets inside the build. */
+const ASSETS_FOLDER = 'assets';
+
 const ASSET_MAX_AGE_SECONDS = 365 * 24 * 60 * 60;
 
 /**
@@ -43,12 +46,13 @@ export function serveConsole(app: NestExpressApplication, directory: string): vo
     fallthrough: true,
     setHeaders: (response, path) => {
       setConsoleHeaders(response as HttpResponse);
-      const hashed = path.startsWith(join(directory, 'assets'));
+      const hashed = path.startsWith(join(directory, ASSETS_FOLDER));
       response.setHeader('Cache-Control', hashed ? `public, max-age=${ASSET_MAX_AGE_SECONDS}, immutable` : 'no-cache');
     },
   });
   app.use(CONSOLE_PATH, (request: HttpRequest, response: HttpResponse, next: NextFunction) => {
-    const isPage = (request.method === 'GET' || request.method === 'HEAD') && !/\.[a-z0-9]+$/i.test(request.path);
+    // Ids hold dots (`demo.arithmetic`), so only the assets folder is files; every other address is a page.
+    const isPage = (request.method === 'GET' || request.method === 'HEAD') && !request.path.startsWith(`/${ASSETS_FOLDER}/`);
     if (!isPage) {
       next();
       return;

@@ -2,6 +2,7 @@ import { rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Locator, Page } from 'playwright-core';
 import { serveConsole } from '../../src/console/serve-console';
+import { EVENT_STORE, type EventStore } from '../../src/event-store/event-store.port';
 import { scriptedFault, scriptedToolUse } from '../../src/runtime';
 import { bearer, publicationBody, startHttpLedger, TOKENS, type HttpLedger } from '../http/support/http-ledger';
 import { scriptedFeature, usage } from '../support/scripted-feature';
@@ -22,6 +23,22 @@ const retrying = scriptedFeature(RETRYING_OPERATION, function* () {
   yield scriptedFault('overloaded', { httpStatus: 529, usage: usage(50) });
   yield scriptedToolUse([{ id: 'lookup-1', name: 'lookup', input: {} }], { usage: usage(10, 1) });
   yield scriptedToolUse([{ id: 'answer-1', name: 'submit_answer', input: { value: 42 } }], { usage: usage(10, 2) });
+});
+
+/** An operation only published, twice, for the operation page. */
+const CATALOG_OPERATION = 'console.catalog';
+
+/** One tool turn, then an answer held back until the test lets it go: an invocation seen running. */
+const HELD_OPERATION = 'console.held';
+const held = { entered: () => {}, release: () => {} };
+const holding = scriptedFeature(HELD_OPERATION, function* () {
+  yield scriptedToolUse([{ id: 'lookup-1', name: 'lookup', input: {} }], { usage: usage(10, 1) });
+  yield async () => {
+    const released = new Promise<void>((resolve) => (held.release = resolve));
+    held.entered();
+    await released;
+    return scriptedToolUse([{ id: 'answer-1', name: 'submit_answer', input: { value: 42 } }], { usage: usage(10, 2) });
+  };
 });
 
 /** Signs in on whatever page is open: the one labelled input, then Enter, as a keyboard user would. */
@@ -55,7 +72,7 @@ describe('The console (issue 18) in headless Chromium: pages read from the publi
     consoleDirectory = buildConsole();
     ledger = await startHttpLedger({
       env: { LEDGER_DEMO: '1' },
-      features: [retrying],
+      features: [retrying, holding],
       configure: (app) => serveConsole(app, consoleDirectory),
     });
     await ledger.app.listen(0, '127.0.0.1');
@@ -63,13 +80,21 @@ describe('The console (issue 18) in headless Chromium: pages read from the publi
     browser = await launchBrowser();
 
     const system = bearer(DEMO_SYSTEM);
-    await ledger.http().put(`/v1/operations/${RETRYING_OPERATION}/publications`).set(system).send(publicationBody()).expect(200);
+    for (const operationId of [RETRYING_OPERATION, HELD_OPERATION]) {
+      await ledger.http().put(`/v1/operations/${operationId}/publications`).set(system).send(publicationBody()).expect(200);
+    }
     await ledger
       .http()
       .post(`/v1/organizations/${POOR_ORG}/grants`)
       .set(system)
       .send({ credits: POOR_ORG_CREDITS, reason: 'trial', idempotencyKey: 'console-trial' })
       .expect(200);
+    // An operation published twice: the second version changes the hold, a limit, a price and the model.
+    await ledger.http().put(`/v1/operations/${CATALOG_OPERATION}/publications`).set(system).send(publicationBody()).expect(200);
+    const second = publicationBody({ creditHold: 2_000, routing: { provider: 'scripted', model: 'scripted-model-2' } });
+    second.limits = { ...(second.limits as object), maxTurns: 4 };
+    second.prices = { ...(second.prices as object), outputPerMTok: 16_000_000 };
+    await ledger.http().put(`/v1/operations/${CATALOG_OPERATION}/publications`).set(system).send(second).expect(200);
     const run = await ledger
       .http()
       .post('/v1/invocations')
@@ -86,6 +111,15 @@ describe('The console (issue 18) in headless Chromium: pages read from the publi
     expect(refusal.body).toMatchObject({ state: 'refused', refusalReason: 'insufficient_credits' });
     refused = refusal.body;
   }, 120_000);
+
+  /** The id of the one invocation of `operationId` in the log (the POST answers only once it settles). */
+  async function invocationOf(operationId: string): Promise<string> {
+    const estimated = (await ledger.app.get<EventStore>(EVENT_STORE).readAll()).filter(
+      (event) => event.type === 'InvocationEstimated' && (event.data as { operationId?: string }).operationId === operationId,
+    );
+    expect(estimated).toHaveLength(1);
+    return estimated[0]!.streamName.replace(/^invocation-/, '');
+  }
 
   afterAll(async () => {
     await browser?.close();
@@ -177,6 +211,58 @@ describe('The console (issue 18) in headless Chromium: pages read from the publi
     });
   });
 
+  it('follows a running invocation live: the page updates to settled without a reload', async () => {
+    await browser.withPage(async (page) => {
+      const entered = new Promise<void>((resolve) => (held.entered = resolve));
+      const run = ledger
+        .http()
+        .post('/v1/invocations')
+        .set(bearer(DEMO_MEMBER))
+        .send({ operationId: HELD_OPERATION, organizationId: DEMO_ORG, input: { question: 'What is the answer?' } })
+        .then((response) => response.body as { invocationId: string; charge: number });
+      await entered;
+      const invocationId = await invocationOf(HELD_OPERATION);
+
+      await page.goto(`${base}/console/invocations/${invocationId}`);
+      await signIn(page, DEMO_MEMBER);
+      await page.getByRole('status').filter({ hasText: 'live' }).waitFor();
+      await expect(page.locator('.summary .badge').first().textContent()).resolves.toBe('dispatched');
+      await page.locator('.attempt-bars rect').first().waitFor();
+      expect(await page.locator('.attempt-bars rect').count()).toBe(1);
+      await browser.screenshot(page, 'invocation-live');
+
+      held.release();
+      const settled = await run;
+      await page.locator('.summary .badge', { hasText: 'settled' }).waitFor();
+      await page.getByRole('status').filter({ hasText: 'live' }).waitFor({ state: 'detached' });
+      expect(await page.locator('.attempt-bars rect').count()).toBe(2);
+      expect(integer((await page.locator('tfoot .total-price').textContent()) ?? '')).toBe(settled.charge);
+    });
+  });
+
+  it('shows an operation’s publication versions as a timeline with what each changed, to the auditor only', async () => {
+    await browser.withPage(async (page) => {
+      await page.goto(`${base}/console/operations/${CATALOG_OPERATION}`);
+      await signIn(page, DEMO_AUDITOR);
+      const versions = page.getByRole('region', { name: 'Publication versions' });
+      await versions.getByRole('heading', { name: /^Version 2/ }).waitFor();
+      await expect(versions.getByRole('heading', { name: /^Version \d/ }).allTextContents()).resolves.toEqual(['Version 1 ', 'Version 2 in force']);
+      const changes = await versions.getByRole('list', { name: 'Changes in version 2' }).getByRole('listitem').allTextContents();
+      expect(changes).toEqual([
+        'routing.model: scripted-model → scripted-model-2',
+        'limits.maxTurns: 6 → 4',
+        'prices.outputPerMTok: 15,000,000 → 16,000,000',
+        'creditHold: 1,000 → 2,000',
+      ]);
+      await browser.screenshot(page, 'operation-auditor');
+    });
+    await browser.withPage(async (page) => {
+      await page.goto(`${base}/console/operations/${CATALOG_OPERATION}`);
+      await signIn(page, DEMO_MEMBER);
+      await expect(page.getByRole('alert').textContent()).resolves.toContain('may not read the publications');
+    });
+  });
+
   it('fits a phone’s width without sideways scrolling of the page', async () => {
     await browser.withPage(async (page) => {
       await page.goto(`${base}/console/invocations/${retried.invocationId}`);
@@ -189,7 +275,7 @@ describe('The console (issue 18) in headless Chromium: pages read from the publi
   });
 
   it('serves the app for every page address and its assets as files, without a token, and leaves the API’s 404s alone', async () => {
-    for (const path of ['/console', '/console/', `/console/invocations/${retried.invocationId}`, '/console/organizations/x', '/console/operations/y']) {
+    for (const path of ['/console', '/console/', `/console/invocations/${retried.invocationId}`, '/console/organizations/x', '/console/operations/demo.arithmetic']) {
       const response = await fetch(`${base}${path}`);
       expect({ path, status: response.status, type: response.headers.get('content-type') }).toEqual({ path, status: 200, type: expect.stringContaining('text/html') });
       expect(response.headers.get('content-security-policy')).toContain("script-src 'self'");

@@ -61,8 +61,8 @@ export function AttemptsWaterfall({ attempts }: { attempts: readonly AttemptRow[
           // ok in green, waits in grey, each fault in its own warm colour.
           color: {
             legend: true,
-            domain: ['ok', ...faults, 'wait'],
-            range: [OK_COLOUR, ...faults.map((_, index) => FAULT_COLOURS[index % FAULT_COLOURS.length]!), WAIT_COLOUR],
+            domain: ['ok', ...faults, ...(waits.length > 0 ? ['wait'] : [])],
+            range: [OK_COLOUR, ...faults.map((_, index) => FAULT_COLOURS[index % FAULT_COLOURS.length]!), ...(waits.length > 0 ? [WAIT_COLOUR] : [])],
           },
           marks: [
             Plot.barX(waits, { x1: 'start', x2: 'end', y: 'label', fill: 'classification', fillOpacity: 0.5, title: 'title', className: 'wait-bars' }),

@@ -107,7 +107,7 @@ function Header({ status, running }: { status: InvocationStatus; running: boolea
           ['Publication version', status.publicationVersion ?? '—'],
           ['Organization', <a href={organizationHref(status.organizationId)}>{status.organizationId}</a>],
           ['Estimate (hold)', formatCredits(status.estimate)],
-          ['Charge', formatCredits(status.charge)],
+          ['Charge', isFinal(status.state) ? formatCredits(status.charge) : 'not settled yet'],
           ['Started', formatTime(status.estimatedAt)],
           ...(status.settledAt === undefined ? [] : [['Settled', formatTime(status.settledAt)] as const]),
         ]}
