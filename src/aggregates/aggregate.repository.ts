@@ -1,6 +1,7 @@
 import { newEventId } from '../event-store/event-id.generator';
 import { ConcurrencyError, EventMetadata, EventStore, NewEvent, RecordedEvent } from '../event-store/event-store.port';
 import { crossesSnapshotPoint, readLatestSnapshot, writeSnapshot, type SnapshotCodec } from './aggregate-snapshots';
+import { appendTimingChannel } from '../observability/timing.channels';
 import { KeyedLock } from './keyed-lock';
 import type { UpcasterRegistry } from '../event-store/upcasting';
 
@@ -186,9 +187,11 @@ export class AggregateRepository {
           continue;
         }
         try {
+          const appendStartedAt = performance.now();
           const result = await this.store.append(streamName, events.map((event) => toNewEvent(event, context, this.upcasters?.currentVersion(event.type))), {
             expectedRevision: revision ?? 'no_stream',
           });
+          if (appendTimingChannel.hasSubscribers) appendTimingChannel.publish({ durationMs: performance.now() - appendStartedAt });
           const next = { state: events.reduce(decider.evolve, state), revision: result.nextExpectedRevision };
           this.remember(streamName, next);
           const codec = decider.snapshot;

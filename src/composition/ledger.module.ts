@@ -5,6 +5,8 @@ import { LEDGER_CONFIG } from '../config/ledger.config';
 import { DemoModule } from '../demo/demo.module';
 import { DemoArithmeticModule } from '../features/demo-arithmetic/demo-arithmetic.module';
 import { HttpModule } from '../http/http.module';
+import { ObservabilityModule } from '../observability/observability.module';
+import { OBSERVABILITY_CONFIG, observabilityConfigProvider } from '../observability/observability.config';
 import { EventStoreModule } from './event-store.module';
 import { ledgerConfigProvider } from './ledger-config.provider';
 import { LedgerCoreModule } from './ledger-core.module';
@@ -49,11 +51,12 @@ function compose(definition: DynamicModule, extras: LedgerModuleExtras): Dynamic
       EventStoreModule,
       ReadSideModule,
       LedgerCoreModule,
+      ObservabilityModule,
       ...httpModules,
       // The demo's seeding adds tokens to the API, so without HTTP only its operation is registered.
       ...(demo ? [DemoArithmeticModule, ...(http === false ? [] : [DemoModule])] : []),
     ],
-    providers: [...(definition.providers ?? []), ledgerConfigProvider(MODULE_OPTIONS_TOKEN, extras)],
-    exports: [...(definition.exports ?? []), LEDGER_CONFIG],
+    providers: [...(definition.providers ?? []), ledgerConfigProvider(MODULE_OPTIONS_TOKEN, extras), observabilityConfigProvider(MODULE_OPTIONS_TOKEN)],
+    exports: [...(definition.exports ?? []), LEDGER_CONFIG, OBSERVABILITY_CONFIG],
   };
 }

@@ -14,6 +14,7 @@ import { ReadModelReader } from './read-model.reader';
 import { SettlementsController } from './settlements.controller';
 import { StreamsController } from './streams.controller';
 import { ledgerValidationPipe } from './validation.pipe';
+import { MetricsController } from '../observability/metrics.controller';
 
 /**
  * The HTTP API of SPEC §10 with its health probes. Every route needs a bearer token unless marked
@@ -29,6 +30,7 @@ import { ledgerValidationPipe } from './validation.pipe';
     StreamsController,
     SettlementsController,
     HealthController,
+    MetricsController,
   ],
   providers: [
     TokenRegistry,

@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { EventsHandler, IEvent, IEventHandler } from '@nestjs/cqrs';
+import { activeTraceFields } from '../observability/invocation-telemetry';
 import type { InvocationSummary } from './invocation.state';
 
 /** Published on the in-process EventBus once an invocation is settled and its hold released. */
@@ -17,6 +18,7 @@ export class LogSettledInvocationHandler implements IEventHandler<InvocationSett
   private readonly logger = new Logger('Invocations');
 
   handle({ organizationId, operationId, summary }: InvocationSettledEvent): void {
-    this.logger.log({ message: 'invocation settled', organizationId, operationId, ...summary });
+    // Published inside the invocation's span, so the line names its trace when tracing is on.
+    this.logger.log({ message: 'invocation settled', organizationId, operationId, ...summary, ...activeTraceFields() });
   }
 }

@@ -13,6 +13,7 @@ import { FeatureRegistry } from '../features/feature.registry';
 import type { OperationFeature, PreparedConversation } from '../features/operation-feature';
 import { CLOCK, isoAt } from '../domain/clock.token';
 import { RETRY_JITTER } from '../domain/retry-jitter.token';
+import { InvocationTelemetry } from '../observability/invocation-telemetry';
 import { ProviderRegistry } from '../providers/provider.registry';
 import { runToolLoop, type Clock, type RandomSource, type ToolLoopResult } from '../runtime';
 import type { InvocationCommand } from './invocation.commands';
@@ -58,8 +59,14 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
   }
 
   private async run(invocationId: string, feature: OperationFeature, request: RunOperationRequest): Promise<InvocationResult> {
+    const telemetry = InvocationTelemetry.start({ invocationId, operationId: request.operationId, organizationId: request.organizationId });
     try {
-      return await this.runOnce(invocationId, feature, request);
+      const summary = await telemetry.within(() => this.runOnce(invocationId, feature, request, telemetry));
+      telemetry.end(summary);
+      return summary;
+    } catch (error) {
+      telemetry.fail(error);
+      throw error;
     } finally {
       // Its run is over (final, or failed to the sweep): keeping the state warm would only hold memory
       // and feed the garbage collector; a later read of the stream (a keyed repeat) reads it again.
@@ -67,7 +74,12 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
     }
   }
 
-  private async runOnce(invocationId: string, feature: OperationFeature, request: RunOperationRequest): Promise<InvocationResult> {
+  private async runOnce(
+    invocationId: string,
+    feature: OperationFeature,
+    request: RunOperationRequest,
+    telemetry: InvocationTelemetry,
+  ): Promise<InvocationResult> {
     const stream = invocationStreamName(invocationId);
     // Only the invocation's own run writes its stream; an unkeyed id was made just now, so its stream is new.
     const context: CommandContext = { correlationId: invocationId, newStream: request.idempotencyKey === undefined };
@@ -143,7 +155,7 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
     let settled: InvocationState;
     let answer: unknown;
     try {
-      const result = await this.converse(feature, conversation, admitted, Date.parse(at), request.signal, invoke);
+      const result = await this.converse(feature, conversation, admitted, Date.parse(at), request.signal, invoke, telemetry);
       settled = await this.close(result, invokeAll);
       if (result.outcome === 'completed') answer = result.answer;
     } catch (error) {
@@ -182,8 +194,9 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
     dispatchedAtMs: number,
     signal: AbortSignal | undefined,
     invoke: (command: InvocationCommand) => Promise<unknown>,
+    telemetry: InvocationTelemetry,
   ): Promise<ToolLoopResult> {
-    return runToolLoop({
+    return runToolLoop(telemetry.instrument({
       ...conversation,
       limits: publication.limits,
       prices: publication.prices,
@@ -199,7 +212,7 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
       onAttempt: async (record) => {
         await invoke({ type: 'RecordAttempt', data: record });
       },
-    });
+    }));
   }
 
   /**

@@ -1,0 +1,165 @@
+/**
+ * The Prometheus metrics of SPEC §13, on a registry of their own (so two applications in one process,
+ * as in the tests, never share series). Units are in the names; labels are bounded: operations,
+ * providers and models come from the catalog, outcomes, reasons and fault classes from closed sets.
+ * Organization ids appear only when the operator turned on organization labels.
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** Bucket bounds of the provider attempt histogram, in seconds (a model call: 50 ms to 2 minutes). */
+export const PROVIDER_ATTEMPT_BUCKETS_SECONDS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120] as const;
+/** Bucket bounds of the accounting overhead and append histograms, in seconds (0.1 ms to 1 s). */
+export const ACCOUNTING_BUCKETS_SECONDS = [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1] as const;
+
+/** `outcome` of an invocation settled without a conversation outcome (an exception or the sweep closed it). */
+export const NO_OUTCOME = 'none';
+/** `outcome` of a refused invocation (SPEC §13). */
+export const REFUSED_OUTCOME = 'refused';
+
+export interface LedgerMetricsOptions {
+  readonly organizationLabels: boolean;
+}
+
+/** Where the gauges read what is true at scrape time. */
+export interface GaugeSources {
+  /** Credits held per organization (the balances read model). */
+  heldCredits(): Iterable<{ readonly organizationId: string; readonly held: number }>;
+  /** Each projection's lag in log positions. */
+  projectionLag(): Promise<readonly { readonly projection: string; readonly lag: number }[]>;
+}
+
+export interface OrganizationScoped {
+  readonly organizationId: string;
+}
+
+export class LedgerMetrics {
+  readonly registry = new Registry();
+  private readonly organizationLabels: boolean;
+  private readonly invocations: Counter<string>;
+  private readonly refusals: Counter<string>;
+  private readonly creditsCharged: Counter<string>;
+  private readonly attempts: Counter<string>;
+  private readonly attemptDuration: Histogram<string>;
+  private readonly accountingOverhead: Histogram<string>;
+  private readonly appendDuration: Histogram<string>;
+  /** Read from `sources` on each scrape, so they say what is true now. */
+  readonly gauges: {
+    readonly creditsHeld: Gauge<string>;
+    readonly projectionLag: Gauge<string>;
+  };
+
+  constructor(options: LedgerMetricsOptions, sources?: GaugeSources) {
+    this.organizationLabels = options.organizationLabels;
+    const org = options.organizationLabels ? ['organization'] : [];
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry });
+    this.invocations = new Counter({
+      name: 'ledger_invocations_total',
+      help: 'Invocations that reached a final state, by operation and outcome (refused ones as outcome="refused").',
+      labelNames: ['operation', 'outcome', ...org],
+      registers,
+    });
+    this.refusals = new Counter({
+      name: 'ledger_refusals_total',
+      help: 'Refused invocations by operation and refusal reason.',
+      labelNames: ['operation', 'reason', ...org],
+      registers,
+    });
+    this.creditsCharged = new Counter({
+      name: 'ledger_credits_charged_total',
+      help: 'Credits charged at settlement, by operation.',
+      labelNames: ['operation', ...org],
+      registers,
+    });
+    this.attempts = new Counter({
+      name: 'ledger_attempts_total',
+      help: 'Provider attempts by provider, model and classification (ok or the fault class).',
+      labelNames: ['provider', 'model', 'classification'],
+      registers,
+    });
+    this.attemptDuration = new Histogram({
+      name: 'ledger_provider_attempt_duration_seconds',
+      help: 'Duration of each provider attempt as recorded in the log.',
+      labelNames: ['provider', 'model', 'classification'],
+      buckets: [...PROVIDER_ATTEMPT_BUCKETS_SECONDS],
+      registers,
+    });
+    this.accountingOverhead = new Histogram({
+      name: 'ledger_accounting_overhead_seconds',
+      help: "An invocation's time outside the provider and its tools: admission, appends, settlement.",
+      labelNames: ['operation'],
+      buckets: [...ACCOUNTING_BUCKETS_SECONDS],
+      registers,
+    });
+    this.appendDuration = new Histogram({
+      name: 'ledger_append_duration_seconds',
+      help: 'Duration of each append to the event store made by a command.',
+      buckets: [...ACCOUNTING_BUCKETS_SECONDS],
+      registers,
+    });
+    this.gauges = {
+      creditsHeld: new Gauge({
+        name: 'ledger_credits_held',
+        help: 'Credits held by invocations in flight, from the balances read model.',
+        labelNames: [...org],
+        registers,
+        collect() {
+          if (sources === undefined) return;
+          this.reset();
+          let total = 0;
+          for (const { organizationId, held } of sources.heldCredits()) {
+            if (options.organizationLabels) this.set({ organization: organizationId }, held);
+            else total += held;
+          }
+          if (!options.organizationLabels) this.set(total);
+        },
+      }),
+      projectionLag: new Gauge({
+        name: 'ledger_projection_lag_events',
+        help: "Each projection's distance behind the log's head (events with the embedded store).",
+        labelNames: ['projection'],
+        registers,
+        async collect() {
+          if (sources === undefined) return;
+          this.reset();
+          for (const { projection, lag } of await sources.projectionLag()) this.set({ projection }, lag);
+        },
+      }),
+    };
+  }
+
+  invocationEnded(labels: OrganizationScoped & { readonly operation: string; readonly outcome: string }): void {
+    this.invocations.inc(this.scoped({ operation: labels.operation, outcome: labels.outcome }, labels));
+  }
+
+  invocationRefused(labels: OrganizationScoped & { readonly operation: string; readonly reason: string }): void {
+    this.refusals.inc(this.scoped({ operation: labels.operation, reason: labels.reason }, labels));
+    this.invocationEnded({ ...labels, outcome: REFUSED_OUTCOME });
+  }
+
+  creditsChargedAdd(labels: OrganizationScoped & { readonly operation: string }, credits: number): void {
+    if (credits > 0) this.creditsCharged.inc(this.scoped({ operation: labels.operation }, labels), credits);
+  }
+
+  attemptRecorded(labels: { readonly provider: string; readonly model: string; readonly classification: string }, durationMs: number): void {
+    this.attempts.inc(labels);
+    this.attemptDuration.observe(labels, durationMs / 1_000);
+  }
+
+  accountingOverheadObserved(operation: string, overheadMs: number): void {
+    this.accountingOverhead.observe({ operation }, Math.max(0, overheadMs) / 1_000);
+  }
+
+  appendObserved(durationMs: number): void {
+    this.appendDuration.observe(durationMs / 1_000);
+  }
+
+  /** The labels plus `organization` when organization labels are on. */
+  scoped<T extends Record<string, string>>(labels: T, { organizationId }: OrganizationScoped): T | (T & { organization: string }) {
+    return this.organizationLabels ? { ...labels, organization: organizationId } : labels;
+  }
+
+  get withOrganizationLabels(): boolean {
+    return this.organizationLabels;
+  }
+}

@@ -1,0 +1,154 @@
+/**
+ * Feeds the counters from the log, after commit: the metrics say what the log says, never what a
+ * command hoped to write. It follows the log from its head at start (Prometheus counters begin at
+ * zero with each process; `rate()` reads across restarts).
+ */
+import type { EventStore, RecordedEvent, Subscription } from '../event-store/event-store.port';
+import type { InvocationEvent } from '../invocations/invocation.events';
+import { LedgerMetrics, NO_OUTCOME } from './ledger-metrics';
+
+/**
+ * Invocations whose labels are kept between their first and their final event. Bounded by the
+ * requests in flight; past it the oldest is dropped (its final event then reads the stream's first).
+ */
+export const MAX_TRACKED_INVOCATIONS = 100_000;
+
+const INVOCATION_PREFIX = 'invocation-';
+
+interface InvocationLabels {
+  readonly operation: string;
+  readonly organizationId: string;
+  readonly provider: string;
+  outcome?: string;
+}
+
+type RecordedInvocationEvent = RecordedEvent & InvocationEvent;
+
+export class LogMetricsFollower {
+  private subscription: Subscription | undefined;
+  private readonly tracked = new Map<string, InvocationLabels>();
+  private appliedPosition: bigint | undefined;
+  private waiters: { readonly position: bigint; readonly resolve: () => void }[] = [];
+
+  constructor(
+    private readonly store: EventStore,
+    private readonly metrics: LedgerMetrics,
+  ) {}
+
+  async start(): Promise<void> {
+    if (this.subscription !== undefined) return;
+    const head = await this.store.headPosition();
+    this.appliedPosition = head;
+    this.subscription = this.store.subscribeToAll(async (event) => {
+      await this.apply(event);
+      this.applied(event.position);
+    }, head === undefined ? {} : { after: head });
+  }
+
+  /** Resolves once the counters include every event up to `position` (for tests and shutdown). */
+  caughtUpTo(position: bigint): Promise<void> {
+    if (this.appliedPosition !== undefined && this.appliedPosition >= position) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ position, resolve }));
+  }
+
+  private applied(position: bigint): void {
+    this.appliedPosition = position;
+    if (this.waiters.length === 0) return;
+    const still: typeof this.waiters = [];
+    for (const waiter of this.waiters) {
+      if (waiter.position <= position) waiter.resolve();
+      else still.push(waiter);
+    }
+    this.waiters = still;
+  }
+
+  async stop(): Promise<void> {
+    const subscription = this.subscription;
+    this.subscription = undefined;
+    // A metric that failed to apply is not worth failing a shutdown for.
+    await subscription?.stop().catch(() => undefined);
+  }
+
+  /** Folds one committed event into the counters. */
+  apply(event: RecordedEvent): void | Promise<void> {
+    if (!event.streamName.startsWith(INVOCATION_PREFIX)) return;
+    const recorded = event as RecordedInvocationEvent;
+    if (recorded.type === 'InvocationEstimated') {
+      this.remember(event.streamName, {
+        operation: recorded.data.operationId,
+        organizationId: recorded.data.organizationId,
+        provider: recorded.data.publication?.routing.provider ?? 'none',
+      });
+      return;
+    }
+    if (!COUNTED.has(recorded.type)) return;
+    const labels = this.tracked.get(event.streamName);
+    if (labels !== undefined) return this.count(recorded, labels);
+    // Began before this process followed the log: its labels are in its first event.
+    return this.labelsFromStream(event.streamName).then((found) => {
+      if (found !== undefined) this.count(recorded, found);
+    });
+  }
+
+  private count(event: RecordedInvocationEvent, labels: InvocationLabels): void {
+    switch (event.type) {
+      case 'AttemptRecorded':
+        this.metrics.attemptRecorded(
+          { provider: labels.provider, model: event.data.model, classification: event.data.classification },
+          event.data.durationMs,
+        );
+        return;
+      case 'InvocationCompleted':
+        labels.outcome = event.data.outcome;
+        return;
+      case 'InvocationFailed':
+        labels.outcome = 'failed';
+        return;
+      case 'InvocationRefused':
+        this.tracked.delete(event.streamName);
+        this.metrics.invocationRefused({ ...labels, reason: event.data.reason });
+        return;
+      case 'InvocationSettled':
+        this.tracked.delete(event.streamName);
+        this.metrics.invocationEnded({ ...labels, outcome: labels.outcome ?? NO_OUTCOME });
+        this.metrics.creditsChargedAdd(labels, event.data.chargeCredits);
+        return;
+      default:
+        return;
+    }
+  }
+
+  private remember(streamName: string, labels: InvocationLabels): void {
+    if (this.tracked.size >= MAX_TRACKED_INVOCATIONS) {
+      const oldest = this.tracked.keys().next().value;
+      if (oldest !== undefined) this.tracked.delete(oldest);
+    }
+    this.tracked.set(streamName, labels);
+  }
+
+  private async labelsFromStream(streamName: string): Promise<InvocationLabels | undefined> {
+    const events = (await this.store.readStream(streamName)) as RecordedInvocationEvent[];
+    const first = events[0];
+    if (first?.type !== 'InvocationEstimated') return undefined;
+    const labels: InvocationLabels = {
+      operation: first.data.operationId,
+      organizationId: first.data.organizationId,
+      provider: first.data.publication?.routing.provider ?? 'none',
+    };
+    // The outcome, if the result was recorded before this process started following.
+    for (const event of events) {
+      if (event.type === 'InvocationCompleted') labels.outcome = event.data.outcome;
+      if (event.type === 'InvocationFailed') labels.outcome = 'failed';
+    }
+    this.remember(streamName, labels);
+    return labels;
+  }
+}
+
+const COUNTED: ReadonlySet<string> = new Set([
+  'AttemptRecorded',
+  'InvocationCompleted',
+  'InvocationFailed',
+  'InvocationRefused',
+  'InvocationSettled',
+]);

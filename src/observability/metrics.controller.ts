@@ -1,0 +1,31 @@
+import { Controller, Get, Header, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import { ApiAuthenticatedErrors } from '../http/api-docs.decorators';
+import { Roles } from '../http/auth/roles.decorator';
+import type { HttpResponse } from '../http/http.types';
+import { LedgerMetrics } from './ledger-metrics';
+
+/** `GET /metrics` on the API's own port, for the `system` role (SPEC §13). */
+@ApiTags('observability')
+@ApiBearerAuth()
+@ApiAuthenticatedErrors()
+@Controller('metrics')
+export class MetricsController {
+  constructor(private readonly metrics: LedgerMetrics) {}
+
+  @Get()
+  @Roles('system')
+  @Header('Cache-Control', 'no-store')
+  @ApiOperation({
+    summary: 'Prometheus metrics',
+    description:
+      'The ledger metrics (invocations, refusals, credits, attempts, durations, projection lag) and the process metrics, ' +
+      'in the Prometheus text format. Without a token on METRICS_PORT when the operator sets it.',
+  })
+  @ApiProduces('text/plain')
+  @ApiOkResponse({ description: 'Prometheus text exposition format 0.0.4.' })
+  async scrape(@Res({ passthrough: true }) response: HttpResponse): Promise<string> {
+    response.setHeader('Content-Type', this.metrics.registry.contentType);
+    return this.metrics.registry.metrics();
+  }
+}

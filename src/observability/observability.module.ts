@@ -1,0 +1,91 @@
+import { BeforeApplicationShutdown, Global, Inject, Logger, Module, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
+import { BALANCE_COLLECTION, BALANCES_PROJECTION, type BalanceView } from '../../projections';
+import { EVENT_STORE, type EventStore } from '../event-store/event-store.port';
+import { LiveProjections, MAX_LIST_LIMIT, READ_MODEL_STORE, type SqliteReadModelStore } from '../projection-runner';
+import { LedgerMetrics, type GaugeSources } from './ledger-metrics';
+import { LogMetricsFollower } from './log-metrics.follower';
+import { MetricsServer } from './metrics.server';
+import { OBSERVABILITY_CONFIG, type ObservabilityConfig } from './observability.config';
+import { appendTimingChannel, invocationOverheadChannel, type AppendTiming, type InvocationOverheadTiming } from './timing.channels';
+
+/** Credits held per organization, paged through the balances read model. */
+function* heldByOrganization(store: SqliteReadModelStore): Iterable<{ organizationId: string; held: number }> {
+  let afterId: string | undefined;
+  for (;;) {
+    const page = store.list<BalanceView>(BALANCES_PROJECTION, BALANCE_COLLECTION, { limit: MAX_LIST_LIMIT, ...(afterId === undefined ? {} : { afterId }) });
+    for (const { id, document } of page) yield { organizationId: id, held: document.held };
+    if (page.length < MAX_LIST_LIMIT) return;
+    afterId = page[page.length - 1]!.id;
+  }
+}
+
+/**
+ * Metrics (SPEC §13): the registry, the log follower that feeds its counters after commit, the
+ * timings the core publishes, and the tokenless listener on METRICS_PORT when one is set. The
+ * `GET /metrics` route on the API's port belongs to the HTTP module (MetricsController). Its
+ * configuration (OBSERVABILITY_CONFIG) is provided by the composition root.
+ */
+@Global()
+@Module({
+  providers: [
+    {
+      provide: LedgerMetrics,
+      inject: [OBSERVABILITY_CONFIG, READ_MODEL_STORE, LiveProjections],
+      useFactory: (config: ObservabilityConfig, store: SqliteReadModelStore, projections: LiveProjections) => {
+        const sources: GaugeSources = {
+          heldCredits: () => heldByOrganization(store),
+          projectionLag: async () => (await projections.lag()).map(({ projection, lag }) => ({ projection, lag: Number(lag) })),
+        };
+        return new LedgerMetrics({ organizationLabels: config.organizationLabels }, sources);
+      },
+    },
+    {
+      provide: LogMetricsFollower,
+      inject: [EVENT_STORE, LedgerMetrics],
+      useFactory: (store: EventStore, metrics: LedgerMetrics) => new LogMetricsFollower(store, metrics),
+    },
+  ],
+  exports: [LedgerMetrics],
+})
+export class ObservabilityModule implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger('Metrics');
+  private readonly server: MetricsServer;
+  private readonly onAppend = (message: unknown): void => this.metrics.appendObserved((message as AppendTiming).durationMs);
+  private readonly onOverhead = (message: unknown): void => {
+    const { operationId, overheadMs } = message as InvocationOverheadTiming;
+    this.metrics.accountingOverheadObserved(operationId, overheadMs);
+  };
+
+  constructor(
+    @Inject(OBSERVABILITY_CONFIG) private readonly config: ObservabilityConfig,
+    private readonly metrics: LedgerMetrics,
+    private readonly follower: LogMetricsFollower,
+  ) {
+    this.server = new MetricsServer(metrics);
+  }
+
+  async onModuleInit(): Promise<void> {
+    appendTimingChannel.subscribe(this.onAppend);
+    invocationOverheadChannel.subscribe(this.onOverhead);
+    // Before any command runs, so every invocation is counted from its first event.
+    await this.follower.start();
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    if (this.config.metricsPort === undefined) return;
+    const port = await this.server.listen(this.config.metricsPort, this.config.metricsHost);
+    this.logger.log(`metrics without a token on ${this.config.metricsHost}:${port}/metrics`);
+  }
+
+  /** The tokenless metrics port, once listening (undefined without METRICS_PORT). */
+  get metricsPort(): number | undefined {
+    return this.server.port;
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    appendTimingChannel.unsubscribe(this.onAppend);
+    invocationOverheadChannel.unsubscribe(this.onOverhead);
+    await this.server.close();
+    await this.follower.stop();
+  }
+}
