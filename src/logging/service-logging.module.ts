@@ -1,6 +1,7 @@
 import { Module, type DynamicModule, type Provider } from '@nestjs/common';
 import { LoggerModule } from 'nestjs-pino';
 import pino from 'pino';
+import { activeTraceFields } from '../observability/invocation-telemetry';
 
 /** Where the service's log lines go: stdout by default, written without blocking the event loop. */
 export const LOG_DESTINATION = Symbol('LOG_DESTINATION');
@@ -23,6 +24,8 @@ export function stdoutDestination(): pino.DestinationStream {
  * nestjs-pino's per-request middleware (pino-http, and an AsyncLocalStorage scope per request) is
  * not mounted: it added a child logger per request and, on Node 20, promise hooks on every promise
  * of the process, for a request id that the request line already carries.
+ *
+ * Lines written inside an invocation's span carry its `traceId` and `spanId` (SPEC §13).
  */
 @Module({})
 export class ServiceLoggingModule {
@@ -34,7 +37,8 @@ export class ServiceLoggingModule {
         LoggerModule.forRootAsync({
           providers: [destination],
           inject: [LOG_DESTINATION],
-          useFactory: (stream: pino.DestinationStream) => ({ pinoHttp: [{}, stream], forRoutes: [] }),
+          // A line written inside a recording span names its trace (traceId, spanId); otherwise nothing is added.
+          useFactory: (stream: pino.DestinationStream) => ({ pinoHttp: [{ mixin: () => activeTraceFields() }, stream], forRoutes: [] }),
         }),
       ],
     };
