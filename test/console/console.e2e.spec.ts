@@ -6,7 +6,7 @@ import { EVENT_STORE, type EventStore } from '../../src/event-store/event-store.
 import { scriptedFault, scriptedToolUse } from '../../src/runtime';
 import { bearer, publicationBody, startHttpLedger, TOKENS, type HttpLedger } from '../http/support/http-ledger';
 import { scriptedFeature, usage } from '../support/scripted-feature';
-import { launchBrowser, PHONE, type TestBrowser } from './support/browser';
+import { accessibilityViolations, launchBrowser, PHONE, type TestBrowser } from './support/browser';
 import { buildConsole } from './support/console-build';
 
 const DEMO_MEMBER = 'demo-member-token';
@@ -23,6 +23,12 @@ const retrying = scriptedFeature(RETRYING_OPERATION, function* () {
   yield scriptedFault('overloaded', { httpStatus: 529, usage: usage(50) });
   yield scriptedToolUse([{ id: 'lookup-1', name: 'lookup', input: {} }], { usage: usage(10, 1) });
   yield scriptedToolUse([{ id: 'answer-1', name: 'submit_answer', input: { value: 42 } }], { usage: usage(10, 2) });
+});
+
+/** A model that keeps asking for tools, under a publication allowing one turn: ended by maxTurns. */
+const LIMITED_OPERATION = 'console.limit';
+const limited = scriptedFeature(LIMITED_OPERATION, function* () {
+  for (let turn = 1; ; turn++) yield scriptedToolUse([{ id: `lookup-${turn}`, name: 'lookup', input: {} }], { usage: usage(10, 1) });
 });
 
 /** An operation only published, twice, for the operation page. */
@@ -67,12 +73,13 @@ describe('The console (issue 18) in headless Chromium: pages read from the publi
   let base: string;
   let retried: { invocationId: string; charge: number };
   let refused: { invocationId: string };
+  let limitedRun: { invocationId: string };
 
   beforeAll(async () => {
     consoleDirectory = buildConsole();
     ledger = await startHttpLedger({
       env: { LEDGER_DEMO: '1' },
-      features: [retrying, holding],
+      features: [retrying, holding, limited],
       configure: (app) => serveConsole(app, consoleDirectory),
     });
     await ledger.app.listen(0, '127.0.0.1');
@@ -88,6 +95,12 @@ describe('The console (issue 18) in headless Chromium: pages read from the publi
       .post(`/v1/organizations/${POOR_ORG}/grants`)
       .set(system)
       .send({ credits: POOR_ORG_CREDITS, reason: 'trial', idempotencyKey: 'console-trial' })
+      .expect(200);
+    await ledger
+      .http()
+      .put(`/v1/operations/${LIMITED_OPERATION}/publications`)
+      .set(system)
+      .send(publicationBody({ limits: { ...(publicationBody().limits as object), maxTurns: 1 } }))
       .expect(200);
     // An operation published twice: the second version changes the hold, a limit, a price and the model.
     await ledger.http().put(`/v1/operations/${CATALOG_OPERATION}/publications`).set(system).send(publicationBody()).expect(200);
@@ -110,6 +123,14 @@ describe('The console (issue 18) in headless Chromium: pages read from the publi
       .expect(200);
     expect(refusal.body).toMatchObject({ state: 'refused', refusalReason: 'insufficient_credits' });
     refused = refusal.body;
+    limitedRun = (
+      await ledger
+        .http()
+        .post('/v1/invocations')
+        .set(bearer(DEMO_MEMBER))
+        .send({ operationId: LIMITED_OPERATION, organizationId: DEMO_ORG, input: { question: 'What is the answer?' } })
+        .expect(200)
+    ).body;
   }, 120_000);
 
   /** The id of the one invocation of `operationId` in the log (the POST answers only once it settles). */
@@ -131,6 +152,8 @@ describe('The console (issue 18) in headless Chromium: pages read from the publi
     await browser.withPage(async (page) => {
       const address = `${base}/console/invocations/${retried.invocationId}`;
       await page.goto(address);
+      await page.getByLabel('Bearer token').waitFor();
+      await expect(accessibilityViolations(page)).resolves.toEqual([]);
       await signIn(page, DEMO_MEMBER);
       // The page asked for is the page shown, and the token went nowhere near the address.
       expect(page.url()).toBe(address);
@@ -160,6 +183,7 @@ describe('The console (issue 18) in headless Chromium: pages read from the publi
       // The session outlives a reload, in this tab.
       await page.reload();
       await region.locator('.sentence').waitFor();
+      await expect(accessibilityViolations(page)).resolves.toEqual([]);
       await browser.screenshot(page, 'invocation-member');
     });
   });
@@ -173,7 +197,44 @@ describe('The console (issue 18) in headless Chromium: pages read from the publi
       await expect(figures(region.getByLabel('Refusal figures'))).resolves.toMatchObject({ available: '10', 'credit hold': '5,000' });
       await expect(region.locator('.sentence').textContent()).resolves.toContain('insufficient_credits');
       await expect(page.getByRole('region', { name: 'Attempts', exact: true }).textContent()).resolves.toContain('No provider attempt was made');
+      await expect(accessibilityViolations(page)).resolves.toEqual([]);
       await browser.screenshot(page, 'invocation-refused');
+    });
+  });
+
+  it('names the limit that ended a conversation with the operation and publication version it came from', async () => {
+    await browser.withPage(async (page) => {
+      await page.goto(`${base}/console/invocations/${limitedRun.invocationId}`);
+      await signIn(page, DEMO_MEMBER);
+      const region = page.getByRole('region', { name: 'Explanation' });
+      await region.getByRole('heading', { name: 'Ended by maxTurns' }).waitFor();
+      await expect(region.locator('.sentence').textContent()).resolves.toContain('Ended by turn_limit');
+      await expect(region.getByText('maxTurns = 1, as published in').textContent()).resolves.toBe(
+        `maxTurns = 1, as published in ${LIMITED_OPERATION} version 1.`,
+      );
+      await expect(region.getByRole('link', { name: LIMITED_OPERATION }).getAttribute('href')).resolves.toBe(`/console/operations/${LIMITED_OPERATION}`);
+    });
+  });
+
+  it('can be used from the keyboard alone: skip to the content, follow a link, land on the new page’s content', async () => {
+    await browser.withPage(async (page) => {
+      await page.goto(`${base}/console/invocations/${retried.invocationId}`);
+      await signIn(page, DEMO_MEMBER);
+      await page.getByRole('region', { name: 'Explanation' }).locator('.sentence').waitFor();
+      await page.keyboard.press('Tab');
+      await expect(page.evaluate('document.activeElement.textContent')).resolves.toBe('Skip to content');
+      await page.keyboard.press('Enter');
+      // Tab from the content's start to the operation's link, then follow it.
+      for (let step = 0; step < 10; step++) {
+        await page.keyboard.press('Tab');
+        if ((await page.evaluate('document.activeElement.textContent')) === RETRYING_OPERATION) break;
+      }
+      await expect(page.evaluate('document.activeElement.textContent')).resolves.toBe(RETRYING_OPERATION);
+      await page.keyboard.press('Enter');
+      await page.getByRole('heading', { name: `Operation ${RETRYING_OPERATION}` }).waitFor();
+      expect(page.url()).toBe(`${base}/console/operations/${RETRYING_OPERATION}`);
+      await expect(page.evaluate('document.activeElement.id')).resolves.toBe('main');
+      await expect(page.title()).resolves.toBe(`Operation ${RETRYING_OPERATION} — llm-ledger console`);
     });
   });
 
@@ -207,6 +268,7 @@ describe('The console (issue 18) in headless Chromium: pages read from the publi
       expect(types[0]).toBe('InvocationEstimated');
       expect(types.filter((type) => type === 'AttemptRecorded')).toHaveLength(3);
       expect(types[types.length - 1]).toBe('InvocationSettled');
+      await expect(accessibilityViolations(page)).resolves.toEqual([]);
       await browser.screenshot(page, 'invocation-auditor');
     });
   });
@@ -254,6 +316,7 @@ describe('The console (issue 18) in headless Chromium: pages read from the publi
         'prices.outputPerMTok: 15,000,000 → 16,000,000',
         'creditHold: 1,000 → 2,000',
       ]);
+      await expect(accessibilityViolations(page)).resolves.toEqual([]);
       await browser.screenshot(page, 'operation-auditor');
     });
     await browser.withPage(async (page) => {
@@ -270,6 +333,7 @@ describe('The console (issue 18) in headless Chromium: pages read from the publi
       await page.locator('.attempt-bars rect').first().waitFor();
       const overflow = await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth');
       expect(overflow).toBe(0);
+      await expect(accessibilityViolations(page)).resolves.toEqual([]);
       await browser.screenshot(page, 'invocation-phone');
     }, PHONE);
   });

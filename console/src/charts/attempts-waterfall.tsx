@@ -67,7 +67,6 @@ export function AttemptsWaterfall({ attempts }: { attempts: readonly AttemptRow[
           marks: [
             Plot.barX(waits, { x1: 'start', x2: 'end', y: 'label', fill: 'classification', fillOpacity: 0.5, title: 'title', className: 'wait-bars' }),
             Plot.barX(runs, { x1: 'start', x2: 'end', y: 'label', fill: 'classification', title: 'title', ariaLabel: 'title', className: 'attempt-bars' }),
-            Plot.ruleX([0]),
           ],
         })
       }

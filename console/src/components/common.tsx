@@ -1,4 +1,5 @@
 import type { ComponentChildren } from 'preact';
+import { useEffect } from 'preact/hooks';
 import { describeError } from '../api/client';
 import type { Loaded } from '../api/use-api';
 import { formatValue, words } from '../format';
@@ -66,3 +67,10 @@ export function TableScroll({ children, label }: { children: ComponentChildren; 
 export const invocationHref = (id: string) => `/console/invocations/${encodeURIComponent(id)}`;
 export const organizationHref = (id: string) => `/console/organizations/${encodeURIComponent(id)}`;
 export const operationHref = (id: string) => `/console/operations/${encodeURIComponent(id)}`;
+
+/** The tab's title names the page, so a history list or a tab bar tells pages apart. */
+export function usePageTitle(title: string): void {
+  useEffect(() => {
+    document.title = `${title} — llm-ledger console`;
+  }, [title]);
+}

@@ -1,8 +1,18 @@
 import type { ComponentChildren } from 'preact';
+import { useLocation } from 'preact-iso';
+import { useEffect, useRef } from 'preact/hooks';
 import { useSession } from '../session/session';
 
 export function Layout({ children }: { children: ComponentChildren }) {
   const { signOut } = useSession();
+  const { path } = useLocation();
+  const main = useRef<HTMLElement>(null);
+  const firstPath = useRef(path);
+  // After following a link inside the console, a keyboard or screen-reader user starts at the new
+  // page's content, as after a full page load, rather than at the link that is gone.
+  useEffect(() => {
+    if (path !== firstPath.current) main.current?.focus();
+  }, [path]);
   return (
     <>
       <a class="skip-link" href="#main">
@@ -16,7 +26,7 @@ export function Layout({ children }: { children: ComponentChildren }) {
           Sign out
         </button>
       </header>
-      <main id="main" tabIndex={-1}>
+      <main id="main" tabIndex={-1} ref={main}>
         {children}
       </main>
     </>

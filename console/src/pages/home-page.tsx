@@ -1,6 +1,6 @@
 import { useLocation } from 'preact-iso';
 import { useState } from 'preact/hooks';
-import { invocationHref, operationHref, organizationHref, Section } from '../components/common';
+import { invocationHref, operationHref, organizationHref, Section, usePageTitle } from '../components/common';
 
 /** Opens a page by the id a ticket or a log line gives. */
 function OpenById({ id, label, hrefOf }: { id: string; label: string; hrefOf: (id: string) => string }) {
@@ -23,6 +23,7 @@ function OpenById({ id, label, hrefOf }: { id: string; label: string; hrefOf: (i
 }
 
 export function HomePage() {
+  usePageTitle('Console');
   return (
     <>
       <h1>Console</h1>

@@ -4,7 +4,7 @@ import type { AttemptHistory, AttemptRow, Explanation, InvocationStatus } from '
 import { isFinal, usageByKind } from '../api/types';
 import { useApi, type Loaded } from '../api/use-api';
 import { AttemptsWaterfall, attemptLabel } from '../charts/attempts-waterfall';
-import { ErrorMessage, Figures, ObjectFigures, operationHref, organizationHref, Section, Show, StateBadge, TableScroll } from '../components/common';
+import { ErrorMessage, Figures, ObjectFigures, operationHref, organizationHref, Section, Show, StateBadge, TableScroll, usePageTitle } from '../components/common';
 import { formatCount, formatCredits, formatDuration, formatTime, words } from '../format';
 import { useLifecycle } from '../invocation/use-lifecycle';
 
@@ -25,6 +25,7 @@ const TRANSITIONS: Readonly<Record<number, string>> = {
 };
 
 export function InvocationPage({ invocationId }: { invocationId: string }) {
+  usePageTitle(`Invocation ${invocationId}`);
   const base = `/v1/invocations/${segment(invocationId)}`;
   const [tick, setTick] = useState(0);
   const status = useApi<InvocationStatus>(base, tick);

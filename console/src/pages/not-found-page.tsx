@@ -1,4 +1,7 @@
+import { usePageTitle } from '../components/common';
+
 export function NotFoundPage() {
+  usePageTitle('No such page');
   return (
     <>
       <h1>No such page</h1>

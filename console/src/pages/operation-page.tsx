@@ -1,11 +1,12 @@
 import { segment } from '../api/client';
 import type { PublicationWindow, RoutingBudgets } from '../api/types';
 import { useApi } from '../api/use-api';
-import { Figures, Section, Show } from '../components/common';
+import { Figures, Section, Show, usePageTitle } from '../components/common';
 import { formatCredits, formatTime, formatValue } from '../format';
 import { changesBetween, fieldsOf } from '../operation/publication-changes';
 
 export function OperationPage({ operationId }: { operationId: string }) {
+  usePageTitle(`Operation ${operationId}`);
   const budgets = useApi<RoutingBudgets>(`/v1/operations/${segment(operationId)}/publications`);
   return (
     <>

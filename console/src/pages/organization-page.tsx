@@ -1,10 +1,11 @@
 import { segment } from '../api/client';
 import type { Balance } from '../api/types';
 import { useApi } from '../api/use-api';
-import { Figures, Section, Show } from '../components/common';
+import { Figures, Section, Show, usePageTitle } from '../components/common';
 import { formatCount } from '../format';
 
 export function OrganizationPage({ organizationId }: { organizationId: string }) {
+  usePageTitle(`Organization ${organizationId}`);
   const base = `/v1/organizations/${segment(organizationId)}`;
   const balance = useApi<Balance>(`${base}/balance`);
   return (
