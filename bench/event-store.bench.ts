@@ -8,10 +8,10 @@ import type { NewEvent } from '../src/event-store/event-store.port';
 import {
   SQLITE_BUSY_TIMEOUT_MS,
   SqliteEventStore,
-  SqliteSynchronous,
   WAL_AUTOCHECKPOINT_PAGES,
   openSqliteEventStore,
 } from '../src/event-store/sqlite/sqlite-event-store';
+import type { SqliteSynchronous } from '../src/event-store/sqlite/sqlite-synchronous';
 
 /**
  * Event store benchmark: the embedded store's append throughput at 1, 10 and 100 events per append

@@ -1,4 +1,5 @@
-import type { ProjectionsThread, SqliteSynchronous, TokenGrant } from '../config/ledger.config';
+import type { ProjectionsThread, TokenGrant } from '../config/ledger.config';
+import type { SqliteSynchronous } from '../event-store/sqlite/sqlite-synchronous';
 
 /**
  * LedgerModule's options. Each one left out falls back to its environment variable, then to the

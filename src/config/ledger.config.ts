@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { InvalidStoreUrlError, parseStoreUrl, type StoreLocation } from '../event-store/open-event-store';
+import type { SqliteSynchronous } from '../event-store/sqlite/sqlite-synchronous';
 import { pathBesideLog } from '../event-store/sqlite/path-beside-log';
 import { readModelPathFor } from '../projection-runner/read-model.store';
 
@@ -17,7 +18,6 @@ export interface TokenGrant {
   readonly organizationId?: string;
 }
 
-export type SqliteSynchronous = 'NORMAL' | 'FULL';
 export type ProjectionsThread = 'worker' | 'main';
 
 export interface LedgerConfig {

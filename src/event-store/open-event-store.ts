@@ -1,6 +1,7 @@
 import type { EventStore } from './event-store.port';
 import { openEventStoreDb } from './eventstoredb/eventstoredb-event-store';
-import { openSqliteEventStore, SqliteSynchronous } from './sqlite/sqlite-event-store';
+import { openSqliteEventStore } from './sqlite/sqlite-event-store';
+import type { SqliteSynchronous } from './sqlite/sqlite-synchronous';
 
 /** Where the log lives, as `LEDGER_STORE` names it. */
 export type StoreLocation =

@@ -3,6 +3,7 @@ import type { Database as SqliteDatabase, Statement } from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { pathBesideLog } from '../event-store/sqlite/path-beside-log';
+import type { SqliteSynchronous } from '../event-store/sqlite/sqlite-synchronous';
 import { ReadModelConflictError } from './projection-runner.errors';
 import type { ReadModelTx } from './projection.types';
 import { CachedReadModelTx, type DocumentStatements } from './read-model.transaction';
@@ -47,13 +48,11 @@ export const MAX_LIST_LIMIT = 1_000;
 /** Default bound of a transaction's write-through cache, in documents per projection. */
 export const DEFAULT_MAX_CACHED_DOCUMENTS = 100_000;
 
-export type ReadModelSynchronous = 'NORMAL' | 'FULL';
-
 export interface ReadModelStoreOptions {
   /** SQLite file path, or `:memory:` for a scratch store (e.g. `audit verify`). */
   readonly path: string;
   /** Default `NORMAL`; see the durability note above. */
-  readonly synchronous?: ReadModelSynchronous;
+  readonly synchronous?: SqliteSynchronous;
   /**
    * Default true: create any secondary index a bulk load dropped (`deferIndexes`) and did not get to
    * restore, because it crashed. False only for the extra connections of a bulk load in progress.
@@ -179,7 +178,7 @@ export class SqliteReadModelStore {
     private readonly db: SqliteDatabase,
     readonly path: string,
     /** The file's durability setting, as opened. */
-    readonly synchronous: ReadModelSynchronous,
+    readonly synchronous: SqliteSynchronous,
   ) {
     this.documentStatements = {
       selectBody: db

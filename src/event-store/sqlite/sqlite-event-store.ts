@@ -26,9 +26,8 @@ import {
 } from '../event-store-input.validation';
 import { migrateSqliteSchema } from './sqlite-schema.migrations';
 import { SqliteSubscription, type CommittedEvents } from './sqlite-subscription';
+import type { SqliteSynchronous } from './sqlite-synchronous';
 
-/** `synchronous` setting of the embedded store; see the durability note on SqliteEventStore. */
-export type SqliteSynchronous = 'NORMAL' | 'FULL';
 
 export interface SqliteEventStoreOptions {
   /** Database file (its directory is created if missing), or ':memory:' for a private, throw-away store. */

@@ -1,4 +1,4 @@
-import type { ReadModelSynchronous } from '../read-model.store';
+import type { SqliteSynchronous } from '../../event-store/sqlite/sqlite-synchronous';
 
 /**
  * The messages between rebuildProjectionsInParallel and its rebuild worker threads. Positions travel
@@ -12,7 +12,7 @@ export interface RebuildWorkerData {
   readonly logPath: string;
   /** The read-model SQLite file the worker writes its projections into. */
   readonly readModelPath: string;
-  readonly synchronous: ReadModelSynchronous;
+  readonly synchronous: SqliteSynchronous;
   /** Module (absolute path, resolvable by `require`) and export holding the projections. */
   readonly projectionsModule: string;
   readonly projectionsExport: string;

@@ -1,0 +1,68 @@
+/**
+ * llm-ledger's public surface: what a NestJS application imports from `llm-ledger` (SPEC §12). Nothing
+ * else is importable from the package; everything here is supported.
+ */
+
+// The module and its options.
+export { LedgerModule, LEDGER_MODULE_OPTIONS } from './composition/ledger.module';
+export type { LedgerHttpOptions, LedgerModuleExtras, LedgerModuleOptions } from './composition/ledger-module.options';
+export { ConfigurationError } from './config/ledger.config';
+export type { ProjectionsThread, Role, TokenGrant } from './config/ledger.config';
+export type { SqliteSynchronous } from './event-store/sqlite/sqlite-synchronous';
+
+// Registering operations.
+export { LedgerFeaturesModule } from './features/ledger-features.module';
+export { InvalidFeatureInputError } from './features/operation-feature';
+export type { OperationFeature, PreparedConversation } from './features/operation-feature';
+export { MAX_ANSWER_RETENTION_MS } from './answer-store/answer-store.port';
+
+// Commands and their results.
+export { RunOperationCommand } from './invocations/run-operation.command';
+export type { RunOperationRequest } from './invocations/run-operation.command';
+export type { AnswerUnavailableReason, InvocationResult } from './invocations/invocation-result';
+export type { InvocationSummary } from './invocations/invocation.state';
+export type { InvocationStatus } from './invocations/invocation.events';
+export { PublishOperationCommand } from './catalog/publish-operation.command';
+export type { PublicationRequest, PublishedVersion } from './catalog/publish-operation.command';
+export type { Routing } from './catalog/operation.events';
+export { AdjustCreditsCommand, ChangeOrganizationSettingsCommand, GrantCreditsCommand } from './accounts/account-commands';
+export type { LedgerEntryResult, OrganizationSettings } from './accounts/account-commands';
+export { SweepStaleInvocationsCommand } from './invocations/sweep-stale-invocations.command';
+export type { ReleasedHold, SweepReport, SweptInvocation } from './invocations/sweep-stale-invocations.command';
+
+// Domain errors (each DomainError has a machine `code`).
+export { DomainError, IdempotencyConflictError, IllegalTransitionError, ValidationError } from './domain/domain.errors';
+export type { DomainErrorCode, FieldIssue } from './domain/domain.errors';
+export { AdmissionRefusedError } from './accounts/admission.policy';
+export { IdempotencyKeyReusedError, UnknownOperationError, UnknownOrganizationError } from './invocations/invocation-errors';
+
+// The runtime's tool and message types, and the scripted provider for a feature's own tests.
+export type {
+  AnswerToolSpec,
+  JudgeContext,
+  TextJudge,
+  ToolContext,
+  ToolEffect,
+  ToolSpec,
+  Verdict,
+} from './runtime/tool.types';
+export type {
+  ContentBlock,
+  Message,
+  Provider,
+  ProviderRequest,
+  ProviderResponse,
+  SendOptions,
+  StopReason,
+  TextBlock,
+  ToolDefinition,
+  ToolResultBlock,
+  ToolUseBlock,
+  Usage,
+} from './runtime/provider.port';
+export { OUTCOMES } from './runtime/conversation.types';
+export type { AttemptClassification, AttemptRecord, ConversationLimits, EndingLimit, Outcome, Prices } from './runtime/conversation.types';
+export { FAULT_CLASSES, ProviderFault } from './runtime/faults';
+export type { FaultClass } from './runtime/faults';
+export { ScriptedProvider, scriptedFault, scriptedText, scriptedToolUse } from './runtime/scripted-provider';
+export type { ScriptedFault, ScriptedOutcome, ScriptedProviderOptions, ScriptedReply, ScriptedStep } from './runtime/scripted-provider';
