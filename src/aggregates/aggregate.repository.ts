@@ -1,5 +1,14 @@
 import { newEventId } from '../event-store/event-id.generator';
-import { ConcurrencyError, EventMetadata, EventStore, NewEvent, RecordedEvent } from '../event-store/event-store.port';
+import {
+  AppendOptions,
+  AppendOutcomeUnknownError,
+  AppendResult,
+  ConcurrencyError,
+  EventMetadata,
+  EventStore,
+  NewEvent,
+  RecordedEvent,
+} from '../event-store/event-store.port';
 import { crossesSnapshotPoint, readLatestSnapshot, writeSnapshot, type SnapshotCodec } from './aggregate-snapshots';
 import { appendTimingChannel } from '../observability/timing.channels';
 import { KeyedLock } from './keyed-lock';
@@ -62,6 +71,10 @@ export const MAX_CONFLICT_RETRIES = 8;
 export const MAX_CACHED_AGGREGATES = 10_000;
 /** Events read per page when loading a stream, so a cold load of a long stream never holds it all. */
 export const LOAD_PAGE_EVENTS = 10_000;
+/** Re-sends of one append whose outcome stayed unknown (lost reply, deadline, dropped connection). */
+export const MAX_UNKNOWN_OUTCOME_RETRIES = 4;
+/** Wait before the first re-send of an append with an unknown outcome, in ms (doubling after each). */
+export const UNKNOWN_OUTCOME_RETRY_BASE_DELAY_MS = 50;
 
 /**
  * Loads an aggregate from its own stream, decides, and appends with the expected revision: the one
@@ -188,9 +201,11 @@ export class AggregateRepository {
         }
         try {
           const appendStartedAt = performance.now();
-          const result = await this.store.append(streamName, events.map((event) => toNewEvent(event, context, this.upcasters?.currentVersion(event.type))), {
-            expectedRevision: revision ?? 'no_stream',
-          });
+          const result = await this.appendSettlingUnknownOutcome(
+            streamName,
+            events.map((event) => toNewEvent(event, context, this.upcasters?.currentVersion(event.type))),
+            { expectedRevision: revision ?? 'no_stream' },
+          );
           if (appendTimingChannel.hasSubscribers) appendTimingChannel.publish({ durationMs: performance.now() - appendStartedAt });
           const next = { state: events.reduce(decider.evolve, state), revision: result.nextExpectedRevision };
           this.remember(streamName, next);
@@ -209,6 +224,29 @@ export class AggregateRepository {
         }
       }
     });
+  }
+
+  /**
+   * Appends, and when the outcome is unknown (the store lost the reply) re-sends the very same events
+   * (same ids) with the same exact / `no_stream` revision until the store says what happened: the
+   * original result if the first send committed, a ConcurrencyError if it did not and another writer
+   * went first (decided again as any conflict), or a commit now. Never new ids: that could write the
+   * decision twice. Still unknown after MAX_UNKNOWN_OUTCOME_RETRIES: the cached state is dropped (the
+   * next command reads the stream) and the error goes to the caller.
+   */
+  private async appendSettlingUnknownOutcome(streamName: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
+    for (let retry = 0; ; retry++) {
+      try {
+        return await this.store.append(streamName, events, options);
+      } catch (error) {
+        if (!(error instanceof AppendOutcomeUnknownError)) throw error;
+        if (retry >= MAX_UNKNOWN_OUTCOME_RETRIES) {
+          this.cache.delete(streamName);
+          throw error;
+        }
+        await new Promise((resolve) => setTimeout(resolve, UNKNOWN_OUTCOME_RETRY_BASE_DELAY_MS * 2 ** retry));
+      }
+    }
   }
 
   /** The cached state as it is, or (nothing cached) the initial state of a new stream or the stream as read. */

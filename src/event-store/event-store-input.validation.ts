@@ -21,10 +21,15 @@ export const MAX_EVENT_TYPE_LENGTH = 200;
 /** Most events in one append: an append is one transaction, and a transaction should stay short. */
 export const MAX_EVENTS_PER_APPEND = 1_000;
 /**
- * Largest serialised data plus metadata of one append, in UTF-16 characters of its JSON. KurrentDB
- * refuses appends over 1 MiB by default; this keeps the embedded store within the same envelope.
+ * Largest append, in bytes, counted as KurrentDB counts it: per event the UTF-8 bytes of its data and
+ * metadata plus twice the length of its type. KurrentDB's default bound is 1 MiB per append up to
+ * version 25.0 and 256 MiB from 25.1 (16 MiB per event on all); the smallest is kept so an append
+ * accepted here fits every server version, and the embedded store keeps the same envelope.
  */
-export const MAX_APPEND_JSON_CHARS = 1_000_000;
+export const MAX_APPEND_SIZE_BYTES = 1_048_576;
+
+/** The nil UUID, which KurrentDB refuses as an event id ("Empty eventId provided"). */
+const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
 /** Canonical 8-4-4-4-12 hex UUID: KurrentDB/EventStoreDB only accepts UUID event ids, so both stores require one. */
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -129,7 +134,7 @@ export function validateAppend(
   }
   const seenIds = new Set<string>();
   const validated: ValidatedEvent[] = new Array(events.length);
-  let jsonChars = 0;
+  let appendBytes = 0;
   for (let index = 0; index < events.length; index++) {
     const field = `events[${index}]`;
     const event = events[index] as Partial<NewEvent> | null | undefined;
@@ -139,6 +144,7 @@ export function validateAppend(
       fail(`${field}.id`, `must be a UUID (8-4-4-4-12 hex), got ${describeValue(rawId)}`);
     }
     const id = rawId.toLowerCase();
+    if (id === NIL_UUID) fail(`${field}.id`, 'must not be the nil UUID, which KurrentDB refuses as an event id');
     if (seenIds.has(id)) fail(`${field}.id`, `repeats an id already used earlier in the same append: ${id}`);
     seenIds.add(id);
     const type = event.type;
@@ -150,11 +156,11 @@ export function validateAppend(
     const metadata = validateMetadata(event.metadata, `${field}.metadata`);
     const dataJson = toJson(event.data, `${field}.data`);
     const metadataJson = toJson(metadata, `${field}.metadata`);
-    jsonChars += dataJson.length + metadataJson.length;
+    appendBytes += Buffer.byteLength(dataJson, 'utf8') + Buffer.byteLength(metadataJson, 'utf8') + 2 * type.length;
     validated[index] = { id, type, data: event.data, metadata, dataJson, metadataJson };
   }
-  if (jsonChars > MAX_APPEND_JSON_CHARS) {
-    fail('events', `serialise to ${jsonChars} characters, over ${MAX_APPEND_JSON_CHARS} (MAX_APPEND_JSON_CHARS)`);
+  if (appendBytes > MAX_APPEND_SIZE_BYTES) {
+    fail('events', `take ${appendBytes} bytes (UTF-8 data and metadata plus twice each type's length), over ${MAX_APPEND_SIZE_BYTES} (MAX_APPEND_SIZE_BYTES)`);
   }
   return { streamName: name, expectedRevision, events: validated };
 }

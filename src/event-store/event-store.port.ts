@@ -18,7 +18,14 @@ export interface EventMetadata {
   readonly [key: string]: unknown;
 }
 
-/** An event to append. `id` is unique across the store: re-appending the same ids is a no-op. */
+/**
+ * An event to append. `id` (a UUID, never the nil UUID) is unique across the store. Re-appending a
+ * batch with the same ids is a no-op returning the first result only when it carries the SAME exact
+ * or `no_stream` expected revision as the first time: that is all KurrentDB guarantees (with `any` /
+ * `stream_exists` it checks ids against an in-memory cache a restart empties, and may write a second
+ * copy). So a writer that retries after an unknown outcome re-sends the same events with the same
+ * exact revision.
+ */
 export interface NewEvent<Type extends string = string, Data = unknown> {
   readonly id: string;
   readonly type: Type;
@@ -65,6 +72,12 @@ export interface ReadAllOptions {
 export interface SubscribeOptions {
   /** Deliver events whose position is strictly greater than this (a checkpoint). Default: from the beginning. */
   readonly after?: bigint;
+  /**
+   * Told of every error the subscription meets on its own (not a handler's): `willRetry` true for a
+   * transient one it resubscribes after (connection lost, server restarting), false for a permanent
+   * one that ended it (access denied, an unreadable position); `stop()` then rejects with that error.
+   */
+  readonly onError?: (error: Error, willRetry: boolean) => void;
 }
 
 export type SubscriptionHandler = (event: RecordedEvent) => Promise<void> | void;
@@ -117,6 +130,62 @@ export class InvalidEventStoreInputError extends Error {
     message: string,
   ) {
     super(`${field}: ${message}`);
+  }
+}
+
+/**
+ * The store did not answer: connection lost, deadline passed, server shutting down. Safe to retry a
+ * read; for an append see AppendOutcomeUnknownError.
+ */
+export class EventStoreUnavailableError extends Error {
+  override readonly name: string = 'EventStoreUnavailableError';
+
+  constructor(
+    readonly operation: string,
+    message: string,
+    override readonly cause?: unknown,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * An append whose outcome is unknown (the reply was lost): it may or may not have committed. The one
+ * safe retry re-sends the same events (same ids) with the same exact or `no_stream` expected
+ * revision: the store then answers the original result if the first attempt committed, appends if it
+ * did not, or throws ConcurrencyError if someone else appended in between (and the first did not commit).
+ */
+export class AppendOutcomeUnknownError extends EventStoreUnavailableError {
+  override readonly name = 'AppendOutcomeUnknownError';
+
+  constructor(
+    readonly streamName: string,
+    readonly expected: ExpectedRevision,
+    message: string,
+    cause?: unknown,
+  ) {
+    super('append', message, cause);
+  }
+}
+
+/**
+ * The stream was deleted on the server. `tombstoned`: for good, every append fails. `soft-deleted`:
+ * reads show it as absent while its revisions continue after `lastRevision`, so a writer that
+ * believed it new cannot create it.
+ */
+export class DeletedStreamError extends Error {
+  override readonly name = 'DeletedStreamError';
+
+  constructor(
+    readonly streamName: string,
+    readonly how: 'tombstoned' | 'soft-deleted',
+    readonly lastRevision?: bigint,
+  ) {
+    super(
+      how === 'tombstoned'
+        ? `Stream "${streamName}" was tombstoned on the server: it can never be read or written again`
+        : `Stream "${streamName}" was soft-deleted on the server: reads show it empty, but its revisions continue after ${String(lastRevision)}, so it cannot be created anew`,
+    );
   }
 }
 

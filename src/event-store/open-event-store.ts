@@ -14,15 +14,16 @@ export class InvalidStoreUrlError extends Error {
 }
 
 const ACCEPTED_FORMS =
-  'sqlite:<path>, esdb://…, esdb+discover://…, kurrentdb://…, kurrentdb+discover://…, kurrent://… or kurrent+discover://…';
-const EVENTSTOREDB_SCHEME = /^(esdb|kurrentdb|kurrent)(\+discover)?:\/\/(.*)$/i;
+  'sqlite:<path>, or a KurrentDB connection string: esdb://…, kurrentdb://…, kurrent://… or kdb://… (each also +discover); ' +
+  'the connection uses TLS unless it says ?tls=false';
+const EVENTSTOREDB_SCHEME = /^(esdb|kurrentdb|kurrent|kdb)(\+discover)?:\/\/(.*)$/i;
 
 /**
  * Parses a `LEDGER_STORE` value:
  * - `sqlite:<path>` — the embedded store; `sqlite://<path>` is read the same way (so `sqlite:///abs`
  *   is `/abs`), and `sqlite::memory:` is a throw-away in-memory store;
- * - `esdb://`, `esdb+discover://`, `kurrentdb://`, `kurrentdb+discover://` (and `kurrent…`) —
- *   a KurrentDB/EventStoreDB connection string, passed on as given.
+ * - `esdb://`, `kurrentdb://`, `kurrent://`, `kdb://`, each also with `+discover` — a
+ *   KurrentDB/EventStoreDB connection string, passed on as given (TLS unless it says `?tls=false`).
  * Anything else throws InvalidStoreUrlError naming LEDGER_STORE. The message repeats only the
  * scheme, since a connection string can carry a password.
  */

@@ -417,6 +417,12 @@ export function describeEventStoreContract(name: string, factory: EventStoreFact
         refusal('an empty event list, which has no id to make it idempotent', (s) => store.append(s, [], { expectedRevision: 'any' }), 'events', /at least one/),
         refusal('an event without an id', (s) => store.append(s, [{ ...newEvent(), id: undefined as unknown as string }], { expectedRevision: 'any' }), 'events[0].id'),
         refusal('an event id that is not a UUID', (s) => store.append(s, [{ ...newEvent(), id: 'order-1' }], { expectedRevision: 'any' }), 'events[0].id', /UUID/),
+        refusal(
+          'the nil UUID as an event id, which KurrentDB refuses',
+          (s) => store.append(s, [{ ...newEvent(), id: '00000000-0000-0000-0000-000000000000' }], { expectedRevision: 'any' }),
+          'events[0].id',
+          /nil UUID/,
+        ),
         refusal('an event without a type', (s) => store.append(s, [{ ...newEvent(), type: '' }], { expectedRevision: 'any' }), 'events[0].type'),
         refusal('a schemaVersion of 0', (s) => store.append(s, [newEvent('T', {}, { schemaVersion: 0 })], { expectedRevision: 'any' }), 'events[0].metadata.schemaVersion'),
         refusal('a schemaVersion of 1.5', (s) => store.append(s, [newEvent('T', {}, { schemaVersion: 1.5 })], { expectedRevision: 'any' }), 'events[0].metadata.schemaVersion'),

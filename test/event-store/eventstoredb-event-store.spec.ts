@@ -2,23 +2,49 @@ import {
   AppendToStreamOptions,
   EventStoreDBClient,
   SubscribeToAllOptions,
+  UnavailableError,
   WrongExpectedVersionError,
 } from '@eventstore/db-client';
 import { ConcurrencyError, ExpectedRevision, InvalidEventStoreInputError, RecordedEvent } from '../../src/event-store/event-store.port';
-import { EventStoreDbEventStore, openEventStoreDb } from '../../src/event-store/eventstoredb/eventstoredb-event-store';
+import { EventStoreDbEventStore, openEventStoreDb, toPortPosition } from '../../src/event-store/eventstoredb/eventstoredb-event-store';
 import { describeEventStoreContract, newEvent } from './event-store.contract';
+import { EventStoreDbWireServer } from '../support/eventstoredb-wire-server';
 
 const connectionString = process.env['EVENTSTORE_CONNECTION_STRING'];
 
+/**
+ * The contract through the real client against the wire-level test double in test/support (a gRPC
+ * server speaking the client's own protocol, not a KurrentDB), once per append path the client has.
+ */
+describe.each([
+  ['BatchAppend', true],
+  ['unary Append', false],
+] as const)('EventStoreDB adapter through @eventstore/db-client and the wire test server, %s path', (path, batchAppend) => {
+  let server: EventStoreDbWireServer;
+
+  beforeAll(async () => {
+    server = await EventStoreDbWireServer.start({ batchAppend });
+  });
+
+  afterAll(async () => {
+    const used = server.appendRequests;
+    await server.stop();
+    console.log(
+      `EventStoreDB contract suite ran through the ${path} path against the wire test server: ` +
+        `${used.batchAppend} BatchAppend and ${used.unaryAppend} unary Append requests`,
+    );
+    // The suite must have gone through the path it is named after, and only through it.
+    expect(batchAppend ? used.batchAppend : used.unaryAppend).toBeGreaterThan(0);
+    expect(batchAppend ? used.unaryAppend : used.batchAppend).toBe(0);
+  });
+
+  describeEventStoreContract(`EventStoreDB/KurrentDB (wire test server, ${path})`, () => openEventStoreDb(server.connectionString));
+});
+
 if (connectionString) {
-  describeEventStoreContract('EventStoreDB/KurrentDB', () => openEventStoreDb(connectionString));
-} else {
-  describe('event store contract: EventStoreDB/KurrentDB', () => {
-    it('was skipped: EVENTSTORE_CONNECTION_STRING is not set, and no server runs on this machine (set it, e.g. esdb://localhost:2113?tls=false, to run the contract)', () => {
-      console.log(
-        'EventStoreDB contract suite skipped: EVENTSTORE_CONNECTION_STRING is not set. Start KurrentDB (docker/compose.yml) and set it to run the suite.',
-      );
-    });
+  describeEventStoreContract('EventStoreDB/KurrentDB (real server from EVENTSTORE_CONNECTION_STRING)', () => {
+    console.log('EventStoreDB contract suite running against the real server named by EVENTSTORE_CONNECTION_STRING');
+    return openEventStoreDb(connectionString);
   });
 }
 
@@ -64,7 +90,7 @@ class FakeClient {
     const gone = new Promise<void>((resolve) => (unsubscribed = resolve));
     async function* deliver(): AsyncGenerator<FakeRead> {
       for (const event of script.events) yield event;
-      if (script.then === 'drop') throw Object.assign(new Error('14 UNAVAILABLE: Connection dropped'), { code: 14 });
+      if (script.then === 'drop') throw new UnavailableError(undefined, '14 UNAVAILABLE: Connection dropped');
       await gone;
     }
     return Object.assign(deliver(), { unsubscribe: async () => unsubscribed() });
@@ -100,7 +126,7 @@ describe('EventStoreDB adapter, without a server', () => {
 
     await expect(adapterOn(client).append('order-1', [newEvent()], { expectedRevision: 3n })).resolves.toEqual({
       nextExpectedRevision: 4n,
-      position: commit,
+      position: toPortPosition({ commit, prepare: commit }),
     });
   });
 
@@ -148,13 +174,14 @@ describe('EventStoreDB adapter, without a server', () => {
     await subscription.stop();
     await store.close();
 
+    const at = (commit: bigint) => toPortPosition({ commit, prepare: commit });
     expect(handled.map((event) => [event.streamName, event.position])).toEqual([
-      ['order-1', 100n],
-      ['order-1', 200n],
-      ['order-2', 300n],
+      ['order-1', at(100n)],
+      ['order-1', at(200n)],
+      ['order-2', at(300n)],
     ]);
     expect(client.subscribeCalls.map((call) => call.fromPosition)).toEqual(['start', { commit: 200n, prepare: 200n }]);
-    expect(subscription.lastPosition).toBe(300n);
+    expect(subscription.lastPosition).toBe(at(300n));
     expect(client.disposed).toBe(true);
   });
 

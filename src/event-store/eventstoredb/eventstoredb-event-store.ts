@@ -1,30 +1,40 @@
 import {
   ANY,
-  AllStreamRecordedEvent,
   AllStreamSubscription,
   AppendExpectedRevision,
   BACKWARDS,
+  CancelledError,
+  DeadlineExceededError,
   END,
   EventStoreDBClient,
   FORWARDS,
   JSONType,
+  MaxAppendSizeExceededError,
   NO_STREAM,
   Position,
   ReadPosition,
   START,
   STREAM_EXISTS,
+  StreamDeletedError as ClientStreamDeletedError,
   StreamNotFoundError,
+  TimeoutError,
+  UnavailableError,
+  UnknownError,
   WrongExpectedVersionError,
   excludeSystemEvents,
   jsonEvent,
 } from '@eventstore/db-client';
 import {
   AppendOptions,
+  AppendOutcomeUnknownError,
   AppendResult,
   ConcurrencyError,
+  DeletedStreamError,
   EventMetadata,
   EventStore,
+  EventStoreUnavailableError,
   ExpectedRevision,
+  InvalidEventStoreInputError,
   NewEvent,
   ReadAllOptions,
   ReadStreamOptions,
@@ -52,21 +62,30 @@ export const RESUBSCRIBE_MAX_DELAY_MS = 5_000;
 
 /** The server's "no position" marker (unsigned 64-bit all ones), sent where a position is unknown. */
 const NO_POSITION = (1n << 64n) - 1n;
+/** Bits of the port position that hold the prepare position (the commit position is above them). */
+const PREPARE_BITS = 64n;
+const PREPARE_MASK = (1n << PREPARE_BITS) - 1n;
 
 /**
- * Our `position` is the event's commit position in the transaction log. Appends made through this
- * port are implicit transactions, for which KurrentDB gives every event its own commit position equal
- * to its prepare position; so a commit position identifies one event and orders `$all`, and
- * `{ commit: p, prepare: p }` is a valid place to resume reading from.
+ * The port's position of an event: its commit position and its prepare position in one bigint,
+ * `commit × 2^64 + prepare`. Both are needed: events of one explicit (legacy) transaction share a
+ * commit position and differ only by prepare position, so the commit alone is not an identity, and
+ * the server resumes only from an event's exact (commit, prepare). The order is `$all`'s order.
  */
-function knownPosition(position: Position | undefined): bigint | undefined {
-  if (position === undefined) return undefined;
-  const commit = position.commit;
-  return commit < 0n || commit >= NO_POSITION ? undefined : commit;
+export function toPortPosition(position: Position): bigint {
+  return (position.commit << PREPARE_BITS) | position.prepare;
 }
 
-function toReadPosition(after: bigint | undefined): ReadPosition {
-  return after === undefined ? START : { commit: after, prepare: after };
+/** The (commit, prepare) pair a port position stands for. */
+export function fromPortPosition(position: bigint): Position {
+  return { commit: position >> PREPARE_BITS, prepare: position & PREPARE_MASK };
+}
+
+function knownPosition(position: Position | undefined): bigint | undefined {
+  if (position === undefined) return undefined;
+  const { commit, prepare } = position;
+  if (commit < 0n || commit >= NO_POSITION || prepare < 0n || prepare >= NO_POSITION) return undefined;
+  return toPortPosition(position);
 }
 
 function toEsdbExpectedRevision(expected: ExpectedRevision): AppendExpectedRevision {
@@ -142,17 +161,44 @@ function positionOrFail(event: AnyRecordedEvent): bigint {
   return position;
 }
 
-/** Thrown inside the subscription loop to tell a handler failure from a dropped connection. */
+/** The outcome of an append or read is unknown or the server unreachable: worth retrying. */
+function isTransient(error: unknown): boolean {
+  return (
+    error instanceof UnavailableError ||
+    error instanceof CancelledError ||
+    error instanceof DeadlineExceededError ||
+    error instanceof TimeoutError
+  );
+}
+
+/** The server's answer to a position that is not an event's exact (commit, prepare). */
+function isInvalidPosition(error: unknown): boolean {
+  return error instanceof UnknownError && /invalid ?position/i.test(error.message);
+}
+
+/**
+ * Reads a whole client stream into an array. Never leaving a read half-consumed matters: the client's
+ * `dispose()` waits for every read it started to finish, and one abandoned mid-way never does.
+ */
+async function drain<T>(read: AsyncIterable<{ event?: T }>): Promise<T[]> {
+  const events: T[] = [];
+  for await (const resolved of read) if (resolved.event !== undefined) events.push(resolved.event);
+  return events;
+}
+
+/** Thrown inside the subscription loop to tell a handler failure from a store one. */
 class HandlerFailure {
   constructor(readonly error: unknown) {}
 }
 
 /**
- * A catch-up subscription to `$all` (system events excluded on the server) that survives dropped
- * connections: when the gRPC stream fails or ends, it resubscribes from the last handled position
- * after a wait that doubles from RESUBSCRIBE_INITIAL_DELAY_MS up to RESUBSCRIBE_MAX_DELAY_MS (reset by
- * the next delivered event). Events at or before the last handled position are skipped, so a resumed
- * subscription repeats nothing. A handler that throws halts it; `stop()` then rejects with that error.
+ * A catch-up subscription to `$all` (system events excluded on the server). The client does not
+ * resubscribe by itself, so this does, but only after transient errors (dropped connection, server
+ * shutting down or restarting): from the exact position of the last handled event (the server's
+ * `fromPosition` is exclusive), after a wait that doubles from RESUBSCRIBE_INITIAL_DELAY_MS up to
+ * RESUBSCRIBE_MAX_DELAY_MS, reported to `onError` each time. Any other error (access denied, an
+ * unreadable position) ends it: reported to `onError` as permanent, and `stop()` rejects with it. So
+ * does a handler that throws.
  */
 class EventStoreDbSubscription implements Subscription {
   private stopped = false;
@@ -164,9 +210,11 @@ class EventStoreDbSubscription implements Subscription {
   private readonly done: Promise<void>;
 
   constructor(
+    private readonly store: EventStoreDbEventStore,
     private readonly client: EventStoreDBClient,
     private readonly handler: SubscriptionHandler,
     after: bigint | undefined,
+    private readonly onError: SubscribeOptions['onError'],
     private readonly onFinished: (subscription: EventStoreDbSubscription) => void,
   ) {
     this.position = after;
@@ -195,18 +243,19 @@ class EventStoreDbSubscription implements Subscription {
     // Start on a later turn, so the handler never runs before subscribeToAll has returned.
     await Promise.resolve();
     let delayMs = RESUBSCRIBE_INITIAL_DELAY_MS;
+    let from: ReadPosition = this.position === undefined ? START : fromPortPosition(this.position);
+    let resolvedFrom = false;
     while (!this.stopped) {
-      const subscription = this.client.subscribeToAll({
-        fromPosition: toReadPosition(this.position),
-        filter: excludeSystemEvents(),
-      });
+      const subscription = this.client.subscribeToAll({ fromPosition: from, filter: excludeSystemEvents() });
       this.current = subscription;
+      let failure: unknown;
       try {
         for await (const resolved of subscription) {
           if (this.stopped) break;
-          const event = resolved.event as AllStreamRecordedEvent | undefined;
+          const event = resolved.event as AnyRecordedEvent | undefined;
           if (event === undefined || isSystemRecord(event)) continue;
-          const position = event.position.commit;
+          const position = positionOrFail(event);
+          // Exclusive on the server already; this guards a checkpoint that was not an exact position.
           if (this.position !== undefined && position <= this.position) continue;
           try {
             await this.handler(toRecordedEvent(event, position));
@@ -215,16 +264,31 @@ class EventStoreDbSubscription implements Subscription {
           }
           this.position = position;
           this.delivered = true;
+          from = fromPortPosition(position);
           delayMs = RESUBSCRIBE_INITIAL_DELAY_MS;
         }
+        // The server ended the subscription without an error: as a dropped connection.
+        failure = new UnavailableError(undefined, 'The server ended the subscription');
       } catch (error) {
         if (error instanceof HandlerFailure) throw error.error;
-        // Otherwise the connection dropped: resubscribe below, from the last handled position.
+        failure = error;
       } finally {
         this.current = undefined;
         await subscription.unsubscribe().catch(() => undefined);
       }
       if (this.stopped) break;
+      if (isInvalidPosition(failure) && !resolvedFrom && this.position !== undefined) {
+        // `after` was not an event's exact position: start from the last event at or before it.
+        resolvedFrom = true;
+        from = await this.store.readPositionAtOrBefore(this.position);
+        continue;
+      }
+      const error = failure instanceof Error ? failure : new Error(String(failure));
+      if (!isTransient(failure)) {
+        this.onError?.(error, false);
+        throw error;
+      }
+      this.onError?.(error, true);
       await this.backoff(delayMs);
       delayMs = Math.min(delayMs * 2, RESUBSCRIBE_MAX_DELAY_MS);
     }
@@ -243,22 +307,44 @@ class EventStoreDbSubscription implements Subscription {
 }
 
 /**
- * The event store port on KurrentDB/EventStoreDB (`@eventstore/db-client`). Expected revisions map
- * one to one; `WrongExpectedVersionError` becomes ConcurrencyError; revisions and commit positions stay
- * bigint end to end. `readAll` and subscriptions hide system (`$`) events, which the port never writes.
- * Idempotent re-append is the server's: same ids with the same expected revision write nothing. The
- * embedded store's refusal of a batch whose ids only partly match a stored one is not reproduced:
- * there the server decides (a conflict, or with `any` possibly a second copy), so callers should
- * re-append exactly the batch they first sent. Stream reads need KurrentDB/EventStoreDB 22.6 or later,
- * which returns each event's log position.
+ * The event store port on KurrentDB/EventStoreDB (`@eventstore/db-client` 6.2). Expected revisions map
+ * one to one; revisions stay bigint; positions are (commit, prepare) pairs in one bigint
+ * (toPortPosition). `readAll` and subscriptions hide system (`$`) events, which the port never writes.
+ *
+ * Errors become the port's: WrongExpectedVersion → ConcurrencyError; a deadline, timeout, lost
+ * connection or server shutdown → AppendOutcomeUnknownError for an append (it may have committed; the
+ * retry that is safe re-sends the same events with the same exact / `no_stream` revision, which the
+ * server answers with the original result) or EventStoreUnavailableError for a read; a tombstoned
+ * stream, or a soft-deleted one an append cannot create anew → DeletedStreamError; an append over the
+ * server's size bound → InvalidEventStoreInputError on `events`.
+ *
+ * Re-appending the same ids is idempotent only with the same exact or `no_stream` revision as the
+ * first time (the server compares them with the events stored after that revision, restart or not);
+ * with `any` / `stream_exists` it only checks a cache a restart empties, and may write a second copy.
+ * Stream reads need KurrentDB/EventStoreDB 22.6 or later, which returns each event's log position.
  */
 export class EventStoreDbEventStore implements EventStore {
   private readonly subscriptions = new Set<EventStoreDbSubscription>();
+  private readonly appendsInFlight = new Set<Promise<unknown>>();
   private closing: Promise<void> | undefined;
 
-  constructor(private readonly client: EventStoreDBClient) {}
+  /** @param tlsHint appended to "unavailable" messages, e.g. to say the connection uses TLS. */
+  constructor(
+    private readonly client: EventStoreDBClient,
+    private readonly tlsHint = '',
+  ) {}
 
-  async append(streamName: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
+  append(streamName: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
+    if (this.closing) return Promise.reject(new Error('The event store is closed'));
+    const appending = this.appendOnce(streamName, events, options);
+    // close() lets appends in flight finish: disposing the client cancels the shared BatchAppend call.
+    const tracked = appending.catch(() => undefined);
+    this.appendsInFlight.add(tracked);
+    void tracked.then(() => this.appendsInFlight.delete(tracked));
+    return appending;
+  }
+
+  private async appendOnce(streamName: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
     const input = validateAppend(streamName, events, options);
     const eventData = input.events.map((event) =>
       jsonEvent({
@@ -277,7 +363,30 @@ export class EventStoreDbEventStore implements EventStore {
       return { nextExpectedRevision: result.nextExpectedRevision, position };
     } catch (error) {
       if (error instanceof WrongExpectedVersionError) {
-        throw new ConcurrencyError(input.streamName, input.expectedRevision, error.actualVersion);
+        const actual = error.actualVersion;
+        if (input.expectedRevision === 'no_stream' && actual !== 'no_stream' && (await this.readsAsAbsent(input.streamName))) {
+          throw new DeletedStreamError(input.streamName, 'soft-deleted', actual);
+        }
+        throw new ConcurrencyError(input.streamName, input.expectedRevision, actual);
+      }
+      if (error instanceof ClientStreamDeletedError) {
+        // `stream_exists` on a soft-deleted stream fails the same way as any append to a tombstoned one.
+        throw new DeletedStreamError(input.streamName, (await this.isTombstoned(input.streamName)) ? 'tombstoned' : 'soft-deleted');
+      }
+      if (error instanceof MaxAppendSizeExceededError) {
+        throw new InvalidEventStoreInputError(
+          'events',
+          `exceed the server's maximum append size of ${error.maxAppendSize} bytes (UTF-8 data and metadata plus twice each type's length)`,
+        );
+      }
+      if (isTransient(error)) {
+        throw new AppendOutcomeUnknownError(
+          input.streamName,
+          input.expectedRevision,
+          `The append to "${input.streamName}" may or may not have committed (${(error as Error).message})${this.tlsHint}; ` +
+            're-send the same events with the same expected revision to find out',
+          error,
+        );
       }
       throw error;
     }
@@ -286,35 +395,26 @@ export class EventStoreDbEventStore implements EventStore {
   async readStream(streamName: string, options?: ReadStreamOptions): Promise<RecordedEvent[]> {
     const input = validateReadStream(streamName, options);
     if (input.maxCount === 0) return [];
-    const events: RecordedEvent[] = [];
-    try {
-      const read = this.client.readStream(input.streamName, {
-        fromRevision: input.fromRevision,
-        direction: FORWARDS,
-        ...(input.maxCount === undefined ? {} : { maxCount: input.maxCount }),
-      });
-      for await (const resolved of read) {
-        const event = resolved.event as AnyRecordedEvent | undefined;
-        if (event !== undefined) events.push(toRecordedEvent(event, positionOrFail(event)));
-      }
-    } catch (error) {
-      if (error instanceof StreamNotFoundError) return [];
-      throw error;
-    }
-    return events;
+    const read = () =>
+      drain<AnyRecordedEvent>(
+        this.client.readStream(input.streamName, {
+          fromRevision: input.fromRevision,
+          direction: FORWARDS,
+          ...(input.maxCount === undefined ? {} : { maxCount: input.maxCount }),
+        }) as AsyncIterable<{ event?: AnyRecordedEvent }>,
+      );
+    const events = await this.readOrAbsent(input.streamName, read);
+    return (events ?? []).map((event) => toRecordedEvent(event, positionOrFail(event)));
   }
 
   async streamRevision(streamName: string): Promise<bigint | undefined> {
     const name = validateStreamName(streamName);
-    try {
-      for await (const resolved of this.client.readStream(name, { fromRevision: END, direction: BACKWARDS, maxCount: 1 })) {
-        if (resolved.event !== undefined) return resolved.event.revision;
-      }
-    } catch (error) {
-      if (error instanceof StreamNotFoundError) return undefined;
-      throw error;
-    }
-    return undefined;
+    const events = await this.readOrAbsent(name, () =>
+      drain<AnyRecordedEvent>(this.client.readStream(name, { fromRevision: END, direction: BACKWARDS, maxCount: 1 }) as AsyncIterable<{
+        event?: AnyRecordedEvent;
+      }>),
+    );
+    return events?.[0]?.revision;
   }
 
   /** Pages through `$all` after `after`, skipping system records, until `maxCount` events or the end. */
@@ -323,24 +423,29 @@ export class EventStoreDbEventStore implements EventStore {
     const maxCount = input.maxCount ?? Number.POSITIVE_INFINITY;
     const events: RecordedEvent[] = [];
     let after = input.after;
+    let from: ReadPosition = after === undefined ? START : fromPortPosition(after);
+    let resolvedFrom = false;
     while (events.length < maxCount) {
-      let records = 0;
-      // Reading from a position includes the record there; `<= after` drops it.
-      for await (const resolved of this.client.readAll({
-        fromPosition: toReadPosition(after),
-        direction: FORWARDS,
-        maxCount: ESDB_READ_PAGE_EVENTS,
-      })) {
-        records++;
-        const event = resolved.event;
-        if (event === undefined) continue;
-        const position = event.position.commit;
+      let page: AnyRecordedEvent[];
+      try {
+        page = await this.readAllPage(from, FORWARDS);
+      } catch (error) {
+        if (!isInvalidPosition(error) || resolvedFrom || after === undefined) throw error;
+        // `after` is not an event's exact position: read on from the last event at or before it.
+        resolvedFrom = true;
+        from = await this.readPositionAtOrBefore(after);
+        continue;
+      }
+      for (const event of page) {
+        const position = positionOrFail(event);
+        // Reading from a position includes the record there; `<= after` drops it.
         if (after !== undefined && position <= after) continue;
         after = position;
+        from = fromPortPosition(position);
         if (isSystemRecord(event) || events.length >= maxCount) continue;
         events.push(toRecordedEvent(event, position));
       }
-      if (records < ESDB_READ_PAGE_EVENTS) break;
+      if (page.length < ESDB_READ_PAGE_EVENTS) break;
     }
     return events;
   }
@@ -348,7 +453,7 @@ export class EventStoreDbEventStore implements EventStore {
   subscribeToAll(handler: SubscriptionHandler, options?: SubscribeOptions): Subscription {
     if (this.closing) throw new Error('The event store is closing');
     const after = validateSubscribe(handler, options);
-    const subscription = new EventStoreDbSubscription(this.client, handler, after, (finished) =>
+    const subscription = new EventStoreDbSubscription(this, this.client, handler, after, options?.onError, (finished) =>
       this.subscriptions.delete(finished),
     );
     this.subscriptions.add(subscription);
@@ -356,61 +461,125 @@ export class EventStoreDbEventStore implements EventStore {
   }
 
   /**
-   * Commit position of the newest non-system event, scanning back at most ESDB_HEAD_SCAN_MAX_EVENTS
+   * Position of the newest non-system event, scanning back at most ESDB_HEAD_SCAN_MAX_EVENTS
    * records; past that bound, the newest record's position (a safe checkpoint: nothing of ours is after it).
    */
   async headPosition(): Promise<bigint | undefined> {
     let newest: bigint | undefined;
-    // Exclusive upper bound of the next page, reading backwards.
-    let before: bigint | undefined;
+    let from: ReadPosition = END;
     let scanned = 0;
     while (scanned < ESDB_HEAD_SCAN_MAX_EVENTS) {
-      let records = 0;
-      for await (const resolved of this.client.readAll({
-        fromPosition: before === undefined ? END : { commit: before, prepare: before },
-        direction: BACKWARDS,
-        maxCount: ESDB_READ_PAGE_EVENTS,
-      })) {
-        records++;
-        const event = resolved.event;
-        if (event === undefined) continue;
-        const position = event.position.commit;
-        if (before !== undefined && position >= before) continue;
-        before = position;
+      // Backwards reads exclude the record at `from`.
+      const page = await this.readAllPage(from, BACKWARDS);
+      for (const event of page) {
+        const position = positionOrFail(event);
         newest ??= position;
         if (!isSystemRecord(event)) return position;
+        from = fromPortPosition(position);
       }
-      scanned += records;
+      scanned += page.length;
       // Reached the start of the log without meeting one of our events: the port's log is empty.
-      if (records < ESDB_READ_PAGE_EVENTS) return undefined;
+      if (page.length < ESDB_READ_PAGE_EVENTS) return undefined;
     }
     return newest;
   }
 
-  /** Stops the subscriptions (awaiting their handlers), then disposes of the client's channels. Idempotent. */
+  /**
+   * Where to read on from so that the first record returned is the first after `after`: the exact
+   * position of the last record at or before it (found reading backwards from the end, so the cost is
+   * that of the records after it, which the caller reads anyway), or the start of the log.
+   */
+  async readPositionAtOrBefore(after: bigint): Promise<ReadPosition> {
+    let from: ReadPosition = END;
+    for (;;) {
+      const page = await this.readAllPage(from, BACKWARDS);
+      for (const event of page) {
+        const position = positionOrFail(event);
+        if (position <= after) return fromPortPosition(position);
+        from = fromPortPosition(position);
+      }
+      if (page.length < ESDB_READ_PAGE_EVENTS) return START;
+    }
+  }
+
+  /**
+   * Lets appends in flight settle, stops the subscriptions (awaiting their handlers), then disposes
+   * of the client's channels. Appends after it are refused. Idempotent.
+   */
   close(): Promise<void> {
     this.closing ??= (async () => {
+      await Promise.allSettled([...this.appendsInFlight]);
       await Promise.allSettled([...this.subscriptions].map((subscription) => subscription.stop()));
       await this.client.dispose();
     })();
     return this.closing;
   }
 
-  private async positionOf(streamName: string, revision: bigint): Promise<bigint> {
-    for await (const resolved of this.client.readStream(streamName, { fromRevision: revision, maxCount: 1 })) {
-      const event = resolved.event as AnyRecordedEvent | undefined;
-      if (event !== undefined) return positionOrFail(event);
+  private async readAllPage(from: ReadPosition, direction: typeof FORWARDS | typeof BACKWARDS): Promise<AnyRecordedEvent[]> {
+    try {
+      return await drain<AnyRecordedEvent>(
+        this.client.readAll({ fromPosition: from, direction, maxCount: ESDB_READ_PAGE_EVENTS }) as AsyncIterable<{
+          event?: AnyRecordedEvent;
+        }>,
+      );
+    } catch (error) {
+      throw this.readFailure('readAll', error);
     }
+  }
+
+  /** The read's events, or undefined for a stream that does not exist (missing or soft-deleted). */
+  private async readOrAbsent<T>(streamName: string, read: () => Promise<T[]>): Promise<T[] | undefined> {
+    try {
+      return await read();
+    } catch (error) {
+      if (error instanceof StreamNotFoundError) return undefined;
+      if (error instanceof ClientStreamDeletedError) throw new DeletedStreamError(streamName, 'tombstoned');
+      throw this.readFailure('readStream', error);
+    }
+  }
+
+  private readFailure(operation: string, error: unknown): unknown {
+    if (!isTransient(error)) return error;
+    return new EventStoreUnavailableError(operation, `KurrentDB did not answer ${operation} (${(error as Error).message})${this.tlsHint}`, error);
+  }
+
+  private async readsAsAbsent(streamName: string): Promise<boolean> {
+    return (await this.readOrAbsent(streamName, () => drain(this.client.readStream(streamName, { maxCount: 1 })))) === undefined;
+  }
+
+  private async isTombstoned(streamName: string): Promise<boolean> {
+    try {
+      await this.readOrAbsent(streamName, () => drain(this.client.readStream(streamName, { maxCount: 1 })));
+      return false;
+    } catch (error) {
+      if (error instanceof DeletedStreamError) return true;
+      throw error;
+    }
+  }
+
+  private async positionOf(streamName: string, revision: bigint): Promise<bigint> {
+    const events = await drain<AnyRecordedEvent>(
+      this.client.readStream(streamName, { fromRevision: revision, maxCount: 1 }) as AsyncIterable<{ event?: AnyRecordedEvent }>,
+    );
+    if (events[0] !== undefined) return positionOrFail(events[0]);
     throw new Error(`Event ${revision} of "${streamName}" was acknowledged but cannot be read back`);
   }
 }
 
+/** `kurrentdb`, `kurrent`, `kdb` and `esdb`, each with or without `+discover`. */
+const CONNECTION_SCHEME = /^(esdb|kurrentdb|kurrent|kdb)(\+discover)?:\/\//i;
+
 /**
- * Connects to KurrentDB/EventStoreDB. Accepts `esdb://`, `esdb+discover://` and the newer
- * `kurrentdb://` / `kurrent://` spellings (this client only parses `esdb`, so those are translated).
- * The client connects lazily, on the first call.
+ * Connects to KurrentDB/EventStoreDB. Accepts `esdb://`, `kurrentdb://`, `kurrent://` and `kdb://`,
+ * each with `+discover` (this client only parses `esdb`, so the others are translated). The client
+ * uses TLS unless the connection string says `tls=false`; errors about an unreachable server say
+ * so. The client connects lazily, on the first call.
  */
 export function openEventStoreDb(connectionString: string): EventStoreDbEventStore {
-  const esdbConnectionString = connectionString.trim().replace(/^(kurrentdb|kurrent)(\+discover)?:\/\//i, 'esdb$2://');
-  return new EventStoreDbEventStore(EventStoreDBClient.connectionString(esdbConnectionString));
+  const esdbConnectionString = connectionString.trim().replace(CONNECTION_SCHEME, 'esdb$2://');
+  const tlsOff = /[?&]tls=false(&|$)/i.test(esdbConnectionString);
+  const tlsHint = tlsOff
+    ? ''
+    : '; note that the connection uses TLS, since the connection string does not say ?tls=false (needed for a server started --insecure)';
+  return new EventStoreDbEventStore(EventStoreDBClient.connectionString(esdbConnectionString), tlsHint);
 }
