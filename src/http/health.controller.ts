@@ -74,7 +74,7 @@ export class HealthController {
 
   private async projections(): Promise<HealthIndicatorResult> {
     const check = this.indicators.check('projections');
-    const { state } = this.runner.status();
+    const { state, error: failure } = this.runner.status();
     let lags;
     try {
       lags = await this.runner.lag();
@@ -84,6 +84,7 @@ export class HealthController {
     const behind = lags.filter((lag) => lag.faulted || lag.lag > MAX_READY_PROJECTION_LAG_POSITIONS);
     const details = {
       state,
+      ...(failure === undefined ? {} : { error: failure.message }),
       maxLagPositions: MAX_READY_PROJECTION_LAG_POSITIONS.toString(),
       lag: Object.fromEntries(lags.map((lag) => [lag.projection, lag.lag.toString()])),
       ...(behind.length === 0 ? {} : { notReady: behind.map((lag) => (lag.faulted ? `${lag.projection} (faulted)` : lag.projection)) }),

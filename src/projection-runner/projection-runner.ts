@@ -365,10 +365,25 @@ export class ProjectionRunner implements LiveProjections {
     this.state = 'live';
     if (healthy.length === 0) return;
     const after = lowestCheckpoint(healthy);
-    this.subscription = this.options.eventStore.subscribeToAll(
-      (event) => this.receiveLive(event),
-      after === undefined ? {} : { after },
-    );
+    this.subscription = this.options.eventStore.subscribeToAll((event) => this.receiveLive(event), {
+      ...(after === undefined ? {} : { after }),
+      onError: (error, willRetry) => this.subscriptionError(error, willRetry),
+    });
+  }
+
+  /**
+   * The store's own report on the live subscription: a transient loss is logged (the store
+   * resubscribes from the last event it delivered); a permanent one fails the runner, so readiness
+   * reports it instead of the projections silently standing still.
+   */
+  private subscriptionError(error: Error, willRetry: boolean): void {
+    if (willRetry) {
+      this.logger.warn(`Live subscription lost (${error.message}); resubscribing after the last event received`);
+      return;
+    }
+    this.flushLive();
+    this.subscription = undefined;
+    if (this.state !== 'failed') this.fail(new Error(`The live subscription to the event store ended: ${error.message}`));
   }
 
   private async unfollow(): Promise<void> {
