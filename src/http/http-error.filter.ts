@@ -1,7 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logger } from '@nestjs/common';
 import type { HttpResponse as Response } from './http.types';
 import { IdempotencyConflictError, IllegalTransitionError, ValidationError } from '../domain/domain.errors';
-import { ConcurrencyError } from '../event-store/event-store.port';
+import { ConcurrencyError, DeletedStreamError, EventStoreUnavailableError } from '../event-store/event-store.port';
 import { InvalidFeatureInputError } from '../features/operation-feature';
 import { IdempotencyKeyReusedError, UnknownOperationError, UnknownOrganizationError } from '../invocations/invocation-errors';
 import { ProjectionFaultedError, ProjectionRunnerStoppedError } from '../projection-runner';
@@ -20,7 +20,7 @@ interface Rendered {
 /**
  * Turns every error into one HttpErrorBody. Domain errors are mapped by their class, never by their
  * text: bad input → 400 naming the field; unknown operation or organization → 404; a conflicting
- * change → 409; the read side not answering → 503. Anything else is a 500 that says only "internal
+ * change → 409; the read side or the event store not answering → 503. Anything else is a 500 that says only "internal
  * error" and the request id; its details go to the log, never to the client.
  */
 @Catch()
@@ -101,6 +101,13 @@ function render(exception: unknown): Rendered {
   }
   if (exception instanceof ProjectionFaultedError || exception instanceof ProjectionRunnerStoppedError) {
     return { status: 503, message: 'the read models are not available' };
+  }
+  if (exception instanceof EventStoreUnavailableError) {
+    // Includes an append whose outcome stayed unknown: the same request (same idempotency key) is safe to repeat.
+    return { status: 503, message: 'the event store is not available; repeat the request (with the same idempotency key) later' };
+  }
+  if (exception instanceof DeletedStreamError) {
+    return { status: 409, message: 'a record this change needs was deleted in the event store' };
   }
   if (exception instanceof HttpException) {
     return { status: exception.getStatus(), message: messageOf(exception) };

@@ -10,6 +10,10 @@ import { EventStoreDbEventStore, openEventStoreDb, toPortPosition } from '../../
 import { describeEventStoreContract, newEvent } from './event-store.contract';
 import { EventStoreDbWireServer } from '../support/eventstoredb-wire-server';
 
+// Every call is a gRPC round trip to a local server (the racing writers alone make ~2,500): on a shared,
+// loaded machine that takes far longer than an in-process store, so this file allows more time.
+jest.setTimeout(120_000);
+
 const connectionString = process.env['EVENTSTORE_CONNECTION_STRING'];
 
 /**

@@ -212,6 +212,11 @@ export class EventStoreDbWireServer {
     this.appendFaults.push({ streamPrefix, fault });
   }
 
+  /** Faults injected and not yet suffered. */
+  pendingAppendFaults(): number {
+    return this.appendFaults.length;
+  }
+
   /** Every new `$all` subscription fails with this permanent error (undefined: none). */
   failSubscriptions(fault: SubscriptionFault | undefined): void {
     this.subscriptionFault = fault;

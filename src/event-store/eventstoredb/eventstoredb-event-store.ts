@@ -60,6 +60,12 @@ export const RESUBSCRIBE_INITIAL_DELAY_MS = 100;
 /** Longest wait between resubscription attempts, in milliseconds (the wait doubles up to it). */
 export const RESUBSCRIBE_MAX_DELAY_MS = 5_000;
 
+/**
+ * Extra attempts of a read that met a transient error. The client replaces a failed connection only
+ * after a call failed on it, so the first read after a server restart fails and the next one works.
+ */
+export const ESDB_READ_RETRIES = 2;
+
 /** The server's "no position" marker (unsigned 64-bit all ones), sent where a position is unknown. */
 const NO_POSITION = (1n << 64n) - 1n;
 /** Bits of the port position that hold the prepare position (the commit position is above them). */
@@ -184,6 +190,17 @@ async function drain<T>(read: AsyncIterable<{ event?: T }>): Promise<T[]> {
   const events: T[] = [];
   for await (const resolved of read) if (resolved.event !== undefined) events.push(resolved.event);
   return events;
+}
+
+/** Runs a read again after a transient error, up to ESDB_READ_RETRIES more times. */
+async function retryingTransient<T>(read: () => Promise<T>): Promise<T> {
+  for (let retry = 0; ; retry++) {
+    try {
+      return await read();
+    } catch (error) {
+      if (!isTransient(error) || retry >= ESDB_READ_RETRIES) throw error;
+    }
+  }
 }
 
 /** Thrown inside the subscription loop to tell a handler failure from a store one. */
@@ -517,10 +534,12 @@ export class EventStoreDbEventStore implements EventStore {
 
   private async readAllPage(from: ReadPosition, direction: typeof FORWARDS | typeof BACKWARDS): Promise<AnyRecordedEvent[]> {
     try {
-      return await drain<AnyRecordedEvent>(
-        this.client.readAll({ fromPosition: from, direction, maxCount: ESDB_READ_PAGE_EVENTS }) as AsyncIterable<{
-          event?: AnyRecordedEvent;
-        }>,
+      return await retryingTransient(() =>
+        drain<AnyRecordedEvent>(
+          this.client.readAll({ fromPosition: from, direction, maxCount: ESDB_READ_PAGE_EVENTS }) as AsyncIterable<{
+            event?: AnyRecordedEvent;
+          }>,
+        ),
       );
     } catch (error) {
       throw this.readFailure('readAll', error);
@@ -530,7 +549,7 @@ export class EventStoreDbEventStore implements EventStore {
   /** The read's events, or undefined for a stream that does not exist (missing or soft-deleted). */
   private async readOrAbsent<T>(streamName: string, read: () => Promise<T[]>): Promise<T[] | undefined> {
     try {
-      return await read();
+      return await retryingTransient(read);
     } catch (error) {
       if (error instanceof StreamNotFoundError) return undefined;
       if (error instanceof ClientStreamDeletedError) throw new DeletedStreamError(streamName, 'tombstoned');
