@@ -222,12 +222,14 @@ export class EventStoreDbWireServer {
     this.subscriptionFault = fault;
   }
 
-  /** Ends every open subscription as a dropped connection does (UNAVAILABLE); the server stays up. */
-  dropSubscriptions(): void {
-    for (const subscription of [...this.live]) {
+  /** Ends every open subscription as a dropped connection does (UNAVAILABLE); the server stays up. Returns how many. */
+  dropSubscriptions(): number {
+    const dropped = [...this.live];
+    for (const subscription of dropped) {
       this.live.delete(subscription);
       subscription.call.emit('error', { code: grpc.status.UNAVAILABLE, details: 'Connection dropped' });
     }
+    return dropped.length;
   }
 
   /**
