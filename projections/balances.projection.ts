@@ -62,6 +62,9 @@ function applyAccountEvent(balance: BalanceView, event: AccountEvent): BalanceVi
       const { [event.data.invocationId]: _released, ...openHolds } = balance.openHolds;
       return { ...balance, charged: balance.charged + event.data.chargedCredits, openHolds };
     }
+    default:
+      // Credit alerts (AlertThresholdsSet, CreditThresholdCrossed) move no credits.
+      return balance;
   }
 }
 

@@ -3,6 +3,7 @@
  * read no clock. The decider re-checks every field at run time and names the bad one.
  */
 import type { DomainCommand } from '../domain/decider';
+import type { AlertThreshold } from './credit-alerts';
 
 /** Operator grant. Repeating `idempotencyKey` with the same request returns the first result. */
 export type GrantCredits = DomainCommand<
@@ -63,4 +64,13 @@ export type SettleHold = DomainCommand<
   }
 >;
 
-export type AccountCommand = GrantCredits | AdjustCredits | ChangeSettings | PlaceHold | SettleHold;
+/** Replaces the credit alert thresholds (at most MAX_ALERT_THRESHOLDS, no two alike). */
+export type SetAlertThresholds = DomainCommand<
+  'SetAlertThresholds',
+  {
+    readonly thresholds: readonly AlertThreshold[];
+    readonly setAt: string;
+  }
+>;
+
+export type AccountCommand = GrantCredits | AdjustCredits | ChangeSettings | PlaceHold | SettleHold | SetAlertThresholds;

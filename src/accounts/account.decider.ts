@@ -6,12 +6,30 @@
 import { MAX_CREDIT_HOLD_CREDITS } from '../catalog/publication.validation';
 import type { SnapshotCodec } from '../aggregates/aggregate-snapshots';
 import type { Decider } from '../domain/decider';
-import { IdempotencyConflictError, ValidationError } from '../domain/domain.errors';
+import { IdempotencyConflictError, IllegalTransitionError, ValidationError } from '../domain/domain.errors';
 import { FieldChecks, MAX_ID_CHARS, MAX_REASON_CHARS } from '../domain/field-checks';
 import { MAX_ACCOUNT_TOTAL_CREDITS, MAX_LEDGER_ENTRY_CREDITS, MAX_RUNNING_LIMIT } from './account.bounds';
-import type { AccountCommand, AdjustCredits, ChangeSettings, GrantCredits, PlaceHold, SettleHold } from './account.commands';
-import type { AccountEvent } from './account.events';
-import { AccountState, AccountTotals, evolveAccount, heldCredits, initialAccountState, LedgerEntry, totalsAreExact } from './account.state';
+import type { AccountCommand, AdjustCredits, ChangeSettings, GrantCredits, PlaceHold, SetAlertThresholds, SettleHold } from './account.commands';
+import type { AccountEvent, CreditThresholdCrossed } from './account.events';
+import {
+  AccountState,
+  AccountTotals,
+  alertFiguresOf,
+  evolveAccount,
+  heldCredits,
+  initialAccountState,
+  LedgerEntry,
+  totalsAreExact,
+} from './account.state';
+import {
+  ALERT_THRESHOLD_KINDS,
+  isPast,
+  MAX_ALERT_THRESHOLDS,
+  MAX_USED_SHARE_PERCENT,
+  thresholdKey,
+  usedPercentFloor,
+  type AlertThreshold,
+} from './credit-alerts';
 import { accountSnapshot } from './account.snapshot';
 import { admit, AdmissionRefusedError, refusalOf } from './admission.policy';
 
@@ -24,6 +42,9 @@ import { admit, AdmissionRefusedError, refusalOf } from './admission.policy';
  *   other credits); AdmissionRefusedError when the account would refuse it.
  * - SettleHold → HoldSettled; nothing when the invocation has no open hold (settled already, or never
  *   held, e.g. a request that stopped at estimated).
+ * - SetAlertThresholds → AlertThresholdsSet, or nothing when the same thresholds are already set.
+ * - An adjustment or a settlement that takes a figure past an alert threshold not already crossed is
+ *   followed, in the same append, by one CreditThresholdCrossed per threshold it crossed (SPEC §13).
  */
 export function decideAccount(command: AccountCommand, state: AccountState): AccountEvent[] {
   switch (command.type) {
@@ -37,6 +58,8 @@ export function decideAccount(command: AccountCommand, state: AccountState): Acc
       return placeHold(command, state);
     case 'SettleHold':
       return settleHold(command, state);
+    case 'SetAlertThresholds':
+      return setAlertThresholds(command, state);
     default:
       throw ValidationError.of('type', `unknown account command ${(command as { type: unknown }).type}`);
   }
@@ -75,7 +98,10 @@ function adjust({ data }: AdjustCredits, state: AccountState): AccountEvent[] {
   checks.throwIfAny();
   if (isRepeat(state, idempotencyKey, { kind: 'adjustment', credits, reason })) return [];
   assertExact('credits', state, { adjustments: state.adjustments + credits });
-  return [{ type: 'CreditsAdjusted', data: { credits, reason, idempotencyKey, adjustedAt } }];
+  return withCrossings(state, [{ type: 'CreditsAdjusted', data: { credits, reason, idempotencyKey, adjustedAt } }], {
+    cause: { kind: 'adjustment', idempotencyKey },
+    at: adjustedAt,
+  });
 }
 
 function changeSettings({ data }: ChangeSettings, state: AccountState): AccountEvent[] {
@@ -126,7 +152,71 @@ function settleHold({ data }: SettleHold, state: AccountState): AccountEvent[] {
   const open = state.openHolds.get(invocationId);
   if (open === undefined) return [];
   assertExact('chargeCredits', state, { charged: state.charged + chargeCredits, held: heldCredits(state) - open.credits });
-  return [{ type: 'HoldSettled', data: { invocationId, heldCredits: open.credits, chargedCredits: chargeCredits, settledAt } }];
+  return withCrossings(state, [{ type: 'HoldSettled', data: { invocationId, heldCredits: open.credits, chargedCredits: chargeCredits, settledAt } }], {
+    cause: { kind: 'settlement', invocationId },
+    at: settledAt,
+  });
+}
+
+function setAlertThresholds({ data }: SetAlertThresholds, state: AccountState): AccountEvent[] {
+  const checks = new FieldChecks();
+  const thresholds: AlertThreshold[] = [];
+  if (!Array.isArray(data.thresholds)) checks.add('thresholds', 'must be an array');
+  else if (data.thresholds.length > MAX_ALERT_THRESHOLDS) checks.add('thresholds', `must hold at most ${MAX_ALERT_THRESHOLDS} thresholds`);
+  else {
+    const seen = new Set<string>();
+    data.thresholds.forEach((raw, index) => {
+      const field = `thresholds.${index}`;
+      const item = checks.object(field, raw);
+      const kind = checks.oneOf(`${field}.kind`, item.kind, ALERT_THRESHOLD_KINDS);
+      const amountField = kind === 'available_below' ? 'credits' : 'percent';
+      const threshold: AlertThreshold | undefined =
+        kind === 'available_below'
+          ? { kind, credits: checks.integer(`${field}.credits`, item.credits, { min: 0, max: MAX_LEDGER_ENTRY_CREDITS, unit: 'credits' }) }
+          : kind === 'used_share_above'
+            ? { kind, percent: checks.integer(`${field}.percent`, item.percent, { min: 1, max: MAX_USED_SHARE_PERCENT, unit: 'percent' }) }
+            : undefined;
+      if (threshold === undefined) return;
+      const extra = Object.keys(item).find((key) => key !== 'kind' && key !== amountField);
+      if (extra !== undefined) checks.add(`${field}.${extra}`, `is not a field of a ${kind} threshold`);
+      const key = thresholdKey(threshold);
+      if (seen.has(key)) checks.add(field, 'repeats an earlier threshold');
+      seen.add(key);
+      thresholds.push(threshold);
+    });
+  }
+  const setAt = checks.instant('setAt', data.setAt);
+  checks.throwIfAny();
+  // Alerts belong to an account someone funded or configured; setting them never creates one.
+  if (!state.exists) throw new IllegalTransitionError('no account', 'SetAlertThresholds', 'the organization has no account');
+  const same =
+    thresholds.length === state.alertThresholds.length &&
+    thresholds.every((threshold, index) => thresholdKey(threshold) === thresholdKey(state.alertThresholds[index]!));
+  if (same) return [];
+  return [{ type: 'AlertThresholdsSet', data: { thresholds, setAt } }];
+}
+
+/**
+ * `events` followed by a CreditThresholdCrossed for each threshold they take past that was not
+ * already recorded as crossed (once per crossing; evolve forgets a crossing once its figure is back).
+ */
+function withCrossings(
+  state: AccountState,
+  events: AccountEvent[],
+  { cause, at }: { readonly cause: CreditThresholdCrossed['data']['cause']; readonly at: string },
+): AccountEvent[] {
+  if (state.alertThresholds.length === 0) return events;
+  const after = events.reduce(evolveAccount, state);
+  const figures = alertFiguresOf(after);
+  const usedPercent = usedPercentFloor(figures);
+  for (const threshold of after.alertThresholds) {
+    if (after.crossedThresholds.has(thresholdKey(threshold)) || !isPast(threshold, figures)) continue;
+    events.push({
+      type: 'CreditThresholdCrossed',
+      data: { threshold, ...figures, ...(usedPercent === undefined ? {} : { usedPercent }), cause, crossedAt: at },
+    });
+  }
+  return events;
 }
 
 /** True for a repeat of the key's first request; throws when the key was used for another one. */

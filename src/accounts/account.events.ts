@@ -3,6 +3,7 @@
  * them carries `available`: it is derived (account.state.ts), never stored.
  */
 import type { DomainEvent } from '../domain/decider';
+import type { AlertThreshold } from './credit-alerts';
 
 export type CreditsGranted = DomainEvent<
   'CreditsGranted',
@@ -60,7 +61,44 @@ export type HoldSettled = DomainEvent<
   }
 >;
 
-export type AccountEvent = CreditsGranted | CreditsAdjusted | OrganizationSettingsChanged | HoldPlaced | HoldSettled;
+/** Replaces the organization's credit alert thresholds (SPEC §13); an empty list removes them all. */
+export type AlertThresholdsSet = DomainEvent<
+  'AlertThresholdsSet',
+  {
+    readonly thresholds: readonly AlertThreshold[];
+    readonly setAt: string;
+  }
+>;
+
+/**
+ * A settlement or an adjustment took a figure past a threshold that was not past before (SPEC §13).
+ * Appended once per crossing: again only after the figure came back (e.g. after a grant).
+ */
+export type CreditThresholdCrossed = DomainEvent<
+  'CreditThresholdCrossed',
+  {
+    readonly threshold: AlertThreshold;
+    /** The figures right after the event that crossed it. */
+    readonly available: number;
+    readonly charged: number;
+    /** Grants plus adjustments. */
+    readonly grantedCredits: number;
+    /** `floor(charged × 100 / grantedCredits)`; absent when nothing was granted. */
+    readonly usedPercent?: number;
+    /** What crossed it: the settlement of an invocation, or an adjustment by its idempotency key. */
+    readonly cause: { readonly kind: 'settlement'; readonly invocationId: string } | { readonly kind: 'adjustment'; readonly idempotencyKey: string };
+    readonly crossedAt: string;
+  }
+>;
+
+export type AccountEvent =
+  | CreditsGranted
+  | CreditsAdjusted
+  | OrganizationSettingsChanged
+  | HoldPlaced
+  | HoldSettled
+  | AlertThresholdsSet
+  | CreditThresholdCrossed;
 
 export function accountStreamName(organizationId: string): string {
   return `account-${organizationId}`;

@@ -5,6 +5,7 @@
  */
 import type { SnapshotCodec } from '../aggregates/aggregate-snapshots';
 import type { AccountState, LedgerEntry, OpenHold } from './account.state';
+import type { AlertThreshold } from './credit-alerts';
 
 /** Account events between two snapshots: a cold load reads at most this many after the latest one. */
 export const ACCOUNT_SNAPSHOT_EVERY_EVENTS = 10_000;
@@ -18,12 +19,15 @@ interface EncodedAccount {
   readonly maxRunning: number;
   readonly openHolds: readonly (readonly [string, OpenHold])[];
   readonly ledgerEntries: readonly (readonly [string, LedgerEntry])[];
+  readonly alertThresholds: readonly AlertThreshold[];
+  readonly crossedThresholds: readonly string[];
 }
 
 const NUMBER_FIELDS = ['granted', 'adjustments', 'charged', 'maxRunning'] as const;
 
 export const accountSnapshot: SnapshotCodec<AccountState> = {
-  version: 1,
+  // 2: credit alert thresholds and their recorded crossings (SPEC §13).
+  version: 2,
   everyEvents: ACCOUNT_SNAPSHOT_EVERY_EVENTS,
   encode(state): EncodedAccount {
     return {
@@ -35,6 +39,8 @@ export const accountSnapshot: SnapshotCodec<AccountState> = {
       maxRunning: state.maxRunning,
       openHolds: [...state.openHolds],
       ledgerEntries: [...state.ledgerEntries],
+      alertThresholds: state.alertThresholds,
+      crossedThresholds: [...state.crossedThresholds],
     };
   },
   decode(data): AccountState {
@@ -45,6 +51,7 @@ export const accountSnapshot: SnapshotCodec<AccountState> = {
     }
     if (typeof encoded.exists !== 'boolean' || typeof encoded.aiEnabled !== 'boolean') throw new TypeError('account snapshot: flags');
     if (!Array.isArray(encoded.openHolds) || !Array.isArray(encoded.ledgerEntries)) throw new TypeError('account snapshot: entries');
+    if (!Array.isArray(encoded.alertThresholds) || !Array.isArray(encoded.crossedThresholds)) throw new TypeError('account snapshot: alerts');
     return {
       exists: encoded.exists,
       granted: encoded.granted,
@@ -54,6 +61,8 @@ export const accountSnapshot: SnapshotCodec<AccountState> = {
       maxRunning: encoded.maxRunning,
       openHolds: new Map(encoded.openHolds),
       ledgerEntries: new Map(encoded.ledgerEntries),
+      alertThresholds: encoded.alertThresholds,
+      crossedThresholds: new Set(encoded.crossedThresholds),
     };
   },
 };

@@ -7,6 +7,7 @@
 import { isoToMs } from '../domain/field-checks';
 import { DEFAULT_MAX_RUNNING, MAX_ACCOUNT_TOTAL_CREDITS } from './account.bounds';
 import type { AccountEvent } from './account.events';
+import { isPast, thresholdKey, type AlertFigures, type AlertThreshold } from './credit-alerts';
 
 /** A hold not yet settled. */
 export interface OpenHold {
@@ -36,6 +37,13 @@ export interface AccountState {
   readonly openHolds: ReadonlyMap<string, OpenHold>;
   /** idempotencyKey → the grant or adjustment it produced. */
   readonly ledgerEntries: ReadonlyMap<string, LedgerEntry>;
+  /** The credit alert thresholds in force (SPEC §13), at most MAX_ALERT_THRESHOLDS. */
+  readonly alertThresholds: readonly AlertThreshold[];
+  /**
+   * Keys (thresholdKey) of the thresholds whose crossing was recorded and whose figure is still past
+   * them: no second CreditThresholdCrossed until the figure has come back.
+   */
+  readonly crossedThresholds: ReadonlySet<string>;
 }
 
 /** A new organization may use AI and run DEFAULT_MAX_RUNNING invocations at once. */
@@ -49,7 +57,14 @@ export function initialAccountState(): AccountState {
     maxRunning: DEFAULT_MAX_RUNNING,
     openHolds: new Map(),
     ledgerEntries: new Map(),
+    alertThresholds: [],
+    crossedThresholds: new Set(),
   };
+}
+
+/** The figures credit alerts are read against. */
+export function alertFiguresOf(state: AccountState): AlertFigures {
+  return { available: availableCredits(state), charged: state.charged, grantedCredits: state.granted + state.adjustments };
 }
 
 /** Credits held by open holds. */
@@ -140,6 +155,25 @@ export function ledgerEntryFor(state: AccountState, idempotencyKey: string): Led
 }
 
 export function evolveAccount(state: AccountState, event: AccountEvent): AccountState {
+  const next = applyAccountEvent(state, event);
+  return next.crossedThresholds.size === 0 ? next : withUncrossed(next);
+}
+
+/**
+ * Forgets a recorded crossing once its figure is no longer past the threshold (a grant, a released
+ * hold, a positive adjustment), so the next crossing is recorded again.
+ */
+function withUncrossed(state: AccountState): AccountState {
+  const figures = alertFiguresOf(state);
+  let crossed: Set<string> | undefined;
+  for (const threshold of state.alertThresholds) {
+    const key = thresholdKey(threshold);
+    if (state.crossedThresholds.has(key) && !isPast(threshold, figures)) (crossed ??= new Set(state.crossedThresholds)).delete(key);
+  }
+  return crossed === undefined ? state : { ...state, crossedThresholds: crossed };
+}
+
+function applyAccountEvent(state: AccountState, event: AccountEvent): AccountState {
   switch (event.type) {
     case 'CreditsGranted': {
       const { credits, reason, idempotencyKey, grantedAt } = event.data;
@@ -170,6 +204,17 @@ export function evolveAccount(state: AccountState, event: AccountEvent): Account
       const openHolds = new Map(state.openHolds);
       openHolds.delete(event.data.invocationId);
       return { ...state, exists: true, charged: state.charged + event.data.chargedCredits, openHolds };
+    }
+    case 'AlertThresholdsSet': {
+      // A threshold kept from the list before keeps its recorded crossing; a new one starts uncrossed.
+      const keys = new Set(event.data.thresholds.map(thresholdKey));
+      const crossedThresholds = new Set([...state.crossedThresholds].filter((key) => keys.has(key)));
+      return { ...state, alertThresholds: event.data.thresholds, crossedThresholds };
+    }
+    case 'CreditThresholdCrossed': {
+      const crossedThresholds = new Set(state.crossedThresholds);
+      crossedThresholds.add(thresholdKey(event.data.threshold));
+      return { ...state, crossedThresholds };
     }
     default:
       // An event type this version does not know (written by a newer one) changes nothing here.

@@ -3,6 +3,7 @@ import { LEDGER_UPCASTERS } from '../upcasters/ledger.upcasters';
 import { CqrsModule } from '@nestjs/cqrs';
 import { AdjustCreditsHandler, ChangeOrganizationSettingsHandler, GrantCreditsHandler } from '../accounts/account-commands.handler';
 import { AggregateRepository } from '../aggregates/aggregate.repository';
+import { SetAlertThresholdsHandler } from '../alerts/set-alert-thresholds.handler';
 import { PublishOperationHandler } from '../catalog/publish-operation.handler';
 import { EVENT_STORE, type EventStore } from '../event-store/event-store.port';
 import { FeatureRegistry } from '../features/feature.registry';
@@ -53,6 +54,7 @@ const retryJitterProvider: FactoryProvider<RandomSource> = {
     ChangeOrganizationSettingsHandler,
     RunOperationHandler,
     SweepStaleInvocationsHandler,
+    SetAlertThresholdsHandler,
     LogSettledInvocationHandler,
   ],
   exports: [clockProvider, AggregateRepository, FeatureRegistry],

@@ -15,6 +15,7 @@ import { SettlementsController } from './settlements.controller';
 import { StreamsController } from './streams.controller';
 import { ledgerValidationPipe } from './validation.pipe';
 import { MetricsController } from '../observability/metrics.controller';
+import { AlertsController } from '../alerts/alerts.controller';
 
 /**
  * The HTTP API of SPEC §10 with its health probes. Every route needs a bearer token unless marked
@@ -31,6 +32,7 @@ import { MetricsController } from '../observability/metrics.controller';
     SettlementsController,
     HealthController,
     MetricsController,
+    AlertsController,
   ],
   providers: [
     TokenRegistry,

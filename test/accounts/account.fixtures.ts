@@ -1,6 +1,9 @@
 /** Commands and events of a credit account, small enough to read in a given/when/then. */
-import type { AdjustCredits, ChangeSettings, GrantCredits, PlaceHold, SettleHold } from '../../src/accounts/account.commands';
+import type { AdjustCredits, ChangeSettings, GrantCredits, PlaceHold, SetAlertThresholds, SettleHold } from '../../src/accounts/account.commands';
+import type { AlertThreshold } from '../../src/accounts/credit-alerts';
 import type {
+  AlertThresholdsSet,
+  CreditThresholdCrossed,
   CreditsAdjusted,
   CreditsGranted,
   HoldPlaced,
@@ -58,4 +61,27 @@ export const settleHold = (invocationId: string, chargeCredits: number): SettleH
 export const holdSettled = (invocationId: string, heldCredits: number, chargedCredits: number): HoldSettled => ({
   type: 'HoldSettled',
   data: { invocationId, heldCredits, chargedCredits, settledAt: AT },
+});
+
+export const setAlerts = (thresholds: readonly AlertThreshold[]): SetAlertThresholds => ({
+  type: 'SetAlertThresholds',
+  data: { thresholds, setAt: AT },
+});
+
+export const alertsSet = (thresholds: readonly AlertThreshold[]): AlertThresholdsSet => ({
+  type: 'AlertThresholdsSet',
+  data: { thresholds, setAt: AT },
+});
+
+export const availableBelow = (credits: number): AlertThreshold => ({ kind: 'available_below', credits });
+export const usedShareAbove = (percent: number): AlertThreshold => ({ kind: 'used_share_above', percent });
+
+/** The crossing event as the decider writes it, figures given. */
+export const thresholdCrossed = (
+  threshold: AlertThreshold,
+  figures: { available: number; charged: number; grantedCredits: number; usedPercent?: number },
+  cause: CreditThresholdCrossed['data']['cause'],
+): CreditThresholdCrossed => ({
+  type: 'CreditThresholdCrossed',
+  data: { threshold, ...figures, cause, crossedAt: AT },
 });

@@ -1,0 +1,47 @@
+import { Body, Controller, Param, Put } from '@nestjs/common';
+import { CommandBus } from '@nestjs/cqrs';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { AlertThreshold } from '../accounts/credit-alerts';
+import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound } from '../http/api-docs.decorators';
+import { CurrentCaller, mayAccessOrganization, type Caller } from '../http/auth/caller';
+import { Roles } from '../http/auth/roles.decorator';
+import { ResourceNotFoundException } from '../http/http-error.body';
+import { IdParamPipe } from '../http/id-param.pipe';
+import { AlertThresholdsDto, AlertThresholdsResultDto } from './alert-thresholds.dto';
+import { SetAlertThresholdsCommand, type AlertThresholdsResult } from './set-alert-thresholds.command';
+
+/** Credit alerts of an organization (SPEC §13). */
+@ApiTags('alerts')
+@ApiBearerAuth()
+@ApiAuthenticatedErrors()
+@Controller('v1/organizations/:organizationId/alerts')
+export class AlertsController {
+  constructor(private readonly commands: CommandBus) {}
+
+  @Put()
+  @Roles('system', 'org_admin')
+  @ApiOperation({
+    summary: 'Set the credit alert thresholds',
+    description:
+      'Replaces the thresholds: `available_below` (credits) and `used_share_above` (percent of the granted credits charged). ' +
+      'A settlement or adjustment that crosses one appends CreditThresholdCrossed to the account stream, once per crossing, ' +
+      'and again only after the figure came back; webhooks subscribed to it deliver it.',
+  })
+  @ApiOkResponse({ type: AlertThresholdsResultDto })
+  @ApiInvalidRequest()
+  @ApiNotFound('No such organization, or not the caller’s.')
+  set(
+    @CurrentCaller() caller: Caller,
+    @Param('organizationId', IdParamPipe) organizationId: string,
+    @Body() body: AlertThresholdsDto,
+  ): Promise<AlertThresholdsResult> {
+    if (!mayAccessOrganization(caller, organizationId)) throw new ResourceNotFoundException('organization', organizationId);
+    // Passed on as given: the account decider names a field that does not belong to its kind.
+    const thresholds = body.thresholds.map(({ kind, credits, percent }) => ({
+      kind,
+      ...(credits === undefined ? {} : { credits }),
+      ...(percent === undefined ? {} : { percent }),
+    })) as AlertThreshold[];
+    return this.commands.execute(new SetAlertThresholdsCommand(organizationId, thresholds));
+  }
+}
