@@ -169,7 +169,10 @@ function ExplanationView({ explanation: e }: { explanation: Explanation }) {
 
 function AttemptsView({ history, status }: { history: AttemptHistory; status: Loaded<InvocationStatus> }) {
   if (history.attempts.length === 0) return <p class="muted">No provider attempt was made.</p>;
-  const totals = usageByKind(history.usageTotals);
+  // Only the kinds some attempt used get a column; the others are named once below the table.
+  const allKinds = usageByKind(history.usageTotals);
+  const totals = allKinds.filter(([, count]) => count !== 0);
+  const unused = allKinds.filter(([, count]) => count === 0).map(([kind]) => words(kind).replace(/ tokens$/, ''));
   const kinds = totals.map(([kind]) => kind);
   const models = [...new Set(history.attempts.map((a) => a.model))];
   const perAttemptModel = models.length > 1;
@@ -191,13 +194,15 @@ function AttemptsView({ history, status }: { history: AttemptHistory; status: Lo
         <table>
           <caption class="visually-hidden">Attempts with their usage and price</caption>
           <thead>
-            <tr>
-              <td colSpan={perAttemptModel ? 6 : 5} />
-              <th scope="colgroup" colSpan={kinds.length} class="group">
-                Usage (tokens)
-              </th>
-              <td />
-            </tr>
+            {kinds.length > 0 && (
+              <tr>
+                <td colSpan={perAttemptModel ? 6 : 5} />
+                <th scope="colgroup" colSpan={kinds.length} class="group">
+                  Usage
+                </th>
+                <td />
+              </tr>
+            )}
             <tr>
               <th scope="col">Attempt</th>
               <th scope="col">Wait before</th>
@@ -235,6 +240,7 @@ function AttemptsView({ history, status }: { history: AttemptHistory; status: Lo
           </tfoot>
         </table>
       </TableScroll>
+      {unused.length > 0 && <p class="muted">No attempt used any {unused.join(', ')}.</p>}
     </>
   );
 }
