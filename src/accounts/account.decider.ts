@@ -7,7 +7,7 @@ import { MAX_CREDIT_HOLD_CREDITS } from '../catalog/publication.validation';
 import type { SnapshotCodec } from '../aggregates/aggregate-snapshots';
 import type { Decider } from '../domain/decider';
 import { IdempotencyConflictError, IllegalTransitionError, ValidationError } from '../domain/domain.errors';
-import { FieldChecks, MAX_ID_CHARS, MAX_REASON_CHARS } from '../domain/field-checks';
+import { FieldChecks, MAX_REASON_CHARS } from '../domain/field-checks';
 import { MAX_ACCOUNT_TOTAL_CREDITS, MAX_LEDGER_ENTRY_CREDITS, MAX_RUNNING_LIMIT } from './account.bounds';
 import type { AccountCommand, AdjustCredits, ChangeSettings, GrantCredits, PlaceHold, SetAlertThresholds, SettleHold } from './account.commands';
 import type { AccountEvent, CreditThresholdCrossed } from './account.events';
@@ -76,7 +76,7 @@ function grant({ data }: GrantCredits, state: AccountState): AccountEvent[] {
   const checks = new FieldChecks();
   const credits = checks.integer('credits', data.credits, { min: 1, max: MAX_LEDGER_ENTRY_CREDITS, unit: 'credits' });
   const reason = checks.text('reason', data.reason, MAX_REASON_CHARS);
-  const idempotencyKey = checks.text('idempotencyKey', data.idempotencyKey, MAX_ID_CHARS);
+  const idempotencyKey = checks.idempotencyKey('idempotencyKey', data.idempotencyKey);
   const grantedAt = checks.instant('grantedAt', data.grantedAt);
   checks.throwIfAny();
   if (isRepeat(state, idempotencyKey, { kind: 'grant', credits, reason })) return [];
@@ -93,7 +93,7 @@ function adjust({ data }: AdjustCredits, state: AccountState): AccountEvent[] {
   });
   if (credits === 0) checks.add('credits', 'must not be zero');
   const reason = checks.text('reason', data.reason, MAX_REASON_CHARS);
-  const idempotencyKey = checks.text('idempotencyKey', data.idempotencyKey, MAX_ID_CHARS);
+  const idempotencyKey = checks.idempotencyKey('idempotencyKey', data.idempotencyKey);
   const adjustedAt = checks.instant('adjustedAt', data.adjustedAt);
   checks.throwIfAny();
   if (isRepeat(state, idempotencyKey, { kind: 'adjustment', credits, reason })) return [];

@@ -15,6 +15,7 @@ import { ANSWER_STORE, type AnswerStore } from '../answer-store/answer-store.por
 import { SqliteAnswerStore } from '../answer-store/sqlite-answer-store';
 import { LEDGER_CONFIG, type LedgerConfig } from '../config/ledger.config';
 import { CLOCK } from '../domain/clock.token';
+import { idempotencySecretProvider } from './idempotency-secret.provider';
 import { RETRY_JITTER } from '../domain/retry-jitter.token';
 import { systemClock, type Clock, type RandomSource } from '../runtime';
 
@@ -36,6 +37,7 @@ const retryJitterProvider: FactoryProvider<RandomSource> = {
   providers: [
     clockProvider,
     retryJitterProvider,
+    idempotencySecretProvider,
     {
       provide: AggregateRepository,
       inject: [EVENT_STORE],
@@ -57,7 +59,7 @@ const retryJitterProvider: FactoryProvider<RandomSource> = {
     SetAlertThresholdsHandler,
     LogSettledInvocationHandler,
   ],
-  exports: [clockProvider, AggregateRepository, FeatureRegistry],
+  exports: [clockProvider, idempotencySecretProvider, AggregateRepository, FeatureRegistry],
 })
 export class LedgerCoreModule implements OnApplicationShutdown {
   constructor(@Inject(ANSWER_STORE) private readonly answers: AnswerStore) {}

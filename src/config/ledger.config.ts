@@ -54,11 +54,19 @@ export interface LedgerConfig {
   readonly anthropicBaseUrl?: string;
   /** Bearer token → grant. */
   readonly tokens: ReadonlyMap<string, TokenGrant>;
+  /**
+   * `LEDGER_IDEMPOTENCY_SECRET`: the key of request fingerprints (SPEC §10), shared by every instance
+   * on one log. Unset: generated once and kept in a file beside the embedded store (or beside the read
+   * store with EventStoreDB, where each instance then has its own: set it there).
+   */
+  readonly idempotencySecret?: string;
   /** `LEDGER_DEMO=1`: seed the demo catalog, organization and tokens, and print them. */
   readonly demo: boolean;
 }
 
 export const DEFAULT_HOST = '127.0.0.1';
+/** Shortest LEDGER_IDEMPOTENCY_SECRET accepted, in characters: a key, not a password. */
+export const MIN_IDEMPOTENCY_SECRET_CHARS = 32;
 export const DEFAULT_PORT = 3000;
 // An IP address or a host name (letters, digits, dots and hyphens).
 const HOST_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252}[A-Za-z0-9])?$/;
@@ -148,6 +156,11 @@ export function loadLedgerConfig(
 
   const tokens = parseTokens(env.LEDGER_TOKENS, problems);
 
+  const idempotencySecret = nonEmpty(env.LEDGER_IDEMPOTENCY_SECRET);
+  if (idempotencySecret !== undefined && idempotencySecret.length < MIN_IDEMPOTENCY_SECRET_CHARS) {
+    problems.push(`LEDGER_IDEMPOTENCY_SECRET: expected at least ${MIN_IDEMPOTENCY_SECRET_CHARS} characters, got ${idempotencySecret.length}`);
+  }
+
   if (problems.length > 0) throw new ConfigurationError(problems);
   return {
     host,
@@ -158,6 +171,7 @@ export function loadLedgerConfig(
     projectionsThread,
     sqliteSynchronous: synchronous as SqliteSynchronous,
     anthropicApiKey: nonEmpty(env.ANTHROPIC_API_KEY),
+    ...(idempotencySecret === undefined ? {} : { idempotencySecret }),
     anthropicBaseUrl,
     tokens,
     demo: demoFlag === '1' || demoFlag === 'true',

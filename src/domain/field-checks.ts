@@ -6,11 +6,18 @@ import { FieldIssue, ValidationError } from './domain.errors';
 
 /** Longest identifier (operation, organization, invocation id, idempotency key), in characters. */
 export const MAX_ID_CHARS = 128;
+/** Longest idempotency key, in characters (Stripe's and the IETF Idempotency-Key draft's bound). */
+export const MAX_IDEMPOTENCY_KEY_CHARS = 255;
 /** Longest free-text reason on a grant or adjustment, in characters. */
 export const MAX_REASON_CHARS = 500;
 
 // Ids end up in stream names (`<category>-<id>`), so they stay printable and free of whitespace.
 const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]*$/;
+// Printable ASCII (0x20–0x7E): `order#123` and `user@example.com/req 1` are keys. Never in a stream
+// name: a keyed invocation's id is a hash of (organization, key).
+const IDEMPOTENCY_KEY = /^[\x20-\x7E]+$/;
+/** The same rule as the OpenAPI document states it. */
+export const IDEMPOTENCY_KEY_PATTERN_TEXT = `^[\\x20-\\x7E]{1,${MAX_IDEMPOTENCY_KEY_CHARS}}$`;
 const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})$/;
 
 export interface IntegerBounds {
@@ -18,6 +25,18 @@ export interface IntegerBounds {
   readonly max: number;
   /** Unit for the message, e.g. `turns`, `credits`, `ms`. */
   readonly unit: string;
+}
+
+/**
+ * What is wrong with an idempotency key (SPEC §10): printable ASCII, 1 to MAX_IDEMPOTENCY_KEY_CHARS
+ * characters, and not only spaces (a blank key is almost always a client's bug, not a key).
+ */
+export function idempotencyKeyProblem(value: unknown): string | undefined {
+  if (value === undefined || value === null) return value === undefined ? 'is required' : 'must not be null';
+  if (typeof value !== 'string' || value.trim() === '') return 'must be a non-empty string';
+  if (value.length > MAX_IDEMPOTENCY_KEY_CHARS) return `must be at most ${MAX_IDEMPOTENCY_KEY_CHARS} characters`;
+  if (!IDEMPOTENCY_KEY.test(value)) return 'must hold only printable ASCII characters (space to ~)';
+  return undefined;
 }
 
 /** Milliseconds since the epoch of an ISO-8601 instant, NaN when it is not one. */
@@ -103,6 +122,12 @@ export class FieldChecks {
       this.add(field, 'must start with a letter or digit and hold only letters, digits and . _ : -');
     }
     return text;
+  }
+
+  idempotencyKey(field: string, value: unknown): string {
+    const problem = idempotencyKeyProblem(value);
+    if (problem !== undefined) this.add(field, problem);
+    return value as string;
   }
 
   oneOf<T extends string>(field: string, value: unknown, allowed: readonly T[]): T {

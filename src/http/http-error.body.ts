@@ -11,7 +11,7 @@ export interface HttpErrorBody {
   readonly error: string;
   readonly code: HttpErrorCode;
   readonly message: string;
-  /** Only for `invalid_request`: field path → problems with that field. */
+  /** For `invalid_request` (and `idempotency_key_reused`): field path → problems with that field. */
   readonly fields?: Readonly<Record<string, readonly string[]>>;
   readonly requestId: string;
 }
@@ -24,6 +24,7 @@ export const HTTP_ERROR_CODES = [
   'conflict',
   'payload_too_large',
   'unsupported_media_type',
+  'idempotency_key_reused',
   'headers_too_large',
   'unavailable',
   'internal_error',

@@ -15,6 +15,8 @@ interface Rendered {
   readonly status: number;
   readonly message: string;
   readonly fields?: FieldProblems;
+  /** When the status alone does not say it (422 idempotency_key_reused). */
+  readonly code?: HttpErrorCode;
 }
 
 /**
@@ -50,7 +52,7 @@ export class HttpErrorFilter implements ExceptionFilter {
       response.end();
       return;
     }
-    const body = errorBodyOf(rendered.status, rendered.message, rendered.fields, requestId);
+    const body = { ...errorBodyOf(rendered.status, rendered.message, rendered.fields, requestId), ...(rendered.code === undefined ? {} : { code: rendered.code }) };
     if (rendered.status === HttpStatus.SERVICE_UNAVAILABLE) response.setHeader('Retry-After', '1');
     response.status(rendered.status).json(body);
   }
@@ -88,13 +90,11 @@ function render(exception: unknown): Rendered {
   if (exception instanceof UnknownOrganizationError) {
     return { status: 404, message: `organization "${exception.organizationId}" was not found` };
   }
-  if (
-    exception instanceof IdempotencyKeyReusedError ||
-    exception instanceof IdempotencyConflictError ||
-    exception instanceof IllegalTransitionError
-  ) {
-    return { status: 409, message: exception.message };
+  if (exception instanceof IdempotencyKeyReusedError || exception instanceof IdempotencyConflictError) {
+    // SPEC §10: the same key with another request is not a conflict of state but a misused key.
+    return { status: 422, code: 'idempotency_key_reused', message: exception.message, fields: { idempotencyKey: ['was used for another request'] } };
   }
+  if (exception instanceof IllegalTransitionError) return { status: 409, message: exception.message };
   if (exception instanceof ConcurrencyError) {
     // Retries inside the command were exhausted by concurrent writers: the change may be tried again.
     return { status: 409, message: 'a concurrent change to the same record won; try again' };

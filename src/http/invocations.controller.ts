@@ -1,6 +1,6 @@
-import { Body, Controller, Get, HttpCode, HttpStatus, Param, Post } from '@nestjs/common';
+import { Body, Controller, Get, Headers, HttpCode, HttpStatus, Param, Post } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
-import { ApiBearerAuth, ApiConflictResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiHeader, ApiOkResponse, ApiOperation, ApiTags, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
 import type { InvocationView } from '../../projections';
 import { RunOperationCommand } from '../invocations/run-operation.command';
 import type { InvocationResult } from '../invocations/invocation-result';
@@ -10,10 +10,14 @@ import { Roles } from './auth/roles.decorator';
 import { ErrorBodyDto } from './dto/error-body.dto';
 import { InvocationStatusDto, RunInvocationDto, RunInvocationResultDto } from './dto/invocation.dto';
 import { AttemptHistoryDto, ExplanationDto } from './dto/read-views.dto';
-import { ResourceNotFoundException } from './http-error.body';
+import { idempotencyKeyProblem } from '../domain/field-checks';
+import { InvalidRequestException, ResourceNotFoundException } from './http-error.body';
 import { IdParamPipe } from './id-param.pipe';
 import { ReadModelReader } from './read-model.reader';
 import { ATTEMPT_HISTORY, EXPLANATIONS, type AttemptHistoryView, type ExplanationView } from './read-views';
+
+/** The header a client may carry its idempotency key in (IETF draft `Idempotency-Key`). */
+const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
 
 /** Invocations (SPEC §4): run one, and read its state, attempts and explanation. */
 @ApiTags('invocations')
@@ -45,15 +49,21 @@ export class InvocationsController {
   @ApiOkResponse({ type: RunInvocationResultDto })
   @ApiInvalidRequest()
   @ApiNotFound('No such operation or organization, or not the caller’s organization.')
-  @ApiConflictResponse({ type: ErrorBodyDto, description: 'The idempotency key was used for a different operation.' })
-  async run(@CurrentCaller() caller: Caller, @Body() body: RunInvocationDto): Promise<RunInvocationResultDto> {
+  @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'The idempotency key, instead of the body field (the same rules).' })
+  @ApiUnprocessableEntityResponse({ type: ErrorBodyDto, description: '`idempotency_key_reused`: the key was used for another operation or input.' })
+  async run(
+    @CurrentCaller() caller: Caller,
+    @Body() body: RunInvocationDto,
+    @Headers(IDEMPOTENCY_KEY_HEADER) keyHeader: string | undefined,
+  ): Promise<RunInvocationResultDto> {
+    const idempotencyKey = idempotencyKeyOf(body.idempotencyKey, keyHeader);
     if (!mayAccessOrganization(caller, body.organizationId)) throw new ResourceNotFoundException('organization', body.organizationId);
     const summary = await this.commands.execute(
       new RunOperationCommand({
         operationId: body.operationId,
         organizationId: body.organizationId,
         input: body.input,
-        ...(body.idempotencyKey === undefined ? {} : { idempotencyKey: body.idempotencyKey }),
+        ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
       }),
     );
     return resultOf(summary);
@@ -100,6 +110,20 @@ export class InvocationsController {
     if (document === undefined) throw new ResourceNotFoundException('invocation', invocationId);
     return document;
   }
+}
+
+/**
+ * The request's idempotency key: the body's field or the `Idempotency-Key` header (as a plain value,
+ * or as the IETF draft's quoted string), the same key if both are given.
+ */
+function idempotencyKeyOf(fromBody: string | undefined, header: string | undefined): string | undefined {
+  if (header === undefined) return fromBody;
+  const quoted = /^"((?:[^"\\]|\\["\\])*)"$/.exec(header);
+  const key = quoted === null ? header : quoted[1]!.replace(/\\(["\\])/g, '$1');
+  const problem = idempotencyKeyProblem(key);
+  if (problem !== undefined) throw InvalidRequestException.of('Idempotency-Key', problem);
+  if (fromBody !== undefined && fromBody !== key) throw InvalidRequestException.of('idempotencyKey', 'differs from the Idempotency-Key header');
+  return key;
 }
 
 /** SPEC §10's result fields, and nothing of the runner's internals. */

@@ -1,6 +1,6 @@
 import { Body, Controller, Get, HttpCode, HttpStatus, Param, Post, Put } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
-import { ApiBearerAuth, ApiConflictResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
 import { BALANCE_COLLECTION, BALANCES_PROJECTION, type BalanceView } from '../../projections';
 import {
   AdjustCreditsCommand,
@@ -41,7 +41,7 @@ export class OrganizationsController {
   })
   @ApiOkResponse({ type: LedgerEntryResultDto })
   @ApiInvalidRequest()
-  @ApiConflictResponse({ type: ErrorBodyDto, description: 'The idempotency key was used for a different entry.' })
+  @ApiUnprocessableEntityResponse({ type: ErrorBodyDto, description: '`idempotency_key_reused`: the key was used for a different entry.' })
   grant(@Param('organizationId', IdParamPipe) organizationId: string, @Body() body: GrantCreditsDto): Promise<LedgerEntryResult> {
     return this.commands.execute(new GrantCreditsCommand(organizationId, body.credits, body.reason, body.idempotencyKey));
   }
@@ -56,7 +56,7 @@ export class OrganizationsController {
   })
   @ApiOkResponse({ type: LedgerEntryResultDto })
   @ApiInvalidRequest()
-  @ApiConflictResponse({ type: ErrorBodyDto, description: 'The idempotency key was used for a different entry.' })
+  @ApiUnprocessableEntityResponse({ type: ErrorBodyDto, description: '`idempotency_key_reused`: the key was used for a different entry.' })
   adjust(@Param('organizationId', IdParamPipe) organizationId: string, @Body() body: AdjustCreditsDto): Promise<LedgerEntryResult> {
     return this.commands.execute(new AdjustCreditsCommand(organizationId, body.credits, body.reason, body.idempotencyKey));
   }

@@ -16,11 +16,14 @@ export class UnknownOrganizationError extends Error {
   }
 }
 
-/** An idempotency key reused for a different request. */
+/** An idempotency key reused for a different request: another operation, or another input (SPEC §10). */
 export class IdempotencyKeyReusedError extends Error {
   override readonly name = 'IdempotencyKeyReusedError';
 
-  constructor(readonly idempotencyKey: string) {
-    super(`Idempotency key "${idempotencyKey}" was already used for a different operation`);
+  constructor(
+    readonly idempotencyKey: string,
+    readonly differs: 'operation' | 'input',
+  ) {
+    super(`Idempotency key "${idempotencyKey}" was already used for a request with another ${differs}`);
   }
 }

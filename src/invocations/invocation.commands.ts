@@ -22,6 +22,8 @@ export type EstimateInvocation = DomainCommand<
     readonly organizationId: string;
     readonly publication: Publication | null;
     readonly idempotencyKey?: string;
+    /** With a key: the keyed fingerprint of operation and input (request-fingerprint.ts). */
+    readonly requestFingerprint?: string;
     readonly estimatedAt: string;
   }
 >;

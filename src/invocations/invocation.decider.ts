@@ -7,7 +7,8 @@ import { ACCESS_REFUSAL_REASONS, ADMISSION_REFUSAL_REASONS } from '../accounts/a
 import { MAX_CREDIT_HOLD_CREDITS } from '../catalog/publication.validation';
 import type { Decider } from '../domain/decider';
 import { IllegalTransitionError, ValidationError } from '../domain/domain.errors';
-import { FieldChecks, isoToMs, MAX_ID_CHARS } from '../domain/field-checks';
+import { FieldChecks, isoToMs } from '../domain/field-checks';
+import { REQUEST_FINGERPRINT_CHARS } from './request-fingerprint';
 import { AttemptRecord, EndingLimit, Outcome, OUTCOMES, Prices } from '../runtime/conversation.types';
 import { priceAttempt } from '../runtime/pricing';
 import { FAULT_CLASSES } from '../runtime/faults';
@@ -104,8 +105,9 @@ function estimate({ data }: EstimateInvocation): InvocationEvent[] {
   const invocationId = checks.id('invocationId', data.invocationId);
   const operationId = checks.id('operationId', data.operationId);
   const organizationId = checks.id('organizationId', data.organizationId);
-  const idempotencyKey =
-    data.idempotencyKey === undefined ? undefined : checks.text('idempotencyKey', data.idempotencyKey, MAX_ID_CHARS);
+  const idempotencyKey = data.idempotencyKey === undefined ? undefined : checks.idempotencyKey('idempotencyKey', data.idempotencyKey);
+  const requestFingerprint =
+    data.requestFingerprint === undefined ? undefined : checks.text('requestFingerprint', data.requestFingerprint, REQUEST_FINGERPRINT_CHARS);
   const estimatedAt = checks.instant('estimatedAt', data.estimatedAt);
   if (data.publication === undefined) checks.add('publication', 'is required (null for an operation never published)');
   else if (data.publication !== null) {
@@ -123,6 +125,7 @@ function estimate({ data }: EstimateInvocation): InvocationEvent[] {
         organizationId,
         publication: data.publication,
         ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
+        ...(requestFingerprint === undefined ? {} : { requestFingerprint }),
         estimatedAt,
       },
     },

@@ -79,6 +79,11 @@ export type InvocationEstimated = DomainEvent<
     readonly publication: Publication | null;
     /** Present only when the caller gave one. */
     readonly idempotencyKey?: string;
+    /**
+     * With a key: the keyed fingerprint of the operation and input (request-fingerprint.ts), so a
+     * repeat with another input is refused. Never the input itself. Absent in events written before it.
+     */
+    readonly requestFingerprint?: string;
     readonly estimatedAt: string;
   }
 >;

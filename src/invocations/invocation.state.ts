@@ -33,6 +33,8 @@ export interface InvocationState {
   readonly operationId: string | undefined;
   readonly organizationId: string | undefined;
   readonly idempotencyKey: string | undefined;
+  /** The keyed fingerprint of the keyed request's operation and input, when recorded. */
+  readonly requestFingerprint: string | undefined;
   /** The publication resolved at estimate time; null before it, or for an unknown operation. */
   readonly publication: Publication | null;
   /** Integer credits: the publication's creditHold (0 for an unknown operation). */
@@ -73,6 +75,7 @@ export function initialInvocationState(): InvocationState {
     operationId: undefined,
     organizationId: undefined,
     idempotencyKey: undefined,
+    requestFingerprint: undefined,
     publication: null,
     estimate: 0,
     accountHeld: false,
@@ -160,7 +163,7 @@ export function invocationSummary(state: InvocationState): InvocationSummary {
 export function evolveInvocation(state: InvocationState, event: InvocationEvent): InvocationState {
   switch (event.type) {
     case 'InvocationEstimated': {
-      const { invocationId, operationId, organizationId, publication, idempotencyKey, estimatedAt } = event.data;
+      const { invocationId, operationId, organizationId, publication, idempotencyKey, requestFingerprint, estimatedAt } = event.data;
       return {
         ...state,
         status: 'estimated',
@@ -168,6 +171,7 @@ export function evolveInvocation(state: InvocationState, event: InvocationEvent)
         operationId,
         organizationId,
         idempotencyKey,
+        requestFingerprint,
         publication,
         estimate: publication?.creditHold ?? 0,
         lastTransitionAt: estimatedAt,

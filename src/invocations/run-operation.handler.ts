@@ -23,6 +23,7 @@ import { invocationSummary, isUnmeasured, type InvocationState } from './invocat
 import type { InvocationResult } from './invocation-result';
 import { IdempotencyKeyReusedError, UnknownOperationError, UnknownOrganizationError } from './invocation-errors';
 import { invocationIdFor } from './invocation-ids';
+import { IDEMPOTENCY_SECRET, requestFingerprint } from './request-fingerprint';
 import { InvocationSettledEvent } from './invocation-settled.event';
 import { RunOperationCommand, type RunOperationRequest } from './run-operation.command';
 
@@ -31,7 +32,7 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
   private readonly logger = new Logger(RunOperationHandler.name);
   /** Keyed requests running in this process, so a repeat waits for the first instead of racing it. */
   // A repeat that joins shares the first's promise, and so its answer (SPEC §5 "The answer").
-  private readonly inFlight = new Map<string, { readonly operationId: string; readonly run: Promise<InvocationResult> }>();
+  private readonly inFlight = new Map<string, { readonly operationId: string; readonly fingerprint: string; readonly run: Promise<InvocationResult> }>();
 
   constructor(
     private readonly repository: AggregateRepository,
@@ -41,27 +42,36 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(RETRY_JITTER) private readonly random: RandomSource,
     @Inject(ANSWER_STORE) private readonly answers: AnswerStore,
+    @Inject(IDEMPOTENCY_SECRET) private readonly idempotencySecret: Buffer,
   ) {}
 
   execute({ request }: RunOperationCommand): Promise<InvocationResult> {
     const feature = this.features.get(request.operationId);
     if (feature === undefined) return Promise.reject(new UnknownOperationError(request.operationId));
     const invocationId = invocationIdFor(request.organizationId, request.idempotencyKey);
+    if (request.idempotencyKey === undefined) return this.run(invocationId, feature, request, undefined);
+    const fingerprint = requestFingerprint(this.idempotencySecret, request.operationId, request.input);
     const running = this.inFlight.get(invocationId);
     if (running !== undefined) {
-      if (running.operationId !== request.operationId) return Promise.reject(new IdempotencyKeyReusedError(request.idempotencyKey ?? ''));
+      // A repeat while the first still runs here waits for it (SPEC §10), if it is the same request.
+      const differs = differenceOf(running, request.operationId, fingerprint);
+      if (differs !== undefined) return Promise.reject(new IdempotencyKeyReusedError(request.idempotencyKey, differs));
       return running.run;
     }
-    const run = this.run(invocationId, feature, request);
-    if (request.idempotencyKey === undefined) return run;
-    this.inFlight.set(invocationId, { operationId: request.operationId, run });
+    const run = this.run(invocationId, feature, request, fingerprint);
+    this.inFlight.set(invocationId, { operationId: request.operationId, fingerprint, run });
     return run.finally(() => this.inFlight.delete(invocationId));
   }
 
-  private async run(invocationId: string, feature: OperationFeature, request: RunOperationRequest): Promise<InvocationResult> {
+  private async run(
+    invocationId: string,
+    feature: OperationFeature,
+    request: RunOperationRequest,
+    fingerprint: string | undefined,
+  ): Promise<InvocationResult> {
     const telemetry = InvocationTelemetry.start({ invocationId, operationId: request.operationId, organizationId: request.organizationId });
     try {
-      const summary = await telemetry.within(() => this.runOnce(invocationId, feature, request, telemetry));
+      const summary = await telemetry.within(() => this.runOnce(invocationId, feature, request, fingerprint, telemetry));
       telemetry.end(summary);
       return summary;
     } catch (error) {
@@ -78,6 +88,7 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
     invocationId: string,
     feature: OperationFeature,
     request: RunOperationRequest,
+    fingerprint: string | undefined,
     telemetry: InvocationTelemetry,
   ): Promise<InvocationResult> {
     const stream = invocationStreamName(invocationId);
@@ -89,7 +100,7 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
 
     if (request.idempotencyKey !== undefined) {
       const existing = await this.repository.load(stream, invocationDecider);
-      if (existing.revision !== undefined) return this.repeatOf(existing.state, request, feature);
+      if (existing.revision !== undefined) return this.repeatOf(existing.state, request, feature, fingerprint);
     }
 
     // Bad input is refused before anything is written.
@@ -115,6 +126,7 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
           organizationId: request.organizationId,
           publication: publication ?? null,
           ...(request.idempotencyKey === undefined ? {} : { idempotencyKey: request.idempotencyKey }),
+          ...(fingerprint === undefined ? {} : { requestFingerprint: fingerprint }),
           estimatedAt: isoAt(this.clock),
         },
       });
@@ -122,7 +134,7 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
       // Another process estimated the same keyed request first: answer with its result.
       if (error instanceof IllegalTransitionError && request.idempotencyKey !== undefined) {
         const existing = await this.repository.load(stream, invocationDecider);
-        return this.repeatOf(existing.state, request, feature);
+        return this.repeatOf(existing.state, request, feature, fingerprint);
       }
       throw error;
     }
@@ -255,14 +267,38 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
     ];
   }
 
-  private repeatOf(first: InvocationState, request: RunOperationRequest, feature: OperationFeature): InvocationResult {
-    if (first.operationId !== request.operationId) throw new IdempotencyKeyReusedError(request.idempotencyKey ?? '');
+  /**
+   * The first request's result for a repeat of its key, from the log (another process may have run
+   * it), with its answer when the feature keeps answers; refused when the key's first request had
+   * another operation or input.
+   */
+  private repeatOf(first: InvocationState, request: RunOperationRequest, feature: OperationFeature, fingerprint: string | undefined): InvocationResult {
+    const differs = differenceOf(
+      { operationId: first.operationId, fingerprint: first.requestFingerprint },
+      request.operationId,
+      fingerprint,
+    );
+    if (differs !== undefined) throw new IdempotencyKeyReusedError(request.idempotencyKey ?? '', differs);
     const summary = invocationSummary(first);
     if (summary.outcome !== 'completed') return summary;
     if (feature.answerRetentionMs === undefined) return { ...summary, answerUnavailable: 'not_retained' };
     const kept = first.invocationId === undefined ? undefined : this.answers.find(first.invocationId);
     return kept === undefined ? { ...summary, answerUnavailable: 'expired' } : { ...summary, answer: kept.answer };
   }
+}
+
+/**
+ * How a keyed request differs from the key's first one. A first request recorded before fingerprints
+ * existed carries none: only its operation can be compared.
+ */
+function differenceOf(
+  first: { readonly operationId: string | undefined; readonly fingerprint: string | undefined },
+  operationId: string,
+  fingerprint: string | undefined,
+): 'operation' | 'input' | undefined {
+  if (first.operationId !== operationId) return 'operation';
+  if (first.fingerprint !== undefined && first.fingerprint !== fingerprint) return 'input';
+  return undefined;
 }
 
 function describe(error: unknown): string {

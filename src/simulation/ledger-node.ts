@@ -7,6 +7,7 @@
  * A crash kills the node: its store refuses every call, its conversations are stopped, and the
  * simulator starts a new node on the same log (everything in memory is lost).
  */
+import { IDEMPOTENCY_SECRET } from '../invocations/request-fingerprint';
 import { LEDGER_UPCASTERS } from '../upcasters/ledger.upcasters';
 import { Module, type DynamicModule, type INestApplication } from '@nestjs/common';
 import { CommandBus, EventBus } from '@nestjs/cqrs';
@@ -95,7 +96,17 @@ export class LedgerNode {
     await app.init();
     const store = wrapped!;
     const repository = new AggregateRepository(store, LEDGER_UPCASTERS);
-    const runHandler = new RunOperationHandler(repository, app.get(FeatureRegistry), app.get(ProviderRegistry), app.get(EventBus), options.clock, options.random, app.get<AnswerStore>(ANSWER_STORE));
+    const runHandler = new RunOperationHandler(
+      repository,
+      app.get(FeatureRegistry),
+      app.get(ProviderRegistry),
+      app.get(EventBus),
+      options.clock,
+      options.random,
+      app.get<AnswerStore>(ANSWER_STORE),
+      // The same deployment: the second process shares the first's fingerprint secret.
+      app.get<Buffer>(IDEMPOTENCY_SECRET),
+    );
     const sweepHandler = new SweepStaleInvocationsHandler(repository, app.get(LiveProjections), app.get<SqliteReadModelStore>(READ_MODEL_STORE), options.clock);
     return new LedgerNode(app, store, {
       run: (request) => runHandler.execute(new RunOperationCommand(request)),

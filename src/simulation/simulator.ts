@@ -170,7 +170,12 @@ class Simulation implements StoreFaultController {
     }
     this.directory = options.directory ?? mkdtempSync(join(tmpdir(), 'llm-ledger-sim-'));
     const store = options.store ?? `sqlite:${join(this.directory, 'ledger.sqlite')}`;
-    this.env = { LEDGER_STORE: store, LEDGER_READ_STORE: join(this.directory, 'ledger.read.sqlite') };
+    this.env = {
+      LEDGER_STORE: store,
+      LEDGER_READ_STORE: join(this.directory, 'ledger.read.sqlite'),
+      // Fixed per seed, so request fingerprints, and with them the log's digest, replay exactly.
+      LEDGER_IDEMPOTENCY_SECRET: `simulation-fingerprint-secret-seed-${this.options.seed}`,
+    };
   }
 
   async run(): Promise<SimulationResult> {

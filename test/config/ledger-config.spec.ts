@@ -31,6 +31,12 @@ describe('configuration from the environment (SPEC §10)', () => {
     expect(() => loadLedgerConfig({ HOST: 'http://0.0.0.0' })).toThrow(/HOST: expected an IP address or a host name/);
   });
 
+  it('takes LEDGER_IDEMPOTENCY_SECRET as the fingerprint key, and refuses one too short to be a key', () => {
+    expect(loadLedgerConfig({}).idempotencySecret).toBeUndefined();
+    expect(loadLedgerConfig({ LEDGER_IDEMPOTENCY_SECRET: 'x'.repeat(32) }).idempotencySecret).toBe('x'.repeat(32));
+    expect(() => loadLedgerConfig({ LEDGER_IDEMPOTENCY_SECRET: 'short' })).toThrow(/LEDGER_IDEMPOTENCY_SECRET: expected at least 32 characters, got 5/);
+  });
+
   it('accepts EventStoreDB and KurrentDB connection strings', () => {
     expect(loadLedgerConfig({ LEDGER_STORE: 'esdb://localhost:2113?tls=false' }).store).toEqual({
       kind: 'eventstoredb',

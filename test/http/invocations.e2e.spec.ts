@@ -70,7 +70,7 @@ describe('demo.arithmetic end to end over HTTP on a file-backed SQLite store', (
     expect(status.body.answer).toBeUndefined();
   });
 
-  it('answers a repeated idempotency key with the first result, and a reuse for another operation with 409', async () => {
+  it('answers a repeated idempotency key with the first result, and a reuse for another operation with 422 idempotency_key_reused', async () => {
     const first = await ledger.http().post('/v1/invocations').set(bearer(TOKENS.acmeMember)).send(run('What is 2*21?', { idempotencyKey: 'req-1' })).expect(200);
     const again = await ledger.http().post('/v1/invocations').set(bearer(TOKENS.acmeAdmin)).send(run('What is 2*21?', { idempotencyKey: 'req-1' })).expect(200);
     expect(again.body).toEqual(first.body);
@@ -79,8 +79,8 @@ describe('demo.arithmetic end to end over HTTP on a file-backed SQLite store', (
       .post('/v1/invocations')
       .set(bearer(TOKENS.acmeMember))
       .send({ ...run('What is 2*21?', { idempotencyKey: 'req-1' }), operationId: 'test.other' });
-    expect(reused.status).toBe(409);
-    expect(reused.body.code).toBe('conflict');
+    expect(reused.status).toBe(422);
+    expect(reused.body.code).toBe('idempotency_key_reused');
   });
 
   it('answers a refused admission with its reason, as a result rather than an error', async () => {
@@ -94,15 +94,15 @@ describe('demo.arithmetic end to end over HTTP on a file-backed SQLite store', (
     await ledger.http().put('/v1/organizations/acme/settings').set(bearer(TOKENS.system)).send({ aiEnabled: true }).expect(200);
   });
 
-  it('answers a grant repeated with its key with the first result, and the key reused for another amount with 409', async () => {
+  it('answers a grant repeated with its key with the first result, and the key reused for another amount with 422 (SPEC §3)', async () => {
     const grant = { credits: 1_000, reason: 'bonus', idempotencyKey: 'bonus-1' };
     const first = await ledger.http().post('/v1/organizations/acme/grants').set(bearer(TOKENS.system)).send(grant).expect(200);
     expect(first.body.repeated).toBe(false);
     const again = await ledger.http().post('/v1/organizations/acme/grants').set(bearer(TOKENS.system)).send(grant).expect(200);
     expect(again.body).toMatchObject({ repeated: true, balance: first.body.balance });
     const conflict = await ledger.http().post('/v1/organizations/acme/grants').set(bearer(TOKENS.system)).send({ ...grant, credits: 2_000 });
-    expect(conflict.status).toBe(409);
-    expect(conflict.body).toMatchObject({ statusCode: 409, error: 'Conflict', code: 'conflict' });
+    expect(conflict.status).toBe(422);
+    expect(conflict.body).toMatchObject({ statusCode: 422, error: 'Unprocessable Entity', code: 'idempotency_key_reused', fields: { idempotencyKey: [expect.any(String)] } });
   });
 
   it('adjusts credits down with a negative integer', async () => {

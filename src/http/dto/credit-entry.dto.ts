@@ -1,8 +1,8 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { MAX_LEDGER_ENTRY_CREDITS } from '../../accounts/account.bounds';
-import { MAX_ID_CHARS, MAX_REASON_CHARS } from '../../domain/field-checks';
+import { IDEMPOTENCY_KEY_PATTERN_TEXT, MAX_IDEMPOTENCY_KEY_CHARS, MAX_REASON_CHARS } from '../../domain/field-checks';
 import { BalanceDto } from './balance.dto';
-import { Id, Text, WholeNumber } from './field-rules';
+import { IdempotencyKey, Text, WholeNumber } from './field-rules';
 
 /** Body of `POST /v1/organizations/:organizationId/grants`. */
 export class GrantCreditsDto {
@@ -15,11 +15,13 @@ export class GrantCreditsDto {
   readonly reason!: string;
 
   @ApiProperty({
-    maxLength: MAX_ID_CHARS,
+    minLength: 1,
+    maxLength: MAX_IDEMPOTENCY_KEY_CHARS,
+    pattern: IDEMPOTENCY_KEY_PATTERN_TEXT,
     example: 'grant-2025-01',
     description: 'Required. Repeating the key with the same entry returns the first result and writes nothing.',
   })
-  @Id()
+  @IdempotencyKey()
   readonly idempotencyKey!: string;
 }
 
@@ -37,8 +39,8 @@ export class AdjustCreditsDto {
   @Text(MAX_REASON_CHARS)
   readonly reason!: string;
 
-  @ApiProperty({ maxLength: MAX_ID_CHARS, example: 'adjust-2025-01-17' })
-  @Id()
+  @ApiProperty({ minLength: 1, maxLength: MAX_IDEMPOTENCY_KEY_CHARS, pattern: IDEMPOTENCY_KEY_PATTERN_TEXT, example: 'adjust-2025-01-17' })
+  @IdempotencyKey()
   readonly idempotencyKey!: string;
 }
 

@@ -3,7 +3,7 @@
  * match the domain's own checks (src/domain/field-checks.ts), which re-check every command anyway.
  */
 import { registerDecorator, ValidateIf, type ValidationArguments, type ValidationOptions } from 'class-validator';
-import { MAX_ID_CHARS } from '../../domain/field-checks';
+import { idempotencyKeyProblem, MAX_ID_CHARS } from '../../domain/field-checks';
 
 // Mirrors the domain's id rule: ids end up in stream names (`<category>-<id>`).
 export const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]*$/;
@@ -37,6 +37,11 @@ export function Text(maxChars: number, options?: ValidationOptions): PropertyDec
     if (value.length > maxChars) return `must be at most ${maxChars} characters`;
     return undefined;
   });
+}
+
+/** A required idempotency key: printable ASCII, 1 to MAX_IDEMPOTENCY_KEY_CHARS characters (SPEC §10). */
+export function IdempotencyKey(options?: ValidationOptions): PropertyDecorator {
+  return rule('idempotencyKey', options, idempotencyKeyProblem);
 }
 
 /** A required id: letters, digits and `. _ : -`, at most MAX_ID_CHARS characters. */

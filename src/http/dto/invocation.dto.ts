@@ -1,9 +1,9 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ADMISSION_REFUSAL_REASONS } from '../../accounts/admission.policy';
-import { MAX_ID_CHARS } from '../../domain/field-checks';
+import { IDEMPOTENCY_KEY_PATTERN_TEXT, MAX_IDEMPOTENCY_KEY_CHARS } from '../../domain/field-checks';
 import { INVOCATION_STATUSES } from '../../invocations/invocation.events';
 import { OUTCOMES } from '../../runtime/conversation.types';
-import { Id, Optional, Present } from './field-rules';
+import { Id, IdempotencyKey, Optional, Present } from './field-rules';
 
 /** Body of `POST /v1/invocations`. */
 export class RunInvocationDto {
@@ -25,11 +25,17 @@ export class RunInvocationDto {
   readonly input!: unknown;
 
   @ApiPropertyOptional({
-    maxLength: MAX_ID_CHARS,
-    description: 'Repeating a key returns the first request’s result and writes nothing new.',
+    minLength: 1,
+    maxLength: MAX_IDEMPOTENCY_KEY_CHARS,
+    pattern: IDEMPOTENCY_KEY_PATTERN_TEXT,
+    example: 'order#123',
+    description:
+      'Printable ASCII, scoped to the organization (or the `Idempotency-Key` header). Repeating a key with the same ' +
+      'operation and input returns the first request’s result and writes nothing new (waiting for it if it still ' +
+      'runs); with another operation or input it is refused with 422 `idempotency_key_reused`.',
   })
   @Optional()
-  @Id()
+  @IdempotencyKey()
   readonly idempotencyKey?: string;
 }
 
