@@ -18,7 +18,10 @@ const BENCHMARKS: Record<string, () => Promise<Bench>> = {
   'admission-history': async () => (await import('./admission-history.bench')).run,
   'read-side': async () => (await import('./read-side.bench')).run,
   http: async () => (await import('./http.bench')).run,
+  soak: async () => (await import('./soak.bench')).run,
 };
+/** Run only when named: the soak takes ten minutes. */
+const ONLY_WHEN_NAMED = new Set(['soak']);
 
 export interface MachineInfo {
   readonly cpuModel: string;
@@ -45,7 +48,7 @@ async function main(names: readonly string[]): Promise<void> {
     console.error(`Unknown benchmark ${unknown.join(', ')}; known: ${Object.keys(BENCHMARKS).join(', ')}`);
     process.exit(2);
   }
-  const selected = names.length > 0 ? names : Object.keys(BENCHMARKS);
+  const selected = names.length > 0 ? names : Object.keys(BENCHMARKS).filter((name) => !ONLY_WHEN_NAMED.has(name));
   const machine = machineInfo();
   console.log(`machine: ${machine.cores} × ${machine.cpuModel}, node ${machine.node}, ${machine.date}, load average ${machine.loadAverage1m}`);
   const resultsDir = join(__dirname, '..', '..', 'bench', 'results');

@@ -14,11 +14,18 @@ export interface ProbeReply {
 /** The service process's own CPU time (all threads) and memory at one moment. */
 export interface ServiceUsage {
   readonly cpuMicros: number;
+  /** The same split into user and system (kernel) time: sockets and pipes show as system time. */
+  readonly userCpuMicros: number;
+  readonly systemCpuMicros: number;
   readonly rssBytes: number;
   readonly heapUsedBytes: number;
   readonly heapTotalBytes: number;
   readonly externalBytes: number;
   readonly arrayBuffersBytes: number;
+  /** The resident set by kind (Linux only, else 0): anonymous memory (heaps, malloc), file pages, shared memory. */
+  readonly rssAnonBytes: number;
+  readonly rssFileBytes: number;
+  readonly rssShmemBytes: number;
   /** True when the heap figures were taken right after a full collection (service run with --expose-gc). */
   readonly afterGc: boolean;
 }

@@ -5,7 +5,7 @@
  * snapshot. The service itself is started exactly as `npm start` starts it; the probe only reports.
  */
 import { Session } from 'node:inspector';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { writeHeapSnapshot } from 'node:v8';
 import type { ProbeReply, ProbeRequest, ServiceUsage } from './service-probe.protocol';
 
@@ -17,6 +17,18 @@ function post<T>(method: string): Promise<T> {
   );
 }
 
+/** The resident set split by kind (Linux /proc/self/status), in bytes; zeros where it cannot be read. */
+function residentByKind(): Pick<ServiceUsage, 'rssAnonBytes' | 'rssFileBytes' | 'rssShmemBytes'> {
+  let status = '';
+  try {
+    status = readFileSync('/proc/self/status', 'utf8');
+  } catch {
+    // Not Linux: the split is unknown.
+  }
+  const kib = (field: string): number => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0) * 1024;
+  return { rssAnonBytes: kib('RssAnon'), rssFileBytes: kib('RssFile'), rssShmemBytes: kib('RssShmem') };
+}
+
 function usage(collectGarbage: boolean): ServiceUsage {
   // Only under --expose-gc (the soak): the heap after a full collection is what the process retains.
   const gc = (globalThis as { gc?: () => void }).gc;
@@ -26,11 +38,14 @@ function usage(collectGarbage: boolean): ServiceUsage {
   return {
     // process.cpuUsage counts every thread of the process: the event loop and the projection worker.
     cpuMicros: cpu.user + cpu.system,
+    userCpuMicros: cpu.user,
+    systemCpuMicros: cpu.system,
     rssBytes: memory.rss,
     heapUsedBytes: memory.heapUsed,
     heapTotalBytes: memory.heapTotal,
     externalBytes: memory.external,
     arrayBuffersBytes: memory.arrayBuffers,
+    ...residentByKind(),
     afterGc: collectGarbage && gc !== undefined,
   };
 }
