@@ -53,6 +53,8 @@ export function parseStoreUrl(value: string): StoreLocation {
 export interface OpenEventStoreOptions {
   /** Durability of the embedded store (ignored for EventStoreDB). Default 'NORMAL'. */
   readonly synchronous?: SqliteSynchronous;
+  /** See SqliteEventStoreOptions.eagerCommitsPerTurn (ignored for EventStoreDB). */
+  readonly eagerCommitsPerTurn?: number;
 }
 
 /** Opens the store a `LEDGER_STORE` value (or an already parsed location) names. */
@@ -63,7 +65,11 @@ export async function openEventStore(
   const location = typeof url === 'string' ? parseStoreUrl(url) : url;
   switch (location.kind) {
     case 'sqlite':
-      return openSqliteEventStore({ path: location.path, synchronous: options.synchronous });
+      return openSqliteEventStore({
+        path: location.path,
+        synchronous: options.synchronous,
+        ...(options.eagerCommitsPerTurn === undefined ? {} : { eagerCommitsPerTurn: options.eagerCommitsPerTurn }),
+      });
     case 'eventstoredb':
       return openEventStoreDb(location.connectionString);
   }

@@ -87,7 +87,10 @@ export class LedgerNode {
       .useFactory({
         inject: [LEDGER_CONFIG],
         factory: async (config: LedgerConfig) => {
-          wrapped = new FaultyEventStore(await openEventStore(config.store, { synchronous: config.sqliteSynchronous }), options.controller, options.probe);
+          // Commits at the end of each turn: the simulated processes share one event loop, and commits
+          // right after each task would serialise their appends, which two real processes' are not.
+          const inner = await openEventStore(config.store, { synchronous: config.sqliteSynchronous, eagerCommitsPerTurn: 0 });
+          wrapped = new FaultyEventStore(inner, options.controller, options.probe);
           return wrapped;
         },
       })

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConcurrencyError, InvalidEventStoreInputError, RecordedEvent } from '../../src/event-store/event-store.port';
 import { SqliteSchemaTooNewError, SQLITE_SCHEMA_VERSION } from '../../src/event-store/sqlite/sqlite-schema.migrations';
-import { openSqliteEventStore, SqliteEventStore } from '../../src/event-store/sqlite/sqlite-event-store';
+import { MAX_EAGER_COMMITS_PER_TURN, openSqliteEventStore, SqliteEventStore } from '../../src/event-store/sqlite/sqlite-event-store';
 import { describeEventStoreContract, newEvent } from './event-store.contract';
 
 const directory = mkdtempSync(join(tmpdir(), 'ledger-sqlite-store-'));
@@ -104,6 +104,58 @@ describe('SQLite event store', () => {
       expect(store.groupCommitStats.transactions - before.transactions).toBe(1);
       expect(store.groupCommitStats.appends - before.appends).toBe(9);
       expect(await store.readAll()).toHaveLength(19);
+    });
+
+    it('commits an append as soon as the callback that made it has run, not after the rest of the turn', async () => {
+      let committedBeforeNextCallback: boolean | undefined;
+      await new Promise<void>((resolve) => {
+        let committed = false;
+        // Two callbacks of the same turn: the first appends, the second is unrelated work queued behind it.
+        setImmediate(() => void store.append('quick-1', [newEvent()], { expectedRevision: 'no_stream' }).then(() => (committed = true)));
+        setImmediate(() => {
+          committedBeforeNextCallback = committed;
+          resolve();
+        });
+      });
+      expect(committedBeforeNextCallback).toBe(true);
+    });
+
+    it('waits for the end of the turn with eagerCommitsPerTurn 0, and refuses a value outside 0..MAX_EAGER_COMMITS_PER_TURN', async () => {
+      const late = openSqliteEventStore({ path: ':memory:', eagerCommitsPerTurn: 0 });
+      let committedBeforeNextCallback: boolean | undefined;
+      await new Promise<void>((resolve) => {
+        let committed = false;
+        setImmediate(() => void late.append('late-1', [newEvent()], { expectedRevision: 'no_stream' }).then(() => (committed = true)));
+        setImmediate(() => {
+          committedBeforeNextCallback = committed;
+          resolve();
+        });
+      });
+      await late.close();
+      expect(committedBeforeNextCallback).toBe(false);
+      for (const eagerCommitsPerTurn of [-1, 1.5, MAX_EAGER_COMMITS_PER_TURN + 1]) {
+        expect(() => openSqliteEventStore({ path: ':memory:', eagerCommitsPerTurn })).toThrow(InvalidEventStoreInputError);
+      }
+    });
+
+    it(`starts at most MAX_EAGER_COMMITS_PER_TURN (${MAX_EAGER_COMMITS_PER_TURN}) commits early in one turn; the rest of the turn's appends share one commit at its end`, async () => {
+      const before = store.groupCommitStats;
+      const extra = 3;
+      const appends: Array<Promise<unknown>> = [];
+      let transactionsWithinTurn = 0;
+      await new Promise<void>((resolve) => {
+        for (let index = 0; index < MAX_EAGER_COMMITS_PER_TURN + extra; index++) {
+          setImmediate(() => void appends.push(store.append(`busy-${index}`, [newEvent()], { expectedRevision: 'no_stream' })));
+        }
+        setImmediate(() => {
+          transactionsWithinTurn = store.groupCommitStats.transactions - before.transactions;
+          resolve();
+        });
+      });
+      await Promise.all(appends);
+      expect(transactionsWithinTurn).toBe(MAX_EAGER_COMMITS_PER_TURN);
+      expect(store.groupCommitStats.transactions - before.transactions).toBe(MAX_EAGER_COMMITS_PER_TURN + 1);
+      expect(store.groupCommitStats.appends - before.appends).toBe(MAX_EAGER_COMMITS_PER_TURN + extra);
     });
 
     it('checks each append of a group against the appends before it, so two creators of one stream in one tick cannot both win', async () => {

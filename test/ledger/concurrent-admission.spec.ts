@@ -10,12 +10,17 @@ import { scriptedFeature, usage } from '../support/scripted-feature';
 const HOLD = 100;
 const REQUESTS = 200;
 const MAX_RUNNING = 10;
+/**
+ * Event-loop turns the model takes to answer: enough that more than MAX_RUNNING requests would be
+ * running at once (requests arrive one turn apart), whatever the turns the accounting itself takes.
+ */
+const MODEL_TURNS = 15;
 
 /** A model that takes a few event-loop turns to answer, so requests overlap for real. */
 function overlapping(): ScriptedStep[] {
   return [
     async () => {
-      for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+      for (let i = 0; i < MODEL_TURNS; i++) await new Promise((resolve) => setImmediate(resolve));
       // 60 input + 4 output tokens at 1 credit per token: each settles for 64 of its 100 held.
       return scriptedToolUse([{ id: 'a', name: 'submit_answer', input: { value: 42 } }], { usage: usage(60, 4) });
     },

@@ -34,6 +34,12 @@ export interface SqliteEventStoreOptions {
   readonly path: string;
   /** Default 'NORMAL'. */
   readonly synchronous?: SqliteSynchronous;
+  /**
+   * Commits per event-loop turn that start right after the task that queued them (default
+   * MAX_EAGER_COMMITS_PER_TURN; 0: every commit waits for the end of the turn, as with several
+   * processes simulated on one event loop, whose appends should overlap as real processes' do).
+   */
+  readonly eagerCommitsPerTurn?: number;
 }
 
 /** What a checkpoint of the write-ahead log did (see SqliteEventStore.checkpointWal). */
@@ -56,6 +62,13 @@ export const SQLITE_BUSY_TIMEOUT_MS = 5_000;
 export const WAL_AUTOCHECKPOINT_PAGES = 10_000;
 /** Most appends written in one group-commit transaction; the rest wait for the next one. */
 export const MAX_APPENDS_PER_GROUP_COMMIT = 512;
+/**
+ * Group commits per turn of the event loop that start as soon as the task that queued them ends (a
+ * microtask), in commits; past it, what is queued waits for the end of the turn (setImmediate) and
+ * goes out as one commit. Bounds the extra transactions a busy turn can cost, while an append in a
+ * quiet or ordinary turn does not wait for unrelated callbacks to run first.
+ */
+export const MAX_EAGER_COMMITS_PER_TURN = 8;
 
 /** An append accepted by `append()` and waiting for the next group commit. */
 interface PendingAppend {
@@ -225,9 +238,12 @@ function isDuplicateEventId(error: unknown): boolean {
  * The embedded event store: one SQLite file in WAL mode, written by better-sqlite3.
  *
  * **Group commit.** `append` validates at once (bad input is refused before anything is queued),
- * then queues the append. Every append queued during one turn of the event loop is written in a
- * single SQLite transaction on the next turn (`setImmediate`), so concurrent writers share one commit
- * and, under `synchronous=FULL`, one fsync. Each append is checked against its own expected revision
+ * then queues the append. The appends queued by one task (a callback and the promise reactions it
+ * starts) are written in a single SQLite transaction as soon as that task ends (a microtask), so an
+ * append does not wait for the rest of the event-loop turn's unrelated callbacks; past
+ * MAX_EAGER_COMMITS_PER_TURN such commits in one turn, everything queued waits for the end of the
+ * turn (`setImmediate`) and shares one commit, which bounds the transactions (and, under
+ * `synchronous=FULL`, the fsyncs) a busy turn costs. Each append is checked against its own expected revision
  * and runs inside its own savepoint (a one-event append needs none: its single INSERT is atomic): a
  * stale one fails alone with ConcurrencyError while the others commit. An append's promise settles only after COMMIT returned.
  *
@@ -253,6 +269,8 @@ function isDuplicateEventId(error: unknown): boolean {
 export class SqliteEventStore implements EventStore {
   private queue: PendingAppend[] = [];
   private flushScheduled = false;
+  private eagerCommitsThisTurn = 0;
+  private turnEndScheduled = false;
   private closed = false;
   private closing: Promise<void> | undefined;
   private readonly commitListeners = new Set<(committed: CommittedEvents) => void>();
@@ -275,7 +293,10 @@ export class SqliteEventStore implements EventStore {
   private readonly selectHead: Database.Statement;
 
   /** Takes a configured and migrated connection; use openSqliteEventStore. */
-  constructor(private readonly db: Database.Database) {
+  constructor(
+    private readonly db: Database.Database,
+    private readonly eagerCommitsPerTurn: number = MAX_EAGER_COMMITS_PER_TURN,
+  ) {
     this.begin = db.prepare('BEGIN IMMEDIATE');
     this.commit = db.prepare('COMMIT');
     this.rollback = db.prepare('ROLLBACK');
@@ -337,10 +358,7 @@ export class SqliteEventStore implements EventStore {
         resolve,
         reject,
       });
-      if (!this.flushScheduled) {
-        this.flushScheduled = true;
-        setImmediate(this.flush);
-      }
+      if (!this.flushScheduled) this.scheduleFlush();
     });
   }
 
@@ -443,6 +461,25 @@ export class SqliteEventStore implements EventStore {
   private currentRevision(streamName: string): bigint | undefined {
     return (this.selectStreamRevision.get(streamName) as bigint | null) ?? undefined;
   }
+
+  private scheduleFlush(): void {
+    this.flushScheduled = true;
+    if (this.eagerCommitsThisTurn >= this.eagerCommitsPerTurn) {
+      setImmediate(this.flush);
+      return;
+    }
+    this.eagerCommitsThisTurn++;
+    if (!this.turnEndScheduled) {
+      this.turnEndScheduled = true;
+      setImmediate(this.endTurn);
+    }
+    queueMicrotask(this.flush);
+  }
+
+  private readonly endTurn = (): void => {
+    this.turnEndScheduled = false;
+    this.eagerCommitsThisTurn = 0;
+  };
 
   private readonly flush = (): void => {
     this.flushScheduled = false;
@@ -620,7 +657,11 @@ export function openSqliteEventStore(options: SqliteEventStoreOptions): SqliteEv
     // file: measured at a quarter of append throughput. In memory they cost next to nothing.
     db.pragma('temp_store = MEMORY');
     migrateSqliteSchema(db);
-    return new SqliteEventStore(db);
+    const eager = options.eagerCommitsPerTurn ?? MAX_EAGER_COMMITS_PER_TURN;
+    if (!Number.isInteger(eager) || eager < 0 || eager > MAX_EAGER_COMMITS_PER_TURN) {
+      throw new InvalidEventStoreInputError('eagerCommitsPerTurn', `must be an integer from 0 to ${MAX_EAGER_COMMITS_PER_TURN}, got ${String(eager)}`);
+    }
+    return new SqliteEventStore(db, eager);
   } catch (error) {
     db.close();
     throw error;
