@@ -20,8 +20,8 @@ const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH']);
 /**
  * The HTTP setup that lives outside Nest's module graph, shared by main.ts and the tests so both
  * serve the same application: request ids and the one-line request log, the bounded JSON body
- * parser and its errors, and OpenAPI at /docs. Call it before `init()`/`listen()`. (The guard, pipe,
- * interceptor and filter are registered by HttpModule itself.)
+ * parser and its errors, and OpenAPI at /docs. Call it before `init()`/`listen()`. (The guards, pipe
+ * and filter are registered by HttpModule itself.)
  */
 export function configureHttp(app: NestExpressApplication): void {
   app.disable('x-powered-by');
@@ -95,7 +95,7 @@ interface BodyParserError {
   readonly status?: unknown;
 }
 
-/** Express error middleware: keeps a body-parser error for BodyErrorInterceptor (raised after auth). */
+/** Express error middleware: keeps a body-parser error for BodyErrorGuard (raised after auth). */
 function noteBodyParserError(error: unknown, request: LedgerRequest, _response: Response, next: NextFunction): void {
   const { type, status } = (error ?? {}) as BodyParserError;
   const encoding = request.headers['content-encoding'];

@@ -1,10 +1,10 @@
 import { Module } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { CqrsModule } from '@nestjs/cqrs';
 import { TerminusModule } from '@nestjs/terminus';
 import { BearerTokenGuard } from './auth/bearer-token.guard';
 import { TokenRegistry } from './auth/token-registry';
-import { BodyErrorInterceptor } from './body-error.interceptor';
+import { BodyErrorGuard } from './body-error.guard';
 import { HealthController } from './health.controller';
 import { HttpErrorFilter } from './http-error.filter';
 import { InvocationsController } from './invocations.controller';
@@ -37,8 +37,9 @@ import { AlertsController } from '../alerts/alerts.controller';
   providers: [
     TokenRegistry,
     ReadModelReader,
+    // Guards run in this order: authentication first, so a bad body is only reported to a caller with a valid token.
     { provide: APP_GUARD, useClass: BearerTokenGuard },
-    { provide: APP_INTERCEPTOR, useClass: BodyErrorInterceptor },
+    { provide: APP_GUARD, useClass: BodyErrorGuard },
     { provide: APP_PIPE, useFactory: ledgerValidationPipe },
     { provide: APP_FILTER, useClass: HttpErrorFilter },
   ],

@@ -15,7 +15,7 @@ export interface LedgerRequestContext {
   requestId: string;
   /** Set by the bearer-token guard once the token is known. */
   caller?: Caller;
-  /** A body the parser refused; raised after authentication (see body-error.interceptor.ts). */
+  /** A body the parser refused; raised after authentication (see body-error.guard.ts). */
   bodyError?: BodyProblem;
 }
 
