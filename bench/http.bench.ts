@@ -35,6 +35,8 @@ export interface HttpLevel extends LoadResult {
   /** Service CPU (all its threads) over the level, until its read models caught up, in seconds. */
   readonly serviceCpuSeconds: number;
   readonly serviceCpuMsPerInvocation: number;
+  /** Of that CPU, the share spent in the kernel (sockets, pipes, SQLite's writes), in percent. */
+  readonly serviceSystemCpuPercent: number;
   readonly rssStartMiB: number;
   readonly rssPeakMiB: number;
   readonly rssEndMiB: number;
@@ -108,6 +110,7 @@ export async function run(): Promise<HttpReport> {
         ...load,
         serviceCpuSeconds: round(serviceCpuSeconds),
         serviceCpuMsPerInvocation: round((serviceCpuSeconds * 1000) / Math.max(1, load.completed)),
+        serviceSystemCpuPercent: Math.round((100 * (after.systemCpuMicros - before.systemCpuMicros)) / Math.max(1, after.cpuMicros - before.cpuMicros)),
         rssStartMiB: mib(before.rssBytes),
         rssPeakMiB: mib(Math.max(peak, after.rssBytes)),
         rssEndMiB: mib(after.rssBytes),
@@ -134,6 +137,7 @@ export async function run(): Promise<HttpReport> {
       'p50 ms': inProcess.latencyP50Ms,
       'p99 ms': inProcess.latencyP99Ms,
       'CPU ms/invocation': inProcess.cpuMsPerInvocation,
+      'kernel %': inProcess.systemCpuPercent,
       errors: 0,
     },
     ...Object.fromEntries(
@@ -144,6 +148,7 @@ export async function run(): Promise<HttpReport> {
           'p50 ms': entry.latencyP50Ms,
           'p99 ms': entry.latencyP99Ms,
           'CPU ms/invocation': entry.serviceCpuMsPerInvocation,
+          'kernel %': entry.serviceSystemCpuPercent,
           errors: entry.non2xx + entry.errors + entry.timeouts + entry.notCompleted,
           'RSS MiB start/peak/end': `${entry.rssStartMiB} / ${entry.rssPeakMiB} / ${entry.rssEndMiB}`,
         },

@@ -32,6 +32,8 @@ export interface InProcessResult {
   readonly invocationsPerSecond: number;
   readonly cpuSeconds: number;
   readonly cpuMsPerInvocation: number;
+  /** Of that CPU, the share spent in the kernel, in percent. */
+  readonly systemCpuPercent: number;
   readonly latencyP50Ms: number;
   readonly latencyP99Ms: number;
 }
@@ -83,6 +85,7 @@ async function measure({ invocations, warmupInvocations, inFlight }: InProcessRe
       invocationsPerSecond: Math.round(invocations / seconds),
       cpuSeconds: round(cpuSeconds),
       cpuMsPerInvocation: round((cpuSeconds * 1000) / invocations),
+      systemCpuPercent: Math.round((100 * cpu.system) / Math.max(1, cpu.user + cpu.system)),
       latencyP50Ms: at(0.5),
       latencyP99Ms: at(0.99),
     };
