@@ -43,7 +43,7 @@ export interface OpenInvocationView {
   readonly lastActivityAt: string;
 }
 
-type InvocationRecordedEvent = RecordedEvent<InvocationEvent['type']> & InvocationEvent;
+export type InvocationRecordedEvent = RecordedEvent<InvocationEvent['type']> & InvocationEvent;
 
 /** The state of every invocation, and the set still open. */
 export const invocationsProjection: Projection<InvocationRecordedEvent> = {
@@ -72,7 +72,8 @@ export const invocationsProjection: Projection<InvocationRecordedEvent> = {
   },
 };
 
-function applyInvocationEvent(
+/** Folds one event of an invocation stream into its lifecycle view (undefined: not an invocation's). */
+export function applyInvocationEvent(
   view: InvocationView | undefined,
   invocationId: string,
   event: InvocationRecordedEvent,

@@ -10,7 +10,17 @@
  * the invocations still open, and the settled invocations whose hold is not yet settled — never one
  * record per invocation ever made.
  */
-import { BALANCE_COLLECTION, BALANCES_PROJECTION, balancesProjection, type BalanceView } from '../../projections';
+import {
+  BALANCE_COLLECTION,
+  BALANCES_PROJECTION,
+  balancesProjection,
+  USAGE_DAY_COLLECTION,
+  USAGE_STATEMENTS_PROJECTION,
+  usageStatementsProjection,
+  utcDay,
+  type BalanceView,
+  type UsageDayView,
+} from '../../projections';
 import { streamId } from '../../projections/stream-names';
 import { accountDecider } from '../accounts/account.decider';
 import type { AccountEvent } from '../accounts/account.events';
@@ -92,6 +102,14 @@ export type LedgerDifference =
       readonly attemptCredits: number;
     }
   | {
+      /** A usage statement's credits for a day differ from the charges its invocation streams settled that day (SPEC §9). */
+      readonly kind: 'statement_credits';
+      readonly organizationId: string;
+      readonly day: string;
+      readonly statementCredits: number;
+      readonly invocationCharges: number;
+    }
+  | {
       /** A balances document breaks its own arithmetic (SPEC §3). */
       readonly kind: 'balance_identity';
       readonly organizationId: string;
@@ -149,6 +167,9 @@ interface SettledAwaitingHold {
 export async function auditLedger(options: LedgerAuditOptions): Promise<LedgerAuditResult> {
   // The read model is read first, so the log's head is at or past its checkpoint.
   const balances = readBalances(options.readStore);
+  const statements = readStatementCredits(options.readStore);
+  /** Charges settled per organization and UTC day, up to the statements' checkpoint. */
+  const chargesByDay = new Map<string, number>();
   const head = await options.eventStore.headPosition();
   const pageEvents = options.pageEvents ?? AUDIT_PAGE_EVENTS;
 
@@ -194,7 +215,7 @@ export async function auditLedger(options: LedgerAuditOptions): Promise<LedgerAu
     }
   };
 
-  const onInvocationEvent = (invocationId: string, event: InvocationEvent): void => {
+  const onInvocationEvent = (invocationId: string, event: InvocationEvent, position: bigint): void => {
     switch (event.type) {
       case 'InvocationEstimated':
         invocations += 1;
@@ -231,7 +252,11 @@ export async function auditLedger(options: LedgerAuditOptions): Promise<LedgerAu
         openInvocations.delete(invocationId);
         const pricing = openPricing.get(invocationId);
         openPricing.delete(invocationId);
-        const { chargeCredits, heldCredits, transition } = event.data;
+        const { chargeCredits, heldCredits, transition, settledAt } = event.data;
+        if (statements?.checkpoint !== undefined && position <= statements.checkpoint) {
+          const key = `${organizationId}\n${utcDay(settledAt)}`;
+          chargesByDay.set(key, (chargesByDay.get(key) ?? 0) + chargeCredits);
+        }
         if ((transition === 8 || transition === 10) && pricing !== undefined && !pricing.truncated && pricing.attemptCredits !== chargeCredits) {
           differences.push({ kind: 'charge_vs_attempts', organizationId, invocationId, chargeCredits, attemptCredits: pricing.attemptCredits });
         }
@@ -284,13 +309,23 @@ export async function auditLedger(options: LedgerAuditOptions): Promise<LedgerAu
   if (balances !== undefined) {
     differences.push(...checkBalances(balances.documents, accountsAtCheckpoint ?? accounts));
   }
+  if (statements !== undefined) {
+    for (const key of sortedUnion(statements.creditsByDay.keys(), chargesByDay.keys())) {
+      const statementCredits = statements.creditsByDay.get(key) ?? 0;
+      const charges = chargesByDay.get(key) ?? 0;
+      if (statementCredits !== charges) {
+        const [organizationId, day] = key.split('\n') as [string, string];
+        differences.push({ kind: 'statement_credits', organizationId, day, statementCredits, invocationCharges: charges });
+      }
+    }
+  }
   return { differences, events, organizations: accounts.size, invocations, headPosition: head };
 }
 
 function route(
   event: RecordedEvent,
   onAccount: (organizationId: string, event: AccountEvent) => void,
-  onInvocation: (invocationId: string, event: InvocationEvent) => void,
+  onInvocation: (invocationId: string, event: InvocationEvent, position: bigint) => void,
 ): void {
   const organizationId = streamId(event.streamName, 'account');
   if (organizationId !== undefined) {
@@ -298,7 +333,7 @@ function route(
     return;
   }
   const invocationId = streamId(event.streamName, 'invocation');
-  if (invocationId !== undefined) onInvocation(invocationId, currentLedgerEvent(event) as unknown as InvocationEvent);
+  if (invocationId !== undefined) onInvocation(invocationId, currentLedgerEvent(event) as unknown as InvocationEvent, event.position);
 }
 
 /** The attempt's price recomputed from its usage; -1 when the record cannot be priced at all (bad counts). */
@@ -337,6 +372,32 @@ function readBalances(store: SqliteReadModelStore): BalancesSnapshot | undefined
       afterId = page[page.length - 1]!.id;
     }
     return { checkpoint: checkpoint.position, documents };
+  });
+}
+
+interface StatementCredits {
+  readonly checkpoint: bigint | undefined;
+  /** Credits per `<organizationId>\n<day>`, summed over the day's lines (operations and models). */
+  readonly creditsByDay: ReadonlyMap<string, number>;
+}
+
+/** The usage statements' credits per organization and day, and their checkpoint, from one snapshot. */
+function readStatementCredits(store: SqliteReadModelStore): StatementCredits | undefined {
+  return store.readSnapshot(() => {
+    const checkpoint = store.checkpoint(USAGE_STATEMENTS_PROJECTION);
+    if (checkpoint === undefined || checkpoint.version !== usageStatementsProjection.version) return undefined;
+    const creditsByDay = new Map<string, number>();
+    let afterId: string | undefined;
+    for (;;) {
+      const page = store.list<UsageDayView>(USAGE_STATEMENTS_PROJECTION, USAGE_DAY_COLLECTION, { limit: MAX_LIST_LIMIT, ...(afterId === undefined ? {} : { afterId }) });
+      for (const { document } of page) {
+        const key = `${document.organizationId}\n${document.day}`;
+        creditsByDay.set(key, (creditsByDay.get(key) ?? 0) + document.credits);
+      }
+      if (page.length < MAX_LIST_LIMIT) break;
+      afterId = page[page.length - 1]!.id;
+    }
+    return { checkpoint: checkpoint.position, creditsByDay };
   });
 }
 

@@ -6,6 +6,9 @@ import { SqliteEventStore } from '../event-store/sqlite/sqlite-event-store';
 import { LiveProjections, ProjectionRunner, READ_MODEL_STORE, SqliteReadModelStore, openReadModelStore, type ProjectionRunnerLogger } from '../projection-runner';
 import { ReadStoreLock } from '../projection-runner/read-store.lock';
 import { ProjectionWorkerHost } from '../projection-runner/worker/projection-worker.host';
+import { GetUsageHandler } from '../queries/get-usage.query';
+import { ListInvocationsHandler } from '../queries/list-invocations.query';
+import { ListLedgerEntriesHandler } from '../queries/list-ledger-entries.query';
 
 /**
  * The read side: the SQLite read-model store and what keeps it current. With the embedded store in a
@@ -53,6 +56,10 @@ import { ProjectionWorkerHost } from '../projection-runner/worker/projection-wor
         return new ProjectionRunner({ eventStore, store, projections: ALL_PROJECTIONS, logger });
       },
     },
+    // The read queries of the QueryBus (SPEC §12); the HTTP routes execute the same ones.
+    ListInvocationsHandler,
+    ListLedgerEntriesHandler,
+    GetUsageHandler,
   ],
   exports: [READ_MODEL_STORE, LiveProjections],
 })

@@ -9,6 +9,7 @@ import { HealthController } from './health.controller';
 import { HttpErrorFilter } from './http-error.filter';
 import { InvocationsController } from './invocations.controller';
 import { OperationsController } from './operations.controller';
+import { OrganizationReadsController } from './organization-reads.controller';
 import { OrganizationsController } from './organizations.controller';
 import { ReadModelReader } from './read-model.reader';
 import { SettlementsController } from './settlements.controller';
@@ -27,6 +28,7 @@ import { AlertsController } from '../alerts/alerts.controller';
   controllers: [
     OperationsController,
     OrganizationsController,
+    OrganizationReadsController,
     InvocationsController,
     StreamsController,
     SettlementsController,

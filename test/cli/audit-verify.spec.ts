@@ -24,7 +24,7 @@ describe('llm-ledger audit verify (SPEC §9): replays the log and checks every r
   it('exits 0 on an untouched store after a few invocations, a refusal among them', async () => {
     expect(audited.runs.map((run) => run.state)).toEqual(['settled', 'settled', 'refused']);
     const { exitCode, io } = await verify();
-    expect(io.stdoutText).toMatch(/^audit verify: OK — 5 projections rebuilt and compared; 2 organizations, 3 invocations, \d+ events audited\.\n$/);
+    expect(io.stdoutText).toMatch(/^audit verify: OK — 8 projections rebuilt and compared; 2 organizations, 3 invocations, \d+ events audited\.\n$/);
     expect(exitCode).toBe(EXIT_OK);
 
     const json = await verify(true);

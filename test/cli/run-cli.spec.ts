@@ -53,7 +53,7 @@ describe('llm-ledger, the auditors\' CLI (SPEC §9), run in-process on a stopped
       const { logPath } = copy();
       const { exitCode, io } = await cli(['audit', 'verify'], { env: { LEDGER_STORE: `sqlite:${logPath}` } });
       expect(io.stderrText).toBe('');
-      expect(io.lines).toEqual([expect.stringMatching(/^audit verify: OK — 5 projections rebuilt and compared; 2 organizations, 3 invocations/)]);
+      expect(io.lines).toEqual([expect.stringMatching(/^audit verify: OK — 8 projections rebuilt and compared; 2 organizations, 3 invocations/)]);
       expect(exitCode).toBe(EXIT_OK);
     });
 
@@ -127,7 +127,7 @@ describe('llm-ledger, the auditors\' CLI (SPEC §9), run in-process on a stopped
       expect(exitCode).toBe(EXIT_OK);
       expect(io.stderrText).toMatch(/^rebuild: 100% (\d+)\/\1 events, \d+ events\/s\n$/);
       expect(io.lines.slice(0, -1)).toEqual(ALL_PROJECTIONS.map((projection) => expect.stringMatching(new RegExp(`^rebuilt ${projection.name} up to position \\d+$`))));
-      expect(io.lines.at(-1)).toMatch(/^projections rebuild: 5 of 5 projections rebuilt from \d+ events in \d+\.\d s$/);
+      expect(io.lines.at(-1)).toMatch(/^projections rebuild: 8 of 8 projections rebuilt from \d+ events in \d+\.\d s$/);
 
       const rebuilt = openReadModelStore({ path: readPath });
       const live = openReadModelStore({ path: before.readPath });
@@ -155,7 +155,7 @@ describe('llm-ledger, the auditors\' CLI (SPEC §9), run in-process on a stopped
       const { exitCode, io } = await cli(['projections', 'rebuild', '--projection', 'nope', '--store', `sqlite:${logPath}`]);
       expect(exitCode).toBe(EXIT_USAGE);
       expect(io.stderrText).toBe(
-        'llm-ledger projections rebuild: unknown projection "nope"; known: invocations, balances, attempts, explanations, routing-budgets\n',
+        'llm-ledger projections rebuild: unknown projection "nope"; known: invocations, balances, attempts, explanations, routing-budgets, invocation-list, ledger-entries, usage-statements\n',
       );
     });
   });

@@ -8,6 +8,8 @@ import { join } from 'node:path';
 import request from 'supertest';
 import { AppModule } from '../../../src/composition/app.module';
 import { DEMO_OUTPUT } from '../../../src/demo/demo-seed.service';
+import { CLOCK } from '../../../src/domain/clock.token';
+import { systemClock, type Clock } from '../../../src/runtime';
 import { LedgerFeaturesModule } from '../../../src/features/ledger-features.module';
 import type { OperationFeature } from '../../../src/features/operation-feature';
 import { configureHttp } from '../../../src/http/configure-http';
@@ -54,6 +56,8 @@ export interface HttpLedgerOptions {
   readonly keepDirectory?: boolean;
   /** More HTTP setup after configureHttp and before init, as main.ts adds (e.g. serveConsole). */
   readonly configure?: (app: NestExpressApplication) => void;
+  /** The service's clock (default the system clock). */
+  readonly clock?: Clock;
 }
 
 /**
@@ -77,6 +81,8 @@ export async function startHttpLedger(options: HttpLedgerOptions = {}): Promise<
     .useValue((text: string) => printed.push(text))
     .overrideProvider(LOG_DESTINATION)
     .useValue({ write: (line: string) => void logs.push(line.trimEnd()) })
+    .overrideProvider(CLOCK)
+    .useValue(options.clock ?? systemClock)
     .compile();
   const app = moduleRef.createNestApplication<NestExpressApplication>({ bufferLogs: true });
   app.useLogger(app.get(Logger));

@@ -1,0 +1,135 @@
+import type { Projection } from '../src/projection-runner';
+import { addUsage, NO_USAGE } from '../src/runtime/usage';
+import type { Outcome, Usage } from '../src/runtime';
+import { currentLedgerEvent } from '../src/upcasters/ledger.upcasters';
+import type { InvocationRecordedEvent } from './invocations.projection';
+import { streamId } from './stream-names';
+
+export const USAGE_STATEMENTS_PROJECTION = 'usage-statements';
+/** One document per organization, UTC day, operation and model: an invoice line's makings. */
+export const USAGE_DAY_COLLECTION = 'day';
+/** Invocations not yet settled or refused: what they will bring to their day's line. */
+const OPEN_COLLECTION = 'open';
+
+/** The outcome counted for a settlement that has none (the sweep or an exception closed it first). */
+export const NO_OUTCOME = 'unfinished';
+export type StatementOutcome = Outcome | typeof NO_OUTCOME;
+
+/**
+ * What an organization used on one UTC day under one operation and one model (SPEC §9). Charges are
+ * counted on the day of their settlement, refusals on the day of the refusal; tokens are the settled
+ * invocations' totals, by kind.
+ */
+export interface UsageDayView {
+  readonly organizationId: string;
+  /** `YYYY-MM-DD`, UTC. */
+  readonly day: string;
+  readonly operationId: string;
+  /** The model its publication routed to; empty for a never-published operation. */
+  readonly model: string;
+  /** Integer credits charged by the settlements of the day. */
+  readonly credits: number;
+  /** Settled invocations, and how many ended with each outcome. */
+  readonly settled: number;
+  readonly outcomes: Readonly<Partial<Record<StatementOutcome, number>>>;
+  /** Refused invocations, and how many for each reason. */
+  readonly refused: number;
+  readonly refusals: Readonly<Record<string, number>>;
+  readonly tokens: Usage;
+}
+
+interface OpenInvocation {
+  readonly organizationId: string;
+  readonly operationId: string;
+  readonly model: string;
+  readonly outcome?: Outcome;
+  readonly usage: Usage;
+}
+
+/** The UTC day of an ISO-8601 instant. */
+export function utcDay(instant: string): string {
+  return new Date(Date.parse(instant)).toISOString().slice(0, 10);
+}
+
+/** The id of a day's line; organization first, then day, so an organization's lines list by day. */
+export function usageDayId(organizationId: string, day: string, operationId: string, model: string): string {
+  return `${organizationId}\n${day}\n${operationId}\n${model}`;
+}
+
+/** Usage statements per organization, by operation, model and UTC day (SPEC §9). */
+export const usageStatementsProjection: Projection<InvocationRecordedEvent> = {
+  name: USAGE_STATEMENTS_PROJECTION,
+  version: 1,
+  handles: ['InvocationEstimated', 'InvocationRefused', 'InvocationCompleted', 'InvocationFailed', 'InvocationSettled'],
+  apply(recorded, tx) {
+    const event = currentLedgerEvent(recorded);
+    const invocationId = streamId(event.streamName, 'invocation');
+    if (invocationId === undefined) return;
+    if (event.type === 'InvocationEstimated') {
+      const { organizationId, operationId, publication } = event.data;
+      tx.put(OPEN_COLLECTION, invocationId, { organizationId, operationId, model: publication?.routing.model ?? '', usage: NO_USAGE } satisfies OpenInvocation);
+      return;
+    }
+    const open = tx.get<OpenInvocation>(OPEN_COLLECTION, invocationId);
+    if (open === undefined) return;
+    switch (event.type) {
+      case 'InvocationCompleted':
+      case 'InvocationFailed':
+        tx.put(OPEN_COLLECTION, invocationId, {
+          ...open,
+          outcome: event.type === 'InvocationCompleted' ? event.data.outcome : 'failed',
+          // The priced kinds only, so the line sums exactly what an invoice prices.
+          usage: addUsage(NO_USAGE, event.data.usageTotals),
+        } satisfies OpenInvocation);
+        return;
+      case 'InvocationRefused': {
+        const line = lineOf(tx.get<UsageDayView>(USAGE_DAY_COLLECTION, idOf(open, event.data.refusedAt)), open, event.data.refusedAt);
+        const reason = event.data.reason;
+        put(tx, { ...line, refused: line.refused + 1, refusals: { ...line.refusals, [reason]: (line.refusals[reason] ?? 0) + 1 } });
+        tx.delete(OPEN_COLLECTION, invocationId);
+        return;
+      }
+      case 'InvocationSettled': {
+        const { settledAt, chargeCredits } = event.data;
+        const line = lineOf(tx.get<UsageDayView>(USAGE_DAY_COLLECTION, idOf(open, settledAt)), open, settledAt);
+        const outcome: StatementOutcome = open.outcome ?? NO_OUTCOME;
+        put(tx, {
+          ...line,
+          credits: line.credits + chargeCredits,
+          settled: line.settled + 1,
+          outcomes: { ...line.outcomes, [outcome]: (line.outcomes[outcome] ?? 0) + 1 },
+          tokens: addUsage(line.tokens, open.usage),
+        });
+        tx.delete(OPEN_COLLECTION, invocationId);
+        return;
+      }
+      default:
+        return;
+    }
+  },
+};
+
+function idOf(open: OpenInvocation, instant: string): string {
+  return usageDayId(open.organizationId, utcDay(instant), open.operationId, open.model);
+}
+
+function lineOf(existing: UsageDayView | undefined, open: OpenInvocation, instant: string): UsageDayView {
+  return (
+    existing ?? {
+      organizationId: open.organizationId,
+      day: utcDay(instant),
+      operationId: open.operationId,
+      model: open.model,
+      credits: 0,
+      settled: 0,
+      outcomes: {},
+      refused: 0,
+      refusals: {},
+      tokens: NO_USAGE,
+    }
+  );
+}
+
+function put(tx: Parameters<Projection['apply']>[1], line: UsageDayView): void {
+  tx.put(USAGE_DAY_COLLECTION, usageDayId(line.organizationId, line.day, line.operationId, line.model), line, { indexKey: line.organizationId });
+}

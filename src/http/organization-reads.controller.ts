@@ -1,0 +1,135 @@
+import { Controller, Get, Headers, Param, Query, Res } from '@nestjs/common';
+import { QueryBus } from '@nestjs/cqrs';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import type { Response } from 'express';
+import type { InvocationStatus } from '../invocations/invocation.events';
+import { GetUsageQuery, type UsageGroupBy, type UsageStatement } from '../queries/get-usage.query';
+import { ListInvocationsQuery, type InvocationPage } from '../queries/list-invocations.query';
+import { ListLedgerEntriesQuery, type LedgerEntryPage } from '../queries/list-ledger-entries.query';
+import { ReadModelsUnavailableError } from '../queries/read-model-catch-up';
+import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound } from './api-docs.decorators';
+import { CurrentCaller, mayAccessOrganization, type Caller } from './auth/caller';
+import { Roles } from './auth/roles.decorator';
+import { LedgerQueryDto, ListInvocationsQueryDto, UsageQueryDto } from './dto/statement-queries.dto';
+import { InvalidRequestException, ReadSideUnavailableException, ResourceNotFoundException } from './http-error.body';
+import { IdParamPipe } from './id-param.pipe';
+import { usageStatementCsv } from './usage-statement.csv';
+
+/**
+ * What finance reads about an organization (SPEC §9, §10): its invocations, its ledger entries and
+ * its usage statement. Each route executes the QueryBus query a NestJS product would (SPEC §12).
+ */
+@ApiTags('organizations')
+@ApiBearerAuth()
+@ApiAuthenticatedErrors()
+@Controller('v1/organizations/:organizationId')
+export class OrganizationReadsController {
+  constructor(private readonly queries: QueryBus) {}
+
+  @Get('invocations')
+  @Roles('system', 'auditor', 'org_admin', 'org_member')
+  @ApiOperation({
+    summary: 'List an organization’s invocations',
+    description:
+      'Newest first (by estimate time), filtered by `operationId`, `state`, `from` (included) and `to` (excluded); ' +
+      'at most `limit` (≤ 500) per page. Follow `nextCursor` for the next page: pages never repeat or skip an invocation, whatever is written meanwhile.',
+  })
+  @ApiOkResponse({ description: '`{ invocations: [{ invocationId, operationId, state, outcome?, refusalReason?, publicationVersion?, estimate, charge, estimatedAt, settledAt? }], nextCursor }`' })
+  @ApiInvalidRequest()
+  @ApiNotFound('Not the caller’s organization.')
+  invocations(
+    @CurrentCaller() caller: Caller,
+    @Param('organizationId', IdParamPipe) organizationId: string,
+    @Query() query: ListInvocationsQueryDto,
+  ): Promise<InvocationPage> {
+    this.assertAccess(caller, organizationId);
+    return this.run(
+      new ListInvocationsQuery(organizationId, {
+        ...(query.operationId === undefined ? {} : { operationId: query.operationId }),
+        ...(query.state === undefined ? {} : { state: query.state as InvocationStatus }),
+        ...(query.from === undefined ? {} : { from: query.from }),
+        ...(query.to === undefined ? {} : { to: query.to }),
+        ...(query.limit === undefined ? {} : { limit: wholeNumber('limit', query.limit) }),
+        ...(query.cursor === undefined ? {} : { cursor: query.cursor }),
+      }),
+    );
+  }
+
+  @Get('ledger')
+  @Roles('system', 'auditor', 'org_admin')
+  @ApiOperation({
+    summary: 'An organization’s ledger entries',
+    description:
+      'Every grant, adjustment, hold, charge and release in the account’s order, each naming its invocation or idempotency key, ' +
+      'with the available credits after it; paged with `limit` (≤ 500) and the opaque `nextCursor`.',
+  })
+  @ApiOkResponse({ description: '`{ entries: [{ sequence, kind, credits, invocationId?, idempotencyKey?, reason?, at, availableAfter }], nextCursor }`' })
+  @ApiInvalidRequest()
+  @ApiNotFound('Not the caller’s organization.')
+  ledger(@CurrentCaller() caller: Caller, @Param('organizationId', IdParamPipe) organizationId: string, @Query() query: LedgerQueryDto): Promise<LedgerEntryPage> {
+    this.assertAccess(caller, organizationId);
+    return this.run(
+      new ListLedgerEntriesQuery(organizationId, {
+        ...(query.limit === undefined ? {} : { limit: wholeNumber('limit', query.limit) }),
+        ...(query.cursor === undefined ? {} : { cursor: query.cursor }),
+      }),
+    );
+  }
+
+  @Get('usage')
+  @Roles('system', 'auditor', 'org_admin')
+  @ApiOperation({
+    summary: 'An organization’s usage statement',
+    description:
+      'Credits charged (on the day of settlement), invocations by outcome and refusal reason, and usage by kind, for the UTC days `from`–`to` ' +
+      '(both included, at most 366), grouped by any of `operation`, `model`, `day`. `Accept: text/csv` gives the same rows as CSV.',
+  })
+  @ApiProduces('application/json', 'text/csv')
+  @ApiOkResponse({ description: '`{ organizationId, from, to, groupBy, rows: [{ day?, operationId?, model?, credits, settled, outcomes, refused, refusals, tokens }], totals }`' })
+  @ApiInvalidRequest()
+  @ApiNotFound('Not the caller’s organization.')
+  async usage(
+    @CurrentCaller() caller: Caller,
+    @Param('organizationId', IdParamPipe) organizationId: string,
+    @Query() query: UsageQueryDto,
+    @Headers('accept') accept: string | undefined,
+    @Res({ passthrough: true }) response: Response,
+  ): Promise<UsageStatement | string> {
+    this.assertAccess(caller, organizationId);
+    const groupBy = (Array.isArray(query.groupBy) ? query.groupBy : query.groupBy === undefined ? [] : [query.groupBy])
+      .flatMap((value) => value.split(','))
+      .filter((value) => value.length > 0) as UsageGroupBy[];
+    const statement = await this.run<UsageStatement>(new GetUsageQuery(organizationId, { from: query.from as string, to: query.to as string, groupBy }));
+    if (!wantsCsv(accept)) return statement;
+    response.type('text/csv; charset=utf-8');
+    return usageStatementCsv(statement);
+  }
+
+  private assertAccess(caller: Caller, organizationId: string): void {
+    // Another organization's reads answer exactly like an unknown organization's.
+    if (!mayAccessOrganization(caller, organizationId)) throw new ResourceNotFoundException('organization', organizationId);
+  }
+
+  private async run<T>(query: ListInvocationsQuery | ListLedgerEntriesQuery | GetUsageQuery): Promise<T> {
+    try {
+      return (await this.queries.execute(query)) as T;
+    } catch (error) {
+      if (error instanceof ReadModelsUnavailableError) throw new ReadSideUnavailableException(error.message);
+      throw error;
+    }
+  }
+}
+
+function wholeNumber(field: string, value: string): number {
+  if (!/^\d{1,6}$/.test(value)) throw InvalidRequestException.of(field, 'must be a whole number');
+  return Number(value);
+}
+
+/** CSV when the client prefers it over JSON (a plain `text/csv`, or listed before `application/json`). */
+function wantsCsv(accept: string | undefined): boolean {
+  if (accept === undefined) return false;
+  const types = accept.split(',').map((part) => part.split(';')[0]!.trim().toLowerCase());
+  const csv = types.indexOf('text/csv');
+  const json = types.findIndex((type) => type === 'application/json' || type === '*/*');
+  return csv !== -1 && (json === -1 || csv < json);
+}

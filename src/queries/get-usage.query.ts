@@ -1,0 +1,160 @@
+import { Inject } from '@nestjs/common';
+import { IQueryHandler, Query, QueryHandler } from '@nestjs/cqrs';
+import { USAGE_DAY_COLLECTION, USAGE_STATEMENTS_PROJECTION, usageDayId, type StatementOutcome, type UsageDayView } from '../../projections';
+import { ValidationError } from '../domain/domain.errors';
+import { FieldChecks } from '../domain/field-checks';
+import { LiveProjections, MAX_LIST_LIMIT, READ_MODEL_STORE, type SqliteReadModelStore } from '../projection-runner';
+import type { Usage } from '../runtime/provider.port';
+import { addUsage, NO_USAGE } from '../runtime/usage';
+import { catchUp } from './read-model-catch-up';
+
+/** The longest period one statement covers, in days. */
+export const MAX_STATEMENT_DAYS = 366;
+/** Ways a statement's rows may be grouped. */
+export const USAGE_GROUP_BY = ['operation', 'model', 'day'] as const;
+export type UsageGroupBy = (typeof USAGE_GROUP_BY)[number];
+
+export interface UsagePeriod {
+  /** First UTC day, `YYYY-MM-DD`, included. */
+  readonly from: string;
+  /** Last UTC day, `YYYY-MM-DD`, included. */
+  readonly to: string;
+  /** Any subset, in any order; empty: one row of totals. Rows are always ordered day, operation, model. */
+  readonly groupBy?: readonly UsageGroupBy[];
+}
+
+/** One line of a statement: the grouped keys it has, and its sums. */
+export interface UsageStatementRow {
+  readonly day?: string;
+  readonly operationId?: string;
+  readonly model?: string;
+  readonly credits: number;
+  readonly settled: number;
+  readonly outcomes: Readonly<Partial<Record<StatementOutcome, number>>>;
+  readonly refused: number;
+  readonly refusals: Readonly<Partial<Record<string, number>>>;
+  readonly tokens: Usage;
+}
+
+export interface UsageStatement {
+  readonly organizationId: string;
+  readonly from: string;
+  readonly to: string;
+  readonly groupBy: readonly UsageGroupBy[];
+  readonly rows: readonly UsageStatementRow[];
+  /** The same sums over the whole period. */
+  readonly totals: UsageStatementRow;
+}
+
+/** An organization's usage statement for whole UTC days (SPEC §9, §10, §12). Trusted: no caller check. */
+export class GetUsageQuery extends Query<UsageStatement> {
+  constructor(
+    readonly organizationId: string,
+    readonly period: UsagePeriod,
+  ) {
+    super();
+  }
+}
+
+const DAY = /^\d{4}-\d{2}-\d{2}$/;
+const MS_PER_DAY = 86_400_000;
+
+@QueryHandler(GetUsageQuery)
+export class GetUsageHandler implements IQueryHandler<GetUsageQuery, UsageStatement> {
+  constructor(
+    private readonly runner: LiveProjections,
+    @Inject(READ_MODEL_STORE) private readonly store: SqliteReadModelStore,
+  ) {}
+
+  async execute({ organizationId, period }: GetUsageQuery): Promise<UsageStatement> {
+    const { from, to, groupBy } = readPeriod(period);
+    await catchUp(this.runner, [USAGE_STATEMENTS_PROJECTION]);
+    const lines = this.store.readSnapshot(() => this.linesOf(organizationId, from, to));
+    const grouped = new Map<string, UsageStatementRow>();
+    for (const line of lines) {
+      const keys: Pick<UsageStatementRow, 'day' | 'operationId' | 'model'> = {
+        ...(groupBy.includes('day') ? { day: line.day } : {}),
+        ...(groupBy.includes('operation') ? { operationId: line.operationId } : {}),
+        ...(groupBy.includes('model') ? { model: line.model } : {}),
+      };
+      const id = JSON.stringify([keys.day, keys.operationId, keys.model]);
+      grouped.set(id, sum(grouped.get(id) ?? emptyRow(keys), line));
+    }
+    const rows = [...grouped.values()].sort(compareRows);
+    const totals = lines.reduce<UsageStatementRow>((total, line) => sum(total, line), emptyRow({}));
+    return { organizationId, from, to, groupBy, rows, totals };
+  }
+
+  /** The organization's day lines from `from` to `to`, in id order (day, operation, model). */
+  private linesOf(organizationId: string, from: string, to: string): UsageDayView[] {
+    const lines: UsageDayView[] = [];
+    // Every line of `from` sorts after this id (its operation id is never empty).
+    let afterId = usageDayId(organizationId, from, '', '').slice(0, -2);
+    for (;;) {
+      const page = this.store.list<UsageDayView>(USAGE_STATEMENTS_PROJECTION, USAGE_DAY_COLLECTION, { indexKey: organizationId, afterId, limit: MAX_LIST_LIMIT });
+      for (const row of page) {
+        if (row.document.day > to) return lines;
+        if (row.document.day >= from) lines.push(row.document);
+      }
+      if (page.length < MAX_LIST_LIMIT) return lines;
+      afterId = page[page.length - 1]!.id;
+    }
+  }
+}
+
+function readPeriod(period: UsagePeriod): { from: string; to: string; groupBy: UsageGroupBy[] } {
+  const checks = new FieldChecks();
+  const day = (field: 'from' | 'to', value: unknown): string => {
+    if (!checks.present(field, value)) return '';
+    if (typeof value !== 'string' || !DAY.test(value) || Number.isNaN(Date.parse(`${value}T00:00:00Z`)) || new Date(`${value}T00:00:00Z`).toISOString().slice(0, 10) !== value) {
+      checks.add(field, 'must be a UTC day, YYYY-MM-DD');
+      return '';
+    }
+    return value;
+  };
+  const from = day('from', period.from);
+  const to = day('to', period.to);
+  const groupBy: UsageGroupBy[] = [];
+  for (const [index, value] of (Array.isArray(period.groupBy) ? period.groupBy : period.groupBy === undefined ? [] : [period.groupBy]).entries()) {
+    const group = checks.oneOf(`groupBy[${index}]`, value, USAGE_GROUP_BY);
+    if (checks.ok && !groupBy.includes(group)) groupBy.push(group);
+  }
+  checks.throwIfAny();
+  const days = (Date.parse(`${to}T00:00:00Z`) - Date.parse(`${from}T00:00:00Z`)) / MS_PER_DAY + 1;
+  if (days < 1) throw ValidationError.of('to', `must not be before from (${from})`);
+  if (days > MAX_STATEMENT_DAYS) throw ValidationError.of('to', `must be at most ${MAX_STATEMENT_DAYS} days after from, counting both`);
+  return { from, to, groupBy };
+}
+
+function emptyRow(keys: Pick<UsageStatementRow, 'day' | 'operationId' | 'model'>): UsageStatementRow {
+  return { ...keys, credits: 0, settled: 0, outcomes: {}, refused: 0, refusals: {}, tokens: NO_USAGE };
+}
+
+function sum(row: UsageStatementRow, line: UsageDayView): UsageStatementRow {
+  const credits = row.credits + line.credits;
+  if (!Number.isSafeInteger(credits)) throw new RangeError('statement credits left the safe integer range');
+  return {
+    ...row,
+    credits,
+    settled: row.settled + line.settled,
+    outcomes: addCounts(row.outcomes, line.outcomes),
+    refused: row.refused + line.refused,
+    refusals: addCounts(row.refusals, line.refusals),
+    tokens: addUsage(row.tokens, line.tokens),
+  };
+}
+
+function addCounts<K extends string>(a: Readonly<Partial<Record<K, number>>>, b: Readonly<Partial<Record<K, number>>>): Partial<Record<K, number>> {
+  const out: Partial<Record<K, number>> = { ...a };
+  for (const [key, count] of Object.entries(b) as [K, number][]) out[key] = (out[key] ?? 0) + count;
+  return out;
+}
+
+function compareRows(a: UsageStatementRow, b: UsageStatementRow): number {
+  for (const key of ['day', 'operationId', 'model'] as const) {
+    const x = a[key] ?? '';
+    const y = b[key] ?? '';
+    if (x !== y) return x < y ? -1 : 1;
+  }
+  return 0;
+}

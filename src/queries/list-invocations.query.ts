@@ -1,0 +1,101 @@
+import { Inject } from '@nestjs/common';
+import { IQueryHandler, Query, QueryHandler } from '@nestjs/cqrs';
+import {
+  INVOCATION_LIST_PROJECTION,
+  INVOCATION_LISTINGS,
+  isListingKey,
+  listingIndexKeys,
+  listingKeyBefore,
+  listingKeyMs,
+  type InvocationListEntry,
+} from '../../projections';
+import { FieldChecks } from '../domain/field-checks';
+import { INVOCATION_STATUSES, type InvocationStatus } from '../invocations/invocation.events';
+import { LiveProjections, READ_MODEL_STORE, type SqliteReadModelStore } from '../projection-runner';
+import { decodeCursor, encodeCursor } from './list-cursor';
+import { catchUp } from './read-model-catch-up';
+
+/** Invocations one page lists when the caller names no `limit`. */
+export const DEFAULT_INVOCATIONS_PAGE = 100;
+/** Most invocations one page may list (SPEC §10). */
+export const MAX_INVOCATIONS_PAGE = 500;
+
+export interface InvocationFilters {
+  readonly operationId?: string;
+  readonly state?: InvocationStatus;
+  /** ISO-8601: only invocations estimated at or after it. */
+  readonly from?: string;
+  /** ISO-8601: only invocations estimated before it. */
+  readonly to?: string;
+  /** 1 to MAX_INVOCATIONS_PAGE; default DEFAULT_INVOCATIONS_PAGE. */
+  readonly limit?: number;
+  /** The `nextCursor` of the previous page. */
+  readonly cursor?: string;
+}
+
+export interface InvocationPage {
+  /** Newest first. */
+  readonly invocations: readonly InvocationListEntry[];
+  /** Pass it as `cursor` for the next page; null on the last page. */
+  readonly nextCursor: string | null;
+}
+
+/** An organization's invocations, newest first, filtered and paged (SPEC §9, §10, §12). Trusted: no caller check. */
+export class ListInvocationsQuery extends Query<InvocationPage> {
+  constructor(
+    readonly organizationId: string,
+    readonly filters: InvocationFilters = {},
+  ) {
+    super();
+  }
+}
+
+@QueryHandler(ListInvocationsQuery)
+export class ListInvocationsHandler implements IQueryHandler<ListInvocationsQuery, InvocationPage> {
+  constructor(
+    private readonly runner: LiveProjections,
+    @Inject(READ_MODEL_STORE) private readonly store: SqliteReadModelStore,
+  ) {}
+
+  async execute({ organizationId, filters }: ListInvocationsQuery): Promise<InvocationPage> {
+    const checks = new FieldChecks();
+    const optional = <T>(value: T | undefined, read: (value: T) => T): T | undefined => (value === undefined ? undefined : read(value));
+    const operationId = optional(filters.operationId, (value) => checks.id('operationId', value));
+    const state = optional(filters.state, (value) => checks.oneOf('state', value, INVOCATION_STATUSES));
+    const fromMs = optional(filters.from, (value) => checks.instant('from', value));
+    const toMs = optional(filters.to, (value) => checks.instant('to', value));
+    const limit = filters.limit === undefined ? DEFAULT_INVOCATIONS_PAGE : checks.integer('limit', filters.limit, { min: 1, max: MAX_INVOCATIONS_PAGE, unit: 'invocations' });
+    checks.throwIfAny();
+    const cursorKey = filters.cursor === undefined ? undefined : decodeCursor(filters.cursor, isListingKey);
+    const from = fromMs === undefined ? undefined : Date.parse(fromMs);
+    const to = toMs === undefined ? undefined : Date.parse(toMs);
+
+    await catchUp(this.runner, [INVOCATION_LIST_PROJECTION]);
+    const keys = listingIndexKeys(organizationId, operationId ?? '', state ?? 'estimated');
+    const [collection, indexKey] =
+      operationId !== undefined && state !== undefined
+        ? [INVOCATION_LISTINGS.operationState, keys.operationState]
+        : operationId !== undefined
+          ? [INVOCATION_LISTINGS.operation, keys.operation]
+          : state !== undefined
+            ? [INVOCATION_LISTINGS.state, keys.state]
+            : [INVOCATION_LISTINGS.all, keys.all];
+    // Start after the cursor, or after every entry at or past `to`, whichever is further on.
+    const start = [cursorKey, to === undefined ? undefined : listingKeyBefore(to)].filter((key): key is string => key !== undefined).sort().at(-1);
+    const rows = this.store.list<InvocationListEntry>(INVOCATION_LIST_PROJECTION, collection, {
+      indexKey,
+      limit: limit + 1,
+      ...(start === undefined ? {} : { afterId: start }),
+    });
+    // Entries are newest first: the first one older than `from` ends the range.
+    const inRange = from === undefined ? rows : rows.slice(0, endOfRange(rows, from));
+    const page = inRange.slice(0, limit);
+    const more = inRange.length > limit;
+    return { invocations: page.map((row) => row.document), nextCursor: more ? encodeCursor(page[page.length - 1]!.id) : null };
+  }
+}
+
+function endOfRange(rows: readonly { id: string }[], fromMs: number): number {
+  const index = rows.findIndex((row) => listingKeyMs(row.id) < fromMs);
+  return index === -1 ? rows.length : index;
+}
