@@ -47,9 +47,12 @@ export type {
   Verdict,
 } from './runtime/tool.types';
 export type {
+  CacheTtl,
   ContentBlock,
   Message,
   Provider,
+  ProviderBlock,
+  ProviderFeatures,
   ProviderRequest,
   ProviderResponse,
   SendOptions,
@@ -59,10 +62,24 @@ export type {
   ToolResultBlock,
   ToolUseBlock,
   Usage,
+  UsageKind,
 } from './runtime/provider.port';
+export { USAGE_KINDS } from './runtime/provider.port';
 export { OUTCOMES } from './runtime/conversation.types';
-export type { AttemptClassification, AttemptRecord, ConversationLimits, EndingLimit, Outcome, Prices } from './runtime/conversation.types';
+export type { AttemptClassification, AttemptRecord, ConversationLimits, EndingLimit, LongContextRates, Prices } from './runtime/conversation.types';
+export type { Outcome } from './runtime/conversation.types';
+export { priceAttempt } from './runtime/pricing';
 export { FAULT_CLASSES, ProviderFault } from './runtime/faults';
 export type { FaultClass } from './runtime/faults';
 export { ScriptedProvider, scriptedFault, scriptedText, scriptedToolUse } from './runtime/scripted-provider';
 export type { ScriptedFault, ScriptedOutcome, ScriptedProviderOptions, ScriptedReply, ScriptedStep } from './runtime/scripted-provider';
+
+// Read queries on the QueryBus (SPEC §12): an organization's invocations, ledger entries and usage.
+export { ListInvocationsQuery, DEFAULT_INVOCATIONS_PAGE, MAX_INVOCATIONS_PAGE } from './queries/list-invocations.query';
+export type { InvocationFilters, InvocationPage } from './queries/list-invocations.query';
+export { ListLedgerEntriesQuery, DEFAULT_LEDGER_PAGE, MAX_LEDGER_PAGE } from './queries/list-ledger-entries.query';
+export type { LedgerEntryFilters, LedgerEntryPage } from './queries/list-ledger-entries.query';
+export { GetUsageQuery, MAX_STATEMENT_DAYS, USAGE_GROUP_BY } from './queries/get-usage.query';
+export type { UsageGroupBy, UsagePeriod, UsageStatement, UsageStatementRow } from './queries/get-usage.query';
+export { ReadModelsUnavailableError } from './queries/read-model-catch-up';
+export type { InvocationListEntry, LedgerEntryKind, LedgerEntryView, StatementOutcome } from '../projections';
