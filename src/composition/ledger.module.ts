@@ -6,6 +6,7 @@ import { DemoModule } from '../demo/demo.module';
 import { DemoArithmeticModule } from '../features/demo-arithmetic/demo-arithmetic.module';
 import { HttpModule } from '../http/http.module';
 import { ObservabilityModule } from '../observability/observability.module';
+import { WebhooksModule } from '../webhooks/webhooks.module';
 import { OBSERVABILITY_CONFIG, observabilityConfigProvider } from '../observability/observability.config';
 import { EventStoreModule } from './event-store.module';
 import { ledgerConfigProvider } from './ledger-config.provider';
@@ -52,6 +53,7 @@ function compose(definition: DynamicModule, extras: LedgerModuleExtras): Dynamic
       ReadSideModule,
       LedgerCoreModule,
       ObservabilityModule,
+      WebhooksModule,
       ...httpModules,
       // The demo's seeding adds tokens to the API, so without HTTP only its operation is registered.
       ...(demo ? [DemoArithmeticModule, ...(http === false ? [] : [DemoModule])] : []),

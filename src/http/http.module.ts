@@ -17,6 +17,7 @@ import { StreamsController } from './streams.controller';
 import { ledgerValidationPipe } from './validation.pipe';
 import { MetricsController } from '../observability/metrics.controller';
 import { AlertsController } from '../alerts/alerts.controller';
+import { WebhooksController } from '../webhooks/webhooks.controller';
 
 /**
  * The HTTP API of SPEC §10 with its health probes. Every route needs a bearer token unless marked
@@ -35,6 +36,7 @@ import { AlertsController } from '../alerts/alerts.controller';
     HealthController,
     MetricsController,
     AlertsController,
+    WebhooksController,
   ],
   providers: [
     TokenRegistry,

@@ -1,0 +1,192 @@
+/**
+ * Follows the log from its checkpoint and delivers the deliverable events (SPEC §13) to the webhooks
+ * of their organization: a signed POST per delivery, retried with doubling waits up to
+ * MAX_DELIVERY_ATTEMPTS, then dead-lettered. Waits run on the injected clock.
+ */
+import { createHash } from 'node:crypto';
+import type { EventStore, RecordedEvent, Subscription } from '../event-store/event-store.port';
+import type { Clock } from '../runtime/clock';
+import {
+  DELIVERABLE_EVENT_TYPES,
+  DELIVERY_ATTEMPT_TIMEOUT_MS,
+  MAX_CONCURRENT_DELIVERIES,
+  MAX_DELIVERY_ATTEMPTS,
+  retryWaitMs,
+} from './webhook.bounds';
+import { httpWebhookSender, type WebhookSender } from './webhook-sender';
+import { DELIVERY_HEADER, SIGNATURE_HEADER, signatureHeader } from './webhook-signature';
+import type { DueDelivery, NewDelivery, WebhookStore } from './webhook.store';
+
+/** Events passed over without a delivery before the checkpoint is moved past them anyway. */
+export const CHECKPOINT_EVERY_EVENTS = 1_000;
+
+export interface WebhookWorkerLogger {
+  warn(message: Record<string, unknown>): void;
+}
+
+export interface WebhookDeliveryWorkerOptions {
+  readonly eventStore: EventStore;
+  readonly webhooks: WebhookStore;
+  readonly clock: Clock;
+  readonly send?: WebhookSender;
+  readonly logger?: WebhookWorkerLogger;
+}
+
+const DELIVERABLE: ReadonlySet<string> = new Set(DELIVERABLE_EVENT_TYPES);
+
+/** The same event to the same webhook always has the same delivery id, whoever creates it again. */
+export function deliveryIdFor(webhookId: string, eventId: string): string {
+  return `dlv_${createHash('sha256').update(`${webhookId}\n${eventId}`).digest('hex').slice(0, 32)}`;
+}
+
+/** When the event happened, by its own time field (the store's commit time otherwise). */
+function occurredAtOf(event: RecordedEvent): string {
+  const data = event.data as { crossedAt?: string; refusedAt?: string; settledAt?: string };
+  return data.crossedAt ?? data.refusedAt ?? data.settledAt ?? event.recordedAt;
+}
+
+export class WebhookDeliveryWorker {
+  private subscription: Subscription | undefined;
+  private stopped = false;
+  private readonly inFlight = new Map<string, Promise<void>>();
+  private cancelTimer: (() => void) | undefined;
+  private timerAtMs: number | undefined;
+  private skipped = 0;
+  private lastSeen: bigint | undefined;
+  private readonly send: WebhookSender;
+
+  constructor(private readonly options: WebhookDeliveryWorkerOptions) {
+    this.send = options.send ?? httpWebhookSender;
+  }
+
+  /** Resumes after the checkpoint (on the very first start: after the log's head as it is now). */
+  async start(): Promise<void> {
+    const { eventStore, webhooks } = this.options;
+    let checkpoint = webhooks.checkpoint();
+    if (checkpoint === undefined) {
+      const head = await eventStore.headPosition();
+      webhooks.setCheckpoint(head);
+      checkpoint = { after: head };
+    }
+    this.stopped = false;
+    this.subscription = eventStore.subscribeToAll((event) => this.onEvent(event), checkpoint.after === undefined ? {} : { after: checkpoint.after });
+    this.pump();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.cancelTimer?.();
+    this.cancelTimer = undefined;
+    await this.subscription?.stop().catch(() => undefined);
+    this.subscription = undefined;
+    await Promise.all(this.inFlight.values());
+    if (this.skipped > 0 && this.lastSeen !== undefined) this.options.webhooks.enqueue([], this.lastSeen, this.options.clock.now());
+  }
+
+  /** Resolves once no delivery is being sent (tests, and a clean stop). */
+  async idle(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.all(this.inFlight.values());
+  }
+
+  /** Sends whatever is due now (also called when a webhook is registered or the clock moved). */
+  pump(): void {
+    if (this.stopped) return;
+    const { webhooks, clock } = this.options;
+    const free = MAX_CONCURRENT_DELIVERIES - this.inFlight.size;
+    if (free > 0) {
+      for (const delivery of webhooks.due(clock.now(), free, new Set(this.inFlight.keys()))) {
+        const sending = this.attempt(delivery).finally(() => {
+          this.inFlight.delete(delivery.deliveryId);
+          this.pump();
+        });
+        this.inFlight.set(delivery.deliveryId, sending);
+      }
+    }
+    this.scheduleNext();
+  }
+
+  private scheduleNext(): void {
+    const { webhooks, clock } = this.options;
+    const next = webhooks.nextDueAtMs();
+    const now = clock.now();
+    // Due now but all in flight: their completion pumps again.
+    if (next === undefined || next <= now) return;
+    if (this.timerAtMs !== undefined && this.timerAtMs <= next) return;
+    this.cancelTimer?.();
+    this.timerAtMs = next;
+    this.cancelTimer = clock.setTimer(next - now, () => {
+      this.timerAtMs = undefined;
+      this.cancelTimer = undefined;
+      this.pump();
+    });
+  }
+
+  private async onEvent(event: RecordedEvent): Promise<void> {
+    this.lastSeen = event.position;
+    const { webhooks, clock } = this.options;
+    if (!DELIVERABLE.has(event.type) || !webhooks.subscribedTypes().has(event.type)) {
+      if (++this.skipped >= CHECKPOINT_EVERY_EVENTS) {
+        this.skipped = 0;
+        webhooks.enqueue([], event.position, clock.now());
+      }
+      return;
+    }
+    const origin = await this.originOf(event);
+    const deliveries: NewDelivery[] = [];
+    if (origin !== undefined) {
+      for (const { webhookId } of webhooks.endpointsFor(origin.organizationId, event.type, event.position)) {
+        const deliveryId = deliveryIdFor(webhookId, event.id);
+        const occurredAt = occurredAtOf(event);
+        const body = JSON.stringify({ deliveryId, type: event.type, organizationId: origin.organizationId, occurredAt, data: { ...origin.extra, ...(event.data as object) } });
+        deliveries.push({ deliveryId, webhookId, eventPosition: event.position, type: event.type, occurredAt, body });
+      }
+    }
+    this.skipped = 0;
+    webhooks.enqueue(deliveries, event.position, clock.now());
+    if (deliveries.length > 0) this.pump();
+  }
+
+  /** The organization an event belongs to, and what its data lacks to name its invocation. */
+  private async originOf(event: RecordedEvent): Promise<{ organizationId: string; extra: Record<string, string> } | undefined> {
+    if (event.streamName.startsWith('account-')) return { organizationId: event.streamName.slice('account-'.length), extra: {} };
+    if (!event.streamName.startsWith('invocation-')) return undefined;
+    const [first] = await this.options.eventStore.readStream(event.streamName, { maxCount: 1 });
+    const estimate = first?.data as { organizationId?: string; operationId?: string; invocationId?: string } | undefined;
+    if (first?.type !== 'InvocationEstimated' || estimate?.organizationId === undefined) return undefined;
+    return {
+      organizationId: estimate.organizationId,
+      extra: { invocationId: estimate.invocationId ?? event.streamName.slice('invocation-'.length), operationId: estimate.operationId ?? '' },
+    };
+  }
+
+  private async attempt(delivery: DueDelivery): Promise<void> {
+    const { webhooks, clock, logger } = this.options;
+    const attempt = delivery.attempts + 1;
+    const sentAtMs = clock.now();
+    const headers = {
+      'Content-Type': 'application/json',
+      'User-Agent': 'llm-ledger-webhooks',
+      [DELIVERY_HEADER]: delivery.deliveryId,
+      [SIGNATURE_HEADER]: signatureHeader(delivery.secret, Math.floor(sentAtMs / 1_000), delivery.body),
+    };
+    const startedAt = performance.now();
+    const result = await this.send(delivery.url, delivery.body, headers, DELIVERY_ATTEMPT_TIMEOUT_MS);
+    const durationMs = performance.now() - startedAt;
+    const ok = result.statusCode !== undefined && result.statusCode >= 200 && result.statusCode < 300;
+    const record = {
+      attempt,
+      at: new Date(sentAtMs).toISOString(),
+      ...(result.statusCode === undefined ? {} : { statusCode: result.statusCode }),
+      ...(result.error === undefined ? {} : { error: result.error }),
+      durationMs,
+    };
+    if (ok) webhooks.recordAttempt(delivery.deliveryId, record, { status: 'delivered' });
+    else if (attempt >= MAX_DELIVERY_ATTEMPTS) {
+      webhooks.recordAttempt(delivery.deliveryId, record, { status: 'dead_lettered' });
+      // Names, never the URL (it may carry a token) and never the secret.
+      logger?.warn({ message: 'webhook delivery dead-lettered', deliveryId: delivery.deliveryId, webhookId: delivery.webhookId, attempts: attempt });
+    } else {
+      webhooks.recordAttempt(delivery.deliveryId, record, { status: 'pending', nextAttemptAtMs: clock.now() + retryWaitMs(attempt + 1) });
+    }
+  }
+}

@@ -1,0 +1,30 @@
+/** Bounds of webhook delivery (SPEC §13), each named once with its unit. */
+
+/** Event types a webhook may subscribe to. */
+export const DELIVERABLE_EVENT_TYPES = ['CreditThresholdCrossed', 'InvocationRefused', 'InvocationSettled'] as const;
+export type DeliverableEventType = (typeof DELIVERABLE_EVENT_TYPES)[number];
+
+/** Webhooks one organization may register. */
+export const MAX_WEBHOOKS_PER_ORGANIZATION = 10;
+/** Longest webhook URL, in characters. */
+export const MAX_WEBHOOK_URL_CHARS = 2_048;
+/** Attempts of one delivery, the first included; after the last failed one it is dead-lettered. */
+export const MAX_DELIVERY_ATTEMPTS = 8;
+/** Wait before the first retry, in ms; each later wait doubles it. */
+export const FIRST_RETRY_WAIT_MS = 1_000;
+/** Longest wait between two attempts, in ms. */
+export const MAX_RETRY_WAIT_MS = 3_600_000;
+/** How long one attempt may take before it counts as failed, in ms. */
+export const DELIVERY_ATTEMPT_TIMEOUT_MS = 10_000;
+/** Deliveries sent at once, across every webhook. */
+export const MAX_CONCURRENT_DELIVERIES = 8;
+/** Deliveries `GET …/deliveries` lists at most (the most recent first). */
+export const MAX_LISTED_DELIVERIES = 100;
+/** Longest error text kept for a failed attempt, in characters (never a response body). */
+export const MAX_ATTEMPT_ERROR_CHARS = 200;
+
+/** The wait before attempt `attempt` (2 for the first retry): FIRST_RETRY_WAIT_MS doubling, capped. */
+export function retryWaitMs(attempt: number): number {
+  if (attempt <= 1) return 0;
+  return Math.min(MAX_RETRY_WAIT_MS, FIRST_RETRY_WAIT_MS * 2 ** (attempt - 2));
+}

@@ -1,0 +1,89 @@
+import { Body, Controller, Delete, Get, HttpCode, HttpStatus, Param, Post } from '@nestjs/common';
+import { ApiBearerAuth, ApiConflictResponse, ApiNoContentResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound } from '../http/api-docs.decorators';
+import { CurrentCaller, mayAccessOrganization, type Caller } from '../http/auth/caller';
+import { Roles } from '../http/auth/roles.decorator';
+import { ErrorBodyDto } from '../http/dto/error-body.dto';
+import { ResourceNotFoundException } from '../http/http-error.body';
+import { IdParamPipe } from '../http/id-param.pipe';
+import { DeliveryListDto, RegisteredWebhookDto, RegisterWebhookDto, WebhookListDto } from './webhooks.dto';
+import { WebhooksService } from './webhooks.service';
+import type { DeliveryView, WebhookEndpoint } from './webhook.store';
+
+/** An organization's webhooks and their deliveries (SPEC §13). */
+@ApiTags('webhooks')
+@ApiBearerAuth()
+@ApiAuthenticatedErrors()
+@Roles('system', 'org_admin')
+@Controller('v1/organizations/:organizationId/webhooks')
+export class WebhooksController {
+  constructor(private readonly webhooks: WebhooksService) {}
+
+  @Post()
+  @HttpCode(HttpStatus.OK)
+  @ApiOperation({
+    summary: 'Register a webhook',
+    description:
+      'Each event of the listed types committed from now on is POSTed to the URL as { deliveryId, type, organizationId, ' +
+      'occurredAt, data }, with Ledger-Delivery and Ledger-Signature (t=<unix seconds>,v1=<hex HMAC-SHA256(secret, t + "." + body)>). ' +
+      'The secret is in this answer only.',
+  })
+  @ApiOkResponse({ type: RegisteredWebhookDto })
+  @ApiInvalidRequest()
+  @ApiNotFound('No such organization, or not the caller’s.')
+  @ApiConflictResponse({ type: ErrorBodyDto, description: 'The organization already has the most webhooks allowed.' })
+  register(
+    @CurrentCaller() caller: Caller,
+    @Param('organizationId', IdParamPipe) organizationId: string,
+    @Body() body: RegisterWebhookDto,
+  ): Promise<{ webhookId: string; secret: string }> {
+    this.scope(caller, organizationId);
+    return this.webhooks.register(organizationId, body.url, body.events);
+  }
+
+  @Get()
+  @ApiOperation({ summary: 'List the webhooks', description: 'Every webhook of the organization, without its secret.' })
+  @ApiOkResponse({ type: WebhookListDto })
+  @ApiNotFound('No such organization, or not the caller’s.')
+  list(@CurrentCaller() caller: Caller, @Param('organizationId', IdParamPipe) organizationId: string): { webhooks: WebhookEndpoint[] } {
+    this.scope(caller, organizationId);
+    return { webhooks: this.webhooks.list(organizationId) };
+  }
+
+  @Delete(':webhookId')
+  @HttpCode(HttpStatus.NO_CONTENT)
+  @ApiOperation({ summary: 'Delete a webhook', description: 'Nothing more is delivered to it; deliveries still pending are cancelled.' })
+  @ApiNoContentResponse()
+  @ApiNotFound('No such webhook, or not the caller’s.')
+  remove(
+    @CurrentCaller() caller: Caller,
+    @Param('organizationId', IdParamPipe) organizationId: string,
+    @Param('webhookId', IdParamPipe) webhookId: string,
+  ): void {
+    this.scope(caller, organizationId);
+    if (!this.webhooks.delete(organizationId, webhookId)) throw new ResourceNotFoundException('webhook', webhookId);
+  }
+
+  @Get(':webhookId/deliveries')
+  @ApiOperation({
+    summary: 'List a webhook’s deliveries',
+    description: 'The most recent deliveries first, each with its attempts and its status: pending, delivered, dead_lettered or cancelled.',
+  })
+  @ApiOkResponse({ type: DeliveryListDto })
+  @ApiNotFound('No such webhook, or not the caller’s.')
+  deliveries(
+    @CurrentCaller() caller: Caller,
+    @Param('organizationId', IdParamPipe) organizationId: string,
+    @Param('webhookId', IdParamPipe) webhookId: string,
+  ): { deliveries: DeliveryView[] } {
+    this.scope(caller, organizationId);
+    const deliveries = this.webhooks.deliveries(organizationId, webhookId);
+    if (deliveries === undefined) throw new ResourceNotFoundException('webhook', webhookId);
+    return { deliveries };
+  }
+
+  /** Another organization's webhooks read exactly like ones that do not exist. */
+  private scope(caller: Caller, organizationId: string): void {
+    if (!mayAccessOrganization(caller, organizationId)) throw new ResourceNotFoundException('organization', organizationId);
+  }
+}

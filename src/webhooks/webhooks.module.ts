@@ -1,0 +1,52 @@
+import { BeforeApplicationShutdown, Global, Inject, Logger, Module, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { LEDGER_CONFIG, type LedgerConfig } from '../config/ledger.config';
+import { CLOCK } from '../domain/clock.token';
+import { EVENT_STORE, type EventStore } from '../event-store/event-store.port';
+import type { Clock } from '../runtime';
+import { WebhookDeliveryWorker } from './webhook-delivery.worker';
+import { WebhookStore, webhookStorePathFor } from './webhook.store';
+import { WebhooksService } from './webhooks.service';
+
+/**
+ * Webhooks (SPEC §13): their SQLite file beside the read models, the delivery worker that follows the
+ * log, and the service behind the routes (WebhooksController, mounted with the HTTP API). The worker
+ * starts after the read side and stops before the event store closes.
+ */
+@Global()
+@Module({
+  providers: [
+    {
+      provide: WebhookStore,
+      inject: [LEDGER_CONFIG],
+      useFactory: (config: LedgerConfig) => WebhookStore.open(webhookStorePathFor(config.readStorePath)),
+    },
+    {
+      provide: WebhookDeliveryWorker,
+      inject: [EVENT_STORE, WebhookStore, CLOCK],
+      useFactory: (eventStore: EventStore, webhooks: WebhookStore, clock: Clock) => {
+        const logger = new Logger('Webhooks');
+        return new WebhookDeliveryWorker({ eventStore, webhooks, clock, logger: { warn: (message) => logger.warn(message) } });
+      },
+    },
+    WebhooksService,
+  ],
+  exports: [WebhooksService, WebhookStore],
+})
+export class WebhooksModule implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
+  constructor(
+    private readonly worker: WebhookDeliveryWorker,
+    @Inject(WebhookStore) private readonly store: WebhookStore,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    await this.worker.start();
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.worker.stop();
+  }
+
+  onApplicationShutdown(): void {
+    this.store.close();
+  }
+}
