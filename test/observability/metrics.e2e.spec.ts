@@ -1,4 +1,5 @@
 import { request as httpRequest } from 'node:http';
+import { ALL_PROJECTIONS } from '../../projections';
 import { EVENT_STORE, type EventStore, type RecordedEvent } from '../../src/event-store/event-store.port';
 import { LedgerMetrics } from '../../src/observability/ledger-metrics';
 import { LogMetricsFollower } from '../../src/observability/log-metrics.follower';
@@ -158,9 +159,7 @@ describe('SPEC §13 GET /metrics, fed from the log after commit', () => {
     // Everything settled: nothing held.
     expect(samples(families, 'ledger_credits_held', [])).toEqual(new Map([['', 0]]));
     const lag = samples(families, 'ledger_projection_lag_events', ['projection']);
-    expect([...lag.keys()].sort()).toEqual(
-      ['attempts', 'balances', 'explanations', 'invocations', 'routing-budgets'].map((name) => `projection=${name}`).sort(),
-    );
+    expect([...lag.keys()].sort()).toEqual(ALL_PROJECTIONS.map(({ name }) => `projection=${name}`).sort());
     expect(families.get('process_cpu_user_seconds_total')?.type).toBe('COUNTER');
     expect(families.has('nodejs_eventloop_lag_seconds')).toBe(true);
   });
