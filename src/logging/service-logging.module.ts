@@ -7,13 +7,26 @@ import { activeTraceFields } from '../observability/invocation-telemetry';
 export const LOG_DESTINATION = Symbol('LOG_DESTINATION');
 
 /**
- * stdout through sonic-boom in asynchronous mode: a log call appends to a buffer and returns; lines
- * that arrive while a write is in flight go out together in the next one (a pipe or a terminal
- * written synchronously, as Nest's console logger does, cost every request a blocking write). No
- * minimum length, so a quiet service's lines are not held back. What is buffered is flushed on exit.
+ * Log text waiting to be written, at most, in bytes. Past it new lines are dropped whole rather than
+ * buffered: when stdout does not keep up (a slow pipe or log collector under load) the backlog
+ * otherwise grows without limit; it was the main heap's growth in a soak at 256 connections.
  */
-export function stdoutDestination(): pino.DestinationStream {
-  return pino.destination({ dest: 1, sync: false });
+export const MAX_LOG_BACKLOG_BYTES = 8 * 1024 * 1024;
+
+/**
+ * A file descriptor (stdout by default) written through sonic-boom in asynchronous mode: a log call
+ * appends to a buffer and returns; lines that arrive while a write is in flight go out together in
+ * the next one (a pipe or a terminal written synchronously, as Nest's console logger does, cost every
+ * request a blocking write). No minimum length, so a quiet service's lines are not held back; at most
+ * `maxBacklogBytes` wait, and the first line dropped is reported once on stderr. What is buffered is
+ * flushed on exit.
+ */
+export function nonBlockingDestination(dest: number | string = 1, maxBacklogBytes = MAX_LOG_BACKLOG_BYTES): pino.DestinationStream {
+  const destination = pino.destination({ dest, sync: false, maxLength: maxBacklogBytes });
+  destination.once('drop', () => {
+    process.stderr.write(`log output is not keeping up: lines past ${maxBacklogBytes} bytes of backlog are dropped\n`);
+  });
+  return destination;
 }
 
 /**
@@ -30,7 +43,7 @@ export function stdoutDestination(): pino.DestinationStream {
 @Module({})
 export class ServiceLoggingModule {
   static forRoot(): DynamicModule {
-    const destination: Provider = { provide: LOG_DESTINATION, useFactory: stdoutDestination };
+    const destination: Provider = { provide: LOG_DESTINATION, useFactory: () => nonBlockingDestination() };
     return {
       module: ServiceLoggingModule,
       imports: [
