@@ -4,7 +4,7 @@
  * probe (service-probe.ts), on a free port and a scratch store.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ProbeReply, ProbeRequest, ServiceUsage } from './service-probe.protocol';
@@ -13,7 +13,9 @@ import type { ProbeReply, ProbeRequest, ServiceUsage } from './service-probe.pro
 const SERVICE_START_TIMEOUT_MS = 60_000;
 /** How long SIGTERM may take to close the service before it is killed, in milliseconds. */
 const SERVICE_STOP_TIMEOUT_MS = 15_000;
-/** Last output lines kept, to show why a service that failed to start failed. */
+/** How often the log is read for the listening line while the service starts, in milliseconds. */
+const START_POLL_INTERVAL_MS = 100;
+/** Last log lines shown when the service failed to start. */
 const KEPT_OUTPUT_LINES = 40;
 const LISTENING = /listening on (?:\S+ )?port (\d+)/;
 
@@ -54,44 +56,34 @@ export class ServiceProcess {
   static async start(options: ServiceOptions = {}): Promise<ServiceProcess> {
     const directory = mkdtempSync(join(tmpdir(), 'llm-ledger-http-bench-'));
     const distRoot = join(__dirname, '..', '..');
+    // The service's log goes to a file, as to a log collector: a pipe drained by this busy process
+    // would fill and make the service buffer (or block on) its own log lines.
+    const logPath = join(directory, 'service.log');
+    const log = openSync(logPath, 'w');
     const child = spawn(
       process.execPath,
       [...(options.nodeFlags ?? []), '--require', join(__dirname, 'service-probe.js'), join(distRoot, 'src', 'main.js')],
       {
         env: { ...process.env, ...options.env, PORT: '0', LEDGER_DEMO: '1', LEDGER_STORE: `sqlite:${join(directory, 'ledger.sqlite')}` },
-        stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+        stdio: ['ignore', log, log, 'ipc'],
       },
     );
-    const output: string[] = [];
+    closeSync(log);
     const port = await new Promise<number>((resolve, reject) => {
-      const timer = setTimeout(() => fail(`did not listen within ${SERVICE_START_TIMEOUT_MS} ms`), SERVICE_START_TIMEOUT_MS);
-      const fail = (why: string): void => {
-        clearTimeout(timer);
-        child.kill('SIGKILL');
-        reject(new Error(`the service ${why}:\n${output.join('\n')}`));
-      };
-      let pending = '';
-      const onData = (chunk: Buffer): void => {
-        pending += chunk.toString('utf8');
-        const lines = pending.split('\n');
-        pending = lines.pop() ?? '';
-        for (const line of lines) {
-          if (output.length < KEPT_OUTPUT_LINES) output.push(line);
-          const match = LISTENING.exec(line);
-          if (match !== null) {
-            clearTimeout(timer);
-            // From here on the request log lines are read and dropped: a full pipe would block the service.
-            for (const stream of [child.stdout!, child.stderr!]) stream.off('data', onData).resume();
-            resolve(Number(match[1]));
-            return;
-          }
+      const started = performance.now();
+      const poll = setInterval(() => {
+        const output = readFileSync(logPath, 'utf8');
+        const match = LISTENING.exec(output);
+        if (match !== null) {
+          clearInterval(poll);
+          resolve(Number(match[1]));
+        } else if (child.exitCode !== null || child.signalCode !== null || performance.now() - started > SERVICE_START_TIMEOUT_MS) {
+          clearInterval(poll);
+          child.kill('SIGKILL');
+          reject(new Error(`the service did not start listening:\n${output.split('\n').slice(-KEPT_OUTPUT_LINES).join('\n')}`));
         }
-      };
-      child.stdout!.on('data', onData);
-      child.stderr!.on('data', onData);
-      child.once('exit', (code, signal) => fail(`exited (${code ?? signal}) before listening`));
+      }, START_POLL_INTERVAL_MS);
     });
-    child.removeAllListeners('exit');
     return new ServiceProcess(child, port, directory);
   }
 
