@@ -84,7 +84,7 @@ export function outcomeSentence(view: ExplanationFigures): string {
     case 'protocol_error':
       return `Ended by protocol_error: the model asked for a tool batch that could not run safely (a repeated call id, or a write tool batched with others), so none of it ran; ${turns(view)}; ${toolCalls(view)}; ${spent(view)}; ${retries(view)}.`;
     case 'cancelled':
-      return `Cancelled: the caller cancelled the request; ${turns(view)}; ${toolCalls(view)}; ${spent(view)}; ${retries(view)}.`;
+      return `Cancelled: ${view.cancellation === undefined ? 'the caller cancelled the request' : `${view.cancellation.requestedBy} asked at ${view.cancellation.requestedAt} to stop it`}; ${turns(view)}; ${toolCalls(view)}; ${spent(view)}; ${retries(view)}.`;
     case 'failed':
       return `Failed: ${faultClause(view.fault)}; ${turns(view)}; ${toolCalls(view)}; ${spent(view)}; ${retries(view)}.`;
     case undefined:

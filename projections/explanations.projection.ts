@@ -68,6 +68,8 @@ export interface ExplanationView {
   /** Attempts with retry > 0 among the retained attempt records. */
   readonly retries: number;
   readonly settlement?: ExplanationSettlement;
+  /** Who asked the conversation to stop, and when (POST /v1/invocations/:id/cancel, CancelInvocationCommand). */
+  readonly cancellation?: { readonly requestedBy: string; readonly requestedAt: string };
   /** What a person reads, built from the figures above only (see explanation-sentence.ts). */
   readonly sentence: string;
 }
@@ -178,6 +180,9 @@ function applyExplanationEvent(
         settlement: { transition, by: settledBy, chargeCredits },
       };
     }
+    case 'InvocationCancellationRequested':
+      // The first request stands (the decider records no second one).
+      return figures.cancellation === undefined ? { ...figures, cancellation: { ...event.data } } : figures;
   }
 }
 

@@ -167,5 +167,7 @@ function activityAt(event: InvocationRecordedEvent): string {
       return event.data.pendingAt;
     case 'InvocationSettled':
       return event.data.settledAt;
+    case 'InvocationCancellationRequested':
+      return event.data.requestedAt;
   }
 }

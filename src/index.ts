@@ -28,13 +28,15 @@ export type { Routing } from './catalog/operation.events';
 export { AdjustCreditsCommand, ChangeOrganizationSettingsCommand, GrantCreditsCommand } from './accounts/account-commands';
 export type { LedgerEntryResult, OrganizationSettings } from './accounts/account-commands';
 export { SweepStaleInvocationsCommand } from './invocations/sweep-stale-invocations.command';
+export { CancelInvocationCommand } from './invocations/cancel-invocation.command';
+export type { CancellationRequested } from './invocations/cancel-invocation.command';
 export type { ReleasedHold, SweepReport, SweptInvocation } from './invocations/sweep-stale-invocations.command';
 
 // Domain errors (each DomainError has a machine `code`).
 export { DomainError, IdempotencyConflictError, IllegalTransitionError, ValidationError } from './domain/domain.errors';
 export type { DomainErrorCode, FieldIssue } from './domain/domain.errors';
 export { AdmissionRefusedError } from './accounts/admission.policy';
-export { IdempotencyKeyReusedError, UnknownOperationError, UnknownOrganizationError } from './invocations/invocation-errors';
+export { IdempotencyKeyReusedError, UnknownInvocationError, UnknownOperationError, UnknownOrganizationError } from './invocations/invocation-errors';
 
 // The runtime's tool and message types, and the scripted provider for a feature's own tests.
 export type {

@@ -9,6 +9,9 @@ import { EVENT_STORE, type EventStore } from '../event-store/event-store.port';
 import { FeatureRegistry } from '../features/feature.registry';
 import { LogSettledInvocationHandler } from '../invocations/invocation-settled.event';
 import { RunOperationHandler } from '../invocations/run-operation.handler';
+import { CancelInvocationHandler } from '../invocations/cancel-invocation.handler';
+import { CancellationWatcher } from '../invocations/cancellation-watcher';
+import { RunningInvocations } from '../invocations/running-invocations';
 import { SweepStaleInvocationsHandler } from '../invocations/sweep-stale-invocations.handler';
 import { ProviderRegistry } from '../providers/provider.registry';
 import { ANSWER_STORE, type AnswerStore } from '../answer-store/answer-store.port';
@@ -55,6 +58,9 @@ const retryJitterProvider: FactoryProvider<RandomSource> = {
     AdjustCreditsHandler,
     ChangeOrganizationSettingsHandler,
     RunOperationHandler,
+    RunningInvocations,
+    CancelInvocationHandler,
+    CancellationWatcher,
     SweepStaleInvocationsHandler,
     SetAlertThresholdsHandler,
     LogSettledInvocationHandler,

@@ -3,7 +3,12 @@ import type { HttpResponse as Response } from './http.types';
 import { IdempotencyConflictError, IllegalTransitionError, ValidationError } from '../domain/domain.errors';
 import { ConcurrencyError, DeletedStreamError, EventStoreUnavailableError } from '../event-store/event-store.port';
 import { InvalidFeatureInputError } from '../features/operation-feature';
-import { IdempotencyKeyReusedError, UnknownOperationError, UnknownOrganizationError } from '../invocations/invocation-errors';
+import {
+  IdempotencyKeyReusedError,
+  UnknownInvocationError,
+  UnknownOperationError,
+  UnknownOrganizationError,
+} from '../invocations/invocation-errors';
 import { ProjectionFaultedError, ProjectionRunnerStoppedError } from '../projection-runner';
 import { InvalidRequestException, type FieldProblems, type HttpErrorBody, type HttpErrorCode } from './http-error.body';
 import { contextOf, type LedgerRequest } from './request-context';
@@ -87,6 +92,7 @@ function render(exception: unknown): Rendered {
     return { status: 400, message: `Invalid request: ${exception.field}`, fields: { [exception.field]: [problem] } };
   }
   if (exception instanceof UnknownOperationError) return { status: 404, message: `operation "${exception.operationId}" was not found` };
+  if (exception instanceof UnknownInvocationError) return { status: 404, message: `invocation "${exception.invocationId}" was not found` };
   if (exception instanceof UnknownOrganizationError) {
     return { status: 404, message: `organization "${exception.organizationId}" was not found` };
   }

@@ -1,14 +1,15 @@
 import { Body, Controller, Get, Headers, HttpCode, HttpStatus, Param, Post } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
-import { ApiBearerAuth, ApiHeader, ApiOkResponse, ApiOperation, ApiTags, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
+import { ApiAcceptedResponse, ApiBearerAuth, ApiConflictResponse, ApiHeader, ApiOkResponse, ApiOperation, ApiTags, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
 import type { InvocationView } from '../../projections';
 import { RunOperationCommand } from '../invocations/run-operation.command';
+import { CancelInvocationCommand } from '../invocations/cancel-invocation.command';
 import type { InvocationResult } from '../invocations/invocation-result';
 import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound } from './api-docs.decorators';
 import { CurrentCaller, mayAccessOrganization, type Caller } from './auth/caller';
 import { Roles } from './auth/roles.decorator';
 import { ErrorBodyDto } from './dto/error-body.dto';
-import { InvocationStatusDto, RunInvocationDto, RunInvocationResultDto } from './dto/invocation.dto';
+import { CancellationRequestedDto, InvocationStatusDto, RunInvocationDto, RunInvocationResultDto } from './dto/invocation.dto';
 import { AttemptHistoryDto, ExplanationDto } from './dto/read-views.dto';
 import { idempotencyKeyProblem } from '../domain/field-checks';
 import { InvalidRequestException, ResourceNotFoundException } from './http-error.body';
@@ -67,6 +68,30 @@ export class InvocationsController {
       }),
     );
     return resultOf(summary);
+  }
+
+  /**
+   * Asks a running invocation to stop: the request is recorded in its stream, so whichever instance
+   * runs the conversation ends it `cancelled` at its next boundary and settles it (SPEC §4).
+   */
+  @Post(':invocationId/cancel')
+  @HttpCode(HttpStatus.ACCEPTED)
+  @Roles('system', 'org_admin', 'org_member')
+  @ApiOperation({
+    summary: 'Cancel a running invocation',
+    description:
+      'Records a cancellation request in the invocation’s stream; the instance running its conversation (this one or ' +
+      'another on the same store) ends it `cancelled` at its next boundary and settles it. 202: recorded (a repeat keeps ' +
+      'the first request); 409 once the conversation has ended. The explanation then says who asked and when.',
+  })
+  @ApiAcceptedResponse({ type: CancellationRequestedDto })
+  @ApiNotFound('No such invocation, or not the caller’s organization’s.')
+  @ApiConflictResponse({ type: ErrorBodyDto, description: 'The conversation has ended: there is nothing left to stop.' })
+  cancel(@CurrentCaller() caller: Caller, @Param('invocationId', IdParamPipe) invocationId: string): Promise<CancellationRequestedDto> {
+    // Who asked, as the log and the explanation will say it: the role and organization, never the token.
+    const requestedBy = caller.organizationId === undefined ? caller.role : `${caller.role} of ${caller.organizationId}`;
+    const restrictTo = caller.role === 'system' ? undefined : caller.organizationId;
+    return this.commands.execute(new CancelInvocationCommand(invocationId, requestedBy, restrictTo));
   }
 
   /** Lifecycle state, outcome, publication version, estimate and charge. */

@@ -7,6 +7,15 @@ export class UnknownOperationError extends Error {
   }
 }
 
+/** No invocation has this id (or, for a caller limited to one organization, not one of its own). */
+export class UnknownInvocationError extends Error {
+  override readonly name = 'UnknownInvocationError';
+
+  constructor(readonly invocationId: string) {
+    super(`Unknown invocation "${invocationId}"`);
+  }
+}
+
 /** The organization has no account (no grant or settings yet): nothing is written. */
 export class UnknownOrganizationError extends Error {
   override readonly name = 'UnknownOrganizationError';

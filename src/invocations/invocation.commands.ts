@@ -79,7 +79,11 @@ export type SettleInvocation = DomainCommand<
   | { readonly by: 'sweep'; readonly settledAt: string; readonly olderThanMs: number }
 >;
 
+/** Records a request to stop the conversation; allowed until the conversation has ended. */
+export type RequestCancellation = DomainCommand<'RequestCancellation', { readonly requestedBy: string; readonly requestedAt: string }>;
+
 export type InvocationCommand =
+  | RequestCancellation
   | EstimateInvocation
   | RefuseInvocation
   | ReserveInvocation

@@ -38,7 +38,12 @@ const ALLOWED_IN: Readonly<Record<InvocationCommand['type'], readonly Status[]>>
   FailInvocation: ['dispatched'],
   MarkInvocationPending: ['completed'],
   SettleInvocation: ['estimated', 'reserved', 'dispatched', 'completed', 'pending', 'failed'],
+  // Until the conversation has a result: afterwards there is nothing left to stop (409).
+  RequestCancellation: ['estimated', 'reserved', 'dispatched'],
 };
+
+/** Longest `requestedBy` of a cancellation, in characters. */
+export const MAX_REQUESTED_BY_CHARS = 200;
 
 const COMPLETED_OUTCOMES = OUTCOMES.filter((outcome) => outcome !== 'failed');
 /** The limit a limit outcome ended at; other outcomes name none. */
@@ -91,6 +96,15 @@ export function decideInvocation(command: InvocationCommand, state: InvocationSt
     }
     case 'SettleInvocation':
       return settle(command, state);
+    case 'RequestCancellation': {
+      const checks = new FieldChecks();
+      const requestedBy = checks.text('requestedBy', command.data.requestedBy, MAX_REQUESTED_BY_CHARS);
+      const requestedAt = checks.instant('requestedAt', command.data.requestedAt);
+      checks.throwIfAny();
+      // Asked already: the first request stands, and a repeat writes nothing.
+      if (state.cancellation !== undefined) return [];
+      return [{ type: 'InvocationCancellationRequested', data: { requestedBy, requestedAt } }];
+    }
   }
 }
 

@@ -137,8 +137,22 @@ export type InvocationSettled = DomainEvent<
   }
 >;
 
+/**
+ * Someone asked the running conversation to stop (SPEC §10). Not a lifecycle transition: the state is
+ * unchanged, and the instance running the conversation ends it `cancelled` at its next boundary.
+ */
+export type InvocationCancellationRequested = DomainEvent<
+  'InvocationCancellationRequested',
+  {
+    /** A role and organization (over HTTP), or what embedding code said; never a token. */
+    readonly requestedBy: string;
+    readonly requestedAt: string;
+  }
+>;
+
 export type InvocationEvent =
   | InvocationEstimated
+  | InvocationCancellationRequested
   | InvocationRefused
   | InvocationReserved
   | InvocationDispatched
@@ -159,6 +173,7 @@ export const INVOCATION_EVENT_TYPES: readonly InvocationEvent['type'][] = [
   'InvocationFailed',
   'InvocationPending',
   'InvocationSettled',
+  'InvocationCancellationRequested',
 ];
 
 export function invocationStreamName(invocationId: string): string {

@@ -33,6 +33,8 @@ export interface InvocationState {
   readonly operationId: string | undefined;
   readonly organizationId: string | undefined;
   readonly idempotencyKey: string | undefined;
+  /** The first request to stop the conversation, if any (who asked, and when). */
+  readonly cancellation: { readonly requestedBy: string; readonly requestedAt: string } | undefined;
   /** The keyed fingerprint of the keyed request's operation and input, when recorded. */
   readonly requestFingerprint: string | undefined;
   /** The publication resolved at estimate time; null before it, or for an unknown operation. */
@@ -76,6 +78,7 @@ export function initialInvocationState(): InvocationState {
     organizationId: undefined,
     idempotencyKey: undefined,
     requestFingerprint: undefined,
+    cancellation: undefined,
     publication: null,
     estimate: 0,
     accountHeld: false,
@@ -214,6 +217,9 @@ export function evolveInvocation(state: InvocationState, event: InvocationEvent)
       return { ...state, status: 'pending', lastTransitionAt: event.data.pendingAt };
     case 'InvocationSettled':
       return { ...state, status: 'settled', settlement: event.data, lastTransitionAt: event.data.settledAt };
+    case 'InvocationCancellationRequested':
+      // Not a transition: lastTransitionAt (what a sweep measures staleness from) stays.
+      return state.cancellation === undefined ? { ...state, cancellation: event.data } : state;
     default:
       // An event type this version does not know (written by a newer one) changes nothing here.
       return state;

@@ -24,6 +24,7 @@ import type { InvocationResult } from './invocation-result';
 import { IdempotencyKeyReusedError, UnknownOperationError, UnknownOrganizationError } from './invocation-errors';
 import { invocationIdFor } from './invocation-ids';
 import { IDEMPOTENCY_SECRET, requestFingerprint } from './request-fingerprint';
+import { RunningInvocations } from './running-invocations';
 import { InvocationSettledEvent } from './invocation-settled.event';
 import { RunOperationCommand, type RunOperationRequest } from './run-operation.command';
 
@@ -43,6 +44,7 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
     @Inject(RETRY_JITTER) private readonly random: RandomSource,
     @Inject(ANSWER_STORE) private readonly answers: AnswerStore,
     @Inject(IDEMPOTENCY_SECRET) private readonly idempotencySecret: Buffer,
+    private readonly running: RunningInvocations,
   ) {}
 
   execute({ request }: RunOperationCommand): Promise<InvocationResult> {
@@ -70,14 +72,18 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
     fingerprint: string | undefined,
   ): Promise<InvocationResult> {
     const telemetry = InvocationTelemetry.start({ invocationId, operationId: request.operationId, organizationId: request.organizationId });
+    // Registered before the first append: a cancellation recorded in the log from then on reaches it.
+    const local = this.running.register(invocationId);
+    const signal = request.signal === undefined ? local.signal : AbortSignal.any([request.signal, local.signal]);
     try {
-      const summary = await telemetry.within(() => this.runOnce(invocationId, feature, request, fingerprint, telemetry));
+      const summary = await telemetry.within(() => this.runOnce(invocationId, feature, { ...request, signal }, fingerprint, telemetry));
       telemetry.end(summary);
       return summary;
     } catch (error) {
       telemetry.fail(error);
       throw error;
     } finally {
+      local.done();
       // Its run is over (final, or failed to the sweep): keeping the state warm would only hold memory
       // and feed the garbage collector; a later read of the stream (a keyed repeat) reads it again.
       this.repository.forget(invocationStreamName(invocationId));
@@ -159,10 +165,12 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
     // Transitions 3 and 4 in one append: nothing happens between them that a crash could lose (the
     // request was captured by `prepare` above), and the provider is called only after both committed.
     const at = isoAt(this.clock);
-    await invokeAll([
+    const dispatched = await invokeAll([
       { type: 'ReserveInvocation', data: { reservedAt: at } },
       { type: 'DispatchInvocation', data: { dispatchedAt: at } },
     ]);
+    // Asked to stop before the conversation began (the stream says so): it ends at step 1, sending nothing.
+    if (dispatched.state.cancellation !== undefined) this.running.cancel(invocationId, dispatched.state.cancellation);
 
     let settled: InvocationState;
     let answer: unknown;

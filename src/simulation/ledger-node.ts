@@ -8,6 +8,7 @@
  * simulator starts a new node on the same log (everything in memory is lost).
  */
 import { IDEMPOTENCY_SECRET } from '../invocations/request-fingerprint';
+import { RunningInvocations } from '../invocations/running-invocations';
 import { LEDGER_UPCASTERS } from '../upcasters/ledger.upcasters';
 import { Module, type DynamicModule, type INestApplication } from '@nestjs/common';
 import { CommandBus, EventBus } from '@nestjs/cqrs';
@@ -109,6 +110,8 @@ export class LedgerNode {
       app.get<AnswerStore>(ANSWER_STORE),
       // The same deployment: the second process shares the first's fingerprint secret.
       app.get<Buffer>(IDEMPOTENCY_SECRET),
+      // Its own process: its runs are its own (a cancellation recorded in the log reaches the node's).
+      new RunningInvocations(),
     );
     const sweepHandler = new SweepStaleInvocationsHandler(repository, app.get(LiveProjections), app.get<SqliteReadModelStore>(READ_MODEL_STORE), options.clock);
     return new LedgerNode(app, store, {

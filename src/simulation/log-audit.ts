@@ -490,6 +490,10 @@ export class LogAudit {
       case 'InvocationSettled':
         this.settled(invocation, data, event.position, fail);
         break;
+      case 'InvocationCancellationRequested':
+        // Not a transition; only while the conversation has no result yet.
+        expectFrom('estimated', 'reserved', 'dispatched');
+        break;
       default:
         fail('lifecycle.known-events', `unexpected ${event.type}`);
     }

@@ -114,3 +114,18 @@ export class InvocationStatusDto extends InvocationResultDto {
   @ApiPropertyOptional({ format: 'date-time' })
   readonly settledAt?: string;
 }
+
+/** Result of `POST /v1/invocations/:id/cancel`: the request as recorded. */
+export class CancellationRequestedDto {
+  @ApiProperty()
+  readonly invocationId!: string;
+
+  @ApiProperty({ enum: ['estimated', 'reserved', 'dispatched'], description: 'The state when the request was recorded.' })
+  readonly state!: string;
+
+  @ApiProperty({ example: 'org_member of demo-org', description: 'Who asked: the role and organization of the token (never the token).' })
+  readonly requestedBy!: string;
+
+  @ApiProperty({ format: 'date-time', description: 'When the first request was recorded.' })
+  readonly requestedAt!: string;
+}

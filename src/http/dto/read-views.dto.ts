@@ -137,6 +137,13 @@ export class ExplanationDto {
   @ApiPropertyOptional({ type: 'object', additionalProperties: true })
   readonly settlement?: Record<string, unknown>;
 
+  @ApiPropertyOptional({
+    type: 'object',
+    properties: { requestedBy: { type: 'string' }, requestedAt: { type: 'string', format: 'date-time' } },
+    description: 'Who asked the conversation to stop, and when (the first request).',
+  })
+  readonly cancellation?: { readonly requestedBy: string; readonly requestedAt: string };
+
   @ApiProperty({ example: 'Refused: insufficient_credits — available 120 < hold 500.' })
   readonly sentence!: string;
 }

@@ -1,0 +1,46 @@
+import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { EVENT_STORE, type EventStore, type RecordedEvent, type Subscription } from '../event-store/event-store.port';
+import type { InvocationCancellationRequested } from './invocation.events';
+import { RunningInvocations } from './running-invocations';
+
+const INVOCATION_PREFIX = 'invocation-';
+
+/**
+ * Follows the log for cancellation requests and aborts the runs of this process they name, so a
+ * request recorded by another instance on the same store (the embedded store's subscriptions see
+ * other processes' commits within their poll interval) still ends the conversation here. Starts at
+ * the log's head: every run of this process begins after it.
+ */
+@Injectable()
+export class CancellationWatcher implements OnApplicationBootstrap, OnApplicationShutdown {
+  private subscription: Subscription | undefined;
+  private stopped = false;
+
+  constructor(
+    @Inject(EVENT_STORE) private readonly store: EventStore,
+    private readonly running: RunningInvocations,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    this.follow(await this.store.headPosition());
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.stopped = true;
+    const subscription = this.subscription;
+    this.subscription = undefined;
+    await subscription?.stop().catch(() => undefined);
+  }
+
+  private follow(after: bigint | undefined): void {
+    if (this.stopped) return;
+    // The handler never throws, so nothing it meets can halt the subscription.
+    this.subscription = this.store.subscribeToAll((event) => this.observe(event), after === undefined ? {} : { after });
+  }
+
+  private observe(event: RecordedEvent): void {
+    if (event.type !== 'InvocationCancellationRequested' || !event.streamName.startsWith(INVOCATION_PREFIX)) return;
+    const { requestedBy, requestedAt } = (event as unknown as InvocationCancellationRequested).data;
+    this.running.cancel(event.streamName.slice(INVOCATION_PREFIX.length), { requestedBy, requestedAt });
+  }
+}
