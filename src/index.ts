@@ -32,6 +32,31 @@ export { CancelInvocationCommand } from './invocations/cancel-invocation.command
 export type { CancellationRequested } from './invocations/cancel-invocation.command';
 export type { ReleasedHold, SweepReport, SweptInvocation } from './invocations/sweep-stale-invocations.command';
 
+// Queries on the QueryBus, and the read models they answer with.
+export { GetAttemptsQuery, GetBalanceQuery, GetExplanationQuery, GetInvocationQuery, GetPublicationsQuery } from './queries/ledger.queries';
+export { READ_CATCH_UP_TIMEOUT_MS, ReadSideUnavailableError } from './queries/read-models';
+export type { AttemptHistoryView, BalanceView, ExplanationView, InvocationView, RoutingBudgetsView } from '../projections';
+
+// Every committed lifecycle and account event, on the EventBus.
+export {
+  AttemptRecorded,
+  CreditsAdjusted,
+  CreditsGranted,
+  HoldPlaced,
+  HoldSettled,
+  InvocationCompleted,
+  InvocationDispatched,
+  InvocationEstimated,
+  InvocationFailed,
+  InvocationPending,
+  InvocationRefused,
+  InvocationReserved,
+  InvocationSettled,
+  LedgerEvent,
+  OperationPublished,
+  OrganizationSettingsChanged,
+} from './ledger-events/ledger-events';
+
 // Domain errors (each DomainError has a machine `code`).
 export { DomainError, IdempotencyConflictError, IllegalTransitionError, ValidationError } from './domain/domain.errors';
 export type { DomainErrorCode, FieldIssue } from './domain/domain.errors';

@@ -1,11 +1,13 @@
-import { Global, Inject, Module, OnApplicationShutdown, type FactoryProvider } from '@nestjs/common';
+import { BeforeApplicationShutdown, Global, Inject, Module, OnApplicationBootstrap, OnApplicationShutdown, type FactoryProvider } from '@nestjs/common';
 import { LEDGER_UPCASTERS } from '../upcasters/ledger.upcasters';
-import { CqrsModule } from '@nestjs/cqrs';
+import { CqrsModule, EventBus } from '@nestjs/cqrs';
 import { AdjustCreditsHandler, ChangeOrganizationSettingsHandler, GrantCreditsHandler } from '../accounts/account-commands.handler';
 import { AggregateRepository } from '../aggregates/aggregate.repository';
 import { SetAlertThresholdsHandler } from '../alerts/set-alert-thresholds.handler';
 import { PublishOperationHandler } from '../catalog/publish-operation.handler';
 import { EVENT_STORE, type EventStore } from '../event-store/event-store.port';
+import { withUpcasting } from '../event-store/upcasting';
+import { CommittedEventsPublisher } from '../ledger-events/committed-events.publisher';
 import { FeatureRegistry } from '../features/feature.registry';
 import { LogSettledInvocationHandler } from '../invocations/invocation-settled.event';
 import { RunOperationHandler } from '../invocations/run-operation.handler';
@@ -51,6 +53,11 @@ const retryJitterProvider: FactoryProvider<RandomSource> = {
       inject: [LEDGER_CONFIG, CLOCK],
       useFactory: (config: LedgerConfig, clock: Clock): AnswerStore => SqliteAnswerStore.open(config.answerStorePath, clock),
     },
+    {
+      provide: CommittedEventsPublisher,
+      inject: [EVENT_STORE, EventBus],
+      useFactory: (store: EventStore, eventBus: EventBus) => new CommittedEventsPublisher(withUpcasting(store, LEDGER_UPCASTERS), eventBus),
+    },
     FeatureRegistry,
     ProviderRegistry,
     PublishOperationHandler,
@@ -67,8 +74,19 @@ const retryJitterProvider: FactoryProvider<RandomSource> = {
   ],
   exports: [clockProvider, idempotencySecretProvider, AggregateRepository, FeatureRegistry],
 })
-export class LedgerCoreModule implements OnApplicationShutdown {
-  constructor(@Inject(ANSWER_STORE) private readonly answers: AnswerStore) {}
+export class LedgerCoreModule implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
+  constructor(
+    @Inject(ANSWER_STORE) private readonly answers: AnswerStore,
+    private readonly publisher: CommittedEventsPublisher,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    await this.publisher.start();
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.publisher.stop();
+  }
 
   onApplicationShutdown(): void {
     this.answers.close();

@@ -5,6 +5,8 @@ import { EVENT_STORE, EventStore } from '../event-store/event-store.port';
 import { SqliteEventStore } from '../event-store/sqlite/sqlite-event-store';
 import { LiveProjections, ProjectionRunner, READ_MODEL_STORE, SqliteReadModelStore, openReadModelStore, type ProjectionRunnerLogger } from '../projection-runner';
 import { ReadStoreLock } from '../projection-runner/read-store.lock';
+import { LEDGER_QUERY_HANDLERS } from '../queries/ledger-query.handlers';
+import { ReadModels } from '../queries/read-models';
 import { ProjectionWorkerHost } from '../projection-runner/worker/projection-worker.host';
 import { GetUsageHandler } from '../queries/get-usage.query';
 import { ListInvocationsHandler } from '../queries/list-invocations.query';
@@ -21,6 +23,8 @@ import { ListLedgerEntriesHandler } from '../queries/list-ledger-entries.query';
 @Global()
 @Module({
   providers: [
+    ReadModels,
+    ...LEDGER_QUERY_HANDLERS,
     {
       // Held while the service runs, so `projections rebuild` refuses to rewrite these read models
       // under the live runner (and this service refuses to start on a rebuild in progress).
@@ -61,7 +65,7 @@ import { ListLedgerEntriesHandler } from '../queries/list-ledger-entries.query';
     ListLedgerEntriesHandler,
     GetUsageHandler,
   ],
-  exports: [READ_MODEL_STORE, LiveProjections],
+  exports: [READ_MODEL_STORE, LiveProjections, ReadModels],
 })
 export class ReadSideModule implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
   constructor(

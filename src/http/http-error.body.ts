@@ -53,10 +53,3 @@ export class ResourceNotFoundException extends HttpException {
     super(`${kind} "${id}" was not found`, HttpStatus.NOT_FOUND);
   }
 }
-
-/** The read side could not answer in time, or is stopped: worth retrying later. */
-export class ReadSideUnavailableException extends HttpException {
-  constructor(reason: string) {
-    super(`the read models are not available: ${reason}`, HttpStatus.SERVICE_UNAVAILABLE);
-  }
-}

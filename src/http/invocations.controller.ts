@@ -15,7 +15,8 @@ import { idempotencyKeyProblem } from '../domain/field-checks';
 import { InvalidRequestException, ResourceNotFoundException } from './http-error.body';
 import { IdParamPipe } from './id-param.pipe';
 import { ReadModelReader } from './read-model.reader';
-import { ATTEMPT_HISTORY, EXPLANATIONS, type AttemptHistoryView, type ExplanationView } from './read-views';
+import type { AttemptHistoryView, ExplanationView } from '../../projections';
+import { GetAttemptsQuery, GetExplanationQuery } from '../queries/ledger.queries';
 
 /** The header a client may carry its idempotency key in (IETF draft `Idempotency-Key`). */
 const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
@@ -114,9 +115,7 @@ export class InvocationsController {
   @ApiOkResponse({ type: AttemptHistoryDto })
   @ApiNotFound('No such invocation, or not the caller’s organization’s.')
   async attempts(@CurrentCaller() caller: Caller, @Param('invocationId', IdParamPipe) invocationId: string): Promise<AttemptHistoryView> {
-    const { document } = await this.reader.invocationWith<AttemptHistoryView>(caller, invocationId, ATTEMPT_HISTORY);
-    if (document === undefined) throw new ResourceNotFoundException('invocation', invocationId);
-    return document;
+    return this.reader.ofInvocation(caller, invocationId, new GetAttemptsQuery(invocationId));
   }
 
   /** Why the invocation was refused or how its conversation ended, with the figures behind it. */
@@ -131,9 +130,7 @@ export class InvocationsController {
   @ApiOkResponse({ type: ExplanationDto })
   @ApiNotFound('No such invocation, or not the caller’s organization’s.')
   async explanation(@CurrentCaller() caller: Caller, @Param('invocationId', IdParamPipe) invocationId: string): Promise<ExplanationView> {
-    const { document } = await this.reader.invocationWith<ExplanationView>(caller, invocationId, EXPLANATIONS);
-    if (document === undefined) throw new ResourceNotFoundException('invocation', invocationId);
-    return document;
+    return this.reader.ofInvocation(caller, invocationId, new GetExplanationQuery(invocationId));
   }
 }
 

@@ -9,7 +9,8 @@ import { RoutingBudgetsDto } from './dto/read-views.dto';
 import { ResourceNotFoundException } from './http-error.body';
 import { IdParamPipe } from './id-param.pipe';
 import { ReadModelReader } from './read-model.reader';
-import { ROUTING_BUDGETS, type RoutingBudgetsView } from './read-views';
+import type { RoutingBudgetsView } from '../../projections';
+import { GetPublicationsQuery } from '../queries/ledger.queries';
 
 /** The operation catalog (SPEC §2): publications and their historical routing budgets. */
 @ApiTags('operations')
@@ -47,7 +48,7 @@ export class OperationsController {
   @ApiOkResponse({ type: RoutingBudgetsDto })
   @ApiNotFound('The operation was never published.')
   async publications(@Param('operationId', IdParamPipe) operationId: string): Promise<RoutingBudgetsView> {
-    const budgets = await this.reader.get<RoutingBudgetsView>(ROUTING_BUDGETS, operationId);
+    const budgets = await this.reader.find(new GetPublicationsQuery(operationId));
     if (budgets === undefined) throw new ResourceNotFoundException('operation', operationId);
     return budgets;
   }

@@ -1,7 +1,6 @@
 import { Body, Controller, Get, HttpCode, HttpStatus, Param, Post, Put } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
-import { BALANCE_COLLECTION, BALANCES_PROJECTION, type BalanceView } from '../../projections';
 import {
   AdjustCreditsCommand,
   ChangeOrganizationSettingsCommand,
@@ -18,6 +17,7 @@ import { ErrorBodyDto } from './dto/error-body.dto';
 import { OrganizationSettingsDto, OrganizationSettingsResultDto } from './dto/organization-settings.dto';
 import { ResourceNotFoundException } from './http-error.body';
 import { IdParamPipe } from './id-param.pipe';
+import { GetBalanceQuery } from '../queries/ledger.queries';
 import { ReadModelReader } from './read-model.reader';
 
 /** Organizations' credit accounts (SPEC §3): grants, adjustments, settings and the balance. */
@@ -90,7 +90,7 @@ export class OrganizationsController {
   async balance(@CurrentCaller() caller: Caller, @Param('organizationId', IdParamPipe) organizationId: string): Promise<OrganizationBalanceDto> {
     // Another organization's balance reads exactly like one that does not exist.
     if (!mayAccessOrganization(caller, organizationId)) throw new ResourceNotFoundException('organization', organizationId);
-    const view = await this.reader.get<BalanceView>({ projection: BALANCES_PROJECTION, collection: BALANCE_COLLECTION }, organizationId);
+    const view = await this.reader.find(new GetBalanceQuery(organizationId));
     if (view === undefined) throw new ResourceNotFoundException('organization', organizationId);
     const { granted, adjustments, held, charged, available, running } = view;
     return { organizationId, granted, adjustments, held, charged, available, running };

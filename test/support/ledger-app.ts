@@ -33,6 +33,8 @@ export interface LedgerTestAppOptions {
   /** Keep the directory when closing (so a test can restart on it). */
   readonly keepDirectory?: boolean;
   /** Replace one provider, e.g. the event store with a fault-injecting wrapper. */
+  /** Modules of a consuming application beside the ledger (e.g. one with its own event handlers). */
+  readonly imports?: readonly DynamicModule['module'][];
   readonly override?: { provide: unknown; inject?: unknown[]; useFactory: (...args: never[]) => unknown };
 }
 
@@ -40,7 +42,7 @@ export interface LedgerTestAppOptions {
 export async function startLedgerApp(options: LedgerTestAppOptions = {}): Promise<LedgerTestApp> {
   const directory = options.directory ?? mkdtempSync(join(tmpdir(), 'llm-ledger-'));
   const logPath = join(directory, 'ledger.sqlite');
-  const imports: DynamicModule[] = options.features?.length ? [featureModule(options.features)] : [];
+  const imports = [...(options.features?.length ? [featureModule(options.features)] : []), ...(options.imports ?? [])];
   let builder = Test.createTestingModule({
     imports: [AppModule.forRoot({ env: { LEDGER_STORE: `sqlite:${logPath}`, ...options.env }, imports })],
   });

@@ -1,0 +1,112 @@
+import type { IEvent } from '@nestjs/cqrs';
+import type {
+  CreditsAdjusted as CreditsAdjustedEvent,
+  CreditsGranted as CreditsGrantedEvent,
+  HoldPlaced as HoldPlacedEvent,
+  HoldSettled as HoldSettledEvent,
+  OrganizationSettingsChanged as OrganizationSettingsChangedEvent,
+} from '../accounts/account.events';
+import type { OperationPublished as OperationPublishedEvent } from '../catalog/operation.events';
+import type { EventMetadata, RecordedEvent } from '../event-store/event-store.port';
+import type {
+  AttemptRecorded as AttemptRecordedEvent,
+  InvocationCompleted as InvocationCompletedEvent,
+  InvocationDispatched as InvocationDispatchedEvent,
+  InvocationEstimated as InvocationEstimatedEvent,
+  InvocationFailed as InvocationFailedEvent,
+  InvocationPending as InvocationPendingEvent,
+  InvocationRefused as InvocationRefusedEvent,
+  InvocationReserved as InvocationReservedEvent,
+  InvocationSettled as InvocationSettledEvent,
+} from '../invocations/invocation.events';
+
+/**
+ * A committed ledger event as Nest's EventBus carries it (SPEC §12): one class per event type, named
+ * after it, with the event's `data`, its stream, revision and log position. Published only once the
+ * event is in the log, so an @EventsHandler never reacts to something a crash could undo.
+ */
+export abstract class LedgerEvent<Data = unknown> implements IEvent {
+  abstract readonly type: string;
+  readonly data: Data;
+  readonly metadata: EventMetadata;
+  readonly streamName: string;
+  readonly revision: bigint;
+  readonly position: bigint;
+  readonly recordedAt: string;
+
+  constructor(event: RecordedEvent) {
+    this.data = event.data as Data;
+    this.metadata = event.metadata;
+    this.streamName = event.streamName;
+    this.revision = event.revision;
+    this.position = event.position;
+    this.recordedAt = event.recordedAt;
+  }
+}
+
+export class InvocationEstimated extends LedgerEvent<InvocationEstimatedEvent['data']> {
+  readonly type = 'InvocationEstimated';
+}
+export class InvocationRefused extends LedgerEvent<InvocationRefusedEvent['data']> {
+  readonly type = 'InvocationRefused';
+}
+export class InvocationReserved extends LedgerEvent<InvocationReservedEvent['data']> {
+  readonly type = 'InvocationReserved';
+}
+export class InvocationDispatched extends LedgerEvent<InvocationDispatchedEvent['data']> {
+  readonly type = 'InvocationDispatched';
+}
+export class AttemptRecorded extends LedgerEvent<AttemptRecordedEvent['data']> {
+  readonly type = 'AttemptRecorded';
+}
+export class InvocationCompleted extends LedgerEvent<InvocationCompletedEvent['data']> {
+  readonly type = 'InvocationCompleted';
+}
+export class InvocationFailed extends LedgerEvent<InvocationFailedEvent['data']> {
+  readonly type = 'InvocationFailed';
+}
+export class InvocationPending extends LedgerEvent<InvocationPendingEvent['data']> {
+  readonly type = 'InvocationPending';
+}
+export class InvocationSettled extends LedgerEvent<InvocationSettledEvent['data']> {
+  readonly type = 'InvocationSettled';
+}
+export class CreditsGranted extends LedgerEvent<CreditsGrantedEvent['data']> {
+  readonly type = 'CreditsGranted';
+}
+export class CreditsAdjusted extends LedgerEvent<CreditsAdjustedEvent['data']> {
+  readonly type = 'CreditsAdjusted';
+}
+export class OrganizationSettingsChanged extends LedgerEvent<OrganizationSettingsChangedEvent['data']> {
+  readonly type = 'OrganizationSettingsChanged';
+}
+export class HoldPlaced extends LedgerEvent<HoldPlacedEvent['data']> {
+  readonly type = 'HoldPlaced';
+}
+export class HoldSettled extends LedgerEvent<HoldSettledEvent['data']> {
+  readonly type = 'HoldSettled';
+}
+export class OperationPublished extends LedgerEvent<OperationPublishedEvent['data']> {
+  readonly type = 'OperationPublished';
+}
+
+type LedgerEventClass = new (event: RecordedEvent) => LedgerEvent;
+
+/** The class of each published event type; other types in the log (snapshots) are not published. */
+export const LEDGER_EVENT_CLASSES: ReadonlyMap<string, LedgerEventClass> = new Map<string, LedgerEventClass>([
+  ['InvocationEstimated', InvocationEstimated],
+  ['InvocationRefused', InvocationRefused],
+  ['InvocationReserved', InvocationReserved],
+  ['InvocationDispatched', InvocationDispatched],
+  ['AttemptRecorded', AttemptRecorded],
+  ['InvocationCompleted', InvocationCompleted],
+  ['InvocationFailed', InvocationFailed],
+  ['InvocationPending', InvocationPending],
+  ['InvocationSettled', InvocationSettled],
+  ['CreditsGranted', CreditsGranted],
+  ['CreditsAdjusted', CreditsAdjusted],
+  ['OrganizationSettingsChanged', OrganizationSettingsChanged],
+  ['HoldPlaced', HoldPlaced],
+  ['HoldSettled', HoldSettled],
+  ['OperationPublished', OperationPublished],
+]);
