@@ -39,7 +39,9 @@ export type { AttemptHistoryView, BalanceView, ExplanationView, InvocationView, 
 
 // Every committed lifecycle and account event, on the EventBus.
 export {
+  AlertThresholdsSet,
   AttemptRecorded,
+  CreditThresholdCrossed,
   CreditsAdjusted,
   CreditsGranted,
   HoldPlaced,

@@ -32,7 +32,14 @@ export class CommittedEventsPublisher {
           this.logger.error({ message: 'an event handler failed', type: event.type, position: String(event.position), error: String(error) });
         }
       },
-      head === undefined ? {} : { after: head },
+      {
+        ...(head === undefined ? {} : { after: head }),
+        // A permanent error ends the publication; handlers then see nothing more until a restart.
+        onError: (error, willRetry) =>
+          willRetry
+            ? this.logger.warn({ message: 'the event subscription was interrupted; resubscribing', error: error.message })
+            : this.logger.error({ message: 'the event subscription ended; no more events are published', error: error.message }),
+      },
     );
   }
 

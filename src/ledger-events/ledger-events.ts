@@ -1,5 +1,7 @@
 import type { IEvent } from '@nestjs/cqrs';
 import type {
+  AlertThresholdsSet as AlertThresholdsSetEvent,
+  CreditThresholdCrossed as CreditThresholdCrossedEvent,
   CreditsAdjusted as CreditsAdjustedEvent,
   CreditsGranted as CreditsGrantedEvent,
   HoldPlaced as HoldPlacedEvent,
@@ -86,6 +88,12 @@ export class HoldPlaced extends LedgerEvent<HoldPlacedEvent['data']> {
 export class HoldSettled extends LedgerEvent<HoldSettledEvent['data']> {
   readonly type = 'HoldSettled';
 }
+export class AlertThresholdsSet extends LedgerEvent<AlertThresholdsSetEvent['data']> {
+  readonly type = 'AlertThresholdsSet';
+}
+export class CreditThresholdCrossed extends LedgerEvent<CreditThresholdCrossedEvent['data']> {
+  readonly type = 'CreditThresholdCrossed';
+}
 export class OperationPublished extends LedgerEvent<OperationPublishedEvent['data']> {
   readonly type = 'OperationPublished';
 }
@@ -108,5 +116,7 @@ export const LEDGER_EVENT_CLASSES: ReadonlyMap<string, LedgerEventClass> = new M
   ['OrganizationSettingsChanged', OrganizationSettingsChanged],
   ['HoldPlaced', HoldPlaced],
   ['HoldSettled', HoldSettled],
+  ['AlertThresholdsSet', AlertThresholdsSet],
+  ['CreditThresholdCrossed', CreditThresholdCrossed],
   ['OperationPublished', OperationPublished],
 ]);
