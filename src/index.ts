@@ -34,7 +34,6 @@ export type { ReleasedHold, SweepReport, SweptInvocation } from './invocations/s
 
 // Queries on the QueryBus, and the read models they answer with.
 export { GetAttemptsQuery, GetBalanceQuery, GetExplanationQuery, GetInvocationQuery, GetPublicationsQuery } from './queries/ledger.queries';
-export { READ_CATCH_UP_TIMEOUT_MS, ReadSideUnavailableError } from './queries/read-models';
 export type { AttemptHistoryView, BalanceView, ExplanationView, InvocationView, RoutingBudgetsView } from '../projections';
 
 // Every committed lifecycle and account event, on the EventBus.
@@ -110,5 +109,5 @@ export { ListLedgerEntriesQuery, DEFAULT_LEDGER_PAGE, MAX_LEDGER_PAGE } from './
 export type { LedgerEntryFilters, LedgerEntryPage } from './queries/list-ledger-entries.query';
 export { GetUsageQuery, MAX_STATEMENT_DAYS, USAGE_GROUP_BY } from './queries/get-usage.query';
 export type { UsageGroupBy, UsagePeriod, UsageStatement, UsageStatementRow } from './queries/get-usage.query';
-export { ReadModelsUnavailableError } from './queries/read-model-catch-up';
+export { QUERY_CATCH_UP_TIMEOUT_MS, ReadModelsUnavailableError } from './queries/read-model-catch-up';
 export type { InvocationListEntry, LedgerEntryKind, LedgerEntryView, StatementOutcome } from '../projections';

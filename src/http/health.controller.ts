@@ -8,7 +8,7 @@ import { Public } from './auth/roles.decorator';
 
 /**
  * Readiness bound on projection lag, in log positions: with the embedded store a number of events.
- * Beyond it reads would wait (up to READ_CATCH_UP_TIMEOUT_MS) for their projections to catch up, so
+ * Beyond it reads would wait (up to QUERY_CATCH_UP_TIMEOUT_MS) for their projections to catch up, so
  * the instance should not take traffic.
  */
 export const MAX_READY_PROJECTION_LAG_POSITIONS = 1_000n;

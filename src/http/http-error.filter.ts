@@ -10,7 +10,7 @@ import {
   UnknownOrganizationError,
 } from '../invocations/invocation-errors';
 import { ProjectionFaultedError, ProjectionRunnerStoppedError } from '../projection-runner';
-import { ReadSideUnavailableError } from '../queries/read-models';
+import { ReadModelsUnavailableError } from '../queries/read-model-catch-up';
 import { InvalidRequestException, type FieldProblems, type HttpErrorBody, type HttpErrorCode } from './http-error.body';
 import { contextOf, type LedgerRequest } from './request-context';
 
@@ -116,7 +116,7 @@ function render(exception: unknown): Rendered {
   if (exception instanceof DeletedStreamError) {
     return { status: 409, message: 'a record this change needs was deleted in the event store' };
   }
-  if (exception instanceof ReadSideUnavailableError) return { status: 503, message: exception.message };
+  if (exception instanceof ReadModelsUnavailableError) return { status: 503, message: `the read models are not available: ${exception.message}` };
   if (exception instanceof HttpException) {
     return { status: exception.getStatus(), message: messageOf(exception) };
   }

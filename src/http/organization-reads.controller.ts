@@ -6,12 +6,11 @@ import type { InvocationStatus } from '../invocations/invocation.events';
 import { GetUsageQuery, type UsageGroupBy, type UsageStatement } from '../queries/get-usage.query';
 import { ListInvocationsQuery, type InvocationPage } from '../queries/list-invocations.query';
 import { ListLedgerEntriesQuery, type LedgerEntryPage } from '../queries/list-ledger-entries.query';
-import { ReadModelsUnavailableError } from '../queries/read-model-catch-up';
 import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound } from './api-docs.decorators';
 import { CurrentCaller, mayAccessOrganization, type Caller } from './auth/caller';
 import { Roles } from './auth/roles.decorator';
 import { LedgerQueryDto, ListInvocationsQueryDto, UsageQueryDto } from './dto/statement-queries.dto';
-import { InvalidRequestException, ReadSideUnavailableException, ResourceNotFoundException } from './http-error.body';
+import { InvalidRequestException, ResourceNotFoundException } from './http-error.body';
 import { IdParamPipe } from './id-param.pipe';
 import { usageStatementCsv } from './usage-statement.csv';
 
@@ -110,13 +109,9 @@ export class OrganizationReadsController {
     if (!mayAccessOrganization(caller, organizationId)) throw new ResourceNotFoundException('organization', organizationId);
   }
 
+  // ReadModelsUnavailableError leaves as 503 through HttpErrorFilter.
   private async run<T>(query: ListInvocationsQuery | ListLedgerEntriesQuery | GetUsageQuery): Promise<T> {
-    try {
-      return (await this.queries.execute(query)) as T;
-    } catch (error) {
-      if (error instanceof ReadModelsUnavailableError) throw new ReadSideUnavailableException(error.message);
-      throw error;
-    }
+    return (await this.queries.execute(query)) as T;
   }
 }
 
