@@ -65,8 +65,13 @@ export interface CommandContext {
 
 /** Every event is written at this schema version until an upcaster says otherwise. */
 export const CURRENT_SCHEMA_VERSION = 1;
-/** Attempts to re-decide on a freshly read stream after another process appended first. */
-export const MAX_CONFLICT_RETRIES = 8;
+/**
+ * Attempts to re-decide on a freshly read stream after another process appended first. Generous on
+ * purpose: against another instance deciding on its cached state (one round trip per command) a
+ * process that must read first (two) loses every race while the other's queue lasts, so a small bound
+ * fails commands that would have gone through a moment later.
+ */
+export const MAX_CONFLICT_RETRIES = 64;
 /** Aggregates kept warm in memory (least recently used dropped first). */
 export const MAX_CACHED_AGGREGATES = 10_000;
 /** Events read per page when loading a stream, so a cold load of a long stream never holds it all. */

@@ -381,19 +381,12 @@ export class EventStoreDbWireServer {
           const wrong = new AppendResp.WrongExpectedVersion();
           if (outcome.current === undefined) wrong.setCurrentNoStream(new SharedEmpty());
           else wrong.setCurrentRevision(outcome.current.toString());
-          switch (outcome.expected.kind) {
-            case 'any':
-              wrong.setExpectedAny(new SharedEmpty());
-              break;
-            case 'no_stream':
-              wrong.setExpectedNoStream(new SharedEmpty());
-              break;
-            case 'stream_exists':
-              wrong.setExpectedStreamExists(new SharedEmpty());
-              break;
-            case 'revision':
-              wrong.setExpectedRevision(outcome.expected.revision.toString());
-          }
+          setExpected(outcome.expected, {
+            any: () => wrong.setExpectedAny(new SharedEmpty()),
+            noStream: () => wrong.setExpectedNoStream(new SharedEmpty()),
+            streamExists: () => wrong.setExpectedStreamExists(new SharedEmpty()),
+            revision: (revision) => wrong.setExpectedRevision(revision),
+          });
           const response = new AppendResp();
           response.setWrongExpectedVersion(wrong);
           callback(null, response);
@@ -477,19 +470,12 @@ export class EventStoreDbWireServer {
           const details = new WrongExpectedVersion();
           if (outcome.current === undefined) details.setCurrentNoStream(new Empty());
           else details.setCurrentStreamRevision(outcome.current.toString());
-          switch (outcome.expected.kind) {
-            case 'any':
-              details.setExpectedAny(new Empty());
-              break;
-            case 'no_stream':
-              details.setExpectedNoStream(new Empty());
-              break;
-            case 'stream_exists':
-              details.setExpectedStreamExists(new Empty());
-              break;
-            case 'revision':
-              details.setExpectedStreamPosition(outcome.expected.revision.toString());
-          }
+          setExpected(outcome.expected, {
+            any: () => details.setExpectedAny(new Empty()),
+            noStream: () => details.setExpectedNoStream(new Empty()),
+            streamExists: () => details.setExpectedStreamExists(new Empty()),
+            revision: (revision) => details.setExpectedStreamPosition(revision),
+          });
           response.setError(status(grpc.status.ALREADY_EXISTS, 'WrongExpectedVersion', details, 'event_store.client.WrongExpectedVersion'));
           break;
         }
@@ -822,6 +808,23 @@ function batchExpected(options: BatchAppendReq.Options): Expected {
   if (options.hasStreamExists()) return { kind: 'stream_exists' };
   if (options.hasAny()) return { kind: 'any' };
   return { kind: 'revision', revision: BigInt(options.getStreamPosition()) };
+}
+
+/** [F-WEV] The expected revision as each reply message spells it (the two protos name the fields differently). */
+function setExpected(
+  expected: Expected,
+  set: { any(): void; noStream(): void; streamExists(): void; revision(revision: string): void },
+): void {
+  switch (expected.kind) {
+    case 'any':
+      return set.any();
+    case 'no_stream':
+      return set.noStream();
+    case 'stream_exists':
+      return set.streamExists();
+    case 'revision':
+      return set.revision(expected.revision.toString());
+  }
 }
 
 function streamIdentifier(streamName: string): StreamIdentifier {
