@@ -102,6 +102,11 @@ export interface EventStore {
   subscribeToAll(handler: SubscriptionHandler, options?: SubscribeOptions): Subscription;
   /** Position of the last event in the log, or undefined for an empty log. */
   headPosition(): Promise<bigint | undefined>;
+  /**
+   * How far `to` is past `from` (undefined: the start of the log), in the store's own unit: events for
+   * the embedded store, log bytes for KurrentDB. Without it, the difference of the two positions.
+   */
+  positionDistance?(from: bigint | undefined, to: bigint): bigint;
   /** Releases connections and file handles. Idempotent. */
   close(): Promise<void>;
 }

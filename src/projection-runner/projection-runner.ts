@@ -265,7 +265,7 @@ export class ProjectionRunner implements LiveProjections {
       projection: track.projection.name,
       checkpoint: track.checkpoint,
       headPosition,
-      lag: lagOf(headPosition, track.checkpoint),
+      lag: lagOf(this.options.eventStore, headPosition, track.checkpoint),
       faulted: track.fault !== undefined,
     }));
   }
@@ -552,8 +552,9 @@ function reached(tracks: readonly ProjectionTrack[], position: bigint): boolean 
   return true;
 }
 
-function lagOf(head: bigint | undefined, checkpoint: bigint | undefined): bigint {
+function lagOf(store: EventStore, head: bigint | undefined, checkpoint: bigint | undefined): bigint {
   if (head === undefined) return 0n;
+  if (store.positionDistance !== undefined) return store.positionDistance(checkpoint, head);
   const lag = head - (checkpoint ?? 0n);
   return lag > 0n ? lag : 0n;
 }

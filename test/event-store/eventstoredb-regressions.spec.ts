@@ -299,6 +299,20 @@ describe.each([
     });
   });
 
+  describe('point 7 (follow-up): distances between positions', () => {
+    it('counts log bytes between commit positions, so a projection one event behind is not 2^64 positions behind', async () => {
+      const s = name('p7-lag');
+      const first = await store.append(s, [newEvent()], { expectedRevision: 'no_stream' });
+      const second = await store.append(s, [newEvent()], { expectedRevision: 0n });
+
+      const distance = store.positionDistance(first.position, second.position);
+
+      expect(distance).toBe(fromPortPosition(second.position).commit - fromPortPosition(first.position).commit);
+      expect(distance > 0n && distance < 2n ** 32n).toBe(true);
+      expect(store.positionDistance(second.position, first.position)).toBe(0n);
+    });
+  });
+
   describe('point 8: a soft-deleted stream', () => {
     it('reads as absent, and an append believing it new fails with DeletedStreamError naming where its numbering goes on', async () => {
       const s = name('p8');

@@ -501,6 +501,12 @@ export class EventStoreDbEventStore implements EventStore {
     return newest;
   }
 
+  /** Log bytes between two positions' commit positions (the packed value itself would count 2^64 per byte). */
+  positionDistance(from: bigint | undefined, to: bigint): bigint {
+    const distance = fromPortPosition(to).commit - (from === undefined ? 0n : fromPortPosition(from).commit);
+    return distance > 0n ? distance : 0n;
+  }
+
   /**
    * Where to read on from so that the first record returned is the first after `after`: the exact
    * position of the last record at or before it (found reading backwards from the end, so the cost is
