@@ -45,6 +45,7 @@ export {
   CreditsGranted,
   HoldPlaced,
   HoldSettled,
+  InvocationCancellationRequested,
   InvocationCompleted,
   InvocationDispatched,
   InvocationEstimated,

@@ -7,11 +7,13 @@ import type {
   HoldPlaced as HoldPlacedEvent,
   HoldSettled as HoldSettledEvent,
   OrganizationSettingsChanged as OrganizationSettingsChangedEvent,
+  AccountEvent,
 } from '../accounts/account.events';
-import type { OperationPublished as OperationPublishedEvent } from '../catalog/operation.events';
+import type { OperationEvent, OperationPublished as OperationPublishedEvent } from '../catalog/operation.events';
 import type { EventMetadata, RecordedEvent } from '../event-store/event-store.port';
 import type {
   AttemptRecorded as AttemptRecordedEvent,
+  InvocationCancellationRequested as InvocationCancellationRequestedEvent,
   InvocationCompleted as InvocationCompletedEvent,
   InvocationDispatched as InvocationDispatchedEvent,
   InvocationEstimated as InvocationEstimatedEvent,
@@ -20,6 +22,7 @@ import type {
   InvocationRefused as InvocationRefusedEvent,
   InvocationReserved as InvocationReservedEvent,
   InvocationSettled as InvocationSettledEvent,
+  InvocationEvent,
 } from '../invocations/invocation.events';
 
 /**
@@ -73,6 +76,9 @@ export class InvocationPending extends LedgerEvent<InvocationPendingEvent['data'
 export class InvocationSettled extends LedgerEvent<InvocationSettledEvent['data']> {
   readonly type = 'InvocationSettled';
 }
+export class InvocationCancellationRequested extends LedgerEvent<InvocationCancellationRequestedEvent['data']> {
+  readonly type = 'InvocationCancellationRequested';
+}
 export class CreditsGranted extends LedgerEvent<CreditsGrantedEvent['data']> {
   readonly type = 'CreditsGranted';
 }
@@ -99,24 +105,29 @@ export class OperationPublished extends LedgerEvent<OperationPublishedEvent['dat
 }
 
 type LedgerEventClass = new (event: RecordedEvent) => LedgerEvent;
+type PublishedEventType = InvocationEvent['type'] | AccountEvent['type'] | OperationEvent['type'];
+
+// A record over every event type, so a new type without its class does not compile.
+const CLASS_OF: Record<PublishedEventType, LedgerEventClass> = {
+  InvocationEstimated,
+  InvocationRefused,
+  InvocationReserved,
+  InvocationDispatched,
+  AttemptRecorded,
+  InvocationCompleted,
+  InvocationFailed,
+  InvocationPending,
+  InvocationSettled,
+  InvocationCancellationRequested,
+  CreditsGranted,
+  CreditsAdjusted,
+  OrganizationSettingsChanged,
+  HoldPlaced,
+  HoldSettled,
+  AlertThresholdsSet,
+  CreditThresholdCrossed,
+  OperationPublished,
+};
 
 /** The class of each published event type; other types in the log (snapshots) are not published. */
-export const LEDGER_EVENT_CLASSES: ReadonlyMap<string, LedgerEventClass> = new Map<string, LedgerEventClass>([
-  ['InvocationEstimated', InvocationEstimated],
-  ['InvocationRefused', InvocationRefused],
-  ['InvocationReserved', InvocationReserved],
-  ['InvocationDispatched', InvocationDispatched],
-  ['AttemptRecorded', AttemptRecorded],
-  ['InvocationCompleted', InvocationCompleted],
-  ['InvocationFailed', InvocationFailed],
-  ['InvocationPending', InvocationPending],
-  ['InvocationSettled', InvocationSettled],
-  ['CreditsGranted', CreditsGranted],
-  ['CreditsAdjusted', CreditsAdjusted],
-  ['OrganizationSettingsChanged', OrganizationSettingsChanged],
-  ['HoldPlaced', HoldPlaced],
-  ['HoldSettled', HoldSettled],
-  ['AlertThresholdsSet', AlertThresholdsSet],
-  ['CreditThresholdCrossed', CreditThresholdCrossed],
-  ['OperationPublished', OperationPublished],
-]);
+export const LEDGER_EVENT_CLASSES: ReadonlyMap<string, LedgerEventClass> = new Map(Object.entries(CLASS_OF));
