@@ -7,6 +7,7 @@ import { auditVerify } from './audit-verify.command';
 import { hasFlag, optionValue, parseArgs, type OptionSpec, type ParsedArgs } from './cli-args';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, writeLine, type CliIo } from './cli-io';
 import { projectionsRebuild } from './projections-rebuild.command';
+import { reconcileAnthropic } from './reconcile-anthropic.command';
 import { streamsRead } from './streams-read.command';
 
 /** What the CLI runs with: its I/O and the environment it reads its defaults from. */
@@ -118,6 +119,59 @@ const COMMANDS: readonly CommandDefinition[] = [
       );
     },
   },
+  {
+    group: 'reconcile',
+    name: 'anthropic',
+    summary: "compare the usage of the ledger's Anthropic attempts with Anthropic's own usage report",
+    positionals: [],
+    options: {
+      store: STORE_OPTION,
+      from: { value: '<YYYY-MM-DD>', description: 'first UTC day of the period, included (required)' },
+      to: { value: '<YYYY-MM-DD>', description: 'last UTC day of the period, included (required)' },
+      bucket: { value: '<1h|1d>', description: 'compare per hour or per day (default 1d)' },
+      'api-key-id': { value: '<id>', description: "only this Anthropic API key's usage on Anthropic's side (the key the service uses)" },
+      tolerance: { value: '<tokens>', description: 'largest difference per bucket, model and kind that passes (default 0: exact)' },
+      json: { description: 'print each difference, and the summary, as one JSON object per line' },
+    },
+    notes: [
+      "Reads Anthropic's Messages usage report (Admin API, GET /v1/organizations/usage_report/messages) with",
+      'the Admin API key in ANTHROPIC_ADMIN_API_KEY (at ANTHROPIC_BASE_URL when set), grouped by model, and',
+      'sums the usage of every attempt the ledger recorded for invocations routed to anthropic, by the model',
+      'that answered and the bucket of the attempt\'s start. Compares uncached input, 5-minute and 1-hour',
+      'cache writes, cache reads, output and web searches, and prints one line per difference past the',
+      'tolerance. The report counts every use of the key: give --api-key-id when other software shares the',
+      'organization. Exit status: 0 they agree, 1 a difference, 2 bad arguments, 3 a store or the report failed.',
+    ],
+    async run(args, context) {
+      const adminApiKey = context.env.ANTHROPIC_ADMIN_API_KEY;
+      if (adminApiKey === undefined || adminApiKey.trim() === '') throw new UsageError('reconcile anthropic needs an Admin API key in ANTHROPIC_ADMIN_API_KEY');
+      const from = utcDayOption(args, 'from');
+      const to = utcDayOption(args, 'to');
+      if (to < from) throw new UsageError(`--to (${to}) must not be before --from (${from})`);
+      if ((Date.parse(to) - Date.parse(from)) / MS_PER_DAY + 1 > MAX_RECONCILE_DAYS) throw new UsageError(`--from to --to may cover at most ${MAX_RECONCILE_DAYS} days`);
+      const bucket = optionValue(args, 'bucket') ?? '1d';
+      if (bucket !== '1h' && bucket !== '1d') throw new UsageError(`--bucket must be 1h or 1d, got ${JSON.stringify(bucket)}`);
+      const toleranceText = optionValue(args, 'tolerance') ?? '0';
+      if (!/^\d{1,15}$/.test(toleranceText)) throw new UsageError(`--tolerance must be a whole number of tokens, got ${JSON.stringify(toleranceText)}`);
+      const apiKeyId = optionValue(args, 'api-key-id');
+      const baseURL = context.env.ANTHROPIC_BASE_URL;
+      return withStores(args, context, { readStore: 'none' }, async ({ eventStore }) => {
+        const result = await reconcileAnthropic({
+          eventStore,
+          io: context.io,
+          adminApiKey,
+          ...(baseURL === undefined || baseURL === '' ? {} : { baseURL }),
+          from,
+          to,
+          bucket,
+          ...(apiKeyId === undefined ? {} : { apiKeyId }),
+          toleranceTokens: Number(toleranceText),
+          json: hasFlag(args, 'json'),
+        });
+        return result.exitCode;
+      });
+    },
+  },
 ];
 
 /**
@@ -163,6 +217,20 @@ function parseCommandArgs(command: CommandDefinition, argv: readonly string[]): 
     if (error instanceof UsageError) throw new UsageError(`${command.group} ${command.name}: ${error.message}; run llm-ledger ${command.group} ${command.name} --help`);
     throw error;
   }
+}
+
+/** The longest period `reconcile` compares, in days. */
+const MAX_RECONCILE_DAYS = 366;
+const MS_PER_DAY = 86_400_000;
+
+/** A required `YYYY-MM-DD` option naming a real UTC day. */
+function utcDayOption(args: ParsedArgs, name: string): string {
+  const value = optionValue(args, name);
+  if (value === undefined) throw new UsageError(`--${name} <YYYY-MM-DD> is required`);
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(value) || new Date(`${value}T00:00:00Z`).toISOString().slice(0, 10) !== value) {
+    throw new UsageError(`--${name} must be a UTC day, YYYY-MM-DD, got ${JSON.stringify(value)}`);
+  }
+  return value;
 }
 
 function parseRevision(text: string): bigint {

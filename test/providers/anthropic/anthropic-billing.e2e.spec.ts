@@ -59,7 +59,7 @@ describe('SPEC §8 BR-CAP-PFM-LLM-002-12 the Anthropic adapter over the real SDK
 
   const send = (request: Partial<ProviderRequest>) =>
     provider.send(
-      { model: 'claude-sonnet-4-5', system: [], messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], tools: [], maxOutputTokens: 64, ...request },
+      { model: 'claude-test-sonnet', system: [], messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], tools: [], maxOutputTokens: 64, ...request },
       { timeoutMs: 10_000, signal: new AbortController().signal },
     );
 
@@ -137,7 +137,7 @@ describe('SPEC §8 BR-CAP-PFM-LLM-002-12 the Anthropic adapter over the real SDK
       limits,
       prices: SONNET,
       creditHold: 1_000_000,
-      model: 'claude-sonnet-4-5',
+      model: 'claude-test-sonnet',
       provider,
       clock: new VirtualClock({ autoAdvance: false }),
     });
@@ -191,7 +191,7 @@ describe('SPEC §8 BR-CAP-PFM-LLM-002-12 the Anthropic adapter over the real SDK
       limits,
       prices: SONNET,
       creditHold: 10_000_000,
-      model: 'claude-sonnet-4-5',
+      model: 'claude-test-sonnet',
       provider,
       clock: new VirtualClock({ autoAdvance: false }),
     });
