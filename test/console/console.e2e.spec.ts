@@ -59,6 +59,16 @@ async function signIn(page: Page, token: string): Promise<void> {
 
 const integer = (text: string): number => Number(text.replace(/[^0-9-]/g, ''));
 
+/** Reads until the page shows `expected` (the page updates on its own time), then asserts it. */
+async function until<T>(read: () => Promise<T>, expected: T, { tries = 200, pauseMs = 50 } = {}): Promise<void> {
+  let seen = await read();
+  for (let attempt = 1; attempt < tries && !Object.is(seen, expected); attempt++) {
+    await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    seen = await read();
+  }
+  expect(seen).toBe(expected);
+}
+
 /** A definition list's figures as name → text. */
 async function figures(list: Locator): Promise<Record<string, string>> {
   const names = await list.locator('dt').allTextContents();
@@ -123,6 +133,15 @@ describe('The console (issue 18) in headless Chromium: pages read from the publi
       .expect(200);
     expect(refusal.body).toMatchObject({ state: 'refused', refusalReason: 'insufficient_credits' });
     refused = refusal.body;
+    // Enough account entries for a second ledger page (a hold, a charge and a release each).
+    for (let run = 0; run < 5; run++) {
+      await ledger
+        .http()
+        .post('/v1/invocations')
+        .set(bearer(DEMO_MEMBER))
+        .send({ operationId: 'demo.arithmetic', organizationId: DEMO_ORG, input: { question: `What is ${run}+1?` } })
+        .expect(200);
+    }
     limitedRun = (
       await ledger
         .http()
@@ -232,9 +251,14 @@ describe('The console (issue 18) in headless Chromium: pages read from the publi
       await expect(page.evaluate('document.activeElement.textContent')).resolves.toBe(RETRYING_OPERATION);
       await page.keyboard.press('Enter');
       await page.getByRole('heading', { name: `Operation ${RETRYING_OPERATION}` }).waitFor();
-      expect(page.url()).toBe(`${base}/console/operations/${RETRYING_OPERATION}`);
+      expect(page.url()).toBe(`${base}/console/operations/${RETRYING_OPERATION}?organization=${DEMO_ORG}`);
       await expect(page.evaluate('document.activeElement.id')).resolves.toBe('main');
       await expect(page.title()).resolves.toBe(`Operation ${RETRYING_OPERATION} — llm-ledger console`);
+      // The member may not read the publications, but sees its organization's invocations under each version.
+      const under = page.getByRole('region', { name: 'Invocations under each version' });
+      await under.getByRole('heading', { name: 'Version 1: 1 invocation' }).waitFor();
+      await expect(under.getByRole('link', { name: retried.invocationId }).count()).resolves.toBe(1);
+      await expect(accessibilityViolations(page)).resolves.toEqual([]);
     });
   });
 
@@ -302,6 +326,62 @@ describe('The console (issue 18) in headless Chromium: pages read from the publi
     });
   });
 
+  it('shows an organization’s credits per day by operation, its ledger page by page, and its invocations filtered, each linking to its page', async () => {
+    await browser.withPage(async (page) => {
+      await page.goto(`${base}/console/organizations/${DEMO_ORG}`);
+      await signIn(page, DEMO_AUDITOR);
+      const auditor = bearer(DEMO_AUDITOR);
+
+      // The chart: one bar per operation that was charged today, as the usage statement says.
+      const today = new Date().toISOString().slice(0, 10);
+      const usage = await ledger.http().get(`/v1/organizations/${DEMO_ORG}/usage`).query({ from: today, to: today, groupBy: 'day,operation' }).set(auditor).expect(200);
+      const charged = (usage.body.rows as { credits: number }[]).filter((row) => row.credits > 0);
+      expect(charged.length).toBeGreaterThan(1);
+      const chart = page.getByRole('region', { name: 'Credits used per day by operation' });
+      await chart.locator('.usage-bars rect').first().waitFor();
+      expect(await chart.locator('.usage-bars rect').count()).toBe(charged.length);
+      await expect(chart.locator('.chart').getAttribute('aria-label')).resolves.toContain(`${usage.body.totals.credits.toLocaleString('en-US')} credits in all`);
+
+      // The ledger, page by page, as the API pages it.
+      const entries: unknown[] = [];
+      let cursor: string | null = null;
+      do {
+        const response: { body: { entries: unknown[]; nextCursor: string | null } } = await ledger.http().get(`/v1/organizations/${DEMO_ORG}/ledger`).query(cursor === null ? { limit: 500 } : { limit: 500, cursor }).set(auditor).expect(200);
+        entries.push(...response.body.entries);
+        cursor = response.body.nextCursor;
+      } while (cursor !== null);
+      expect(entries.length).toBeGreaterThan(20);
+      const ledgerRegion = page.getByRole('region', { name: 'Ledger', exact: true });
+      const rows = ledgerRegion.locator('tbody tr');
+      await rows.first().waitFor();
+      expect(await rows.count()).toBe(20);
+      await expect(rows.first().textContent()).resolves.toContain('grant');
+      await ledgerRegion.getByRole('button', { name: 'Next page' }).click();
+      await ledgerRegion.getByText('Page 2', { exact: true }).waitFor();
+      await until(() => rows.count(), Math.min(20, entries.length - 20));
+      await ledgerRegion.getByRole('button', { name: 'Previous page' }).click();
+      await ledgerRegion.getByText('Page 1', { exact: true }).waitFor();
+      await expect(rows.first().textContent()).resolves.toContain('grant');
+      await browser.screenshot(page, 'organization-auditor');
+
+      // The invocations, filtered by operation, each linking to its own page.
+      const invocations = page.getByRole('region', { name: 'Recent invocations' });
+      await invocations.getByLabel('Operation id').fill(RETRYING_OPERATION);
+      await invocations.getByRole('button', { name: 'Apply filters' }).click();
+      await until(() => invocations.locator('tbody tr').count(), 1);
+      await invocations.getByRole('link', { name: retried.invocationId }).click();
+      await page.getByRole('heading', { name: `Invocation ${retried.invocationId}` }).waitFor();
+
+      // Another organization, filtered by state.
+      await page.goto(`${base}/console/organizations/${POOR_ORG}`);
+      await invocations.getByLabel('State').selectOption('refused');
+      await invocations.getByRole('button', { name: 'Apply filters' }).click();
+      await until(() => invocations.locator('tbody tr').count(), 1);
+      await expect(invocations.locator('tbody tr').first().textContent()).resolves.toContain('insufficient_credits');
+      await expect(accessibilityViolations(page)).resolves.toEqual([]);
+    });
+  });
+
   it('shows an operation’s publication versions as a timeline with what each changed, to the auditor only', async () => {
     await browser.withPage(async (page) => {
       await page.goto(`${base}/console/operations/${CATALOG_OPERATION}`);
@@ -323,6 +403,8 @@ describe('The console (issue 18) in headless Chromium: pages read from the publi
       await page.goto(`${base}/console/operations/${CATALOG_OPERATION}`);
       await signIn(page, DEMO_MEMBER);
       await expect(page.getByRole('alert').textContent()).resolves.toContain('may not read the publications');
+      // No organization named yet: the page asks for one rather than guessing.
+      await expect(page.getByLabel('Organization id').inputValue()).resolves.toBe('');
     });
   });
 

@@ -70,7 +70,7 @@ export function describeError(error: unknown, what: string): string {
   switch (error.status) {
     case 404:
       // The API answers the same for another organization's resource: so does the console.
-      return `Not found: there is no ${what}, or it is not one your token may read.`;
+      return `Not found: ${what} does not exist, or your token may not read it.`;
     case 403:
       return `Your token’s role may not read ${what}.`;
     case 401:

@@ -33,3 +33,61 @@ export function isFinal(state: string): boolean {
 export function usageByKind(usage: object): ReadonlyArray<readonly [string, number]> {
   return Object.entries(usage).filter((entry): entry is [string, number] => typeof entry[1] === 'number');
 }
+
+/*
+ * The organization reads (`…/invocations`, `…/ledger`, `…/usage`), as SPEC §10 lists them and the
+ * service answers them.
+ */
+
+/** One invocation in `GET /v1/organizations/:id/invocations`. */
+export interface InvocationListEntry {
+  readonly invocationId: string;
+  readonly organizationId: string;
+  readonly operationId: string;
+  readonly state: InvocationState;
+  readonly publicationVersion?: number;
+  readonly estimate: number;
+  readonly charge: number;
+  readonly outcome?: string;
+  readonly refusalReason?: string;
+  readonly estimatedAt: string;
+  readonly settledAt?: string;
+}
+
+export interface InvocationPage {
+  readonly invocations: readonly InvocationListEntry[];
+  readonly nextCursor: string | null;
+}
+
+/** One movement of credits in `GET /v1/organizations/:id/ledger`. */
+export interface LedgerEntry {
+  readonly sequence: string;
+  readonly kind: string;
+  readonly credits: number;
+  readonly invocationId?: string;
+  readonly idempotencyKey?: string;
+  readonly reason?: string;
+  readonly at: string;
+  readonly availableAfter: number;
+}
+
+export interface LedgerEntryPage {
+  readonly entries: readonly LedgerEntry[];
+  readonly nextCursor: string | null;
+}
+
+/** One row of `GET /v1/organizations/:id/usage`, with the keys it was grouped by. */
+export interface UsageStatementRow {
+  readonly day?: string;
+  readonly operationId?: string;
+  readonly model?: string;
+  readonly credits: number;
+  readonly settled: number;
+}
+
+export interface UsageStatement {
+  readonly from: string;
+  readonly to: string;
+  readonly rows: readonly UsageStatementRow[];
+  readonly totals: UsageStatementRow;
+}

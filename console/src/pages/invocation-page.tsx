@@ -104,7 +104,7 @@ function Header({ status, running }: { status: InvocationStatus; running: boolea
       <Figures
         label="Invocation"
         entries={[
-          ['Operation', <a href={operationHref(status.operationId)}>{status.operationId}</a>],
+          ['Operation', <a href={`${operationHref(status.operationId)}?organization=${encodeURIComponent(status.organizationId)}`}>{status.operationId}</a>],
           ['Publication version', status.publicationVersion ?? '—'],
           ['Organization', <a href={organizationHref(status.organizationId)}>{status.organizationId}</a>],
           ['Estimate (hold)', formatCredits(status.estimate)],

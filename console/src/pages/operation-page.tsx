@@ -4,6 +4,7 @@ import { useApi } from '../api/use-api';
 import { Figures, Section, Show, usePageTitle } from '../components/common';
 import { formatCredits, formatTime, formatValue } from '../format';
 import { changesBetween, fieldsOf } from '../operation/publication-changes';
+import { VersionInvocations } from '../operation/version-invocations';
 
 export function OperationPage({ operationId }: { operationId: string }) {
   usePageTitle(`Operation ${operationId}`);
@@ -18,6 +19,7 @@ export function OperationPage({ operationId }: { operationId: string }) {
           {(b) => <VersionsTimeline versions={b.versions} />}
         </Show>
       </Section>
+      <VersionInvocations operationId={operationId} />
     </>
   );
 }

@@ -3,6 +3,9 @@ import type { Balance } from '../api/types';
 import { useApi } from '../api/use-api';
 import { Figures, Section, Show, usePageTitle } from '../components/common';
 import { formatCount } from '../format';
+import { InvocationsSection } from '../organization/invocations-section';
+import { LedgerSection } from '../organization/ledger-section';
+import { UsageSection } from '../organization/usage-section';
 
 export function OrganizationPage({ organizationId }: { organizationId: string }) {
   usePageTitle(`Organization ${organizationId}`);
@@ -30,6 +33,9 @@ export function OrganizationPage({ organizationId }: { organizationId: string })
           )}
         </Show>
       </Section>
+      <UsageSection organizationId={organizationId} />
+      <InvocationsSection organizationId={organizationId} />
+      <LedgerSection organizationId={organizationId} />
     </>
   );
 }

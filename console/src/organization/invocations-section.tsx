@@ -1,0 +1,129 @@
+import { useState } from 'preact/hooks';
+import { segment, withQuery } from '../api/client';
+import { INVOCATION_STATUSES, OUTCOMES, type InvocationPage } from '../api/types';
+import { useApi } from '../api/use-api';
+import { invocationHref, operationHref, Section, Show, StateBadge, TableScroll } from '../components/common';
+import { Pager, useCursorPages } from '../components/pager';
+import { formatCredits, formatTime } from '../format';
+
+/** Invocations per page. */
+export const INVOCATIONS_PAGE_ENTRIES = 20;
+
+interface Filters {
+  readonly state: string;
+  readonly outcome: string;
+  readonly operationId: string;
+}
+
+const NO_FILTERS: Filters = { state: '', outcome: '', operationId: '' };
+
+/**
+ * An organization's invocations, newest first, each linking to its page. State and operation are
+ * filtered by the API; the API has no outcome filter, so the outcome filters the page shown.
+ */
+export function InvocationsSection({ organizationId, operationId }: { organizationId: string; operationId?: string }) {
+  const [filters, setFilters] = useState<Filters>({ ...NO_FILTERS, operationId: operationId ?? '' });
+  const [draft, setDraft] = useState(filters);
+  const pages = useCursorPages();
+  const list = useApi<InvocationPage>(
+    withQuery(`/v1/organizations/${segment(organizationId)}/invocations`, {
+      state: filters.state,
+      operationId: filters.operationId,
+      limit: INVOCATIONS_PAGE_ENTRIES,
+      cursor: pages.cursor,
+    }),
+  );
+  return (
+    <Section id="invocations" title="Recent invocations">
+      <form
+        class="filters"
+        aria-label="Invocation filters"
+        onSubmit={(event) => {
+          event.preventDefault();
+          pages.reset();
+          setFilters(draft);
+        }}
+      >
+        <div>
+          <label for="filter-state">State</label>
+          <select id="filter-state" value={draft.state} onChange={(e) => setDraft({ ...draft, state: e.currentTarget.value })}>
+            <option value="">any</option>
+            {INVOCATION_STATUSES.map((state) => (
+              <option key={state} value={state}>
+                {state}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div>
+          <label for="filter-outcome">Outcome</label>
+          <select id="filter-outcome" value={draft.outcome} onChange={(e) => setDraft({ ...draft, outcome: e.currentTarget.value })}>
+            <option value="">any</option>
+            {OUTCOMES.map((outcome) => (
+              <option key={outcome} value={outcome}>
+                {outcome}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div>
+          <label for="filter-operation">Operation id</label>
+          <input id="filter-operation" type="text" spellcheck={false} value={draft.operationId} onInput={(e) => setDraft({ ...draft, operationId: e.currentTarget.value.trim() })} />
+        </div>
+        <button type="submit">Apply filters</button>
+      </form>
+      <Show loaded={list} what="the invocations">
+        {(page) => {
+          const shown = filters.outcome === '' ? page.invocations : page.invocations.filter((i) => i.outcome === filters.outcome);
+          return (
+            <>
+              {filters.outcome !== '' && (
+                <p class="muted">
+                  {shown.length} of the {page.invocations.length} invocations on this page ended {filters.outcome}.
+                </p>
+              )}
+              <TableScroll label="Invocations table">
+                <table>
+                  <caption class="visually-hidden">Invocations, newest first, page {pages.pageNumber}</caption>
+                  <thead>
+                    <tr>
+                      <th scope="col">Started</th>
+                      <th scope="col">Invocation</th>
+                      <th scope="col">Operation</th>
+                      <th scope="col">State</th>
+                      <th scope="col">Outcome or refusal</th>
+                      <th scope="col" class="num">Charge</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {shown.map((invocation) => (
+                      <tr key={invocation.invocationId}>
+                        <td>{formatTime(invocation.estimatedAt)}</td>
+                        <td>
+                          <a href={invocationHref(invocation.invocationId)}>
+                            <code>{invocation.invocationId}</code>
+                          </a>
+                        </td>
+                        <td>
+                          <a href={operationHref(invocation.operationId)}>{invocation.operationId}</a>
+                          {invocation.publicationVersion !== undefined && <span class="muted"> v{invocation.publicationVersion}</span>}
+                        </td>
+                        <td>
+                          <StateBadge state={invocation.state} />
+                        </td>
+                        <td>{invocation.outcome ?? invocation.refusalReason ?? '—'}</td>
+                        <td class="num">{formatCredits(invocation.charge)}</td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </TableScroll>
+              {shown.length === 0 && <p class="muted">No invocation matches.</p>}
+              <Pager label="Invocations" pageNumber={pages.pageNumber} nextCursor={page.nextCursor ?? undefined} onNext={pages.next} onPrevious={pages.previous} />
+            </>
+          );
+        }}
+      </Show>
+    </Section>
+  );
+}
