@@ -408,7 +408,7 @@ describe('The console (issue 18) in headless Chromium: pages read from the publi
     });
   });
 
-  it('fits a phone’s width without sideways scrolling of the page', async () => {
+  it('fits a phone’s width without sideways scrolling of the pages', async () => {
     await browser.withPage(async (page) => {
       await page.goto(`${base}/console/invocations/${retried.invocationId}`);
       await signIn(page, DEMO_MEMBER);
@@ -417,6 +417,14 @@ describe('The console (issue 18) in headless Chromium: pages read from the publi
       expect(overflow).toBe(0);
       await expect(accessibilityViolations(page)).resolves.toEqual([]);
       await browser.screenshot(page, 'invocation-phone');
+
+      // The organization page, as the member sees it: its invocations, and what its role may not read.
+      await page.goto(`${base}/console/organizations/${DEMO_ORG}`);
+      await page.getByRole('region', { name: 'Recent invocations' }).locator('tbody tr').first().waitFor();
+      await expect(page.getByRole('region', { name: 'Balance' }).getByRole('alert').textContent()).resolves.toBe('Your token’s role may not read the balance.');
+      await expect(page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth')).resolves.toBe(0);
+      await expect(accessibilityViolations(page)).resolves.toEqual([]);
+      await browser.screenshot(page, 'organization-phone');
     }, PHONE);
   });
 
