@@ -402,7 +402,7 @@ describe('The console (issue 18) in headless Chromium: pages read from the publi
     await browser.withPage(async (page) => {
       await page.goto(`${base}/console/operations/${CATALOG_OPERATION}`);
       await signIn(page, DEMO_MEMBER);
-      await expect(page.getByRole('alert').textContent()).resolves.toContain('may not read the publications');
+      await expect(page.getByRole('region', { name: 'Publication versions' }).getByRole('note').textContent()).resolves.toContain('may not read the publications');
       // No organization named yet: the page asks for one rather than guessing.
       await expect(page.getByLabel('Organization id').inputValue()).resolves.toBe('');
     });
@@ -421,7 +421,7 @@ describe('The console (issue 18) in headless Chromium: pages read from the publi
       // The organization page, as the member sees it: its invocations, and what its role may not read.
       await page.goto(`${base}/console/organizations/${DEMO_ORG}`);
       await page.getByRole('region', { name: 'Recent invocations' }).locator('tbody tr').first().waitFor();
-      await expect(page.getByRole('region', { name: 'Balance' }).getByRole('alert').textContent()).resolves.toBe('Your token’s role may not read the balance.');
+      await expect(page.getByRole('region', { name: 'Balance' }).getByRole('note').textContent()).resolves.toBe('Your token’s role may not read the balance.');
       await expect(page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth')).resolves.toBe(0);
       await expect(accessibilityViolations(page)).resolves.toEqual([]);
       await browser.screenshot(page, 'organization-phone');

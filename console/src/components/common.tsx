@@ -1,6 +1,6 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect } from 'preact/hooks';
-import { describeError } from '../api/client';
+import { ApiError, describeError } from '../api/client';
 import type { Loaded } from '../api/use-api';
 import { formatValue, words } from '../format';
 
@@ -18,6 +18,14 @@ export function Section({ id, title, children, actions }: { id: string; title: s
 }
 
 export function ErrorMessage({ error, what }: { error: unknown; what: string }) {
+  // What a role may not read is how the service works, not a failure: said plainly, not as an alert.
+  if (error instanceof ApiError && error.status === 403) {
+    return (
+      <p class="muted" role="note">
+        {describeError(error, what)}
+      </p>
+    );
+  }
   return (
     <p class="error" role="alert">
       {describeError(error, what)}

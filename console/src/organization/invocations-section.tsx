@@ -87,18 +87,17 @@ export function InvocationsSection({ organizationId, operationId }: { organizati
                   <caption class="visually-hidden">Invocations, newest first, page {pages.pageNumber}</caption>
                   <thead>
                     <tr>
-                      <th scope="col">Started</th>
                       <th scope="col">Invocation</th>
                       <th scope="col">Operation</th>
                       <th scope="col">State</th>
                       <th scope="col">Outcome or refusal</th>
                       <th scope="col" class="num">Charge</th>
+                      <th scope="col">Started</th>
                     </tr>
                   </thead>
                   <tbody>
                     {shown.map((invocation) => (
                       <tr key={invocation.invocationId}>
-                        <td>{formatTime(invocation.estimatedAt)}</td>
                         <td>
                           <a href={invocationHref(invocation.invocationId)}>
                             <code>{invocation.invocationId}</code>
@@ -113,6 +112,7 @@ export function InvocationsSection({ organizationId, operationId }: { organizati
                         </td>
                         <td>{invocation.outcome ?? invocation.refusalReason ?? '—'}</td>
                         <td class="num">{formatCredits(invocation.charge)}</td>
+                        <td>{formatTime(invocation.estimatedAt)}</td>
                       </tr>
                     ))}
                   </tbody>
