@@ -42,7 +42,9 @@ export function serveConsole(app: NestExpressApplication, directory: string): vo
   }
   app.useStaticAssets(directory, {
     prefix: CONSOLE_PATH,
+    // /console is a page like any other: answered with index.html below, not redirected to /console/.
     index: false,
+    redirect: false,
     fallthrough: true,
     setHeaders: (response, path) => {
       setConsoleHeaders(response as HttpResponse);

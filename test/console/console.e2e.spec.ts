@@ -430,7 +430,7 @@ describe('The console (issue 18) in headless Chromium: pages read from the publi
 
   it('serves the app for every page address and its assets as files, without a token, and leaves the API’s 404s alone', async () => {
     for (const path of ['/console', '/console/', `/console/invocations/${retried.invocationId}`, '/console/organizations/x', '/console/operations/demo.arithmetic']) {
-      const response = await fetch(`${base}${path}`);
+      const response = await fetch(`${base}${path}`, { redirect: 'manual' });
       expect({ path, status: response.status, type: response.headers.get('content-type') }).toEqual({ path, status: 200, type: expect.stringContaining('text/html') });
       expect(response.headers.get('content-security-policy')).toContain("script-src 'self'");
       await expect(response.text()).resolves.toContain('<div id="app">');
