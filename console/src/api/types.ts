@@ -34,60 +34,9 @@ export function usageByKind(usage: object): ReadonlyArray<readonly [string, numb
   return Object.entries(usage).filter((entry): entry is [string, number] => typeof entry[1] === 'number');
 }
 
-/*
- * The organization reads (`…/invocations`, `…/ledger`, `…/usage`), as SPEC §10 lists them and the
- * service answers them.
- */
-
-/** One invocation in `GET /v1/organizations/:id/invocations`. */
-export interface InvocationListEntry {
-  readonly invocationId: string;
-  readonly organizationId: string;
-  readonly operationId: string;
-  readonly state: InvocationState;
-  readonly publicationVersion?: number;
-  readonly estimate: number;
-  readonly charge: number;
-  readonly outcome?: string;
-  readonly refusalReason?: string;
-  readonly estimatedAt: string;
-  readonly settledAt?: string;
-}
-
-export interface InvocationPage {
-  readonly invocations: readonly InvocationListEntry[];
-  readonly nextCursor: string | null;
-}
-
-/** One movement of credits in `GET /v1/organizations/:id/ledger`. */
-export interface LedgerEntry {
-  readonly sequence: string;
-  readonly kind: string;
-  readonly credits: number;
-  readonly invocationId?: string;
-  readonly idempotencyKey?: string;
-  readonly reason?: string;
-  readonly at: string;
-  readonly availableAfter: number;
-}
-
-export interface LedgerEntryPage {
-  readonly entries: readonly LedgerEntry[];
-  readonly nextCursor: string | null;
-}
-
-/** One row of `GET /v1/organizations/:id/usage`, with the keys it was grouped by. */
-export interface UsageStatementRow {
-  readonly day?: string;
-  readonly operationId?: string;
-  readonly model?: string;
-  readonly credits: number;
-  readonly settled: number;
-}
-
-export interface UsageStatement {
-  readonly from: string;
-  readonly to: string;
-  readonly rows: readonly UsageStatementRow[];
-  readonly totals: UsageStatementRow;
-}
+/* The organization reads: `…/invocations`, `…/ledger` and `…/usage` (SPEC §9, §10). */
+export type { InvocationListEntry } from '../../../projections/invocation-list.projection';
+export type { LedgerEntryView as LedgerEntry } from '../../../projections/ledger-entries.projection';
+export type { InvocationPage } from '../../../src/queries/list-invocations.query';
+export type { LedgerEntryPage } from '../../../src/queries/list-ledger-entries.query';
+export type { UsageStatement, UsageStatementRow } from '../../../src/queries/get-usage.query';
