@@ -17,6 +17,23 @@ interface Filters {
 
 const NO_FILTERS: Filters = { state: '', outcome: '', operationId: '' };
 
+/** A labelled choice of one value or `any` (the empty string). */
+function ChoiceFilter({ id, label, choices, value, onChange }: { id: string; label: string; choices: readonly string[]; value: string; onChange: (value: string) => void }) {
+  return (
+    <div>
+      <label for={id}>{label}</label>
+      <select id={id} value={value} onChange={(e) => onChange(e.currentTarget.value)}>
+        <option value="">any</option>
+        {choices.map((choice) => (
+          <option key={choice} value={choice}>
+            {choice}
+          </option>
+        ))}
+      </select>
+    </div>
+  );
+}
+
 /**
  * An organization's invocations, newest first, each linking to its page. State and operation are
  * filtered by the API; the API has no outcome filter, so the outcome filters the page shown.
@@ -44,28 +61,8 @@ export function InvocationsSection({ organizationId, operationId }: { organizati
           setFilters(draft);
         }}
       >
-        <div>
-          <label for="filter-state">State</label>
-          <select id="filter-state" value={draft.state} onChange={(e) => setDraft({ ...draft, state: e.currentTarget.value })}>
-            <option value="">any</option>
-            {INVOCATION_STATUSES.map((state) => (
-              <option key={state} value={state}>
-                {state}
-              </option>
-            ))}
-          </select>
-        </div>
-        <div>
-          <label for="filter-outcome">Outcome</label>
-          <select id="filter-outcome" value={draft.outcome} onChange={(e) => setDraft({ ...draft, outcome: e.currentTarget.value })}>
-            <option value="">any</option>
-            {OUTCOMES.map((outcome) => (
-              <option key={outcome} value={outcome}>
-                {outcome}
-              </option>
-            ))}
-          </select>
-        </div>
+        <ChoiceFilter id="filter-state" label="State" choices={INVOCATION_STATUSES} value={draft.state} onChange={(state) => setDraft({ ...draft, state })} />
+        <ChoiceFilter id="filter-outcome" label="Outcome" choices={OUTCOMES} value={draft.outcome} onChange={(outcome) => setDraft({ ...draft, outcome })} />
         <div>
           <label for="filter-operation">Operation id</label>
           <input id="filter-operation" type="text" spellcheck={false} value={draft.operationId} onInput={(e) => setDraft({ ...draft, operationId: e.currentTarget.value.trim() })} />
