@@ -1,6 +1,6 @@
-import { Body, Controller, Get, Headers, HttpCode, HttpStatus, Param, Post } from '@nestjs/common';
+import { Body, Controller, Get, Headers, HttpCode, HttpStatus, Inject, Logger, Param, Post, Res } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
-import { ApiAcceptedResponse, ApiBearerAuth, ApiConflictResponse, ApiHeader, ApiOkResponse, ApiOperation, ApiTags, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
+import { ApiAcceptedResponse, ApiBearerAuth, ApiConflictResponse, ApiHeader, ApiProduces, ApiOkResponse, ApiOperation, ApiTags, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
 import type { InvocationView } from '../../projections';
 import { RunOperationCommand } from '../invocations/run-operation.command';
 import { CancelInvocationCommand } from '../invocations/cancel-invocation.command';
@@ -9,7 +9,10 @@ import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound } from './api-do
 import { CurrentCaller, mayAccessOrganization, type Caller } from './auth/caller';
 import { Roles } from './auth/roles.decorator';
 import { ErrorBodyDto } from './dto/error-body.dto';
-import { CancellationRequestedDto, InvocationStatusDto, RunInvocationDto, RunInvocationResultDto } from './dto/invocation.dto';
+import { EVENT_STORE, type EventStore } from '../event-store/event-store.port';
+import type { HttpResponse } from './http.types';
+import { streamInvocationEvents } from './invocation-events.stream';
+import { CancellationRequestedDto, InvocationAcceptedDto, InvocationStatusDto, RunInvocationDto, RunInvocationResultDto } from './dto/invocation.dto';
 import { AttemptHistoryDto, ExplanationDto } from './dto/read-views.dto';
 import { idempotencyKeyProblem } from '../domain/field-checks';
 import { InvalidRequestException, ResourceNotFoundException } from './http-error.body';
@@ -27,9 +30,12 @@ const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
 @ApiAuthenticatedErrors()
 @Controller('v1/invocations')
 export class InvocationsController {
+  private readonly logger = new Logger('Invocations');
+
   constructor(
     private readonly commands: CommandBus,
     private readonly reader: ReadModelReader,
+    @Inject(EVENT_STORE) private readonly store: EventStore,
   ) {}
 
   /**
@@ -53,22 +59,72 @@ export class InvocationsController {
   @ApiNotFound('No such operation or organization, or not the caller’s organization.')
   @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'The idempotency key, instead of the body field (the same rules).' })
   @ApiUnprocessableEntityResponse({ type: ErrorBodyDto, description: '`idempotency_key_reused`: the key was used for another operation or input.' })
+  @ApiHeader({ name: 'Prefer', required: false, description: '`respond-async`: answer 202 with `{ invocationId, state }` and a `Location` at once.' })
+  @ApiAcceptedResponse({ type: InvocationAcceptedDto, description: 'With `Prefer: respond-async`: the invocation is under way; follow it at `Location` or its `/events`.' })
   async run(
     @CurrentCaller() caller: Caller,
     @Body() body: RunInvocationDto,
     @Headers(IDEMPOTENCY_KEY_HEADER) keyHeader: string | undefined,
-  ): Promise<RunInvocationResultDto> {
+    @Headers('prefer') prefer: string | undefined,
+    @Res({ passthrough: true }) response: HttpResponse,
+  ): Promise<RunInvocationResultDto | InvocationAcceptedDto> {
     const idempotencyKey = idempotencyKeyOf(body.idempotencyKey, keyHeader);
     if (!mayAccessOrganization(caller, body.organizationId)) throw new ResourceNotFoundException('organization', body.organizationId);
-    const summary = await this.commands.execute(
-      new RunOperationCommand({
-        operationId: body.operationId,
-        organizationId: body.organizationId,
-        input: body.input,
-        ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
-      }),
-    );
-    return resultOf(summary);
+    const request = {
+      operationId: body.operationId,
+      organizationId: body.organizationId,
+      input: body.input,
+      ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
+    };
+    if (!prefersAsync(prefer)) return resultOf(await this.commands.execute(new RunOperationCommand(request)));
+
+    // Answer once the first event is written (bad input, an unknown operation or organization are still
+    // refused synchronously); the conversation goes on without the connection.
+    const accepted = await new Promise<string>((resolve, reject) => {
+      this.commands.execute(new RunOperationCommand({ ...request, onEstimated: resolve })).then(
+        (result) => resolve(result.invocationId),
+        (error: unknown) => {
+          reject(error);
+          // Once answered 202, a failure belongs to the log (the sweep settles what it left); say it here.
+          this.logger.warn({ message: 'async invocation failed after it was accepted', error: error instanceof Error ? error.name : String(error) });
+        },
+      );
+    });
+    const location = `${INVOCATIONS_PATH}/${accepted}`;
+    const status = await this.reader.invocation(caller, accepted).catch(() => undefined);
+    response.status(HttpStatus.ACCEPTED);
+    response.setHeader('Location', location);
+    response.setHeader('Preference-Applied', 'respond-async');
+    return { invocationId: accepted, state: status?.state ?? 'estimated' };
+  }
+
+  /**
+   * The invocation's lifecycle events as Server-Sent Events, read from its stream and then followed as
+   * they commit: each event's stream revision is its SSE `id`, so `Last-Event-ID` resumes after the last
+   * one received, with none missing and none repeated; the stream closes after settlement (or refusal).
+   * The events hold no conversation text (the log never does).
+   */
+  @Get(':invocationId/events')
+  @Roles('system', 'auditor', 'org_admin', 'org_member')
+  @ApiProduces('text/event-stream')
+  @ApiOperation({
+    summary: 'Follow an invocation’s lifecycle (Server-Sent Events)',
+    description:
+      'One SSE message per event of the invocation’s stream, from the start or after `Last-Event-ID` (a revision): ' +
+      '`id` = the stream revision, `event` = the event type, `data` = its JSON. Closes after `InvocationSettled` or ' +
+      '`InvocationRefused`. Comment lines keep an idle connection open.',
+  })
+  @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'Resume after this revision (a non-negative integer).' })
+  @ApiOkResponse({ description: 'An event stream.', content: { 'text/event-stream': { schema: { type: 'string' } } } })
+  @ApiNotFound('No such invocation, or not the caller’s organization’s.')
+  async events(
+    @CurrentCaller() caller: Caller,
+    @Param('invocationId', IdParamPipe) invocationId: string,
+    @Headers('last-event-id') lastEventId: string | undefined,
+    @Res() response: HttpResponse,
+  ): Promise<void> {
+    const after = lastEventIdOf(lastEventId);
+    await streamInvocationEvents({ store: this.store, caller, invocationId, after, response });
   }
 
   /**
@@ -132,6 +188,19 @@ export class InvocationsController {
   async explanation(@CurrentCaller() caller: Caller, @Param('invocationId', IdParamPipe) invocationId: string): Promise<ExplanationView> {
     return this.reader.ofInvocation(caller, invocationId, new GetExplanationQuery(invocationId));
   }
+}
+
+const INVOCATIONS_PATH = '/v1/invocations';
+
+/** RFC 7240: `Prefer: respond-async` (among other preferences, any case). */
+function prefersAsync(prefer: string | undefined): boolean {
+  return prefer !== undefined && prefer.split(/[,;]/).some((token) => token.trim().toLowerCase() === 'respond-async');
+}
+
+function lastEventIdOf(header: string | undefined): bigint | undefined {
+  if (header === undefined || header.trim() === '') return undefined;
+  if (!/^\d{1,19}$/.test(header.trim())) throw InvalidRequestException.of('Last-Event-ID', 'must be an event id this stream sent (a revision)');
+  return BigInt(header.trim());
 }
 
 /**

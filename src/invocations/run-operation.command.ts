@@ -15,6 +15,12 @@ export interface RunOperationRequest {
   readonly idempotencyKey?: string;
   /** Cancels the conversation at its next boundary (outcome `cancelled`). */
   readonly signal?: AbortSignal;
+  /**
+   * Called once the invocation's first event is written (its id is then known and readable), before
+   * admission: lets a caller answer at once and follow the rest (`Prefer: respond-async`). Not called
+   * for a keyed repeat, which resolves with the first request's result instead.
+   */
+  readonly onEstimated?: (invocationId: string) => void;
 }
 
 /**

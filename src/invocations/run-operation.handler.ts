@@ -144,6 +144,7 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
       }
       throw error;
     }
+    request.onEstimated?.(invocationId);
 
     if (!decision.admitted) {
       return invocationSummary((await invoke({ type: 'RefuseInvocation', data: { ...refusalOf(decision), refusedAt: isoAt(this.clock) } })).state);

@@ -129,3 +129,12 @@ export class CancellationRequestedDto {
   @ApiProperty({ format: 'date-time', description: 'When the first request was recorded.' })
   readonly requestedAt!: string;
 }
+
+/** Result of `POST /v1/invocations` with `Prefer: respond-async` (202): the invocation is under way. */
+export class InvocationAcceptedDto {
+  @ApiProperty()
+  readonly invocationId!: string;
+
+  @ApiProperty({ enum: INVOCATION_STATUSES, description: 'Where it is now; `GET /v1/invocations/:id` is the poll.' })
+  readonly state!: string;
+}

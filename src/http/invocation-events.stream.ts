@@ -1,0 +1,84 @@
+import type { EventStore, RecordedEvent, Subscription } from '../event-store/event-store.port';
+import { invocationStreamName } from '../invocations/invocation.events';
+import { mayAccessOrganization, type Caller } from './auth/caller';
+import { ResourceNotFoundException } from './http-error.body';
+import type { HttpResponse } from './http.types';
+
+/** How often an idle event stream sends a comment line, in ms: shorter than a load balancer's idle timeout. */
+export const SSE_KEEPALIVE_INTERVAL_MS = 15_000;
+/** The events after which an invocation's stream has nothing more to say. */
+const FINAL_EVENT_TYPES: ReadonlySet<string> = new Set(['InvocationSettled', 'InvocationRefused']);
+
+export interface InvocationEventsOptions {
+  readonly store: EventStore;
+  readonly caller: Caller;
+  readonly invocationId: string;
+  /** Resume after this revision (`Last-Event-ID`); from the start when undefined. */
+  readonly after: bigint | undefined;
+  readonly response: HttpResponse;
+}
+
+/**
+ * Writes an invocation's events as Server-Sent Events: first what its stream holds after `after`,
+ * then what commits to it, read by a subscription to the log from the last event read, so nothing
+ * between the read and the subscription is lost; an event is sent only when its revision follows the
+ * last one sent, so nothing is repeated. Ends after the final event, or when the client goes away.
+ */
+export async function streamInvocationEvents({ store, caller, invocationId, after, response }: InvocationEventsOptions): Promise<void> {
+  const streamName = invocationStreamName(invocationId);
+  const history = await store.readStream(streamName);
+  const first = history[0];
+  const organizationId = (first?.data as { organizationId?: unknown } | undefined)?.organizationId;
+  // Another organization's invocation reads exactly like one that does not exist.
+  if (first === undefined || typeof organizationId !== 'string' || !mayAccessOrganization(caller, organizationId)) {
+    throw new ResourceNotFoundException('invocation', invocationId);
+  }
+
+  response.status(200);
+  response.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
+  response.setHeader('Cache-Control', 'no-cache, no-transform');
+  response.setHeader('Connection', 'keep-alive');
+  // Proxies that buffer (nginx) would hold the events back.
+  response.setHeader('X-Accel-Buffering', 'no');
+  response.flushHeaders();
+
+  let lastSent = after ?? -1n;
+  let subscription: Subscription | undefined;
+  let keepAlive: NodeJS.Timeout | undefined;
+  let ended = false;
+  const end = (): void => {
+    if (ended) return;
+    ended = true;
+    if (keepAlive !== undefined) clearInterval(keepAlive);
+    const stopping = subscription;
+    subscription = undefined;
+    // Not awaited: this may run inside the subscription's own handler.
+    void stopping?.stop().catch(() => undefined);
+    response.end();
+  };
+  const send = (event: RecordedEvent): void => {
+    if (ended || event.revision <= lastSent) return;
+    if (event.revision !== lastSent + 1n) {
+      // A gap cannot happen when reading one stream in order; refuse to paper over one.
+      end();
+      return;
+    }
+    lastSent = event.revision;
+    response.write(`id: ${event.revision}\nevent: ${event.type}\ndata: ${JSON.stringify(event.data)}\n\n`);
+    if (FINAL_EVENT_TYPES.has(event.type)) end();
+  };
+
+  response.on('close', end);
+  for (const event of history) send(event);
+  // Already final (a client resuming after the last event, or past it): nothing more will come.
+  if (FINAL_EVENT_TYPES.has(history[history.length - 1]!.type)) end();
+  if (ended) return;
+  keepAlive = setInterval(() => response.write(': keep-alive\n\n'), SSE_KEEPALIVE_INTERVAL_MS);
+  keepAlive.unref();
+  subscription = store.subscribeToAll(
+    (event) => {
+      if (event.streamName === streamName) send(event);
+    },
+    { after: history[history.length - 1]!.position },
+  );
+}
