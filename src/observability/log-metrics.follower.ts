@@ -28,6 +28,8 @@ export class LogMetricsFollower {
   private subscription: Subscription | undefined;
   private readonly tracked = new Map<string, InvocationLabels>();
   private appliedPosition: bigint | undefined;
+  /** Events whose labels could not be read (counted nowhere else); see `skipped`. */
+  private skippedEvents = 0;
   private waiters: { readonly position: bigint; readonly resolve: () => void }[] = [];
 
   constructor(
@@ -39,10 +41,23 @@ export class LogMetricsFollower {
     if (this.subscription !== undefined) return;
     const head = await this.store.headPosition();
     this.appliedPosition = head;
-    this.subscription = this.store.subscribeToAll(async (event) => {
-      await this.apply(event);
-      this.applied(event.position);
-    }, head === undefined ? {} : { after: head });
+    this.subscription = this.store.subscribeToAll(
+      async (event) => {
+        try {
+          await this.apply(event);
+        } catch {
+          // A metric that cannot be read from its event (its stream unreadable) is not worth stopping for.
+          this.skippedEvents += 1;
+        }
+        this.applied(event.position);
+      },
+      head === undefined ? {} : { after: head },
+    );
+  }
+
+  /** Events the follower could not count (their invocation's first event could not be read). */
+  get skipped(): number {
+    return this.skippedEvents;
   }
 
   /** Resolves once the counters include every event up to `position` (for tests and shutdown). */

@@ -11,6 +11,7 @@ import {
   DELIVERY_ATTEMPT_TIMEOUT_MS,
   MAX_CONCURRENT_DELIVERIES,
   MAX_DELIVERY_ATTEMPTS,
+  RESUBSCRIBE_WAIT_MS,
   retryWaitMs,
 } from './webhook.bounds';
 import { httpWebhookSender, type WebhookSender } from './webhook-sender';
@@ -22,6 +23,7 @@ export const CHECKPOINT_EVERY_EVENTS = 1_000;
 
 export interface WebhookWorkerLogger {
   warn(message: Record<string, unknown>): void;
+  error(message: Record<string, unknown>): void;
 }
 
 export interface WebhookDeliveryWorkerOptions {
@@ -53,6 +55,8 @@ export class WebhookDeliveryWorker {
   private timerAtMs: number | undefined;
   private skipped = 0;
   private lastSeen: bigint | undefined;
+  private resubscribing = false;
+  private cancelResubscribe: (() => void) | undefined;
   private readonly send: WebhookSender;
 
   constructor(private readonly options: WebhookDeliveryWorkerOptions) {
@@ -69,14 +73,54 @@ export class WebhookDeliveryWorker {
       checkpoint = { after: head };
     }
     this.stopped = false;
-    this.subscription = eventStore.subscribeToAll((event) => this.onEvent(event), checkpoint.after === undefined ? {} : { after: checkpoint.after });
+    this.follow(checkpoint.after);
     this.pump();
+  }
+
+  private follow(after: bigint | undefined): void {
+    this.subscription = this.options.eventStore.subscribeToAll(
+      async (event) => {
+        try {
+          await this.onEvent(event);
+        } catch (error) {
+          // The subscription halts at this event (it is neither skipped nor lost): follow again later.
+          this.failed(error);
+          throw error;
+        }
+      },
+      {
+        ...(after === undefined ? {} : { after }),
+        onError: (error, willRetry) => {
+          if (!willRetry) this.failed(error);
+        },
+      },
+    );
+  }
+
+  /** Logs why the worker stopped following the log, and follows it again from its checkpoint after a wait. */
+  private failed(error: unknown): void {
+    if (this.stopped || this.resubscribing) return;
+    this.resubscribing = true;
+    this.options.logger?.error({ message: 'webhook worker stopped following the log; resuming from its checkpoint', error: error instanceof Error ? error.message : String(error), retryInMs: RESUBSCRIBE_WAIT_MS });
+    const failed = this.subscription;
+    this.subscription = undefined;
+    this.cancelResubscribe = this.options.clock.setTimer(RESUBSCRIBE_WAIT_MS, () => {
+      this.cancelResubscribe = undefined;
+      void (failed?.stop() ?? Promise.resolve())
+        .catch(() => undefined)
+        .then(() => {
+          this.resubscribing = false;
+          if (!this.stopped) this.follow(this.options.webhooks.checkpoint()?.after);
+        });
+    });
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     this.cancelTimer?.();
     this.cancelTimer = undefined;
+    this.cancelResubscribe?.();
+    this.cancelResubscribe = undefined;
     await this.subscription?.stop().catch(() => undefined);
     this.subscription = undefined;
     await Promise.all(this.inFlight.values());

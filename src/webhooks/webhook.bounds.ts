@@ -20,6 +20,8 @@ export const DELIVERY_ATTEMPT_TIMEOUT_MS = 10_000;
 export const MAX_CONCURRENT_DELIVERIES = 8;
 /** Deliveries `GET …/deliveries` lists at most (the most recent first). */
 export const MAX_LISTED_DELIVERIES = 100;
+/** Wait before the delivery worker follows the log again after its subscription failed, in ms. */
+export const RESUBSCRIBE_WAIT_MS = 5_000;
 /** Longest error text kept for a failed attempt, in characters (never a response body). */
 export const MAX_ATTEMPT_ERROR_CHARS = 200;
 

@@ -25,7 +25,12 @@ import { WebhooksService } from './webhooks.service';
       inject: [EVENT_STORE, WebhookStore, CLOCK],
       useFactory: (eventStore: EventStore, webhooks: WebhookStore, clock: Clock) => {
         const logger = new Logger('Webhooks');
-        return new WebhookDeliveryWorker({ eventStore, webhooks, clock, logger: { warn: (message) => logger.warn(message) } });
+        return new WebhookDeliveryWorker({
+          eventStore,
+          webhooks,
+          clock,
+          logger: { warn: (message) => logger.warn(message), error: (message) => logger.error(message) },
+        });
       },
     },
     WebhooksService,

@@ -2,7 +2,7 @@ import { openEventStore } from '../../src/event-store/open-event-store';
 import type { EventStore } from '../../src/event-store/event-store.port';
 import { newEventId } from '../../src/event-store/event-id.generator';
 import { VirtualClock } from '../../src/runtime';
-import { FIRST_RETRY_WAIT_MS, MAX_DELIVERY_ATTEMPTS, retryWaitMs } from '../../src/webhooks/webhook.bounds';
+import { FIRST_RETRY_WAIT_MS, MAX_DELIVERY_ATTEMPTS, RESUBSCRIBE_WAIT_MS, retryWaitMs } from '../../src/webhooks/webhook.bounds';
 import { WebhookDeliveryWorker } from '../../src/webhooks/webhook-delivery.worker';
 import { verifySignature } from '../../src/webhooks/webhook-signature';
 import { WebhookStore } from '../../src/webhooks/webhook.store';
@@ -165,5 +165,29 @@ describe('SPEC §13 webhook delivery from the log: signed POSTs, growing retries
     expect(receiver.received[1]!.body.deliveryId).toBe(firstId);
     expect(webhooks.deliveries('wh_1', 10)).toHaveLength(1);
     expect(attemptsOf().status).toBe('delivered');
+  });
+
+  it('follows the log again from its checkpoint after its own write failed, so the event that failed is delivered, not skipped', async () => {
+    await worker.stop();
+    const errors: Record<string, unknown>[] = [];
+    const enqueue = webhooks.enqueue.bind(webhooks);
+    let failures = 1;
+    webhooks.enqueue = (...args) => {
+      if (args[0].length > 0 && failures-- > 0) throw new Error('disk I/O error');
+      enqueue(...args);
+    };
+    worker = new WebhookDeliveryWorker({ eventStore, webhooks, clock, logger: { warn: () => undefined, error: (message) => errors.push(message) } });
+    await worker.start();
+    await cross();
+    await new Promise<void>((resolve) => {
+      const poll = (): void => (errors.length > 0 ? resolve() : void setImmediate(poll));
+      poll();
+    });
+    expect(errors[0]).toMatchObject({ error: 'disk I/O error', retryInMs: RESUBSCRIBE_WAIT_MS });
+    expect(receiver.received).toHaveLength(0);
+    await clock.advance(RESUBSCRIBE_WAIT_MS);
+    await receiver.requests(1);
+    await worker.idle();
+    expect(attemptsOf()).toMatchObject({ status: 'delivered' });
   });
 });
