@@ -149,7 +149,7 @@ export async function run(): Promise<HttpReport> {
           'p99 ms': entry.latencyP99Ms,
           'CPU ms/invocation': entry.serviceCpuMsPerInvocation,
           'kernel %': entry.serviceSystemCpuPercent,
-          errors: entry.non2xx + entry.errors + entry.timeouts + entry.notCompleted,
+          errors: entry.non2xx + entry.errors + entry.notCompleted,
           'RSS MiB start/peak/end': `${entry.rssStartMiB} / ${entry.rssPeakMiB} / ${entry.rssEndMiB}`,
         },
       ]),

@@ -110,7 +110,8 @@ export async function run(): Promise<SoakReport> {
     console.log(
       `RSS over the last ${SETTLED_WINDOW_MINUTES} minutes: ${windowStart.rssMiB} → ${last.rssMiB} MiB (${report.rssGrowthLastMinutesPercent} %, goal < 5 %); ` +
         `heap after GC ${windowStart.heapUsedAfterGcMiB} → ${last.heapUsedAfterGcMiB} MiB; ${load.completed} invocations, ` +
-        `${load.non2xx + load.errors + load.timeouts + load.notCompleted} errors`,
+        `errors: ${load.non2xx} non-2xx, ${load.timeouts} timeouts, ${load.errors - load.timeouts} other connection errors, ` +
+        `${load.notCompleted} answered but not completed`,
     );
     return report;
   } finally {

@@ -80,8 +80,9 @@ export interface LoadResult {
   /** Responses 200 whose invocation was refused or ended otherwise (none expected). */
   readonly notCompleted: number;
   readonly non2xx: number;
-  /** Connection errors and timeouts. */
+  /** Connection errors, timeouts included. */
   readonly errors: number;
+  /** Requests unanswered after REQUEST_TIMEOUT_SECONDS (also counted in `errors`). */
   readonly timeouts: number;
   readonly latencyP50Ms: number;
   readonly latencyP99Ms: number;
