@@ -106,33 +106,26 @@ describe('SQLite event store', () => {
       expect(await store.readAll()).toHaveLength(19);
     });
 
-    it('commits an append as soon as the callback that made it has run, not after the rest of the turn', async () => {
-      let committedBeforeNextCallback: boolean | undefined;
-      await new Promise<void>((resolve) => {
+    /**
+     * Two callbacks of one event-loop turn: the first appends, the second is unrelated work queued
+     * behind it. Resolves with whether the append was committed by the time the second one ran.
+     */
+    const committedBeforeNextCallback = (target: SqliteEventStore, streamName: string): Promise<boolean> =>
+      new Promise((resolve) => {
         let committed = false;
-        // Two callbacks of the same turn: the first appends, the second is unrelated work queued behind it.
-        setImmediate(() => void store.append('quick-1', [newEvent()], { expectedRevision: 'no_stream' }).then(() => (committed = true)));
-        setImmediate(() => {
-          committedBeforeNextCallback = committed;
-          resolve();
-        });
+        setImmediate(() => void target.append(streamName, [newEvent()], { expectedRevision: 'no_stream' }).then(() => (committed = true)));
+        setImmediate(() => resolve(committed));
       });
-      expect(committedBeforeNextCallback).toBe(true);
+
+    it('commits an append as soon as the callback that made it has run, not after the rest of the turn', async () => {
+      expect(await committedBeforeNextCallback(store, 'quick-1')).toBe(true);
     });
 
     it('waits for the end of the turn with eagerCommitsPerTurn 0, and refuses a value outside 0..MAX_EAGER_COMMITS_PER_TURN', async () => {
       const late = openSqliteEventStore({ path: ':memory:', eagerCommitsPerTurn: 0 });
-      let committedBeforeNextCallback: boolean | undefined;
-      await new Promise<void>((resolve) => {
-        let committed = false;
-        setImmediate(() => void late.append('late-1', [newEvent()], { expectedRevision: 'no_stream' }).then(() => (committed = true)));
-        setImmediate(() => {
-          committedBeforeNextCallback = committed;
-          resolve();
-        });
-      });
+      const committed = await committedBeforeNextCallback(late, 'late-1');
       await late.close();
-      expect(committedBeforeNextCallback).toBe(false);
+      expect(committed).toBe(false);
       for (const eagerCommitsPerTurn of [-1, 1.5, MAX_EAGER_COMMITS_PER_TURN + 1]) {
         expect(() => openSqliteEventStore({ path: ':memory:', eagerCommitsPerTurn })).toThrow(InvalidEventStoreInputError);
       }
