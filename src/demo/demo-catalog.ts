@@ -16,8 +16,11 @@ export const DEMO_GRANT_CREDITS = 1_000_000;
 export const DEMO_GRANT_IDEMPOTENCY_KEY = 'demo-seed-grant-1';
 export const DEMO_GRANT_REASON = 'LEDGER_DEMO seed';
 
-/** The Anthropic model the demo routes to when ANTHROPIC_API_KEY is set. */
-export const DEMO_ANTHROPIC_MODEL = 'claude-sonnet-4-5';
+/**
+ * The Anthropic model the demo routes to when ANTHROPIC_API_KEY is set: the current Sonnet (Sonnet 4.5,
+ * the first demo's model, reached its end of life on 2026-11-30).
+ */
+export const DEMO_ANTHROPIC_MODEL = 'claude-sonnet-5-5';
 /** The built-in offline model otherwise. */
 export const DEMO_SCRIPTED_MODEL = 'demo-arithmetic-model';
 
@@ -30,10 +33,17 @@ export const DEMO_TOKENS: ReadonlyArray<{ readonly token: string; readonly grant
 ];
 
 /**
- * The demo publication. Prices are integer credits per million tokens at 1 credit = $0.0001, i.e.
- * $3 / $15 / $3.75 / $0.30 per million input / output / cache-write / cache-read tokens; the
- * hold (5,000 credits, $0.50) bounds one conversation's spend.
+ * The rate version of each routing, in integer credits per million tokens at 1 credit = $0.0001.
+ * Anthropic's: Sonnet 5.5's list prices, $2 / $10 per million input / output tokens, $2.50 and $4 for
+ * 5-minute and 1-hour cache writes, $0.20 for cache reads. The scripted model's are the first demo's
+ * ($3 / $15 / $3.75 / $0.30), which the walk-through's figures are worked at.
  */
+const DEMO_PRICES = {
+  anthropic: { inputPerMTok: 20_000, outputPerMTok: 100_000, cacheWritePerMTok: 25_000, cacheWrite1hPerMTok: 40_000, cacheReadPerMTok: 2_000 },
+  scripted: { inputPerMTok: 30_000, outputPerMTok: 150_000, cacheWritePerMTok: 37_500, cacheReadPerMTok: 3_000 },
+} as const;
+
+/** The demo publication; the hold (5,000 credits, $0.50) bounds one conversation's spend. */
 export function demoPublication(routing: 'anthropic' | 'scripted'): PublicationRequest {
   return {
     routing: routing === 'anthropic' ? { provider: 'anthropic', model: DEMO_ANTHROPIC_MODEL } : { provider: 'scripted', model: DEMO_SCRIPTED_MODEL },
@@ -45,7 +55,7 @@ export function demoPublication(routing: 'anthropic' | 'scripted'): PublicationR
       maxOutputTokens: 1_024,
       maxAttemptsPerTurn: 3,
     },
-    prices: { inputPerMTok: 30_000, outputPerMTok: 150_000, cacheWritePerMTok: 37_500, cacheReadPerMTok: 3_000 },
+    prices: DEMO_PRICES[routing],
     creditHold: 5_000,
     enabled: true,
   };

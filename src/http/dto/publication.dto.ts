@@ -25,7 +25,7 @@ export class RoutingDto {
   @OneOf(PROVIDERS)
   readonly provider!: ProviderName;
 
-  @ApiProperty({ maxLength: MAX_MODEL_NAME_CHARS, example: 'claude-sonnet-4-5' })
+  @ApiProperty({ maxLength: MAX_MODEL_NAME_CHARS, example: 'claude-sonnet-5-5' })
   @Text(MAX_MODEL_NAME_CHARS)
   readonly model!: string;
 }
