@@ -12,8 +12,11 @@ import {
 const API_KEY = 'sk-ant-test-SECRET-7f3a9c2e51d84b06';
 /** Generous for answers that arrive at once; never reached in a passing test. */
 const ATTEMPT_TIMEOUT_MS = 5_000;
-/** Small, for the tests where the server stalls and the attempt's own timer must end it. */
-const SHORT_ATTEMPT_TIMEOUT_MS = 100;
+/**
+ * Short, for the tests where the server stalls and the attempt's own timer must end it; long enough
+ * that the request reaches the server first on a loaded machine (at 100 ms it sometimes did not).
+ */
+const SHORT_ATTEMPT_TIMEOUT_MS = 1_000;
 
 const request: ProviderRequest = {
   model: 'claude-published-model',
