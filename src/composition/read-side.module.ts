@@ -7,6 +7,8 @@ import { LiveProjections, ProjectionRunner, READ_MODEL_STORE, SqliteReadModelSto
 import { ReadStoreLock } from '../projection-runner/read-store.lock';
 import { LEDGER_QUERY_HANDLERS } from '../queries/ledger-query.handlers';
 import { ReadModels } from '../queries/read-models';
+import { SweepCandidatesReader } from '../queries/sweep-candidates.reader';
+import { SWEEP_CANDIDATES } from '../invocations/sweep-candidates.port';
 import { ProjectionWorkerHost } from '../projection-runner/worker/projection-worker.host';
 import { GetUsageHandler } from '../queries/get-usage.query';
 import { ListInvocationsHandler } from '../queries/list-invocations.query';
@@ -25,6 +27,11 @@ import { ListLedgerEntriesHandler } from '../queries/list-ledger-entries.query';
   providers: [
     ReadModels,
     ...LEDGER_QUERY_HANDLERS,
+    {
+      provide: SWEEP_CANDIDATES,
+      inject: [LiveProjections, READ_MODEL_STORE],
+      useFactory: (runner: LiveProjections, store: SqliteReadModelStore) => new SweepCandidatesReader(runner, store),
+    },
     {
       // Held while the service runs, so `projections rebuild` refuses to rewrite these read models
       // under the live runner (and this service refuses to start on a rebuild in progress).
@@ -65,7 +72,7 @@ import { ListLedgerEntriesHandler } from '../queries/list-ledger-entries.query';
     ListLedgerEntriesHandler,
     GetUsageHandler,
   ],
-  exports: [READ_MODEL_STORE, LiveProjections, ReadModels],
+  exports: [READ_MODEL_STORE, LiveProjections, ReadModels, SWEEP_CANDIDATES],
 })
 export class ReadSideModule implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
   constructor(

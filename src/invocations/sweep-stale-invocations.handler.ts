@@ -1,25 +1,20 @@
 import { Inject, Logger } from '@nestjs/common';
 import { CommandHandler, ICommandHandler } from '@nestjs/cqrs';
-import { BALANCE_COLLECTION, BALANCES_PROJECTION, INVOCATIONS_PROJECTION, OPEN_COLLECTION, type BalanceView, type OpenInvocationView } from '../../projections';
 import { accountDecider } from '../accounts/account.decider';
 import { accountStreamName } from '../accounts/account.events';
 import { openHoldsOlderThan } from '../accounts/account.state';
 import { AggregateRepository } from '../aggregates/aggregate.repository';
 import { IllegalTransitionError } from '../domain/domain.errors';
 import { CLOCK, isoAt } from '../domain/clock.token';
-import { LiveProjections, SqliteReadModelStore } from '../projection-runner';
-import { READ_MODEL_STORE } from '../projection-runner';
 import type { Clock } from '../runtime';
 import { invocationDecider } from './invocation.decider';
 import { invocationStreamName } from './invocation.events';
 import { isStale, isUnmeasured } from './invocation.state';
+import { SWEEP_CANDIDATES, type OpenInvocationCandidate, type SweepCandidates } from './sweep-candidates.port';
 import { ReleasedHold, SweepReport, SweepStaleInvocationsCommand, SweptInvocation } from './sweep-stale-invocations.command';
 
-/** Documents read from the read models per page while looking for candidates. */
-const SWEEP_PAGE_DOCUMENTS = 500;
-
 /**
- * Candidates come from the read models (open invocations, balances with open holds); every decision
+ * Candidates come from the read side (SweepCandidates: open invocations, accounts with open holds); every decision
  * is made on the invocation's and the account's own streams, never on a projection.
  */
 @CommandHandler(SweepStaleInvocationsCommand)
@@ -28,25 +23,23 @@ export class SweepStaleInvocationsHandler implements ICommandHandler<SweepStaleI
 
   constructor(
     private readonly repository: AggregateRepository,
-    private readonly runner: LiveProjections,
-    @Inject(READ_MODEL_STORE) private readonly readModels: SqliteReadModelStore,
+    @Inject(SWEEP_CANDIDATES) private readonly candidates: SweepCandidates,
     @Inject(CLOCK) private readonly clock: Clock,
   ) {}
 
   async execute({ olderThanMs }: SweepStaleInvocationsCommand): Promise<SweepReport> {
     // Candidates must reflect everything committed before the sweep began.
-    await this.runner.caughtUp();
+    await this.candidates.caughtUp();
     const nowMs = this.clock.now();
     const settled: SweptInvocation[] = [];
-    for (const open of this.pages<OpenInvocationView>(INVOCATIONS_PROJECTION, OPEN_COLLECTION)) {
+    for (const open of this.candidates.openInvocations()) {
       if (nowMs - Date.parse(open.lastActivityAt) <= olderThanMs) continue;
       const swept = await this.settleInvocation(open, olderThanMs);
       if (swept !== undefined) settled.push(swept);
     }
     const releasedHolds: ReleasedHold[] = [];
-    for (const balance of this.pages<BalanceView>(BALANCES_PROJECTION, BALANCE_COLLECTION)) {
-      if (Object.keys(balance.openHolds).length === 0) continue;
-      releasedHolds.push(...(await this.releaseSettledHolds(balance.organizationId, nowMs, olderThanMs)));
+    for (const organizationId of this.candidates.organizationsWithOpenHolds()) {
+      releasedHolds.push(...(await this.releaseSettledHolds(organizationId, nowMs, olderThanMs)));
     }
     if (settled.length + releasedHolds.length > 0) {
       this.logger.log({ message: 'sweep settled stale requests', olderThanMs, settled: settled.length, releasedHolds: releasedHolds.length });
@@ -54,7 +47,7 @@ export class SweepStaleInvocationsHandler implements ICommandHandler<SweepStaleI
     return { olderThanMs, settled, releasedHolds };
   }
 
-  private async settleInvocation(open: OpenInvocationView, olderThanMs: number): Promise<SweptInvocation | undefined> {
+  private async settleInvocation(open: OpenInvocationCandidate, olderThanMs: number): Promise<SweptInvocation | undefined> {
     const stream = invocationStreamName(open.invocationId);
     const { state: before } = await this.repository.load(stream, invocationDecider);
     try {
@@ -110,15 +103,5 @@ export class SweepStaleInvocationsHandler implements ICommandHandler<SweepStaleI
       { correlationId: invocationId },
     );
     return events.length > 0;
-  }
-
-  private *pages<T>(projection: string, collection: string): Generator<T> {
-    let afterId: string | undefined;
-    for (;;) {
-      const page = this.readModels.list<T>(projection, collection, { limit: SWEEP_PAGE_DOCUMENTS, ...(afterId === undefined ? {} : { afterId }) });
-      for (const entry of page) yield entry.document;
-      if (page.length < SWEEP_PAGE_DOCUMENTS) return;
-      afterId = page[page.length - 1]!.id;
-    }
   }
 }

@@ -27,6 +27,7 @@ import type { InvocationSummary } from '../invocations/invocation.state';
 import { RunOperationCommand, type RunOperationRequest } from '../invocations/run-operation.command';
 import { RunOperationHandler } from '../invocations/run-operation.handler';
 import { SweepStaleInvocationsCommand, type SweepReport } from '../invocations/sweep-stale-invocations.command';
+import { SWEEP_CANDIDATES, type SweepCandidates } from '../invocations/sweep-candidates.port';
 import { SweepStaleInvocationsHandler } from '../invocations/sweep-stale-invocations.handler';
 import { CLOCK } from '../domain/clock.token';
 import { RETRY_JITTER } from '../domain/retry-jitter.token';
@@ -113,7 +114,7 @@ export class LedgerNode {
       // Its own process: its runs are its own (a cancellation recorded in the log reaches the node's).
       new RunningInvocations(),
     );
-    const sweepHandler = new SweepStaleInvocationsHandler(repository, app.get(LiveProjections), app.get<SqliteReadModelStore>(READ_MODEL_STORE), options.clock);
+    const sweepHandler = new SweepStaleInvocationsHandler(repository, app.get<SweepCandidates>(SWEEP_CANDIDATES), options.clock);
     return new LedgerNode(app, store, {
       run: (request) => runHandler.execute(new RunOperationCommand(request)),
       sweep: (olderThanMs) => sweepHandler.execute(new SweepStaleInvocationsCommand(olderThanMs)),
