@@ -195,9 +195,12 @@ describe('The console (issue 18) in headless Chromium: pages read from the publi
       await expect(attempts.locator('.attempts-total').textContent()).resolves.toContain(`3 attempts, priced at ${retried.charge} credits — charged ${retried.charge} credits`);
       await expect(region.getByText('completed → settled: charged the sum of its attempt prices').count()).resolves.toBe(1);
 
-      // A member may not read the log: the timeline says so and shows the view's own dates.
+      // The member may not read the log, but follows the invocation's own event stream (SSE).
       const lifecycle = page.getByRole('region', { name: 'Lifecycle' });
-      await expect(lifecycle.textContent()).resolves.toContain('may not read the event log');
+      await lifecycle.getByText('InvocationSettled').waitFor();
+      const types = await lifecycle.locator('li strong').allTextContents();
+      expect(types[0]).toBe('InvocationEstimated');
+      expect(types.filter((type) => type === 'AttemptRecorded')).toHaveLength(3);
 
       // The session outlives a reload, in this tab.
       await page.reload();
@@ -315,6 +318,9 @@ describe('The console (issue 18) in headless Chromium: pages read from the publi
       await expect(page.locator('.summary .badge').first().textContent()).resolves.toBe('dispatched');
       await page.locator('.attempt-bars rect').first().waitFor();
       expect(await page.locator('.attempt-bars rect').count()).toBe(1);
+      // The timeline follows the event stream: the attempt is there before the invocation ends.
+      const lifecycle = page.getByRole('region', { name: 'Lifecycle' });
+      await lifecycle.getByText('AttemptRecorded').waitFor();
       await browser.screenshot(page, 'invocation-live');
 
       held.release();
@@ -322,6 +328,7 @@ describe('The console (issue 18) in headless Chromium: pages read from the publi
       await page.locator('.summary .badge', { hasText: 'settled' }).waitFor();
       await page.getByRole('status').filter({ hasText: 'live' }).waitFor({ state: 'detached' });
       expect(await page.locator('.attempt-bars rect').count()).toBe(2);
+      await lifecycle.getByText('InvocationSettled').waitFor();
       expect(integer((await page.locator('tfoot .total-price').textContent()) ?? '')).toBe(settled.charge);
     });
   });

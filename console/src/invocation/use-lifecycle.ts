@@ -1,5 +1,6 @@
+import { createParser } from 'eventsource-parser';
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, segment, withQuery } from '../api/client';
+import { ApiError, segment, withQuery, type ApiClient } from '../api/client';
 import type { InvocationStatus, LoggedEvent, StreamPage } from '../api/types';
 import type { Loaded } from '../api/use-api';
 import { useSession } from '../session/session';
@@ -24,7 +25,31 @@ async function readStream(get: <T>(path: string, signal?: AbortSignal) => Promis
 }
 
 /**
- * The invocation's lifecycle events from its stream. A token that may not read the log (403) gets
+ * Follows `GET /v1/invocations/:id/events` (Server-Sent Events, read with fetch because EventSource
+ * cannot send the Authorization header) until the service closes it after settlement.
+ */
+async function followEvents(api: ApiClient, invocationId: string, signal: AbortSignal, onEvents: (events: LoggedEvent[]) => void): Promise<void> {
+  const response = await api.fetch(`/v1/invocations/${segment(invocationId)}/events`, { headers: { Accept: 'text/event-stream' }, signal });
+  const events: LoggedEvent[] = [];
+  const parser = createParser({
+    onEvent: (message) => {
+      if (message.event === undefined) return;
+      events.push({ id: message.id ?? '', type: message.event, revision: message.id ?? String(events.length), position: '', recordedAt: '', data: JSON.parse(message.data), metadata: {} });
+      onEvents([...events]);
+    },
+  });
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    parser.feed(value);
+  }
+  onEvents([...events]);
+}
+
+/**
+ * The invocation's lifecycle events, live from its event stream; where that cannot be read, from
+ * the log itself. A token that may not read the log (403) gets
  * the two dates of the invocation's view instead.
  */
 export function useLifecycle(invocationId: string, status: Loaded<InvocationStatus>, refresh: unknown): Loaded<Lifecycle> {
@@ -37,8 +62,21 @@ export function useLifecycle(invocationId: string, status: Loaded<InvocationStat
     setLogReadable(true);
   }, [invocationId]);
 
+  const [followed, setFollowed] = useState<'trying' | 'no'>('trying');
+  useEffect(() => setFollowed('trying'), [invocationId]);
   useEffect(() => {
-    if (!logReadable) return undefined;
+    if (followed !== 'trying') return undefined;
+    const controller = new AbortController();
+    followEvents(api, invocationId, controller.signal, (events) =>
+      setLoaded({ status: 'ok', data: { entries: timelineFromEvents(events), partial: false } }),
+    ).catch(() => {
+      if (!controller.signal.aborted) setFollowed('no');
+    });
+    return () => controller.abort();
+  }, [api, invocationId, followed]);
+
+  useEffect(() => {
+    if (followed !== 'no' || !logReadable) return undefined;
     const controller = new AbortController();
     readStream((path, signal) => api.get(path, signal), `invocation-${invocationId}`, controller.signal).then(
       (events) => setLoaded({ status: 'ok', data: { entries: timelineFromEvents(events), partial: false } }),
@@ -49,13 +87,13 @@ export function useLifecycle(invocationId: string, status: Loaded<InvocationStat
       },
     );
     return () => controller.abort();
-  }, [api, invocationId, refresh, logReadable]);
+  }, [api, invocationId, refresh, logReadable, followed]);
 
   useEffect(() => {
-    if (logReadable) return;
+    if (followed !== 'no' || logReadable) return;
     if (status.status === 'ok') setLoaded({ status: 'ok', data: { entries: timelineFromStatus(status.data), partial: true } });
     else setLoaded(status);
-  }, [logReadable, status]);
+  }, [logReadable, status, followed]);
 
   return loaded;
 }
