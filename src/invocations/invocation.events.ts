@@ -10,8 +10,8 @@ import type { AttemptRecord, EndingLimit, Outcome } from '../runtime/conversatio
 import type { FaultClass } from '../runtime/faults';
 import type { Usage } from '../runtime/provider.port';
 
-/** Attempt records kept per invocation (SPEC §7); later attempts count in the totals only. */
-export const MAX_RETAINED_ATTEMPTS = 64;
+// The one bound, defined beside the attempt record; re-exported for the invocation's readers.
+export { MAX_RETAINED_ATTEMPTS } from '../runtime/conversation.types';
 
 export const INVOCATION_STATUSES = [
   'estimated',

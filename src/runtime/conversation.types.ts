@@ -5,6 +5,12 @@
 import type { FaultClass } from './faults';
 import type { Usage } from './provider.port';
 
+/**
+ * Attempt records kept per invocation (SPEC §7): in a conversation's result and in its stream; later
+ * attempts still count in the totals and still cost.
+ */
+export const MAX_RETAINED_ATTEMPTS = 64;
+
 /** Published limits of an operation. Times in milliseconds. */
 export interface ConversationLimits {
   readonly maxTurns: number;

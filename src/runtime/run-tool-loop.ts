@@ -27,10 +27,9 @@ import type { RandomSource } from './retry-policy';
 import { boundToolErrorText, describeThrown } from './tool-error-text';
 import { addUsage, NO_USAGE } from './usage';
 import { buildToolCatalog, malformedArgumentsText, preflightToolCalls, type BatchViolation, type CatalogEntry } from './tool-preflight';
+import { MAX_RETAINED_ATTEMPTS } from './conversation.types';
 import type { AnswerToolSpec, JudgeContext, TextJudge, ToolContext, ToolSpec, Verdict } from './tool.types';
 
-/** Attempt records kept in a result (SPEC §7); later attempts still count and still cost. */
-export const MAX_RETAINED_ATTEMPTS = 64;
 
 /** What the model is told when it ends a turn with text while an answer tool is designated. */
 export function answerToolReminder(answerToolName: string): string {
