@@ -135,7 +135,9 @@ describe.each<[string, () => Promise<SharedLog>]>([
       if (result.state === 'refused') expect(['no_running_slot', 'insufficient_credits']).toContain(result.refusalReason);
     }
     const settled = results.filter((result) => result.state === 'settled');
-    expect(settled.length).toBeGreaterThan(CONCURRENT_MAX_RUNNING);
+    // At least every slot was filled once; more than that depends on how the machine interleaves the
+    // two processes (on a loaded machine all 200 can arrive before the first settles).
+    expect(settled.length).toBeGreaterThanOrEqual(CONCURRENT_MAX_RUNNING);
     // Both processes admitted some: the race between them happened.
     expect(onA.some((result) => result.state === 'settled') && onB.some((result) => result.state === 'settled')).toBe(true);
 
