@@ -3,6 +3,7 @@ import { invocationStreamName } from '../invocations/invocation.events';
 import { mayAccessOrganization, type Caller } from './auth/caller';
 import { ResourceNotFoundException } from './http-error.body';
 import type { HttpResponse } from './http.types';
+import { InvocationProgressReader } from './invocation-progress';
 
 /** How often an idle event stream sends a comment line, in ms: shorter than a load balancer's idle timeout. */
 export const SSE_KEEPALIVE_INTERVAL_MS = 15_000;
@@ -42,7 +43,10 @@ export async function streamInvocationEvents({ store, caller, invocationId, afte
   response.setHeader('X-Accel-Buffering', 'no');
   response.flushHeaders();
 
-  let lastSent = after ?? -1n;
+  const progress = new InvocationProgressReader(invocationId);
+  // Every event is read in order, those up to Last-Event-ID too, so each message names the right state.
+  let lastRead = -1n;
+  const resumeAfter = after ?? -1n;
   let subscription: Subscription | undefined;
   let keepAlive: NodeJS.Timeout | undefined;
   let ended = false;
@@ -57,14 +61,15 @@ export async function streamInvocationEvents({ store, caller, invocationId, afte
     response.end();
   };
   const send = (event: RecordedEvent): void => {
-    if (ended || event.revision <= lastSent) return;
-    if (event.revision !== lastSent + 1n) {
+    if (ended || event.revision <= lastRead) return;
+    if (event.revision !== lastRead + 1n) {
       // A gap cannot happen when reading one stream in order; refuse to paper over one.
       end();
       return;
     }
-    lastSent = event.revision;
-    response.write(`id: ${event.revision}\nevent: ${event.type}\ndata: ${JSON.stringify(event.data)}\n\n`);
+    lastRead = event.revision;
+    const message = progress.read(event);
+    if (event.revision > resumeAfter) response.write(`id: ${event.revision}\nevent: ${event.type}\ndata: ${JSON.stringify(message)}\n\n`);
     if (FINAL_EVENT_TYPES.has(event.type)) end();
   };
 

@@ -1,6 +1,6 @@
 import { Body, Controller, Get, Headers, HttpCode, HttpStatus, Inject, Logger, Param, Post, Res } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
-import { ApiAcceptedResponse, ApiBearerAuth, ApiConflictResponse, ApiHeader, ApiProduces, ApiOkResponse, ApiOperation, ApiTags, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
+import { ApiAcceptedResponse, ApiBearerAuth, ApiConflictResponse, ApiExtraModels, ApiHeader, ApiProduces, ApiOkResponse, ApiOperation, ApiTags, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
 import type { InvocationView } from '../../projections';
 import { RunOperationCommand } from '../invocations/run-operation.command';
 import { CancelInvocationCommand } from '../invocations/cancel-invocation.command';
@@ -12,7 +12,7 @@ import { ErrorBodyDto } from './dto/error-body.dto';
 import { EVENT_STORE, type EventStore } from '../event-store/event-store.port';
 import type { HttpResponse } from './http.types';
 import { streamInvocationEvents } from './invocation-events.stream';
-import { CancellationRequestedDto, InvocationAcceptedDto, InvocationStatusDto, RunInvocationDto, RunInvocationResultDto } from './dto/invocation.dto';
+import { CancellationRequestedDto, InvocationAcceptedDto, InvocationProgressDto, InvocationStatusDto, RunInvocationDto, RunInvocationResultDto } from './dto/invocation.dto';
 import { AttemptHistoryDto, ExplanationDto } from './dto/read-views.dto';
 import { idempotencyKeyProblem } from '../domain/field-checks';
 import { InvalidRequestException, ResourceNotFoundException } from './http-error.body';
@@ -111,11 +111,16 @@ export class InvocationsController {
     summary: 'Follow an invocation’s lifecycle (Server-Sent Events)',
     description:
       'One SSE message per event of the invocation’s stream, from the start or after `Last-Event-ID` (a revision): ' +
-      '`id` = the stream revision, `event` = the event type, `data` = its JSON. Closes after `InvocationSettled` or ' +
-      '`InvocationRefused`. Comment lines keep an idle connection open.',
+      '`id` = the stream revision, `event` = the event type, `data` = an `InvocationProgressDto` as JSON (type, revision, ' +
+      'time, the state after the event and the figures a follower needs; never the stored event, its idempotency key or ' +
+      'fingerprint). Closes after `InvocationSettled` or `InvocationRefused`. Comment lines keep an idle connection open.',
   })
+  @ApiExtraModels(InvocationProgressDto)
   @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'Resume after this revision (a non-negative integer).' })
-  @ApiOkResponse({ description: 'An event stream.', content: { 'text/event-stream': { schema: { type: 'string' } } } })
+  @ApiOkResponse({
+    description: 'An event stream; each message’s `data` is an `InvocationProgressDto`.',
+    content: { 'text/event-stream': { schema: { type: 'string', description: 'Messages `id: <revision>`, `event: <type>`, `data: <InvocationProgressDto as JSON>`.' } } },
+  })
   @ApiNotFound('No such invocation, or not the caller’s organization’s.')
   async events(
     @CurrentCaller() caller: Caller,

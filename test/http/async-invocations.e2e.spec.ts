@@ -21,6 +21,27 @@ const gatedFeature = scriptedFeature(OPERATION, () => [
   scriptedToolUse([{ id: 'a1', name: 'submit_answer', input: { value: 42 } }], { usage: usage(12, 6) }),
 ]);
 
+/** An idempotency key the stored event keeps and the event stream must not show. */
+const SECRET_KEY = 'sse-key-kept-private';
+/** Every field an event-stream message may carry (InvocationProgressDto), and nothing else. */
+const PUBLIC_FIELDS = new Set(['type', 'revision', 'time', 'invocationId', 'state', 'operationId', 'organizationId', 'publicationVersion', 'estimate', 'refusalReason', 'creditHold', 'attempt', 'outcome', 'endingLimit', 'fault', 'turnsUsed', 'toolCallsUsed', 'spentCredits', 'attemptCount', 'charge', 'settlementTransition', 'requestedBy']);
+
+/** Each message's data is the documented public shape: its type and revision match the SSE fields, and no secret is in it. */
+function expectPublicProgress(messages: readonly SseMessage[], invocationId: string): void {
+  const states = ['estimated', 'reserved', 'dispatched', 'completed', 'pending', 'failed', 'settled', 'refused'];
+  for (const message of messages) {
+    expect(message.data).not.toContain(SECRET_KEY);
+    const data = JSON.parse(message.data) as Record<string, unknown>;
+    expect(Object.keys(data).filter((key) => !PUBLIC_FIELDS.has(key))).toEqual([]);
+    expect(data).toMatchObject({ type: message.event, revision: Number(message.id), invocationId });
+    expect(states).toContain(data.state);
+    expect(Number.isFinite(Date.parse(data.time as string))).toBe(true);
+    expect(data).not.toHaveProperty('idempotencyKey');
+    expect(data).not.toHaveProperty('requestFingerprint');
+    expect(data).not.toHaveProperty('publication');
+  }
+}
+
 interface SseMessage {
   readonly id: string;
   readonly event: string;
@@ -74,7 +95,7 @@ describe('SPEC §10 async invocations: Prefer: respond-async, then Server-Sent E
     closeGate();
     const accepted = await fetch(`${base}/v1/invocations`, {
       method: 'POST',
-      headers: { ...bearer(TOKENS.acmeMember), 'Content-Type': 'application/json', Prefer: 'respond-async' },
+      headers: { ...bearer(TOKENS.acmeMember), 'Content-Type': 'application/json', Prefer: 'respond-async', 'Idempotency-Key': SECRET_KEY },
       body: JSON.stringify({ operationId: OPERATION, organizationId: 'acme', input: { question: QUESTION } }),
     });
     expect(accepted.status).toBe(202);
@@ -106,6 +127,11 @@ describe('SPEC §10 async invocations: Prefer: respond-async, then Server-Sent E
     expect(all.map((message) => message.id)).toEqual(log.body.events.map((event: { revision: string }) => event.revision));
     expect(all.map((message) => message.event)).toEqual(log.body.events.map((event: { type: string }) => event.type));
     for (const message of all) expect(message.data).not.toContain('private number');
+    expectPublicProgress(all, invocationId);
+    // The resumed connection still names the state each event left the invocation in.
+    expect(JSON.parse(second.messages[0]!.data)).toMatchObject({ state: 'dispatched' });
+    const settlement = log.body.events.at(-1).data as { chargeCredits: number };
+    expect(JSON.parse(all.at(-1)!.data)).toMatchObject({ type: 'InvocationSettled', state: 'settled', charge: settlement.chargeCredits });
   });
 
   it('sends the whole stream of a settled invocation and closes; from past its end it closes at once', async () => {
@@ -120,6 +146,16 @@ describe('SPEC §10 async invocations: Prefer: respond-async, then Server-Sent E
     expect(whole.closed).toBe(true);
     expect(whole.messages[0]).toMatchObject({ id: '0', event: 'InvocationEstimated' });
     expect(whole.messages.at(-1)!.event).toBe('InvocationSettled');
+    expectPublicProgress(whole.messages, settled.body.invocationId);
+    expect(JSON.parse(whole.messages[0]!.data)).toMatchObject({ operationId: OPERATION, organizationId: 'acme', publicationVersion: 1, estimate: 2_000 });
+    expect(JSON.parse(whole.messages.find((message) => message.event === 'AttemptRecorded')!.data).attempt).toEqual({
+      turn: 1,
+      retry: 0,
+      classification: 'ok',
+      model: 'scripted-model',
+      durationMs: expect.any(Number),
+      priceCredits: expect.any(Number),
+    });
     const past = await readEvents(await fetch(events, { headers: { ...bearer(TOKENS.auditor), 'Last-Event-ID': '999' } }));
     expect(past).toEqual({ messages: [], closed: true });
   });

@@ -23,6 +23,8 @@ export type Balance = OrganizationBalanceDto;
 /** `GET /v1/streams/:streamName`, and one event of it. */
 export type StreamPage = StreamPageDto;
 export type LoggedEvent = RecordedEventDto;
+/** One message's `data` of `GET /v1/invocations/:id/events`. */
+export type { InvocationProgress } from '../../../src/http/invocation-progress';
 
 /** A state after which nothing more happens to an invocation. */
 export function isFinal(state: string): boolean {

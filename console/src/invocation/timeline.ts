@@ -1,4 +1,4 @@
-import type { InvocationStatus, LoggedEvent } from '../api/types';
+import type { InvocationProgress, InvocationStatus, LoggedEvent } from '../api/types';
 import { formatCredits, formatValue, words } from '../format';
 
 /** One line of an invocation's lifecycle timeline. */
@@ -66,6 +66,42 @@ export function timelineFromEvents(events: readonly LoggedEvent[]): TimelineEntr
     const data = (event.data ?? {}) as Data;
     return { key: event.revision, type: event.type, at: timeOf(data, event.recordedAt), summary: summaryOf(event.type, data) };
   });
+}
+
+/** What each message of the event stream says (its public fields, not the stored event). */
+function progressSummaryOf(message: InvocationProgress): string {
+  switch (message.type) {
+    case 'InvocationEstimated':
+      return message.publicationVersion === undefined
+        ? 'the operation was never published'
+        : `publication version ${message.publicationVersion}, hold ${formatCredits(message.estimate ?? 0)}`;
+    case 'InvocationRefused':
+      return message.refusalReason ?? 'refused';
+    case 'InvocationReserved':
+      return `held ${formatCredits(message.creditHold ?? 0)} and a running slot`;
+    case 'InvocationDispatched':
+      return 'the request was captured; the conversation starts';
+    case 'AttemptRecorded': {
+      const attempt = message.attempt;
+      return attempt === undefined ? 'an attempt' : `turn ${attempt.turn}, try ${attempt.retry + 1}: ${attempt.classification}, ${formatCredits(attempt.priceCredits)}`;
+    }
+    case 'InvocationCompleted':
+      return `${formatValue(message.outcome)} after ${formatValue(message.turnsUsed)} turns and ${formatValue(message.toolCallsUsed)} tool calls; spent ${formatCredits(message.spentCredits ?? 0)}`;
+    case 'InvocationFailed':
+      return `failed with ${formatValue(message.fault)} after ${formatValue(message.turnsUsed)} turns; spent ${formatCredits(message.spentCredits ?? 0)}`;
+    case 'InvocationPending':
+      return 'completed without reported usage: its cost is the estimate';
+    case 'InvocationSettled':
+      return `transition ${formatValue(message.settlementTransition)}: charged ${formatCredits(message.charge ?? 0)}`;
+    case 'InvocationCancellationRequested':
+      return `${formatValue(message.requestedBy)} asked to stop it`;
+    default:
+      return message.state;
+  }
+}
+
+export function timelineFromProgress(messages: readonly InvocationProgress[]): TimelineEntry[] {
+  return messages.map((message) => ({ key: String(message.revision), type: message.type, at: message.time, summary: progressSummaryOf(message) }));
 }
 
 /** For a token that may not read the log: the two moments the invocation's own view dates. */

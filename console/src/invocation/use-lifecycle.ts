@@ -1,10 +1,10 @@
 import { createParser } from 'eventsource-parser';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, segment, withQuery, type ApiClient } from '../api/client';
-import type { InvocationStatus, LoggedEvent, StreamPage } from '../api/types';
+import type { InvocationProgress, InvocationStatus, LoggedEvent, StreamPage } from '../api/types';
 import type { Loaded } from '../api/use-api';
 import { useSession } from '../session/session';
-import { timelineFromEvents, timelineFromStatus, type TimelineEntry } from './timeline';
+import { timelineFromEvents, timelineFromProgress, timelineFromStatus, type TimelineEntry } from './timeline';
 
 export interface Lifecycle {
   readonly entries: readonly TimelineEntry[];
@@ -28,13 +28,13 @@ async function readStream(get: <T>(path: string, signal?: AbortSignal) => Promis
  * Follows `GET /v1/invocations/:id/events` (Server-Sent Events, read with fetch because EventSource
  * cannot send the Authorization header) until the service closes it after settlement.
  */
-async function followEvents(api: ApiClient, invocationId: string, signal: AbortSignal, onEvents: (events: LoggedEvent[]) => void): Promise<void> {
+async function followEvents(api: ApiClient, invocationId: string, signal: AbortSignal, onEvents: (events: InvocationProgress[]) => void): Promise<void> {
   const response = await api.fetch(`/v1/invocations/${segment(invocationId)}/events`, { headers: { Accept: 'text/event-stream' }, signal });
-  const events: LoggedEvent[] = [];
+  const events: InvocationProgress[] = [];
   const parser = createParser({
     onEvent: (message) => {
       if (message.event === undefined) return;
-      events.push({ id: message.id ?? '', type: message.event, revision: message.id ?? String(events.length), position: '', recordedAt: '', data: JSON.parse(message.data), metadata: {} });
+      events.push(JSON.parse(message.data) as InvocationProgress);
       onEvents([...events]);
     },
   });
@@ -68,7 +68,7 @@ export function useLifecycle(invocationId: string, status: Loaded<InvocationStat
     if (followed !== 'trying') return undefined;
     const controller = new AbortController();
     followEvents(api, invocationId, controller.signal, (events) =>
-      setLoaded({ status: 'ok', data: { entries: timelineFromEvents(events), partial: false } }),
+      setLoaded({ status: 'ok', data: { entries: timelineFromProgress(events), partial: false } }),
     ).catch(() => {
       if (!controller.signal.aborted) setFollowed('no');
     });

@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ADMISSION_REFUSAL_REASONS } from '../../accounts/admission.policy';
 import { IDEMPOTENCY_KEY_PATTERN_TEXT, MAX_IDEMPOTENCY_KEY_CHARS } from '../../domain/field-checks';
-import { INVOCATION_STATUSES } from '../../invocations/invocation.events';
+import { INVOCATION_EVENT_TYPES, INVOCATION_STATUSES } from '../../invocations/invocation.events';
 import { OUTCOMES } from '../../runtime/conversation.types';
 import { Id, IdempotencyKey, Optional, Present } from './field-rules';
 
@@ -137,4 +137,97 @@ export class InvocationAcceptedDto {
 
   @ApiProperty({ enum: INVOCATION_STATUSES, description: 'Where it is now; `GET /v1/invocations/:id` is the poll.' })
   readonly state!: string;
+}
+
+/** One provider attempt in an event-stream message. */
+export class AttemptProgressDto {
+  @ApiProperty({ type: 'integer', minimum: 1, description: '1-based turn number.' })
+  readonly turn!: number;
+
+  @ApiProperty({ type: 'integer', minimum: 0, description: '0 for the first try of the turn.' })
+  readonly retry!: number;
+
+  @ApiProperty({ description: '`ok` or the fault classification of SPEC §6.' })
+  readonly classification!: string;
+
+  @ApiProperty()
+  readonly model!: string;
+
+  @ApiProperty({ type: 'integer', minimum: 0 })
+  readonly durationMs!: number;
+
+  @ApiProperty({ type: 'integer', minimum: 0, description: 'Integer credits, rounded up.' })
+  readonly priceCredits!: number;
+}
+
+/**
+ * The `data` of each message of `GET /v1/invocations/:id/events`: a public view of one event of the
+ * invocation's stream, never the stored event (no idempotency key, no fingerprint, no conversation text).
+ */
+export class InvocationProgressDto {
+  @ApiProperty({ enum: INVOCATION_EVENT_TYPES, description: 'The event type; also the SSE `event`.' })
+  readonly type!: string;
+
+  @ApiProperty({ type: 'integer', minimum: 0, description: 'The event’s revision in the invocation’s stream; also the SSE `id`.' })
+  readonly revision!: number;
+
+  @ApiProperty({ format: 'date-time', description: 'When it happened, by the ledger’s clock.' })
+  readonly time!: string;
+
+  @ApiProperty()
+  readonly invocationId!: string;
+
+  @ApiProperty({ enum: INVOCATION_STATUSES, description: 'The lifecycle state after this event (a cancellation request changes none).' })
+  readonly state!: string;
+
+  @ApiPropertyOptional({ description: '`InvocationEstimated`.' })
+  readonly operationId?: string;
+
+  @ApiPropertyOptional({ description: '`InvocationEstimated`.' })
+  readonly organizationId?: string;
+
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, description: '`InvocationEstimated`: the publication version in force.' })
+  readonly publicationVersion?: number;
+
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, description: '`InvocationEstimated`: integer credits estimated.' })
+  readonly estimate?: number;
+
+  @ApiPropertyOptional({ enum: ADMISSION_REFUSAL_REASONS, description: '`InvocationRefused`.' })
+  readonly refusalReason?: string;
+
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, description: '`InvocationReserved`: integer credits held.' })
+  readonly creditHold?: number;
+
+  @ApiPropertyOptional({ type: AttemptProgressDto, description: '`AttemptRecorded`.' })
+  readonly attempt?: AttemptProgressDto;
+
+  @ApiPropertyOptional({ enum: OUTCOMES, description: '`InvocationCompleted`, `InvocationFailed`.' })
+  readonly outcome?: string;
+
+  @ApiPropertyOptional({ description: '`InvocationCompleted`: the published bound that ended it.' })
+  readonly endingLimit?: string;
+
+  @ApiPropertyOptional({ description: '`InvocationFailed`: the fault classification (SPEC §6).' })
+  readonly fault?: string;
+
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, description: '`InvocationCompleted`, `InvocationFailed`.' })
+  readonly turnsUsed?: number;
+
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, description: '`InvocationCompleted`, `InvocationFailed`.' })
+  readonly toolCallsUsed?: number;
+
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, description: '`InvocationCompleted`, `InvocationFailed`: integer credits.' })
+  readonly spentCredits?: number;
+
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, description: '`InvocationCompleted`, `InvocationFailed`.' })
+  readonly attemptCount?: number;
+
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, description: '`InvocationSettled`: integer credits charged.' })
+  readonly charge?: number;
+
+  @ApiPropertyOptional({ type: 'integer', minimum: 8, maximum: 14, description: '`InvocationSettled`: the lifecycle transition that settled it (SPEC §4).' })
+  readonly settlementTransition?: number;
+
+  @ApiPropertyOptional({ description: '`InvocationCancellationRequested`: the role and organization that asked.' })
+  readonly requestedBy?: string;
 }
