@@ -60,7 +60,7 @@ export {
 } from './ledger-events/ledger-events';
 
 // Domain errors (each DomainError has a machine `code`).
-export { DomainError, IdempotencyConflictError, IllegalTransitionError, ValidationError } from './domain/domain.errors';
+export { DOMAIN_ERROR_CODES, DomainError, IdempotencyConflictError, IllegalTransitionError, ValidationError } from './domain/domain.errors';
 export type { DomainErrorCode, FieldIssue } from './domain/domain.errors';
 export { AdmissionRefusedError } from './accounts/admission.policy';
 export { IdempotencyKeyReusedError, UnknownInvocationError, UnknownOperationError, UnknownOrganizationError } from './invocations/invocation-errors';

@@ -1,23 +1,40 @@
 /**
- * Errors a decider throws instead of emitting events. Each has a machine `code` the transport maps to
- * a status without reading messages: `validation_failed` → 400; `illegal_transition`,
- * `idempotency_conflict` and `admission_refused` → 409.
+ * The machine code of every error the ledger's commands and queries throw for a reason of the domain
+ * (bad input, an unknown name, a state that does not allow the command). A transport maps the code to
+ * its own status (the HTTP API's table is in src/http/http-error.filter.ts) without reading messages
+ * or testing classes.
  */
-export type DomainErrorCode = 'validation_failed' | 'illegal_transition' | 'idempotency_conflict' | 'admission_refused';
-
-export abstract class DomainError extends Error {
-  protected constructor(
-    readonly code: DomainErrorCode,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+export const DOMAIN_ERROR_CODES = [
+  'validation_failed',
+  'invalid_feature_input',
+  'unknown_operation',
+  'unknown_invocation',
+  'unknown_organization',
+  'illegal_transition',
+  'admission_refused',
+  'idempotency_conflict',
+  'idempotency_key_reused',
+] as const;
+export type DomainErrorCode = (typeof DOMAIN_ERROR_CODES)[number];
 
 /** One thing wrong with one input field, named by its dotted path (e.g. `limits.maxTurns`). */
 export interface FieldIssue {
   readonly field: string;
   readonly message: string;
+}
+
+export abstract class DomainError extends Error {
+  /** The input fields at fault, each with what is wrong with it; empty when no field is. */
+  readonly issues: readonly FieldIssue[];
+
+  protected constructor(
+    readonly code: DomainErrorCode,
+    message: string,
+    issues: readonly FieldIssue[] = [],
+  ) {
+    super(message);
+    this.issues = issues;
+  }
 }
 
 /**
@@ -27,12 +44,10 @@ export interface FieldIssue {
 export class ValidationError extends DomainError {
   override readonly name = 'ValidationError';
   readonly field: string;
-  readonly issues: readonly FieldIssue[];
 
   constructor(issues: readonly FieldIssue[]) {
     if (issues.length === 0) throw new TypeError('ValidationError needs at least one issue');
-    super('validation_failed', issues.map((issue) => `${issue.field}: ${issue.message}`).join('; '));
-    this.issues = issues;
+    super('validation_failed', issues.map((issue) => `${issue.field}: ${issue.message}`).join('; '), issues);
     this.field = issues[0]!.field;
   }
 
@@ -65,6 +80,6 @@ export class IdempotencyConflictError extends DomainError {
     readonly key: string,
     message: string,
   ) {
-    super('idempotency_conflict', message);
+    super('idempotency_conflict', message, [{ field: 'idempotencyKey', message: 'was used for another request' }]);
   }
 }

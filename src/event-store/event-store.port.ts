@@ -114,6 +114,7 @@ export interface EventStore {
 /** Thrown when the stream's actual revision does not match the expected one. */
 export class ConcurrencyError extends Error {
   override readonly name = 'ConcurrencyError';
+  readonly code = 'concurrency_conflict';
 
   constructor(
     readonly streamName: string,
@@ -144,6 +145,7 @@ export class InvalidEventStoreInputError extends Error {
  */
 export class EventStoreUnavailableError extends Error {
   override readonly name: string = 'EventStoreUnavailableError';
+  readonly code = 'event_store_unavailable';
 
   constructor(
     readonly operation: string,
@@ -180,6 +182,7 @@ export class AppendOutcomeUnknownError extends EventStoreUnavailableError {
  */
 export class DeletedStreamError extends Error {
   override readonly name = 'DeletedStreamError';
+  readonly code = 'stream_deleted';
 
   constructor(
     readonly streamName: string,

@@ -1,4 +1,5 @@
 import type { AnswerToolSpec, Message, Provider, ProviderFeatures, TextBlock, TextJudge, ToolSpec } from '../runtime';
+import { DomainError } from '../domain/domain.errors';
 
 /**
  * What a consuming feature registers for one operation: how a request's input becomes a conversation,
@@ -42,13 +43,13 @@ export interface PreparedConversation {
 }
 
 /** A request whose `input` the feature cannot use; `field` is a path inside `input`. */
-export class InvalidFeatureInputError extends Error {
+export class InvalidFeatureInputError extends DomainError {
   override readonly name = 'InvalidFeatureInputError';
 
   constructor(
     readonly field: string,
-    message: string,
+    problem: string,
   ) {
-    super(`${field}: ${message}`);
+    super('invalid_feature_input', `${field}: ${problem}`, [{ field, message: problem }]);
   }
 }

@@ -1,16 +1,8 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logger } from '@nestjs/common';
 import type { HttpResponse as Response } from './http.types';
-import { IdempotencyConflictError, IllegalTransitionError, ValidationError } from '../domain/domain.errors';
-import { ConcurrencyError, DeletedStreamError, EventStoreUnavailableError } from '../event-store/event-store.port';
-import { InvalidFeatureInputError } from '../features/operation-feature';
-import {
-  IdempotencyKeyReusedError,
-  UnknownInvocationError,
-  UnknownOperationError,
-  UnknownOrganizationError,
-} from '../invocations/invocation-errors';
-import { ProjectionFaultedError, ProjectionRunnerStoppedError } from '../projection-runner';
-import { ReadModelsUnavailableError } from '../queries/read-model-catch-up';
+import type { DomainErrorCode, FieldIssue } from '../domain/domain.errors';
+import type { ConcurrencyError, DeletedStreamError, EventStoreUnavailableError } from '../event-store/event-store.port';
+import type { ReadModelsUnavailableError } from '../queries/read-model-catch-up';
 import { InvalidRequestException, type FieldProblems, type HttpErrorBody, type HttpErrorCode } from './http-error.body';
 import { contextOf, type LedgerRequest } from './request-context';
 
@@ -21,15 +13,56 @@ interface Rendered {
   readonly status: number;
   readonly message: string;
   readonly fields?: FieldProblems;
-  /** When the status alone does not say it (422 idempotency_key_reused). */
   readonly code?: HttpErrorCode;
 }
 
+/** The codes of the store's and the read side's errors, beside the domain's own. */
+export type InfrastructureErrorCode =
+  | ConcurrencyError['code']
+  | DeletedStreamError['code']
+  | EventStoreUnavailableError['code']
+  | ReadModelsUnavailableError['code'];
+
+interface StatusOfCode {
+  readonly status: number;
+  /** When the status alone does not say it (422 idempotency_key_reused). */
+  readonly code?: HttpErrorCode;
+  /** What the client reads instead of the error's own message. */
+  readonly message?: (error: Error) => string;
+}
+
 /**
- * Turns every error into one HttpErrorBody. Domain errors are mapped by their class, never by their
- * text: bad input → 400 naming the field; unknown operation or organization → 404; a conflicting
- * change → 409; the read side or the event store not answering → 503. Anything else is a 500 that says only "internal
- * error" and the request id; its details go to the log, never to the client.
+ * Every error code the ledger throws → the HTTP answer it becomes. Keyed by the error's `code`, never
+ * by its class or text; a `Record` over the codes, so a new code without a status does not compile.
+ */
+export const HTTP_STATUS_OF_ERROR_CODE: Readonly<Record<DomainErrorCode | InfrastructureErrorCode, StatusOfCode>> = {
+  validation_failed: { status: 400 },
+  invalid_feature_input: { status: 400 },
+  unknown_operation: { status: 404 },
+  unknown_invocation: { status: 404 },
+  unknown_organization: { status: 404 },
+  illegal_transition: { status: 409 },
+  admission_refused: { status: 409 },
+  // The same key with another request is not a conflict of state but a misused key.
+  idempotency_conflict: { status: 422, code: 'idempotency_key_reused' },
+  idempotency_key_reused: { status: 422, code: 'idempotency_key_reused' },
+  // Retries inside the command were exhausted by concurrent writers: the change may be tried again.
+  concurrency_conflict: { status: 409, message: () => 'a concurrent change to the same record won; try again' },
+  stream_deleted: { status: 409, message: () => 'a record this change needs was deleted in the event store' },
+  // Includes an append whose outcome stayed unknown: the same request (same idempotency key) is safe to repeat.
+  event_store_unavailable: {
+    status: 503,
+    message: () => 'the event store is not available; repeat the request (with the same idempotency key) later',
+  },
+  read_models_unavailable: { status: 503, message: (error) => `the read models are not available: ${error.message}` },
+};
+
+/**
+ * Turns every error into one HttpErrorBody. The ledger's errors are mapped by their `code` through
+ * HTTP_STATUS_OF_ERROR_CODE: bad input → 400 naming the field; unknown operation, invocation or
+ * organization → 404; a conflicting change → 409; a reused idempotency key → 422; the read side or the
+ * event store not answering → 503. Anything else is a 500 that says only "internal error" and the
+ * request id; its details go to the log, never to the client.
  */
 @Catch()
 export class HttpErrorFilter implements ExceptionFilter {
@@ -80,47 +113,39 @@ function render(exception: unknown): Rendered {
   if (exception instanceof InvalidRequestException) {
     return { status: 400, message: exception.message, fields: { ...exception.fields } };
   }
-  if (exception instanceof ValidationError) {
-    const fields: FieldProblems = {};
-    for (const issue of exception.issues) (fields[issue.field] ??= []).push(issue.message);
-    return { status: 400, message: `Invalid request: ${Object.keys(fields).join(', ')}`, fields };
+  const mapped = mappedErrorOf(exception);
+  if (mapped !== undefined) {
+    const { error, mapping } = mapped;
+    const fields = fieldsOf(error.issues);
+    const message =
+      mapping.message?.(error) ??
+      (mapping.status === 400 && fields !== undefined ? `Invalid request: ${Object.keys(fields).join(', ')}` : error.message);
+    return { status: mapping.status, message, ...(fields === undefined ? {} : { fields }), ...(mapping.code === undefined ? {} : { code: mapping.code }) };
   }
-  if (exception instanceof InvalidFeatureInputError) {
-    // Its message is "<field>: <problem>"; the field goes in `fields`, the problem beside it.
-    const problem = exception.message.startsWith(`${exception.field}: `)
-      ? exception.message.slice(exception.field.length + 2)
-      : exception.message;
-    return { status: 400, message: `Invalid request: ${exception.field}`, fields: { [exception.field]: [problem] } };
-  }
-  if (exception instanceof UnknownOperationError) return { status: 404, message: `operation "${exception.operationId}" was not found` };
-  if (exception instanceof UnknownInvocationError) return { status: 404, message: `invocation "${exception.invocationId}" was not found` };
-  if (exception instanceof UnknownOrganizationError) {
-    return { status: 404, message: `organization "${exception.organizationId}" was not found` };
-  }
-  if (exception instanceof IdempotencyKeyReusedError || exception instanceof IdempotencyConflictError) {
-    // SPEC §10: the same key with another request is not a conflict of state but a misused key.
-    return { status: 422, code: 'idempotency_key_reused', message: exception.message, fields: { idempotencyKey: ['was used for another request'] } };
-  }
-  if (exception instanceof IllegalTransitionError) return { status: 409, message: exception.message };
-  if (exception instanceof ConcurrencyError) {
-    // Retries inside the command were exhausted by concurrent writers: the change may be tried again.
-    return { status: 409, message: 'a concurrent change to the same record won; try again' };
-  }
-  if (exception instanceof ProjectionFaultedError || exception instanceof ProjectionRunnerStoppedError) {
-    return { status: 503, message: 'the read models are not available' };
-  }
-  if (exception instanceof EventStoreUnavailableError) {
-    // Includes an append whose outcome stayed unknown: the same request (same idempotency key) is safe to repeat.
-    return { status: 503, message: 'the event store is not available; repeat the request (with the same idempotency key) later' };
-  }
-  if (exception instanceof DeletedStreamError) {
-    return { status: 409, message: 'a record this change needs was deleted in the event store' };
-  }
-  if (exception instanceof ReadModelsUnavailableError) return { status: 503, message: `the read models are not available: ${exception.message}` };
   if (exception instanceof HttpException) {
     return { status: exception.getStatus(), message: messageOf(exception) };
   }
   return { status: 500, message: INTERNAL_ERROR_MESSAGE };
+}
+
+interface CodedError extends Error {
+  readonly code: string;
+  readonly issues?: readonly FieldIssue[];
+}
+
+function mappedErrorOf(exception: unknown): { error: CodedError; mapping: StatusOfCode } | undefined {
+  if (!(exception instanceof Error)) return undefined;
+  const code = (exception as { code?: unknown }).code;
+  // Own keys only: a Node error's code (ENOENT, SQLITE_BUSY…) is not one of ours and stays a 500.
+  if (typeof code !== 'string' || !Object.hasOwn(HTTP_STATUS_OF_ERROR_CODE, code)) return undefined;
+  return { error: exception as CodedError, mapping: HTTP_STATUS_OF_ERROR_CODE[code as keyof typeof HTTP_STATUS_OF_ERROR_CODE] };
+}
+
+function fieldsOf(issues: readonly FieldIssue[] | undefined): FieldProblems | undefined {
+  if (!Array.isArray(issues) || issues.length === 0) return undefined;
+  const fields: FieldProblems = {};
+  for (const issue of issues) (fields[issue.field] ??= []).push(issue.message);
+  return fields;
 }
 
 function messageOf(exception: HttpException): string {

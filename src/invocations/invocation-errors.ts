@@ -1,38 +1,44 @@
+import { DomainError } from '../domain/domain.errors';
+
 /** No feature is registered for the operation: there is nothing to run, and nothing is written. */
-export class UnknownOperationError extends Error {
+export class UnknownOperationError extends DomainError {
   override readonly name = 'UnknownOperationError';
 
   constructor(readonly operationId: string) {
-    super(`Unknown operation "${operationId}"`);
+    super('unknown_operation', `operation "${operationId}" was not found`);
   }
 }
 
 /** No invocation has this id (or, for a caller limited to one organization, not one of its own). */
-export class UnknownInvocationError extends Error {
+export class UnknownInvocationError extends DomainError {
   override readonly name = 'UnknownInvocationError';
 
   constructor(readonly invocationId: string) {
-    super(`Unknown invocation "${invocationId}"`);
+    super('unknown_invocation', `invocation "${invocationId}" was not found`);
   }
 }
 
 /** The organization has no account (no grant or settings yet): nothing is written. */
-export class UnknownOrganizationError extends Error {
+export class UnknownOrganizationError extends DomainError {
   override readonly name = 'UnknownOrganizationError';
 
   constructor(readonly organizationId: string) {
-    super(`Unknown organization "${organizationId}"`);
+    super('unknown_organization', `organization "${organizationId}" was not found`);
   }
 }
 
 /** An idempotency key reused for a different request: another operation, or another input (SPEC §10). */
-export class IdempotencyKeyReusedError extends Error {
+export class IdempotencyKeyReusedError extends DomainError {
   override readonly name = 'IdempotencyKeyReusedError';
 
   constructor(
     readonly idempotencyKey: string,
     readonly differs: 'operation' | 'input',
   ) {
-    super(`Idempotency key "${idempotencyKey}" was already used for a request with another ${differs}`);
+    super(
+      'idempotency_key_reused',
+      `Idempotency key "${idempotencyKey}" was already used for a request with another ${differs}`,
+      [{ field: 'idempotencyKey', message: 'was used for another request' }],
+    );
   }
 }

@@ -50,6 +50,7 @@ export class ReadModelConflictError extends Error {
 /** A projection stopped on an error; waiting for it to reach a position can never succeed. */
 export class ProjectionFaultedError extends Error {
   override readonly name = 'ProjectionFaultedError';
+  readonly code = 'read_models_unavailable';
 
   constructor(
     readonly projection: string,
@@ -62,6 +63,7 @@ export class ProjectionFaultedError extends Error {
 /** The runner stopped (or failed) before the awaited position was reached. */
 export class ProjectionRunnerStoppedError extends Error {
   override readonly name = 'ProjectionRunnerStoppedError';
+  readonly code = 'read_models_unavailable';
 
   constructor(reason: string) {
     super(`Projection runner stopped: ${reason}`);

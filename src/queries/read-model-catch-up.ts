@@ -6,6 +6,7 @@ export const QUERY_CATCH_UP_TIMEOUT_MS = 5_000;
 /** The read models a query needs did not catch up with the log in time (or are not installed). */
 export class ReadModelsUnavailableError extends Error {
   override readonly name = 'ReadModelsUnavailableError';
+  readonly code = 'read_models_unavailable';
 }
 
 /**
