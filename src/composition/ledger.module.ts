@@ -5,6 +5,7 @@ import { LEDGER_CONFIG } from '../config/ledger.config';
 import { DemoModule } from '../demo/demo.module';
 import { DemoArithmeticModule } from '../features/demo-arithmetic/demo-arithmetic.module';
 import { HttpModule } from '../http/http.module';
+import { HTTP_ROUTE_PREFIX, routePrefixPath } from '../http/http-route-prefix';
 import { ObservabilityModule } from '../observability/observability.module';
 import { WebhooksModule } from '../webhooks/webhooks.module';
 import { OBSERVABILITY_CONFIG, observabilityConfigProvider } from '../observability/observability.config';
@@ -58,7 +59,12 @@ function compose(definition: DynamicModule, extras: LedgerModuleExtras): Dynamic
       // The demo's seeding adds tokens to the API, so without HTTP only its operation is registered.
       ...(demo ? [DemoArithmeticModule, ...(http === false ? [] : [DemoModule])] : []),
     ],
-    providers: [...(definition.providers ?? []), ledgerConfigProvider(MODULE_OPTIONS_TOKEN, extras), observabilityConfigProvider(MODULE_OPTIONS_TOKEN)],
-    exports: [...(definition.exports ?? []), LEDGER_CONFIG, OBSERVABILITY_CONFIG],
+    providers: [
+      ...(definition.providers ?? []),
+      ledgerConfigProvider(MODULE_OPTIONS_TOKEN, extras),
+      observabilityConfigProvider(MODULE_OPTIONS_TOKEN),
+      ...(http === false ? [] : [{ provide: HTTP_ROUTE_PREFIX, useValue: routePrefixPath(http.prefix) }]),
+    ],
+    exports: [...(definition.exports ?? []), LEDGER_CONFIG, OBSERVABILITY_CONFIG, ...(http === false ? [] : [HTTP_ROUTE_PREFIX])],
   };
 }

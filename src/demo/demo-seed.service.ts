@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, Optional } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { CommandBus } from '@nestjs/cqrs';
 import type { Server } from 'node:http';
@@ -11,6 +11,7 @@ import { PublishOperationCommand } from '../catalog/publish-operation.command';
 import { LEDGER_CONFIG, type LedgerConfig } from '../config/ledger.config';
 import { IdempotencyConflictError } from '../domain/domain.errors';
 import { TokenRegistry } from '../http/auth/token-registry';
+import { HTTP_ROUTE_PREFIX } from '../http/http-route-prefix';
 import { demoBanner } from './demo-banner';
 import {
   DEMO_GRANT_CREDITS,
@@ -54,6 +55,7 @@ export class DemoSeedService implements OnApplicationBootstrap {
     private readonly tokens: TokenRegistry,
     private readonly adapterHost: HttpAdapterHost,
     @Inject(DEMO_OUTPUT) private readonly output: DemoOutput,
+    @Optional() @Inject(HTTP_ROUTE_PREFIX) private readonly routePrefix: string = '',
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -121,6 +123,7 @@ export class DemoSeedService implements OnApplicationBootstrap {
       this.output(
         demoBanner({
           baseUrl: `http://localhost:${port}`,
+          routePrefix: this.routePrefix,
           operationId: DEMO_OPERATION_ID,
           organizationId: DEMO_ORGANIZATION_ID,
           tokens: report.tokens,

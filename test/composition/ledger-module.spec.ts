@@ -9,6 +9,7 @@ import { GrantCreditsCommand } from '../../src/accounts/account-commands';
 import { PublishOperationCommand } from '../../src/catalog/publish-operation.command';
 import { LedgerModule } from '../../src/composition/ledger.module';
 import { ConfigurationError, LEDGER_CONFIG, type LedgerConfig } from '../../src/config/ledger.config';
+import { DEMO_OUTPUT } from '../../src/demo/demo-seed.service';
 import { FeatureRegistry } from '../../src/features/feature.registry';
 import { LedgerFeaturesModule } from '../../src/features/ledger-features.module';
 import type { InvocationSummary } from '../../src/invocations/invocation.state';
@@ -112,6 +113,36 @@ describe('LedgerModule.forRoot / forRootAsync: the package a NestJS application 
     // The token is honoured: past authentication, an organization with no account reads as unknown.
     await request(server).get('/ledger/v1/organizations/acme/balance').set('Authorization', 'Bearer ops-token').expect(404);
     await request(server).get('/health/live').expect(404);
+  });
+
+  it('prints the demo banner with its routes under http.prefix, and its curl lines answer there', async () => {
+    const printed: string[] = [];
+    const moduleRef = await Test.createTestingModule({
+      imports: [LedgerModule.forRoot({ store: `sqlite:${join(directory, 'ledger.sqlite')}`, env: {}, http: { prefix: '/ledger/' }, demo: true })],
+    })
+      .overrideProvider(DEMO_OUTPUT)
+      .useValue((text: string) => printed.push(text))
+      .compile();
+    app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+    const server = app.getHttpServer();
+    // The banner is printed once the server listens: supertest's first request makes it listen.
+    await request(server).get('/ledger/health/live').expect(200);
+    expect(printed).toHaveLength(1);
+    const banner = printed[0]!;
+    const run = /curl -s -X POST http:\/\/localhost:\d+(\S+) -H 'Authorization: Bearer (\S+)' -H 'Content-Type: application\/json' -d '([^']+)'/.exec(banner);
+    expect(run?.[1]).toBe('/ledger/v1/invocations');
+    const answered = await request(server).post(run![1]!).set('Authorization', `Bearer ${run![2]!}`).send(JSON.parse(run![3]!)).expect(200);
+    expect(answered.body).toMatchObject({ state: 'settled', outcome: 'completed' });
+    const reads = [...banner.matchAll(/curl -s http:\/\/localhost:\d+(\S+) -H 'Authorization: Bearer (\S+)'/g)];
+    expect(reads.map((match) => match[1])).toEqual([
+      '/ledger/v1/invocations/$ID/explanation',
+      '/ledger/v1/invocations/$ID/attempts',
+      '/ledger/v1/organizations/demo-org/balance',
+    ]);
+    for (const [, path, token] of reads) {
+      await request(server).get(path!.replace('$ID', answered.body.invocationId)).set('Authorization', `Bearer ${token!}`).expect(200);
+    }
   });
 
   it('registers the demo operation when the demo is asked for in code', async () => {

@@ -138,4 +138,19 @@ describe('the demo banner', () => {
     expect(text).toContain(`curl -s http://localhost:4321/v1/invocations/$ID/explanation -H 'Authorization: Bearer demo-member-token'`);
     expect(text).toContain(`curl -s http://localhost:4321/v1/organizations/demo-org/balance -H 'Authorization: Bearer demo-admin-token'`);
   });
+
+  it('names the routes under the HTTP prefix, and the OpenAPI document at the root where it is served', () => {
+    const text = demoBanner({
+      baseUrl: 'http://localhost:4321',
+      routePrefix: '/ledger',
+      operationId: 'demo.arithmetic',
+      organizationId: 'demo-org',
+      routing: 'scripted/demo-arithmetic-model (version 1)',
+      tokens: [{ role: 'org_member', token: 'demo-member-token', organizationId: 'demo-org' }],
+    });
+    expect(text).toContain('curl -s -X POST http://localhost:4321/ledger/v1/invocations ');
+    expect(text).toContain('curl -s http://localhost:4321/ledger/v1/invocations/$ID/attempts ');
+    expect(text).not.toMatch(/localhost:4321\/v1\//);
+    expect(text).toContain('the API: http://localhost:4321/docs');
+  });
 });
