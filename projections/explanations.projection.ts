@@ -10,6 +10,7 @@ import {
 } from '../src/invocations/invocation.events';
 import type { Projection, ReadModelTx } from '../src/projection-runner';
 import type { EndingLimit, FaultClass, Outcome } from '../src/runtime';
+import { LIMIT_OF_OUTCOME } from '../src/runtime/conversation.types';
 import { explanationSentence } from './explanation-sentence';
 import { streamId } from './stream-names';
 
@@ -83,13 +84,6 @@ interface ExplanationBasis {
 }
 
 type InvocationRecordedEvent = RecordedEvent<InvocationEvent['type']> & InvocationEvent;
-
-const LIMIT_OUTCOMES: Partial<Record<Outcome, EndingLimit>> = {
-  turn_limit: 'maxTurns',
-  tool_limit: 'maxToolCalls',
-  credit_limit: 'creditHold',
-  time_limit: 'totalTimeMs',
-};
 
 /** Explanations per invocation, folded from the invocation streams alone. */
 export const explanationsProjection: Projection<InvocationRecordedEvent> = {
@@ -196,7 +190,7 @@ function endingLimitOf(
   recorded: EndingLimit | undefined,
   tx: ReadModelTx,
 ): ExplanationEndingLimit | undefined {
-  const name = recorded ?? (figures.outcome === undefined ? undefined : LIMIT_OUTCOMES[figures.outcome]);
+  const name = recorded ?? (figures.outcome === undefined ? undefined : LIMIT_OF_OUTCOME[figures.outcome]);
   if (name === undefined || figures.publicationVersion === undefined) return undefined;
   const value = limitValue(name, figures, tx);
   if (value === undefined) return undefined;

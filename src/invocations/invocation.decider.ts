@@ -9,7 +9,7 @@ import type { Decider } from '../domain/decider';
 import { IllegalTransitionError, ValidationError } from '../domain/domain.errors';
 import { FieldChecks, isoToMs } from '../domain/field-checks';
 import { REQUEST_FINGERPRINT_CHARS } from './request-fingerprint';
-import { AttemptRecord, EndingLimit, Outcome, OUTCOMES, Prices } from '../runtime/conversation.types';
+import { AttemptRecord, LIMIT_OF_OUTCOME, Outcome, OUTCOMES, Prices } from '../runtime/conversation.types';
 import { priceAttempt } from '../runtime/pricing';
 import { FAULT_CLASSES } from '../runtime/faults';
 import type {
@@ -46,13 +46,6 @@ const ALLOWED_IN: Readonly<Record<InvocationCommand['type'], readonly Status[]>>
 export const MAX_REQUESTED_BY_CHARS = 200;
 
 const COMPLETED_OUTCOMES = OUTCOMES.filter((outcome) => outcome !== 'failed');
-/** The limit a limit outcome ended at; other outcomes name none. */
-const LIMIT_OF_OUTCOME: Partial<Record<Outcome, EndingLimit>> = {
-  turn_limit: 'maxTurns',
-  tool_limit: 'maxToolCalls',
-  credit_limit: 'creditHold',
-  time_limit: 'totalTimeMs',
-};
 
 /**
  * Decides one command. Transitions: Estimate (→ estimated), Refuse (1, 2), Reserve (3), Dispatch (4),

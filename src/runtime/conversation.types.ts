@@ -67,8 +67,17 @@ export const OUTCOMES = [
 
 export type Outcome = (typeof OUTCOMES)[number];
 
-/** The bound that ended a conversation, named as the publication names it. */
-export type EndingLimit = 'maxTurns' | 'maxToolCalls' | 'creditHold' | 'totalTimeMs';
+/** The bounds that can end a conversation, named as the publication names them. */
+export const ENDING_LIMITS = ['maxTurns', 'maxToolCalls', 'creditHold', 'totalTimeMs'] as const;
+export type EndingLimit = (typeof ENDING_LIMITS)[number];
+
+/** The limit each `*_limit` outcome ended at; every other outcome names none. */
+export const LIMIT_OF_OUTCOME: Readonly<Partial<Record<Outcome, EndingLimit>>> = {
+  turn_limit: 'maxTurns',
+  tool_limit: 'maxToolCalls',
+  credit_limit: 'creditHold',
+  time_limit: 'totalTimeMs',
+};
 
 export type AttemptClassification = 'ok' | FaultClass;
 

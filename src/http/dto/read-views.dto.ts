@@ -5,9 +5,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ADMISSION_REFUSAL_REASONS } from '../../accounts/admission.policy';
 import { INVOCATION_STATUSES } from '../../invocations/invocation.events';
-import { OUTCOMES } from '../../runtime/conversation.types';
-
-const ENDING_LIMITS = ['maxTurns', 'maxToolCalls', 'creditHold', 'totalTimeMs'];
+import { ENDING_LIMITS, OUTCOMES } from '../../runtime/conversation.types';
 
 /** Usage of one attempt or of a total, each priced kind apart (SPEC §7). */
 export class UsageDto {
