@@ -13,21 +13,15 @@ import { crossesSnapshotPoint, readLatestSnapshot, writeSnapshot, type SnapshotC
 import { appendTimingChannel } from '../observability/timing.channels';
 import { KeyedLock } from './keyed-lock';
 import type { UpcasterRegistry } from '../event-store/upcasting';
+import type { Decider, DomainEvent } from '../domain/decider';
 
-/** A domain event as deciders produce it: plain JSON data, no store fields. */
-export interface DomainEvent {
-  readonly type: string;
-  readonly data: unknown;
-}
-
-/** The three pure functions of an aggregate (STYLE.md, Emmett's deciders). */
-export interface AggregateDecider<Command, Event extends DomainEvent, State> {
-  decide(command: Command, state: State): readonly Event[];
-  evolve(state: State, event: Event): State;
-  initialState(): State;
-  /** For aggregates whose streams grow without bound (accounts): see aggregate-snapshots.ts. */
+/**
+ * A decider as the repository runs it: the domain's Decider, plus a snapshot codec for aggregates
+ * whose streams grow without bound (accounts: see aggregate-snapshots.ts).
+ */
+export type AggregateDecider<Command, Event extends DomainEvent, State> = Decider<Command, Event, State> & {
   readonly snapshot?: SnapshotCodec<State>;
-}
+};
 
 export interface Loaded<State> {
   readonly state: State;

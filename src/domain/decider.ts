@@ -25,14 +25,14 @@ export interface DomainCommand<Type extends string = string, Data = unknown> {
  * state and never throws for an event `decide` could have produced. Neither mutates its arguments,
  * because the command handler caches states between commands.
  */
-export interface Decider<Command extends DomainCommand, Event extends DomainEvent, State> {
+export interface Decider<Command, Event extends DomainEvent, State> {
   decide(command: Command, state: State): readonly Event[];
   evolve(state: State, event: Event): State;
   initialState(): State;
 }
 
 /** Folds a stream's events, in order, into the state they describe. */
-export function replay<Command extends DomainCommand, Event extends DomainEvent, State>(
+export function replay<Command, Event extends DomainEvent, State>(
   decider: Decider<Command, Event, State>,
   events: readonly Event[],
   from: State = decider.initialState(),
