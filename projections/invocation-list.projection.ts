@@ -1,8 +1,7 @@
 import type { InvocationStatus } from '../src/invocations/invocation.events';
 import type { Projection, ReadModelTx } from '../src/projection-runner';
-import type { Outcome } from '../src/runtime';
 import { INVOCATION_EVENT_TYPES } from '../src/invocations/invocation.events';
-import { applyInvocationEvent, type InvocationRecordedEvent, type InvocationView } from './invocations.projection';
+import { applyInvocationEvent, pickFields, type InvocationRecordedEvent, type InvocationView } from './invocations.projection';
 import { streamId } from './stream-names';
 
 export const INVOCATION_LIST_PROJECTION = 'invocation-list';
@@ -19,20 +18,24 @@ export const INVOCATION_LISTINGS = {
   operationState: 'by-operation-state',
 } as const;
 
-/** One invocation as the list shows it: what `GET /v1/invocations/:id` answers, without its counters. */
-export interface InvocationListEntry {
-  readonly invocationId: string;
-  readonly organizationId: string;
-  readonly operationId: string;
-  readonly state: InvocationStatus;
-  readonly publicationVersion?: number;
-  readonly estimate: number;
-  readonly charge: number;
-  readonly outcome?: Outcome;
-  readonly refusalReason?: string;
-  readonly estimatedAt: string;
-  readonly settledAt?: string;
-}
+/**
+ * One invocation as the list shows it: what `GET /v1/invocations/:id` answers, without its counters.
+ * The order is the stored documents' own, so a rebuild writes them byte for byte as before.
+ */
+export const INVOCATION_LIST_FIELDS = [
+  'invocationId',
+  'organizationId',
+  'operationId',
+  'state',
+  'publicationVersion',
+  'estimate',
+  'charge',
+  'outcome',
+  'refusalReason',
+  'estimatedAt',
+  'settledAt',
+] as const satisfies readonly (keyof InvocationView)[];
+export type InvocationListEntry = Pick<InvocationView, (typeof INVOCATION_LIST_FIELDS)[number]>;
 
 /** The whole lifecycle view and its listing key, kept to fold the next event. */
 const VIEW_COLLECTION = 'view';
@@ -116,19 +119,7 @@ function writeListings(tx: ReadModelTx, key: string, entry: InvocationListEntry)
 }
 
 function entryOf(view: InvocationView): InvocationListEntry {
-  return {
-    invocationId: view.invocationId,
-    organizationId: view.organizationId,
-    operationId: view.operationId,
-    state: view.state,
-    ...(view.publicationVersion === undefined ? {} : { publicationVersion: view.publicationVersion }),
-    estimate: view.estimate,
-    charge: view.charge,
-    ...(view.outcome === undefined ? {} : { outcome: view.outcome }),
-    ...(view.refusalReason === undefined ? {} : { refusalReason: view.refusalReason }),
-    estimatedAt: view.estimatedAt,
-    ...(view.settledAt === undefined ? {} : { settledAt: view.settledAt }),
-  };
+  return pickFields(view, INVOCATION_LIST_FIELDS);
 }
 
 function sameEntry(a: InvocationListEntry, b: InvocationListEntry): boolean {

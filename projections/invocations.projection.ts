@@ -36,6 +36,34 @@ export interface InvocationView {
   readonly lastActivityAt: string;
 }
 
+/** What `GET /v1/invocations/:id` answers, in this order: the view without the sweep's bookkeeping. */
+export const INVOCATION_STATUS_FIELDS = [
+  'invocationId',
+  'organizationId',
+  'operationId',
+  'state',
+  'outcome',
+  'refusalReason',
+  'publicationVersion',
+  'endingLimit',
+  'fault',
+  'estimate',
+  'charge',
+  'turnsUsed',
+  'toolCallsUsed',
+  'spentCredits',
+  'attemptCount',
+  'estimatedAt',
+  'settledAt',
+] as const satisfies readonly (keyof InvocationView)[];
+
+/** The fields `fields` names, in their order, each left out where the view has none. */
+export function pickFields<View extends object, Field extends keyof View>(view: View, fields: readonly Field[]): Pick<View, Field> {
+  const picked: Partial<Pick<View, Field>> = {};
+  for (const field of fields) if (view[field] !== undefined) picked[field] = view[field];
+  return picked as Pick<View, Field>;
+}
+
 export interface OpenInvocationView {
   readonly invocationId: string;
   readonly organizationId: string;

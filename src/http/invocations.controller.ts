@@ -1,7 +1,7 @@
 import { Body, Controller, Get, Headers, HttpCode, HttpStatus, Inject, Logger, Param, Post, Res } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { ApiAcceptedResponse, ApiBearerAuth, ApiConflictResponse, ApiExtraModels, ApiHeader, ApiProduces, ApiOkResponse, ApiOperation, ApiTags, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
-import type { InvocationView } from '../../projections';
+import { INVOCATION_STATUS_FIELDS, pickFields, type InvocationView } from '../../projections';
 import { RunOperationCommand } from '../invocations/run-operation.command';
 import { CancelInvocationCommand } from '../invocations/cancel-invocation.command';
 import type { InvocationResult } from '../invocations/invocation-result';
@@ -240,23 +240,5 @@ function resultOf(summary: InvocationResult): RunInvocationResultDto {
 }
 
 function statusOf(view: InvocationView): InvocationStatusDto {
-  return {
-    invocationId: view.invocationId,
-    organizationId: view.organizationId,
-    operationId: view.operationId,
-    state: view.state,
-    ...(view.outcome === undefined ? {} : { outcome: view.outcome }),
-    ...(view.refusalReason === undefined ? {} : { refusalReason: view.refusalReason }),
-    ...(view.publicationVersion === undefined ? {} : { publicationVersion: view.publicationVersion }),
-    ...(view.endingLimit === undefined ? {} : { endingLimit: view.endingLimit }),
-    ...(view.fault === undefined ? {} : { fault: view.fault }),
-    estimate: view.estimate,
-    charge: view.charge,
-    turnsUsed: view.turnsUsed,
-    toolCallsUsed: view.toolCallsUsed,
-    spentCredits: view.spentCredits,
-    attemptCount: view.attemptCount,
-    estimatedAt: view.estimatedAt,
-    ...(view.settledAt === undefined ? {} : { settledAt: view.settledAt }),
-  };
+  return pickFields(view, INVOCATION_STATUS_FIELDS);
 }
