@@ -1,4 +1,5 @@
 import { ValidationError } from '../domain/domain.errors';
+import type { FieldChecks } from '../domain/field-checks';
 
 /** Longest cursor accepted, in characters (a key of at most 1,000 characters, base64url-encoded). */
 export const MAX_CURSOR_CHARS = 1_400;
@@ -19,4 +20,48 @@ export function decodeCursor(cursor: string, isKey: (key: string) => boolean): s
   const key = Buffer.from(cursor, 'base64url').toString('utf8');
   if (encodeCursor(key) !== cursor || !isKey(key)) throw ValidationError.of('cursor', 'is not a cursor this list returned');
   return key;
+}
+
+/** How many entries a list's page holds: `limit` when the caller names none, at most `max`. */
+export interface PageSize {
+  readonly default: number;
+  readonly max: number;
+  /** What the list counts, for the error: `invocations`, `entries`. */
+  readonly unit: string;
+}
+
+/** A page request as read: how many entries, and the key to resume strictly after. */
+export interface PageRequest {
+  readonly limit: number;
+  readonly afterKey?: string;
+}
+
+/**
+ * Reads a list query's `limit` and `cursor` into `checks` (call `checks.throwIfAny()` after), so a
+ * bad limit and a bad cursor are reported together, each under its own field.
+ */
+export function readPageRequest(
+  checks: FieldChecks,
+  filters: { readonly limit?: number; readonly cursor?: string },
+  size: PageSize,
+  isKey: (key: string) => boolean,
+): PageRequest {
+  const limit = filters.limit === undefined ? size.default : checks.integer('limit', filters.limit, { min: 1, max: size.max, unit: size.unit });
+  if (filters.cursor === undefined) return { limit };
+  try {
+    return { limit, afterKey: decodeCursor(filters.cursor, isKey) };
+  } catch (error) {
+    if (!(error instanceof ValidationError)) throw error;
+    for (const issue of error.issues) checks.add(issue.field, issue.message);
+    return { limit };
+  }
+}
+
+/** The page out of `rows` listed with `limit + 1`, and the cursor of the next page (null on the last). */
+export function pageOf<Document>(
+  rows: readonly { readonly id: string; readonly document: Document }[],
+  limit: number,
+): { readonly documents: Document[]; readonly nextCursor: string | null } {
+  const page = rows.slice(0, limit);
+  return { documents: page.map((row) => row.document), nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1]!.id) : null };
 }

@@ -12,13 +12,14 @@ import {
 import { FieldChecks } from '../domain/field-checks';
 import { INVOCATION_STATUSES, type InvocationStatus } from '../invocations/invocation.events';
 import { LiveProjections, READ_MODEL_STORE, type SqliteReadModelStore } from '../projection-runner';
-import { decodeCursor, encodeCursor } from './list-cursor';
+import { pageOf, readPageRequest } from './list-cursor';
 import { catchUp } from './read-model-catch-up';
 
 /** Invocations one page lists when the caller names no `limit`. */
 export const DEFAULT_INVOCATIONS_PAGE = 100;
 /** Most invocations one page may list (SPEC §10). */
 export const MAX_INVOCATIONS_PAGE = 500;
+const INVOCATIONS_PAGE = { default: DEFAULT_INVOCATIONS_PAGE, max: MAX_INVOCATIONS_PAGE, unit: 'invocations' } as const;
 
 export interface InvocationFilters {
   readonly operationId?: string;
@@ -64,9 +65,8 @@ export class ListInvocationsHandler implements IQueryHandler<ListInvocationsQuer
     const state = optional(filters.state, (value) => checks.oneOf('state', value, INVOCATION_STATUSES));
     const fromMs = optional(filters.from, (value) => checks.instant('from', value));
     const toMs = optional(filters.to, (value) => checks.instant('to', value));
-    const limit = filters.limit === undefined ? DEFAULT_INVOCATIONS_PAGE : checks.integer('limit', filters.limit, { min: 1, max: MAX_INVOCATIONS_PAGE, unit: 'invocations' });
+    const { limit, afterKey: cursorKey } = readPageRequest(checks, filters, INVOCATIONS_PAGE, isListingKey);
     checks.throwIfAny();
-    const cursorKey = filters.cursor === undefined ? undefined : decodeCursor(filters.cursor, isListingKey);
     const from = fromMs === undefined ? undefined : Date.parse(fromMs);
     const to = toMs === undefined ? undefined : Date.parse(toMs);
 
@@ -89,9 +89,8 @@ export class ListInvocationsHandler implements IQueryHandler<ListInvocationsQuer
     });
     // Entries are newest first: the first one older than `from` ends the range.
     const inRange = from === undefined ? rows : rows.slice(0, endOfRange(rows, from));
-    const page = inRange.slice(0, limit);
-    const more = inRange.length > limit;
-    return { invocations: page.map((row) => row.document), nextCursor: more ? encodeCursor(page[page.length - 1]!.id) : null };
+    const { documents, nextCursor } = pageOf(inRange, limit);
+    return { invocations: documents, nextCursor };
   }
 }
 

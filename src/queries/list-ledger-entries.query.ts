@@ -3,13 +3,14 @@ import { IQueryHandler, Query, QueryHandler } from '@nestjs/cqrs';
 import { LEDGER_ENTRIES_PROJECTION, LEDGER_ENTRY_COLLECTION, type LedgerEntryView } from '../../projections';
 import { FieldChecks } from '../domain/field-checks';
 import { LiveProjections, READ_MODEL_STORE, type SqliteReadModelStore } from '../projection-runner';
-import { decodeCursor, encodeCursor } from './list-cursor';
+import { pageOf, readPageRequest } from './list-cursor';
 import { catchUp } from './read-model-catch-up';
 
 /** Entries one page lists when the caller names no `limit`. */
 export const DEFAULT_LEDGER_PAGE = 100;
 /** Most entries one page may list. */
 export const MAX_LEDGER_PAGE = 500;
+const LEDGER_PAGE = { default: DEFAULT_LEDGER_PAGE, max: MAX_LEDGER_PAGE, unit: 'entries' } as const;
 
 export interface LedgerEntryFilters {
   readonly limit?: number;
@@ -41,17 +42,17 @@ export class ListLedgerEntriesHandler implements IQueryHandler<ListLedgerEntries
 
   async execute({ organizationId, filters }: ListLedgerEntriesQuery): Promise<LedgerEntryPage> {
     const checks = new FieldChecks();
-    const limit = filters.limit === undefined ? DEFAULT_LEDGER_PAGE : checks.integer('limit', filters.limit, { min: 1, max: MAX_LEDGER_PAGE, unit: 'entries' });
-    checks.throwIfAny();
     // A cursor names an entry of this organization only; another's would resume nowhere.
-    const cursorKey = filters.cursor === undefined ? undefined : decodeCursor(filters.cursor, (key) => key.startsWith(`${organizationId}\n`) && /\n\d{20}\.\d$/.test(key));
+    const isKey = (key: string): boolean => key.startsWith(`${organizationId}\n`) && /\n\d{20}\.\d$/.test(key);
+    const { limit, afterKey: cursorKey } = readPageRequest(checks, filters, LEDGER_PAGE, isKey);
+    checks.throwIfAny();
     await catchUp(this.runner, [LEDGER_ENTRIES_PROJECTION]);
     const rows = this.store.list<LedgerEntryView>(LEDGER_ENTRIES_PROJECTION, LEDGER_ENTRY_COLLECTION, {
       indexKey: organizationId,
       limit: limit + 1,
       ...(cursorKey === undefined ? {} : { afterId: cursorKey }),
     });
-    const page = rows.slice(0, limit);
-    return { entries: page.map((row) => row.document), nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1]!.id) : null };
+    const { documents, nextCursor } = pageOf(rows, limit);
+    return { entries: documents, nextCursor };
   }
 }
