@@ -15,7 +15,6 @@ import {
   type ToolLoopInput,
   type ToolLoopResult,
   type ToolSpec,
-  type Usage,
   type Verdict,
 } from '../../src/runtime';
 
@@ -36,16 +35,7 @@ export const ONE_CREDIT_PER_TOKEN: Prices = {
   cacheReadPerMTok: 0,
 };
 
-export function usage(
-  inputTokens: number,
-  outputTokens = 0,
-  cacheWriteTokens = 0,
-  cacheReadTokens = 0,
-  cacheWrite1hTokens = 0,
-  webSearchRequests = 0,
-): Usage {
-  return { inputTokens, outputTokens, cacheWriteTokens, cacheWrite1hTokens, cacheReadTokens, webSearchRequests };
-}
+export { usage } from '../support/scripted-feature';
 
 export const firstJitter = (): number => 0;
 

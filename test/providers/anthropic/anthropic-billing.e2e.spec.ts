@@ -7,24 +7,9 @@ import { AnthropicProvider } from '../../../src/providers/anthropic';
 import { MAX_CACHE_MARKERS } from '../../../src/providers/anthropic/anthropic-request.builder';
 import { runToolLoop, VirtualClock, type ConversationLimits, type Prices, type ProviderRequest, type ToolSpec } from '../../../src/runtime';
 import { MessagesApiServer, messageReply, textBlock, toolUseBlock } from '../../support/messages-api-server';
+import { SONNET_LIST_PRICES } from '../../support/list-prices';
 
-/** Claude Sonnet 4.5 at one credit per millionth of a dollar (see test/rate-version/attempt-pricing.spec.ts). */
-const SONNET: Prices = {
-  inputPerMTok: 3_000_000,
-  outputPerMTok: 15_000_000,
-  cacheWritePerMTok: 3_750_000,
-  cacheWrite1hPerMTok: 6_000_000,
-  cacheReadPerMTok: 300_000,
-  webSearchPerThousand: 10_000_000,
-  longContext: {
-    thresholdInputTokens: 200_000,
-    inputPerMTok: 6_000_000,
-    outputPerMTok: 22_500_000,
-    cacheWritePerMTok: 7_500_000,
-    cacheWrite1hPerMTok: 12_000_000,
-    cacheReadPerMTok: 600_000,
-  },
-};
+const SONNET: Prices = SONNET_LIST_PRICES;
 
 const limits: ConversationLimits = { maxTurns: 4, maxToolCalls: 4, totalTimeMs: 60_000, attemptTimeoutMs: 30_000, maxOutputTokens: 4_096, maxAttemptsPerTurn: 1 };
 
