@@ -12,8 +12,6 @@ export class AlertThresholdDto {
   readonly kind!: AlertThreshold['kind'];
 
   @ApiPropertyOptional({
-    minimum: 0,
-    maximum: MAX_LEDGER_ENTRY_CREDITS,
     description: '`available_below`: alert when available credits go below this many.',
   })
   @ValidateIf((threshold: AlertThresholdDto) => threshold.kind === 'available_below' || threshold.credits !== undefined)
@@ -21,8 +19,6 @@ export class AlertThresholdDto {
   readonly credits?: number;
 
   @ApiPropertyOptional({
-    minimum: 1,
-    maximum: MAX_USED_SHARE_PERCENT,
     description: '`used_share_above`: alert when more than this percent of the granted credits has been charged.',
   })
   @ValidateIf((threshold: AlertThresholdDto) => threshold.kind === 'used_share_above' || threshold.percent !== undefined)

@@ -1,12 +1,12 @@
-import { Body, Controller, Param, Put } from '@nestjs/common';
+import { Body, Controller, Put } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { AlertThreshold } from '../accounts/credit-alerts';
-import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound } from '../http/api-docs.decorators';
+import { ApiAuthenticatedErrors, ApiNotFound, ApiUnavailable, ApiWrite } from '../http/api-docs.decorators';
 import { CurrentCaller, mayAccessOrganization, type Caller } from '../http/auth/caller';
 import { Roles } from '../http/auth/roles.decorator';
 import { ResourceNotFoundException } from '../http/http-error.body';
-import { IdParamPipe } from '../http/id-param.pipe';
+import { IdParam } from '../http/id-param.pipe';
 import { AlertThresholdsDto, AlertThresholdsResultDto } from './alert-thresholds.dto';
 import { SetAlertThresholdsCommand, type AlertThresholdsResult } from './set-alert-thresholds.command';
 
@@ -14,6 +14,7 @@ import { SetAlertThresholdsCommand, type AlertThresholdsResult } from './set-ale
 @ApiTags('alerts')
 @ApiBearerAuth()
 @ApiAuthenticatedErrors()
+@ApiUnavailable()
 @Controller('v1/organizations/:organizationId/alerts')
 export class AlertsController {
   constructor(private readonly commands: CommandBus) {}
@@ -28,11 +29,11 @@ export class AlertsController {
       'and again only after the figure came back; webhooks subscribed to it deliver it.',
   })
   @ApiOkResponse({ type: AlertThresholdsResultDto })
-  @ApiInvalidRequest()
+  @ApiWrite()
   @ApiNotFound('No such organization, or not the caller’s.')
   set(
     @CurrentCaller() caller: Caller,
-    @Param('organizationId', IdParamPipe) organizationId: string,
+    @IdParam('organizationId') organizationId: string,
     @Body() body: AlertThresholdsDto,
   ): Promise<AlertThresholdsResult> {
     if (!mayAccessOrganization(caller, organizationId)) throw new ResourceNotFoundException('organization', organizationId);

@@ -11,8 +11,13 @@ export const MAX_IDEMPOTENCY_KEY_CHARS = 255;
 /** Longest free-text reason on a grant or adjustment, in characters. */
 export const MAX_REASON_CHARS = 500;
 
-// Ids end up in stream names (`<category>-<id>`), so they stay printable and free of whitespace.
-const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]*$/;
+/**
+ * Ids end up in stream names (`<category>-<id>`), so they stay printable and free of whitespace. The
+ * one definition: the HTTP layer's checks and the OpenAPI document's `pattern` both use it.
+ */
+export const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]*$/;
+/** ID_PATTERN as the OpenAPI document states it. */
+export const ID_PATTERN_TEXT = ID_PATTERN.source;
 // Printable ASCII (0x20–0x7E): `order#123` and `user@example.com/req 1` are keys. Never in a stream
 // name: a keyed invocation's id is a hash of (organization, key).
 const IDEMPOTENCY_KEY = /^[\x20-\x7E]+$/;

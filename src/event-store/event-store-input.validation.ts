@@ -62,13 +62,16 @@ function describeValue(value: unknown): string {
  * A stream name: non-empty, at most MAX_STREAM_NAME_LENGTH characters, and not starting with `$`,
  * which KurrentDB reserves for its own system streams (and which `readAll` therefore hides).
  */
+/** A stream name may hold any character but may not start with `$` (the store's system streams). */
+export const STREAM_NAME_PATTERN = /^[^$]/;
+
 export function validateStreamName(streamName: unknown, field = 'streamName'): string {
   if (typeof streamName !== 'string') fail(field, `must be a string, got ${describeValue(streamName)}`);
   if (streamName.length === 0) fail(field, 'must not be empty');
   if (streamName.length > MAX_STREAM_NAME_LENGTH) {
     fail(field, `must be at most ${MAX_STREAM_NAME_LENGTH} characters (MAX_STREAM_NAME_LENGTH), got ${streamName.length}`);
   }
-  if (streamName.startsWith('$')) fail(field, 'must not start with "$", which is reserved for system streams');
+  if (!STREAM_NAME_PATTERN.test(streamName)) fail(field, 'must not start with "$", which is reserved for system streams');
   return streamName;
 }
 

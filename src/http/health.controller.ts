@@ -5,6 +5,7 @@ import { HealthCheck, HealthCheckService, HealthIndicatorService, type HealthChe
 import { EVENT_STORE, type EventStore } from '../event-store/event-store.port';
 import { LiveProjections } from '../projection-runner';
 import { Public } from './auth/roles.decorator';
+import { ApiHeadersTooLarge } from './api-docs.decorators';
 
 /**
  * Readiness bound on projection lag, in log positions: with the embedded store a number of events.
@@ -17,6 +18,7 @@ export const READY_STORE_TIMEOUT_MS = 2_000;
 
 /** Liveness and readiness probes (no token: orchestrators call them). */
 @ApiTags('health')
+@ApiHeadersTooLarge()
 @Public()
 @Controller('health')
 export class HealthController {

@@ -1,14 +1,15 @@
-import { Body, Controller, Get, Headers, HttpCode, HttpStatus, Inject, Logger, Param, Post, Res } from '@nestjs/common';
+import { Body, Controller, Get, Headers, HttpCode, HttpStatus, Inject, Logger, Post, Res } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
-import { ApiAcceptedResponse, ApiBearerAuth, ApiConflictResponse, ApiExtraModels, ApiHeader, ApiProduces, ApiOkResponse, ApiOperation, ApiTags, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
+import { ApiAcceptedResponse, ApiBearerAuth, ApiExtraModels, ApiHeader, ApiOkResponse, ApiOperation, ApiTags, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
 import { INVOCATION_STATUS_FIELDS, pickFields, type InvocationView } from '../../projections';
 import { RunOperationCommand } from '../invocations/run-operation.command';
 import { CancelInvocationCommand } from '../invocations/cancel-invocation.command';
 import type { InvocationResult } from '../invocations/invocation-result';
-import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound } from './api-docs.decorators';
+import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound, ApiUnavailable, ApiWrite } from './api-docs.decorators';
 import { CurrentCaller, mayAccessOrganization, type Caller } from './auth/caller';
 import { Roles } from './auth/roles.decorator';
 import { ErrorBodyDto } from './dto/error-body.dto';
+import { IDEMPOTENCY_KEY_SCHEMA } from './dto/field-rules';
 import { EVENT_STORE, type EventStore } from '../event-store/event-store.port';
 import type { HttpResponse } from './http.types';
 import { streamInvocationEvents } from './invocation-events.stream';
@@ -16,18 +17,22 @@ import { CancellationRequestedDto, InvocationAcceptedDto, InvocationProgressDto,
 import { AttemptHistoryDto, ExplanationDto } from './dto/read-views.dto';
 import { idempotencyKeyProblem } from '../domain/field-checks';
 import { InvalidRequestException, ResourceNotFoundException } from './http-error.body';
-import { IdParamPipe } from './id-param.pipe';
+import { IdParam } from './id-param.pipe';
 import { ReadModelReader } from './read-model.reader';
 import type { AttemptHistoryView, ExplanationView } from '../../projections';
 import { GetAttemptsQuery, GetExplanationQuery } from '../queries/ledger.queries';
 
 /** The header a client may carry its idempotency key in (IETF draft `Idempotency-Key`). */
 const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
+/** Longest `Last-Event-ID` accepted, in digits: a revision within a signed 64-bit integer. */
+const MAX_LAST_EVENT_ID_DIGITS = 19;
+const LAST_EVENT_ID = new RegExp(`^\\d{1,${MAX_LAST_EVENT_ID_DIGITS}}$`);
 
 /** Invocations (SPEC §4): run one, and read its state, attempts and explanation. */
 @ApiTags('invocations')
 @ApiBearerAuth()
 @ApiAuthenticatedErrors()
+@ApiUnavailable()
 @Controller('v1/invocations')
 export class InvocationsController {
   private readonly logger = new Logger('Invocations');
@@ -55,9 +60,9 @@ export class InvocationsController {
       'answer when it completed.',
   })
   @ApiOkResponse({ type: RunInvocationResultDto })
-  @ApiInvalidRequest()
+  @ApiWrite()
   @ApiNotFound('No such operation or organization, or not the caller’s organization.')
-  @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'The idempotency key, instead of the body field (the same rules).' })
+  @ApiHeader({ name: 'Idempotency-Key', required: false, schema: { ...IDEMPOTENCY_KEY_SCHEMA }, description: 'The idempotency key, instead of the body field (the same rules; also as a quoted string).' })
   @ApiUnprocessableEntityResponse({ type: ErrorBodyDto, description: '`idempotency_key_reused`: the key was used for another operation or input.' })
   @ApiHeader({ name: 'Prefer', required: false, description: '`respond-async`: answer 202 with `{ invocationId, state }` and a `Location` at once.' })
   @ApiAcceptedResponse({ type: InvocationAcceptedDto, description: 'With `Prefer: respond-async`: the invocation is under way; follow it at `Location` or its `/events`.' })
@@ -106,7 +111,6 @@ export class InvocationsController {
    */
   @Get(':invocationId/events')
   @Roles('system', 'auditor', 'org_admin', 'org_member')
-  @ApiProduces('text/event-stream')
   @ApiOperation({
     summary: 'Follow an invocation’s lifecycle (Server-Sent Events)',
     description:
@@ -116,15 +120,16 @@ export class InvocationsController {
       'fingerprint). Closes after `InvocationSettled` or `InvocationRefused`. Comment lines keep an idle connection open.',
   })
   @ApiExtraModels(InvocationProgressDto)
-  @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'Resume after this revision (a non-negative integer).' })
+  @ApiHeader({ name: 'Last-Event-ID', required: false, schema: { type: 'integer', minimum: 0 }, description: `Resume after this revision (a non-negative integer of at most ${MAX_LAST_EVENT_ID_DIGITS} digits).` })
   @ApiOkResponse({
     description: 'An event stream; each message’s `data` is an `InvocationProgressDto`.',
     content: { 'text/event-stream': { schema: { type: 'string', description: 'Messages `id: <revision>`, `event: <type>`, `data: <InvocationProgressDto as JSON>`.' } } },
   })
+  @ApiInvalidRequest()
   @ApiNotFound('No such invocation, or not the caller’s organization’s.')
   async events(
     @CurrentCaller() caller: Caller,
-    @Param('invocationId', IdParamPipe) invocationId: string,
+    @IdParam('invocationId') invocationId: string,
     @Headers('last-event-id') lastEventId: string | undefined,
     @Res() response: HttpResponse,
   ): Promise<void> {
@@ -148,8 +153,8 @@ export class InvocationsController {
   })
   @ApiAcceptedResponse({ type: CancellationRequestedDto })
   @ApiNotFound('No such invocation, or not the caller’s organization’s.')
-  @ApiConflictResponse({ type: ErrorBodyDto, description: 'The conversation has ended: there is nothing left to stop.' })
-  cancel(@CurrentCaller() caller: Caller, @Param('invocationId', IdParamPipe) invocationId: string): Promise<CancellationRequestedDto> {
+  @ApiWrite('The conversation has ended: there is nothing left to stop.')
+  cancel(@CurrentCaller() caller: Caller, @IdParam('invocationId') invocationId: string): Promise<CancellationRequestedDto> {
     // Who asked, as the log and the explanation will say it: the role and organization, never the token.
     const requestedBy = caller.organizationId === undefined ? caller.role : `${caller.role} of ${caller.organizationId}`;
     const restrictTo = caller.role === 'system' ? undefined : caller.organizationId;
@@ -161,8 +166,9 @@ export class InvocationsController {
   @Roles('system', 'auditor', 'org_admin', 'org_member')
   @ApiOperation({ summary: 'An invocation’s state', description: 'Lifecycle state, outcome, publication version, estimate and charge.' })
   @ApiOkResponse({ type: InvocationStatusDto })
+  @ApiInvalidRequest()
   @ApiNotFound('No such invocation, or not the caller’s organization’s.')
-  async status(@CurrentCaller() caller: Caller, @Param('invocationId', IdParamPipe) invocationId: string): Promise<InvocationStatusDto> {
+  async status(@CurrentCaller() caller: Caller, @IdParam('invocationId') invocationId: string): Promise<InvocationStatusDto> {
     return statusOf(await this.reader.invocation(caller, invocationId));
   }
 
@@ -174,8 +180,9 @@ export class InvocationsController {
     description: 'Provider attempts in order: turn, retry number, classification, wait, usage and integer price.',
   })
   @ApiOkResponse({ type: AttemptHistoryDto })
+  @ApiInvalidRequest()
   @ApiNotFound('No such invocation, or not the caller’s organization’s.')
-  async attempts(@CurrentCaller() caller: Caller, @Param('invocationId', IdParamPipe) invocationId: string): Promise<AttemptHistoryView> {
+  async attempts(@CurrentCaller() caller: Caller, @IdParam('invocationId') invocationId: string): Promise<AttemptHistoryView> {
     return this.reader.ofInvocation(caller, invocationId, new GetAttemptsQuery(invocationId));
   }
 
@@ -189,8 +196,9 @@ export class InvocationsController {
       'operation id and publication version it came from; as a sentence and as fields.',
   })
   @ApiOkResponse({ type: ExplanationDto })
+  @ApiInvalidRequest()
   @ApiNotFound('No such invocation, or not the caller’s organization’s.')
-  async explanation(@CurrentCaller() caller: Caller, @Param('invocationId', IdParamPipe) invocationId: string): Promise<ExplanationView> {
+  async explanation(@CurrentCaller() caller: Caller, @IdParam('invocationId') invocationId: string): Promise<ExplanationView> {
     return this.reader.ofInvocation(caller, invocationId, new GetExplanationQuery(invocationId));
   }
 }
@@ -204,7 +212,7 @@ function prefersAsync(prefer: string | undefined): boolean {
 
 function lastEventIdOf(header: string | undefined): bigint | undefined {
   if (header === undefined || header.trim() === '') return undefined;
-  if (!/^\d{1,19}$/.test(header.trim())) throw InvalidRequestException.of('Last-Event-ID', 'must be an event id this stream sent (a revision)');
+  if (!LAST_EVENT_ID.test(header.trim())) throw InvalidRequestException.of('Last-Event-ID', 'must be an event id this stream sent (a revision)');
   return BigInt(header.trim());
 }
 

@@ -1,13 +1,13 @@
-import { Body, Controller, Get, Param, Put } from '@nestjs/common';
+import { Body, Controller, Get, Put } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { PublishOperationCommand } from '../catalog/publish-operation.command';
-import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound } from './api-docs.decorators';
+import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound, ApiUnavailable, ApiWrite } from './api-docs.decorators';
 import { Roles } from './auth/roles.decorator';
 import { PublishedVersionDto, PublishOperationDto } from './dto/publication.dto';
 import { RoutingBudgetsDto } from './dto/read-views.dto';
 import { ResourceNotFoundException } from './http-error.body';
-import { IdParamPipe } from './id-param.pipe';
+import { IdParam } from './id-param.pipe';
 import { ReadModelReader } from './read-model.reader';
 import type { RoutingBudgetsView } from '../../projections';
 import { GetPublicationsQuery } from '../queries/ledger.queries';
@@ -16,6 +16,7 @@ import { GetPublicationsQuery } from '../queries/ledger.queries';
 @ApiTags('operations')
 @ApiBearerAuth()
 @ApiAuthenticatedErrors()
+@ApiUnavailable()
 @Controller('v1/operations/:operationId/publications')
 export class OperationsController {
   constructor(
@@ -33,8 +34,8 @@ export class OperationsController {
       'Requests already admitted keep the version they were admitted under.',
   })
   @ApiOkResponse({ type: PublishedVersionDto })
-  @ApiInvalidRequest()
-  publish(@Param('operationId', IdParamPipe) operationId: string, @Body() body: PublishOperationDto): Promise<PublishedVersionDto> {
+  @ApiWrite()
+  publish(@IdParam('operationId') operationId: string, @Body() body: PublishOperationDto): Promise<PublishedVersionDto> {
     return this.commands.execute(new PublishOperationCommand(operationId, body));
   }
 
@@ -46,8 +47,9 @@ export class OperationsController {
     description: 'Every published version with its routing, limits, prices, credit hold, switch and time window.',
   })
   @ApiOkResponse({ type: RoutingBudgetsDto })
+  @ApiInvalidRequest()
   @ApiNotFound('The operation was never published.')
-  async publications(@Param('operationId', IdParamPipe) operationId: string): Promise<RoutingBudgetsView> {
+  async publications(@IdParam('operationId') operationId: string): Promise<RoutingBudgetsView> {
     const budgets = await this.reader.find(new GetPublicationsQuery(operationId));
     if (budgets === undefined) throw new ResourceNotFoundException('operation', operationId);
     return budgets;

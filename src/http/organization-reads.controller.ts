@@ -1,4 +1,4 @@
-import { Controller, Get, Headers, Param, Query, Res } from '@nestjs/common';
+import { Controller, Get, Headers, Query, Res } from '@nestjs/common';
 import { QueryBus } from '@nestjs/cqrs';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
@@ -6,12 +6,12 @@ import type { InvocationStatus } from '../invocations/invocation.events';
 import { GetUsageQuery, type UsageGroupBy, type UsageStatement } from '../queries/get-usage.query';
 import { ListInvocationsQuery, type InvocationPage } from '../queries/list-invocations.query';
 import { ListLedgerEntriesQuery, type LedgerEntryPage } from '../queries/list-ledger-entries.query';
-import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound } from './api-docs.decorators';
+import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound, ApiUnavailable } from './api-docs.decorators';
 import { CurrentCaller, mayAccessOrganization, type Caller } from './auth/caller';
 import { Roles } from './auth/roles.decorator';
 import { LedgerQueryDto, ListInvocationsQueryDto, UsageQueryDto } from './dto/statement-queries.dto';
-import { InvalidRequestException, ResourceNotFoundException } from './http-error.body';
-import { IdParamPipe } from './id-param.pipe';
+import { ResourceNotFoundException } from './http-error.body';
+import { IdParam } from './id-param.pipe';
 import { usageStatementCsv } from './usage-statement.csv';
 
 /**
@@ -21,6 +21,7 @@ import { usageStatementCsv } from './usage-statement.csv';
 @ApiTags('organizations')
 @ApiBearerAuth()
 @ApiAuthenticatedErrors()
+@ApiUnavailable()
 @Controller('v1/organizations/:organizationId')
 export class OrganizationReadsController {
   constructor(private readonly queries: QueryBus) {}
@@ -38,7 +39,7 @@ export class OrganizationReadsController {
   @ApiNotFound('Not the caller’s organization.')
   invocations(
     @CurrentCaller() caller: Caller,
-    @Param('organizationId', IdParamPipe) organizationId: string,
+    @IdParam('organizationId') organizationId: string,
     @Query() query: ListInvocationsQueryDto,
   ): Promise<InvocationPage> {
     this.assertAccess(caller, organizationId);
@@ -48,7 +49,7 @@ export class OrganizationReadsController {
         ...(query.state === undefined ? {} : { state: query.state as InvocationStatus }),
         ...(query.from === undefined ? {} : { from: query.from }),
         ...(query.to === undefined ? {} : { to: query.to }),
-        ...(query.limit === undefined ? {} : { limit: wholeNumber('limit', query.limit) }),
+        ...(query.limit === undefined ? {} : { limit: Number(query.limit) }),
         ...(query.cursor === undefined ? {} : { cursor: query.cursor }),
       }),
     );
@@ -65,11 +66,11 @@ export class OrganizationReadsController {
   @ApiOkResponse({ description: '`{ entries: [{ sequence, kind, credits, invocationId?, idempotencyKey?, reason?, at, availableAfter }], nextCursor }`' })
   @ApiInvalidRequest()
   @ApiNotFound('Not the caller’s organization.')
-  ledger(@CurrentCaller() caller: Caller, @Param('organizationId', IdParamPipe) organizationId: string, @Query() query: LedgerQueryDto): Promise<LedgerEntryPage> {
+  ledger(@CurrentCaller() caller: Caller, @IdParam('organizationId') organizationId: string, @Query() query: LedgerQueryDto): Promise<LedgerEntryPage> {
     this.assertAccess(caller, organizationId);
     return this.run(
       new ListLedgerEntriesQuery(organizationId, {
-        ...(query.limit === undefined ? {} : { limit: wholeNumber('limit', query.limit) }),
+        ...(query.limit === undefined ? {} : { limit: Number(query.limit) }),
         ...(query.cursor === undefined ? {} : { cursor: query.cursor }),
       }),
     );
@@ -89,7 +90,7 @@ export class OrganizationReadsController {
   @ApiNotFound('Not the caller’s organization.')
   async usage(
     @CurrentCaller() caller: Caller,
-    @Param('organizationId', IdParamPipe) organizationId: string,
+    @IdParam('organizationId') organizationId: string,
     @Query() query: UsageQueryDto,
     @Headers('accept') accept: string | undefined,
     @Res({ passthrough: true }) response: Response,
@@ -113,11 +114,6 @@ export class OrganizationReadsController {
   private async run<T>(query: ListInvocationsQuery | ListLedgerEntriesQuery | GetUsageQuery): Promise<T> {
     return (await this.queries.execute(query)) as T;
   }
-}
-
-function wholeNumber(field: string, value: string): number {
-  if (!/^\d{1,6}$/.test(value)) throw InvalidRequestException.of(field, 'must be a whole number');
-  return Number(value);
 }
 
 /** CSV when the client prefers it over JSON (a plain `text/csv`, or listed before `application/json`). */

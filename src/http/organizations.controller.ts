@@ -1,4 +1,4 @@
-import { Body, Controller, Get, HttpCode, HttpStatus, Param, Post, Put } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, HttpStatus, Post, Put } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
 import {
@@ -8,7 +8,7 @@ import {
   type LedgerEntryResult,
   type OrganizationSettings,
 } from '../accounts/account-commands';
-import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound } from './api-docs.decorators';
+import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound, ApiUnavailable, ApiWrite } from './api-docs.decorators';
 import { CurrentCaller, mayAccessOrganization, type Caller } from './auth/caller';
 import { Roles } from './auth/roles.decorator';
 import { OrganizationBalanceDto } from './dto/balance.dto';
@@ -16,7 +16,7 @@ import { AdjustCreditsDto, GrantCreditsDto, LedgerEntryResultDto } from './dto/c
 import { ErrorBodyDto } from './dto/error-body.dto';
 import { OrganizationSettingsDto, OrganizationSettingsResultDto } from './dto/organization-settings.dto';
 import { ResourceNotFoundException } from './http-error.body';
-import { IdParamPipe } from './id-param.pipe';
+import { IdParam } from './id-param.pipe';
 import { GetBalanceQuery } from '../queries/ledger.queries';
 import { ReadModelReader } from './read-model.reader';
 
@@ -24,6 +24,7 @@ import { ReadModelReader } from './read-model.reader';
 @ApiTags('organizations')
 @ApiBearerAuth()
 @ApiAuthenticatedErrors()
+@ApiUnavailable()
 @Controller('v1/organizations/:organizationId')
 export class OrganizationsController {
   constructor(
@@ -40,9 +41,9 @@ export class OrganizationsController {
     description: 'Integer credits with a reason and an idempotency key; repeating the key returns the first result.',
   })
   @ApiOkResponse({ type: LedgerEntryResultDto })
-  @ApiInvalidRequest()
+  @ApiWrite()
   @ApiUnprocessableEntityResponse({ type: ErrorBodyDto, description: '`idempotency_key_reused`: the key was used for a different entry.' })
-  grant(@Param('organizationId', IdParamPipe) organizationId: string, @Body() body: GrantCreditsDto): Promise<LedgerEntryResult> {
+  grant(@IdParam('organizationId') organizationId: string, @Body() body: GrantCreditsDto): Promise<LedgerEntryResult> {
     return this.commands.execute(new GrantCreditsCommand(organizationId, body.credits, body.reason, body.idempotencyKey));
   }
 
@@ -55,9 +56,9 @@ export class OrganizationsController {
     description: 'Non-zero integer credits (negative takes credits away), a reason and an idempotency key.',
   })
   @ApiOkResponse({ type: LedgerEntryResultDto })
-  @ApiInvalidRequest()
+  @ApiWrite()
   @ApiUnprocessableEntityResponse({ type: ErrorBodyDto, description: '`idempotency_key_reused`: the key was used for a different entry.' })
-  adjust(@Param('organizationId', IdParamPipe) organizationId: string, @Body() body: AdjustCreditsDto): Promise<LedgerEntryResult> {
+  adjust(@IdParam('organizationId') organizationId: string, @Body() body: AdjustCreditsDto): Promise<LedgerEntryResult> {
     return this.commands.execute(new AdjustCreditsCommand(organizationId, body.credits, body.reason, body.idempotencyKey));
   }
 
@@ -69,8 +70,8 @@ export class OrganizationsController {
     description: '`aiEnabled` (the organization switch) and/or `maxRunning` (invocations that may run at once).',
   })
   @ApiOkResponse({ type: OrganizationSettingsResultDto })
-  @ApiInvalidRequest()
-  changeSettings(@Param('organizationId', IdParamPipe) organizationId: string, @Body() body: OrganizationSettingsDto): Promise<OrganizationSettings> {
+  @ApiWrite()
+  changeSettings(@IdParam('organizationId') organizationId: string, @Body() body: OrganizationSettingsDto): Promise<OrganizationSettings> {
     const settings = {
       ...(body.aiEnabled === undefined ? {} : { aiEnabled: body.aiEnabled }),
       ...(body.maxRunning === undefined ? {} : { maxRunning: body.maxRunning }),
@@ -86,8 +87,9 @@ export class OrganizationsController {
     description: 'Integer credits: granted, adjustments, held, charged, available (derived) and running invocations.',
   })
   @ApiOkResponse({ type: OrganizationBalanceDto })
+  @ApiInvalidRequest()
   @ApiNotFound('No such organization, or not the caller’s.')
-  async balance(@CurrentCaller() caller: Caller, @Param('organizationId', IdParamPipe) organizationId: string): Promise<OrganizationBalanceDto> {
+  async balance(@CurrentCaller() caller: Caller, @IdParam('organizationId') organizationId: string): Promise<OrganizationBalanceDto> {
     // Another organization's balance reads exactly like one that does not exist.
     if (!mayAccessOrganization(caller, organizationId)) throw new ResourceNotFoundException('organization', organizationId);
     const view = await this.reader.find(new GetBalanceQuery(organizationId));

@@ -2,7 +2,7 @@ import { Body, Controller, HttpCode, HttpStatus, Post } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { SweepStaleInvocationsCommand, type SweepReport } from '../invocations/sweep-stale-invocations.command';
-import { ApiAuthenticatedErrors, ApiInvalidRequest } from './api-docs.decorators';
+import { ApiAuthenticatedErrors, ApiUnavailable, ApiWrite } from './api-docs.decorators';
 import { Roles } from './auth/roles.decorator';
 import { SweepDto, SweepReportDto } from './dto/sweep.dto';
 
@@ -10,6 +10,7 @@ import { SweepDto, SweepReportDto } from './dto/sweep.dto';
 @ApiTags('settlements')
 @ApiBearerAuth()
 @ApiAuthenticatedErrors()
+@ApiUnavailable()
 @Controller('v1/settlements')
 export class SettlementsController {
   constructor(private readonly commands: CommandBus) {}
@@ -25,7 +26,7 @@ export class SettlementsController {
       'unmeasured ones at their estimate. Returns what it settled.',
   })
   @ApiOkResponse({ type: SweepReportDto })
-  @ApiInvalidRequest()
+  @ApiWrite()
   sweep(@Body() body: SweepDto): Promise<SweepReport> {
     return this.commands.execute(new SweepStaleInvocationsCommand(body.olderThanMs));
   }

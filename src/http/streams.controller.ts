@@ -1,8 +1,8 @@
 import { Controller, Get, Inject, Param, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { validateStreamName } from '../event-store/event-store-input.validation';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
+import { MAX_STREAM_NAME_LENGTH, STREAM_NAME_PATTERN, validateStreamName } from '../event-store/event-store-input.validation';
 import { EVENT_STORE, InvalidEventStoreInputError, type EventStore, type RecordedEvent } from '../event-store/event-store.port';
-import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound } from './api-docs.decorators';
+import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound, ApiUnavailable } from './api-docs.decorators';
 import { Roles } from './auth/roles.decorator';
 import { MAX_STREAM_PAGE_EVENTS, RecordedEventDto, StreamPageDto, StreamQueryDto } from './dto/stream.dto';
 import { InvalidRequestException, ResourceNotFoundException } from './http-error.body';
@@ -11,6 +11,7 @@ import { InvalidRequestException, ResourceNotFoundException } from './http-error
 @ApiTags('streams')
 @ApiBearerAuth()
 @ApiAuthenticatedErrors()
+@ApiUnavailable()
 @Controller('v1/streams')
 export class StreamsController {
   constructor(@Inject(EVENT_STORE) private readonly store: EventStore) {}
@@ -27,6 +28,7 @@ export class StreamsController {
       `The events of \`operation-<id>\`, \`account-<id>\` or \`invocation-<id>\` from revision \`from\` (default 0), ` +
       `at most ${MAX_STREAM_PAGE_EVENTS} per page. Revisions and positions are decimal strings.`,
   })
+  @ApiParam({ name: 'streamName', schema: { type: 'string', minLength: 1, maxLength: MAX_STREAM_NAME_LENGTH, pattern: STREAM_NAME_PATTERN.source } })
   @ApiOkResponse({ type: StreamPageDto })
   @ApiInvalidRequest()
   @ApiNotFound('The stream does not exist.')

@@ -3,6 +3,8 @@ import type { FieldChecks } from '../domain/field-checks';
 
 /** Longest cursor accepted, in characters (a key of at most 1,000 characters, base64url-encoded). */
 export const MAX_CURSOR_CHARS = 1_400;
+/** A cursor's characters: base64url, without padding. */
+export const CURSOR_PATTERN = /^[A-Za-z0-9_-]+$/;
 
 /**
  * Cursors are opaque to clients: the base64url of the last key a page returned. A page resumes
@@ -14,7 +16,7 @@ export function encodeCursor(key: string): string {
 
 /** The key a cursor holds; a ValidationError naming `cursor` when it is not one this service made. */
 export function decodeCursor(cursor: string, isKey: (key: string) => boolean): string {
-  if (cursor.length === 0 || cursor.length > MAX_CURSOR_CHARS || !/^[A-Za-z0-9_-]+$/.test(cursor)) {
+  if (cursor.length === 0 || cursor.length > MAX_CURSOR_CHARS || !CURSOR_PATTERN.test(cursor)) {
     throw ValidationError.of('cursor', 'is not a cursor this list returned');
   }
   const key = Buffer.from(cursor, 'base64url').toString('utf8');

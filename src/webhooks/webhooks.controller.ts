@@ -1,11 +1,10 @@
-import { Body, Controller, Delete, Get, HttpCode, HttpStatus, Param, Post } from '@nestjs/common';
-import { ApiBearerAuth, ApiConflictResponse, ApiNoContentResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound } from '../http/api-docs.decorators';
+import { Body, Controller, Delete, Get, HttpCode, HttpStatus, Post } from '@nestjs/common';
+import { ApiBearerAuth, ApiNoContentResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound, ApiUnavailable, ApiWrite } from '../http/api-docs.decorators';
 import { CurrentCaller, mayAccessOrganization, type Caller } from '../http/auth/caller';
 import { Roles } from '../http/auth/roles.decorator';
-import { ErrorBodyDto } from '../http/dto/error-body.dto';
 import { ResourceNotFoundException } from '../http/http-error.body';
-import { IdParamPipe } from '../http/id-param.pipe';
+import { IdParam } from '../http/id-param.pipe';
 import { DeliveryListDto, RegisteredWebhookDto, RegisterWebhookDto, WebhookListDto } from './webhooks.dto';
 import { WebhooksService } from './webhooks.service';
 import type { DeliveryView, WebhookEndpoint } from './webhook.store';
@@ -29,12 +28,12 @@ export class WebhooksController {
       'The secret is in this answer only.',
   })
   @ApiOkResponse({ type: RegisteredWebhookDto })
-  @ApiInvalidRequest()
+  @ApiWrite('The organization already has the most webhooks allowed.')
+  @ApiUnavailable()
   @ApiNotFound('No such organization, or not the caller’s.')
-  @ApiConflictResponse({ type: ErrorBodyDto, description: 'The organization already has the most webhooks allowed.' })
   register(
     @CurrentCaller() caller: Caller,
-    @Param('organizationId', IdParamPipe) organizationId: string,
+    @IdParam('organizationId') organizationId: string,
     @Body() body: RegisterWebhookDto,
   ): Promise<{ webhookId: string; secret: string }> {
     this.scope(caller, organizationId);
@@ -44,8 +43,9 @@ export class WebhooksController {
   @Get()
   @ApiOperation({ summary: 'List the webhooks', description: 'Every webhook of the organization, without its secret.' })
   @ApiOkResponse({ type: WebhookListDto })
+  @ApiInvalidRequest()
   @ApiNotFound('No such organization, or not the caller’s.')
-  list(@CurrentCaller() caller: Caller, @Param('organizationId', IdParamPipe) organizationId: string): { webhooks: WebhookEndpoint[] } {
+  list(@CurrentCaller() caller: Caller, @IdParam('organizationId') organizationId: string): { webhooks: WebhookEndpoint[] } {
     this.scope(caller, organizationId);
     return { webhooks: this.webhooks.list(organizationId) };
   }
@@ -54,11 +54,12 @@ export class WebhooksController {
   @HttpCode(HttpStatus.NO_CONTENT)
   @ApiOperation({ summary: 'Delete a webhook', description: 'Nothing more is delivered to it; deliveries still pending are cancelled.' })
   @ApiNoContentResponse()
+  @ApiInvalidRequest()
   @ApiNotFound('No such webhook, or not the caller’s.')
   remove(
     @CurrentCaller() caller: Caller,
-    @Param('organizationId', IdParamPipe) organizationId: string,
-    @Param('webhookId', IdParamPipe) webhookId: string,
+    @IdParam('organizationId') organizationId: string,
+    @IdParam('webhookId') webhookId: string,
   ): void {
     this.scope(caller, organizationId);
     if (!this.webhooks.delete(organizationId, webhookId)) throw new ResourceNotFoundException('webhook', webhookId);
@@ -70,11 +71,12 @@ export class WebhooksController {
     description: 'The most recent deliveries first, each with its attempts and its status: pending, delivered, dead_lettered or cancelled.',
   })
   @ApiOkResponse({ type: DeliveryListDto })
+  @ApiInvalidRequest()
   @ApiNotFound('No such webhook, or not the caller’s.')
   deliveries(
     @CurrentCaller() caller: Caller,
-    @Param('organizationId', IdParamPipe) organizationId: string,
-    @Param('webhookId', IdParamPipe) webhookId: string,
+    @IdParam('organizationId') organizationId: string,
+    @IdParam('webhookId') webhookId: string,
   ): { deliveries: DeliveryView[] } {
     this.scope(caller, organizationId);
     const deliveries = this.webhooks.deliveries(organizationId, webhookId);

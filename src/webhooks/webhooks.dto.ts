@@ -68,19 +68,19 @@ export class WebhookListDto {
 }
 
 export class DeliveryAttemptDto {
-  @ApiProperty({ description: `1 to ${MAX_DELIVERY_ATTEMPTS}.` })
+  @ApiProperty({ type: 'integer', description: `1 to ${MAX_DELIVERY_ATTEMPTS}.` })
   readonly attempt!: number;
 
   @ApiProperty()
   readonly at!: string;
 
-  @ApiPropertyOptional({ description: 'The receiver’s HTTP status, when it answered.' })
+  @ApiPropertyOptional({ type: 'integer', description: 'The receiver’s HTTP status, when it answered.' })
   readonly statusCode?: number;
 
   @ApiPropertyOptional({ description: 'Why there was no answer (timeout, connection error code).' })
   readonly error?: string;
 
-  @ApiProperty()
+  @ApiProperty({ type: 'integer' })
   readonly durationMs!: number;
 }
 

@@ -2,22 +2,22 @@ import { ApiProperty } from '@nestjs/swagger';
 
 /** An organization's credits (SPEC §3): `available = granted + adjustments − charged − held`. All integers. */
 export class BalanceDto {
-  @ApiProperty({ description: 'Credits granted, in total.' })
+  @ApiProperty({ type: 'integer', description: 'Credits granted, in total.' })
   readonly granted!: number;
 
-  @ApiProperty({ description: 'Sum of adjustments (may be negative).' })
+  @ApiProperty({ type: 'integer', description: 'Sum of adjustments (may be negative).' })
   readonly adjustments!: number;
 
-  @ApiProperty({ description: 'Credits held by invocations in flight.' })
+  @ApiProperty({ type: 'integer', description: 'Credits held by invocations in flight.' })
   readonly held!: number;
 
-  @ApiProperty({ description: 'Credits charged by settled invocations.' })
+  @ApiProperty({ type: 'integer', description: 'Credits charged by settled invocations.' })
   readonly charged!: number;
 
-  @ApiProperty({ description: 'Derived; below zero only after a settlement charged more than its hold.' })
+  @ApiProperty({ type: 'integer', description: 'Derived; below zero only after a settlement charged more than its hold.' })
   readonly available!: number;
 
-  @ApiProperty({ description: 'Invocations holding a running slot.' })
+  @ApiProperty({ type: 'integer', description: 'Invocations holding a running slot.' })
   readonly running!: number;
 }
 

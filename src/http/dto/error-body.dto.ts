@@ -3,7 +3,7 @@ import { HTTP_ERROR_CODES, type HttpErrorBody } from '../http-error.body';
 
 /** The body of every error response (see http-error.body.ts). */
 export class ErrorBodyDto implements HttpErrorBody {
-  @ApiProperty({ example: 400 })
+  @ApiProperty({ type: 'integer', example: 400 })
   readonly statusCode!: number;
 
   @ApiProperty({ example: 'Bad Request' })

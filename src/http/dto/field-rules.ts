@@ -2,11 +2,28 @@
  * class-validator rules shared by the DTOs, each with one message that names the unit. The messages
  * match the domain's own checks (src/domain/field-checks.ts), which re-check every command anyway.
  */
+import { ApiProperty } from '@nestjs/swagger';
 import { registerDecorator, ValidateIf, type ValidationArguments, type ValidationOptions } from 'class-validator';
-import { idempotencyKeyProblem, MAX_ID_CHARS } from '../../domain/field-checks';
+import { ID_PATTERN, ID_PATTERN_TEXT, IDEMPOTENCY_KEY_PATTERN_TEXT, idempotencyKeyProblem, MAX_ID_CHARS, MAX_IDEMPOTENCY_KEY_CHARS } from '../../domain/field-checks';
 
-// Mirrors the domain's id rule: ids end up in stream names (`<category>-<id>`).
-export const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]*$/;
+/**
+ * What the OpenAPI document says of a field a rule checks: each rule states its own type and bounds
+ * from the constants it checks against, so the document cannot drift from the validation. A DTO's
+ * `@ApiProperty` adds the description and example (and `required: false` with `@ApiPropertyOptional`).
+ */
+interface FieldSchema {
+  readonly type: 'string' | 'integer' | 'boolean';
+  readonly minimum?: number;
+  readonly maximum?: number;
+  readonly minLength?: number;
+  readonly maxLength?: number;
+  readonly pattern?: string;
+}
+
+/** An id's schema, in a body, a query or a path: the same charset and length as idProblem checks. */
+export const ID_SCHEMA = { type: 'string', minLength: 1, maxLength: MAX_ID_CHARS, pattern: ID_PATTERN_TEXT } as const;
+/** An idempotency key's schema (SPEC §10), as idempotencyKeyProblem checks it. */
+export const IDEMPOTENCY_KEY_SCHEMA = { type: 'string', minLength: 1, maxLength: MAX_IDEMPOTENCY_KEY_CHARS, pattern: IDEMPOTENCY_KEY_PATTERN_TEXT } as const;
 
 export interface WholeNumberBounds {
   readonly min: number;
@@ -17,7 +34,7 @@ export interface WholeNumberBounds {
 
 /** A required safe integer within bounds: money, counts and durations are never fractional. */
 export function WholeNumber(bounds: WholeNumberBounds, options?: ValidationOptions): PropertyDecorator {
-  return rule('wholeNumber', options, (value) => wholeNumberProblem(value, bounds));
+  return rule('wholeNumber', options, (value) => wholeNumberProblem(value, bounds), { type: 'integer', minimum: bounds.min, maximum: bounds.max });
 }
 
 export function wholeNumberProblem(value: unknown, { min, max, unit }: WholeNumberBounds): string | undefined {
@@ -29,24 +46,50 @@ export function wholeNumberProblem(value: unknown, { min, max, unit }: WholeNumb
   return undefined;
 }
 
+/** Longest whole number a query string may spell, in digits: every query bound is far below 10^15. */
+const MAX_QUERY_NUMBER_DIGITS = 15;
+const QUERY_WHOLE_NUMBER = new RegExp(`^\\d{1,${MAX_QUERY_NUMBER_DIGITS}}$`);
+
+/**
+ * A query-string parameter that must spell a whole number within bounds (`?limit=50`): query values
+ * arrive as text, and `5.0`, `1e3`, `-1` or a repeated parameter are refused, not coerced.
+ */
+export function QueryWholeNumber(bounds: WholeNumberBounds, options?: ValidationOptions): PropertyDecorator {
+  return rule(
+    'queryWholeNumber',
+    options,
+    (value) => {
+      if (value === undefined || value === null) return absent(value);
+      if (typeof value !== 'string' || !QUERY_WHOLE_NUMBER.test(value)) return `must be a whole number of ${bounds.unit}`;
+      return wholeNumberProblem(Number(value), bounds);
+    },
+    { type: 'integer', minimum: bounds.min, maximum: bounds.max },
+  );
+}
+
 /** A required non-blank string of at most `maxChars` characters. */
 export function Text(maxChars: number, options?: ValidationOptions): PropertyDecorator {
-  return rule('text', options, (value) => {
-    if (value === undefined || value === null) return absent(value);
-    if (typeof value !== 'string' || value.trim() === '') return 'must be a non-empty string';
-    if (value.length > maxChars) return `must be at most ${maxChars} characters`;
-    return undefined;
-  });
+  return rule(
+    'text',
+    options,
+    (value) => {
+      if (value === undefined || value === null) return absent(value);
+      if (typeof value !== 'string' || value.trim() === '') return 'must be a non-empty string';
+      if (value.length > maxChars) return `must be at most ${maxChars} characters`;
+      return undefined;
+    },
+    { type: 'string', minLength: 1, maxLength: maxChars },
+  );
 }
 
 /** A required idempotency key: printable ASCII, 1 to MAX_IDEMPOTENCY_KEY_CHARS characters (SPEC §10). */
 export function IdempotencyKey(options?: ValidationOptions): PropertyDecorator {
-  return rule('idempotencyKey', options, idempotencyKeyProblem);
+  return rule('idempotencyKey', options, idempotencyKeyProblem, IDEMPOTENCY_KEY_SCHEMA);
 }
 
 /** A required id: letters, digits and `. _ : -`, at most MAX_ID_CHARS characters. */
 export function Id(options?: ValidationOptions): PropertyDecorator {
-  return rule('id', options, idProblem);
+  return rule('id', options, idProblem, ID_SCHEMA);
 }
 
 /**
@@ -69,10 +112,15 @@ export function idProblem(value: unknown): string | undefined {
 export const MALFORMED_PERCENT_ENCODING = '\uFFFD';
 
 export function Bool(options?: ValidationOptions): PropertyDecorator {
-  return rule('bool', options, (value) => {
-    if (value === undefined || value === null) return absent(value);
-    return typeof value === 'boolean' ? undefined : 'must be true or false';
-  });
+  return rule(
+    'bool',
+    options,
+    (value) => {
+      if (value === undefined || value === null) return absent(value);
+      return typeof value === 'boolean' ? undefined : 'must be true or false';
+    },
+    { type: 'boolean' },
+  );
 }
 
 export function OneOf(allowed: readonly string[], options?: ValidationOptions): PropertyDecorator {
@@ -108,7 +156,7 @@ function absent(value: undefined | null): string {
   return value === undefined ? 'is required' : 'must not be null';
 }
 
-function rule(name: string, options: ValidationOptions | undefined, problem: (value: unknown) => string | undefined): PropertyDecorator {
+function rule(name: string, options: ValidationOptions | undefined, problem: (value: unknown) => string | undefined, schema?: FieldSchema): PropertyDecorator {
   return (target: object, propertyName: string | symbol) => {
     registerDecorator({
       name,
@@ -120,5 +168,7 @@ function rule(name: string, options: ValidationOptions | undefined, problem: (va
         defaultMessage: (args?: ValidationArguments) => problem(args?.value) ?? 'is not valid',
       },
     });
+    // A rule over each item of an array describes the items, which the DTO's own `items` does.
+    if (schema !== undefined && options?.each !== true) ApiProperty({ ...schema })(target, propertyName);
   };
 }

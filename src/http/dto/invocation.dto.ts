@@ -1,6 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ADMISSION_REFUSAL_REASONS } from '../../accounts/admission.policy';
-import { IDEMPOTENCY_KEY_PATTERN_TEXT, MAX_IDEMPOTENCY_KEY_CHARS } from '../../domain/field-checks';
 import { INVOCATION_EVENT_TYPES, INVOCATION_STATUSES } from '../../invocations/invocation.events';
 import { OUTCOMES } from '../../runtime/conversation.types';
 import { Id, IdempotencyKey, Optional, Present } from './field-rules';
@@ -25,9 +24,6 @@ export class RunInvocationDto {
   readonly input!: unknown;
 
   @ApiPropertyOptional({
-    minLength: 1,
-    maxLength: MAX_IDEMPOTENCY_KEY_CHARS,
-    pattern: IDEMPOTENCY_KEY_PATTERN_TEXT,
     example: 'order#123',
     description:
       'Printable ASCII, scoped to the organization (or the `Idempotency-Key` header). Repeating a key with the same ' +
@@ -53,19 +49,19 @@ export class InvocationResultDto {
   @ApiPropertyOptional({ enum: ADMISSION_REFUSAL_REASONS, description: 'Why admission refused it.' })
   readonly refusalReason?: string;
 
-  @ApiPropertyOptional({ description: 'The publication version the request was resolved against.' })
+  @ApiPropertyOptional({ type: 'integer', description: 'The publication version the request was resolved against.' })
   readonly publicationVersion?: number;
 
-  @ApiProperty({ description: 'Integer credits estimated (the publication’s creditHold).' })
+  @ApiProperty({ type: 'integer', description: 'Integer credits estimated (the publication’s creditHold).' })
   readonly estimate!: number;
 
-  @ApiProperty({ description: 'Integer credits charged at settlement.' })
+  @ApiProperty({ type: 'integer', description: 'Integer credits charged at settlement.' })
   readonly charge!: number;
 
-  @ApiProperty()
+  @ApiProperty({ type: 'integer' })
   readonly turnsUsed!: number;
 
-  @ApiProperty()
+  @ApiProperty({ type: 'integer' })
   readonly toolCallsUsed!: number;
 }
 
@@ -102,10 +98,10 @@ export class InvocationStatusDto extends InvocationResultDto {
   @ApiPropertyOptional({ description: 'The fault classification of a failed conversation (SPEC §6).' })
   readonly fault?: string;
 
-  @ApiProperty({ description: 'Integer credits the conversation’s attempts cost.' })
+  @ApiProperty({ type: 'integer', description: 'Integer credits the conversation’s attempts cost.' })
   readonly spentCredits!: number;
 
-  @ApiProperty({ description: 'Provider attempts made, retries included.' })
+  @ApiProperty({ type: 'integer', description: 'Provider attempts made, retries included.' })
   readonly attemptCount!: number;
 
   @ApiProperty({ format: 'date-time' })

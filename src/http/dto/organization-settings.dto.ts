@@ -9,7 +9,7 @@ export class OrganizationSettingsDto {
   @Bool()
   readonly aiEnabled?: boolean;
 
-  @ApiPropertyOptional({ minimum: 1, maximum: MAX_RUNNING_LIMIT, description: 'Invocations that may run at once.' })
+  @ApiPropertyOptional({ description: 'Invocations that may run at once.' })
   @Optional()
   @WholeNumber({ min: 1, max: MAX_RUNNING_LIMIT, unit: 'running invocations' })
   readonly maxRunning?: number;
@@ -23,6 +23,6 @@ export class OrganizationSettingsResultDto {
   @ApiProperty()
   readonly aiEnabled!: boolean;
 
-  @ApiProperty()
+  @ApiProperty({ type: 'integer' })
   readonly maxRunning!: number;
 }

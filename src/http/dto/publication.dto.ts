@@ -25,36 +25,34 @@ export class RoutingDto {
   @OneOf(PROVIDERS)
   readonly provider!: ProviderName;
 
-  @ApiProperty({ maxLength: MAX_MODEL_NAME_CHARS, example: 'claude-sonnet-5-5' })
+  @ApiProperty({ example: 'claude-sonnet-5-5' })
   @Text(MAX_MODEL_NAME_CHARS)
   readonly model!: string;
 }
 
 /** The bounds of each conversation run under the publication (SPEC §5). */
 export class LimitsDto {
-  @ApiProperty({ minimum: 1, maximum: MAX_TURNS_LIMIT, description: 'Model requests per conversation.' })
+  @ApiProperty({ description: 'Model requests per conversation.' })
   @WholeNumber({ min: 1, max: MAX_TURNS_LIMIT, unit: 'turns' })
   readonly maxTurns!: number;
 
-  @ApiProperty({ minimum: 0, maximum: MAX_TOOL_CALLS_LIMIT, description: 'Answered tool calls per conversation.' })
+  @ApiProperty({ description: 'Answered tool calls per conversation.' })
   @WholeNumber({ min: 0, max: MAX_TOOL_CALLS_LIMIT, unit: 'tool calls' })
   readonly maxToolCalls!: number;
 
-  @ApiProperty({ minimum: 1, maximum: MAX_TOTAL_TIME_MS, description: 'The whole conversation’s time budget, in ms.' })
+  @ApiProperty({ description: 'The whole conversation’s time budget, in ms.' })
   @WholeNumber({ min: 1, max: MAX_TOTAL_TIME_MS, unit: 'ms' })
   readonly totalTimeMs!: number;
 
-  @ApiProperty({ minimum: 1, maximum: MAX_ATTEMPT_TIMEOUT_MS, description: 'One provider attempt’s timeout, in ms.' })
+  @ApiProperty({ description: 'One provider attempt’s timeout, in ms.' })
   @WholeNumber({ min: 1, max: MAX_ATTEMPT_TIMEOUT_MS, unit: 'ms' })
   readonly attemptTimeoutMs!: number;
 
-  @ApiProperty({ minimum: 1, maximum: MAX_OUTPUT_TOKENS_LIMIT, description: 'Output tokens one model response may use.' })
+  @ApiProperty({ description: 'Output tokens one model response may use.' })
   @WholeNumber({ min: 1, max: MAX_OUTPUT_TOKENS_LIMIT, unit: 'tokens' })
   readonly maxOutputTokens!: number;
 
   @ApiPropertyOptional({
-    minimum: 1,
-    maximum: MAX_ATTEMPTS_PER_TURN_LIMIT,
     default: DEFAULT_MAX_ATTEMPTS_PER_TURN,
     description: 'Provider attempts per turn, retries included.',
   })
@@ -68,64 +66,58 @@ const PRICE = { min: 0, max: MAX_PRICE_PER_MTOK_CREDITS, unit: 'credits per mill
 /** Rates for an attempt whose input (uncached + cache writes + cache reads) exceeds the threshold. */
 export class LongContextRatesDto {
   @ApiProperty({
-    minimum: 1,
-    maximum: MAX_LONG_CONTEXT_THRESHOLD_TOKENS,
     description: 'Input tokens past which the whole attempt is priced at these rates (e.g. 200000).',
   })
   @WholeNumber({ min: 1, max: MAX_LONG_CONTEXT_THRESHOLD_TOKENS, unit: 'tokens' })
   readonly thresholdInputTokens!: number;
 
-  @ApiProperty({ minimum: 0, maximum: MAX_PRICE_PER_MTOK_CREDITS, description: 'Credits per million uncached input tokens.' })
+  @ApiProperty({ description: 'Credits per million uncached input tokens.' })
   @WholeNumber(PRICE)
   readonly inputPerMTok!: number;
 
-  @ApiProperty({ minimum: 0, maximum: MAX_PRICE_PER_MTOK_CREDITS, description: 'Credits per million output tokens.' })
+  @ApiProperty({ description: 'Credits per million output tokens.' })
   @WholeNumber(PRICE)
   readonly outputPerMTok!: number;
 
-  @ApiProperty({ minimum: 0, maximum: MAX_PRICE_PER_MTOK_CREDITS, description: 'Credits per million 5-minute cache-write tokens.' })
+  @ApiProperty({ description: 'Credits per million 5-minute cache-write tokens.' })
   @WholeNumber(PRICE)
   readonly cacheWritePerMTok!: number;
 
-  @ApiProperty({ minimum: 0, maximum: MAX_PRICE_PER_MTOK_CREDITS, description: 'Credits per million 1-hour cache-write tokens.' })
+  @ApiProperty({ description: 'Credits per million 1-hour cache-write tokens.' })
   @WholeNumber(PRICE)
   readonly cacheWrite1hPerMTok!: number;
 
-  @ApiProperty({ minimum: 0, maximum: MAX_PRICE_PER_MTOK_CREDITS, description: 'Credits per million cache-read tokens.' })
+  @ApiProperty({ description: 'Credits per million cache-read tokens.' })
   @WholeNumber(PRICE)
   readonly cacheReadPerMTok!: number;
 }
 
 /** The rate version: integer credits per million tokens of each kind (web searches: per thousand). */
 export class PricesDto {
-  @ApiProperty({ minimum: 0, maximum: MAX_PRICE_PER_MTOK_CREDITS, description: 'Credits per million input tokens.' })
+  @ApiProperty({ description: 'Credits per million input tokens.' })
   @WholeNumber(PRICE)
   readonly inputPerMTok!: number;
 
-  @ApiProperty({ minimum: 0, maximum: MAX_PRICE_PER_MTOK_CREDITS, description: 'Credits per million output tokens.' })
+  @ApiProperty({ description: 'Credits per million output tokens.' })
   @WholeNumber(PRICE)
   readonly outputPerMTok!: number;
 
-  @ApiProperty({ minimum: 0, maximum: MAX_PRICE_PER_MTOK_CREDITS, description: 'Credits per million cache-write tokens with the 5-minute lifetime.' })
+  @ApiProperty({ description: 'Credits per million cache-write tokens with the 5-minute lifetime.' })
   @WholeNumber(PRICE)
   readonly cacheWritePerMTok!: number;
 
   @ApiPropertyOptional({
-    minimum: 0,
-    maximum: MAX_PRICE_PER_MTOK_CREDITS,
     description: 'Credits per million cache-write tokens with the 1-hour lifetime; absent: `cacheWritePerMTok`.',
   })
   @Optional()
   @WholeNumber(PRICE)
   readonly cacheWrite1hPerMTok?: number;
 
-  @ApiProperty({ minimum: 0, maximum: MAX_PRICE_PER_MTOK_CREDITS, description: 'Credits per million cache-read tokens.' })
+  @ApiProperty({ description: 'Credits per million cache-read tokens.' })
   @WholeNumber(PRICE)
   readonly cacheReadPerMTok!: number;
 
   @ApiPropertyOptional({
-    minimum: 0,
-    maximum: MAX_WEB_SEARCH_PER_THOUSAND_CREDITS,
     description: 'Credits per 1,000 server-side web searches; absent: 0.',
   })
   @Optional()
@@ -161,8 +153,6 @@ export class PublishOperationDto implements PublicationRequest {
   readonly prices!: PricesDto;
 
   @ApiProperty({
-    minimum: 0,
-    maximum: MAX_CREDIT_HOLD_CREDITS,
     description: 'Integer credits reserved at admission: the conversation’s credit budget and its estimate.',
   })
   @WholeNumber({ min: 0, max: MAX_CREDIT_HOLD_CREDITS, unit: 'credits' })
@@ -178,6 +168,6 @@ export class PublishedVersionDto {
   @ApiProperty({ example: 'demo.arithmetic' })
   readonly operationId!: string;
 
-  @ApiProperty({ minimum: 1, description: '1-based; each publication is the previous version plus one.' })
+  @ApiProperty({ type: 'integer', minimum: 1, description: '1-based; each publication is the previous version plus one.' })
   readonly version!: number;
 }

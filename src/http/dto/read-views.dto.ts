@@ -9,30 +9,30 @@ import { ENDING_LIMITS, OUTCOMES } from '../../runtime/conversation.types';
 
 /** Usage of one attempt or of a total, each priced kind apart (SPEC §7). */
 export class UsageDto {
-  @ApiProperty({ description: 'Uncached input tokens.' }) readonly inputTokens!: number;
-  @ApiProperty() readonly outputTokens!: number;
-  @ApiProperty({ description: 'Tokens written to the cache with the 5-minute lifetime.' }) readonly cacheWriteTokens!: number;
-  @ApiProperty({ description: 'Tokens written to the cache with the 1-hour lifetime.' }) readonly cacheWrite1hTokens!: number;
-  @ApiProperty() readonly cacheReadTokens!: number;
-  @ApiProperty({ description: 'Server-side web searches.' }) readonly webSearchRequests!: number;
+  @ApiProperty({ type: 'integer', description: 'Uncached input tokens.' }) readonly inputTokens!: number;
+  @ApiProperty({ type: 'integer' }) readonly outputTokens!: number;
+  @ApiProperty({ type: 'integer', description: 'Tokens written to the cache with the 5-minute lifetime.' }) readonly cacheWriteTokens!: number;
+  @ApiProperty({ type: 'integer', description: 'Tokens written to the cache with the 1-hour lifetime.' }) readonly cacheWrite1hTokens!: number;
+  @ApiProperty({ type: 'integer' }) readonly cacheReadTokens!: number;
+  @ApiProperty({ type: 'integer', description: 'Server-side web searches.' }) readonly webSearchRequests!: number;
   @ApiPropertyOptional({ description: 'The provider’s service tier, on an attempt where it said.' }) readonly serviceTier?: string;
 }
 
 /** One provider attempt (SPEC §7). */
 export class AttemptRowDto {
-  @ApiProperty({ description: '1-based turn number.' })
+  @ApiProperty({ type: 'integer', description: '1-based turn number.' })
   readonly turn!: number;
 
-  @ApiProperty({ description: '0 for the first try of the turn; a retry is never a new turn.' })
+  @ApiProperty({ type: 'integer', description: '0 for the first try of the turn; a retry is never a new turn.' })
   readonly retry!: number;
 
-  @ApiProperty({ description: 'When the attempt was sent, ms since the epoch.' })
+  @ApiProperty({ type: 'integer', description: 'When the attempt was sent, ms since the epoch.' })
   readonly startedAtMs!: number;
 
-  @ApiProperty()
+  @ApiProperty({ type: 'integer' })
   readonly durationMs!: number;
 
-  @ApiProperty({ description: 'The wait before this attempt, in ms (0 for a first try).' })
+  @ApiProperty({ type: 'integer', description: 'The wait before this attempt, in ms (0 for a first try).' })
   readonly waitBeforeMs!: number;
 
   @ApiProperty({ description: '`ok` or the fault classification of SPEC §6, e.g. `overloaded`.' })
@@ -41,7 +41,7 @@ export class AttemptRowDto {
   @ApiProperty({ description: 'The attempt ran out of its own time.' })
   readonly timedOut!: boolean;
 
-  @ApiPropertyOptional()
+  @ApiPropertyOptional({ type: 'integer' })
   readonly httpStatus?: number;
 
   @ApiPropertyOptional()
@@ -53,7 +53,7 @@ export class AttemptRowDto {
   @ApiPropertyOptional({ type: UsageDto, description: 'Absent when the attempt reported none (it then costs 0).' })
   readonly usage?: UsageDto;
 
-  @ApiProperty({ description: 'Integer credits, rounded up, at the invocation’s rate version.' })
+  @ApiProperty({ type: 'integer', description: 'Integer credits, rounded up, at the invocation’s rate version.' })
   readonly priceCredits!: number;
 }
 
@@ -66,7 +66,7 @@ export class AttemptHistoryDto {
   @ApiProperty({ type: [AttemptRowDto], description: 'In order; at most 64 are retained.' })
   readonly attempts!: AttemptRowDto[];
 
-  @ApiProperty({ description: 'Every attempt made, retained or not.' })
+  @ApiProperty({ type: 'integer', description: 'Every attempt made, retained or not.' })
   readonly attemptCount!: number;
 
   @ApiProperty({ description: 'True when more attempts were made than retained; the totals stay exact.' })
@@ -75,7 +75,7 @@ export class AttemptHistoryDto {
   @ApiProperty({ type: UsageDto })
   readonly usageTotals!: UsageDto;
 
-  @ApiProperty({ description: 'Integer credits over every attempt.' })
+  @ApiProperty({ type: 'integer', description: 'Integer credits over every attempt.' })
   readonly priceTotalCredits!: number;
 }
 
@@ -84,13 +84,13 @@ export class EndingLimitDto {
   @ApiProperty({ enum: ENDING_LIMITS })
   readonly name!: string;
 
-  @ApiProperty({ description: 'The published value: turns, tool calls, credits or ms.' })
+  @ApiProperty({ type: 'integer', description: 'The published value: turns, tool calls, credits or ms.' })
   readonly value!: number;
 
   @ApiProperty()
   readonly operationId!: string;
 
-  @ApiProperty({ description: 'The version the invocation was admitted under, not the one in force now.' })
+  @ApiProperty({ type: 'integer', description: 'The version the invocation was admitted under, not the one in force now.' })
   readonly publicationVersion!: number;
 }
 
@@ -101,19 +101,19 @@ export class RefusalDto {
   @ApiProperty({ type: 'object', additionalProperties: true, example: { available: 120, creditHold: 500 } })
   readonly figures!: Record<string, unknown>;
 
-  @ApiProperty({ description: 'SPEC §4 transition 1 (access) or 2 (capacity).' })
+  @ApiProperty({ type: 'integer', description: 'SPEC §4 transition 1 (access) or 2 (capacity).' })
   readonly transition!: number;
 }
 
 export class UsedOfLimitDto {
-  @ApiProperty() readonly used!: number;
-  @ApiPropertyOptional() readonly limit?: number;
+  @ApiProperty({ type: 'integer' }) readonly used!: number;
+  @ApiPropertyOptional({ type: 'integer' }) readonly limit?: number;
 }
 
 export class ExplanationCreditsDto {
-  @ApiProperty() readonly spent!: number;
-  @ApiProperty() readonly hold!: number;
-  @ApiPropertyOptional() readonly charge?: number;
+  @ApiProperty({ type: 'integer' }) readonly spent!: number;
+  @ApiProperty({ type: 'integer' }) readonly hold!: number;
+  @ApiPropertyOptional({ type: 'integer' }) readonly charge?: number;
 }
 
 /** Result of `GET /v1/invocations/:id/explanation` (SPEC §9). */
@@ -121,7 +121,7 @@ export class ExplanationDto {
   @ApiProperty() readonly invocationId!: string;
   @ApiProperty() readonly organizationId!: string;
   @ApiProperty() readonly operationId!: string;
-  @ApiPropertyOptional() readonly publicationVersion?: number;
+  @ApiPropertyOptional({ type: 'integer' }) readonly publicationVersion?: number;
   @ApiProperty({ enum: INVOCATION_STATUSES }) readonly state!: string;
   @ApiPropertyOptional({ enum: OUTCOMES }) readonly outcome?: string;
   @ApiPropertyOptional({ type: RefusalDto }) readonly refusal?: RefusalDto;
@@ -130,7 +130,7 @@ export class ExplanationDto {
   @ApiProperty({ type: UsedOfLimitDto }) readonly turns!: UsedOfLimitDto;
   @ApiProperty({ type: UsedOfLimitDto }) readonly toolCalls!: UsedOfLimitDto;
   @ApiProperty({ type: ExplanationCreditsDto }) readonly credits!: ExplanationCreditsDto;
-  @ApiProperty({ description: 'Attempts that were retries (retry > 0).' }) readonly retries!: number;
+  @ApiProperty({ type: 'integer', description: 'Attempts that were retries (retry > 0).' }) readonly retries!: number;
 
   @ApiPropertyOptional({ type: 'object', additionalProperties: true })
   readonly settlement?: Record<string, unknown>;
@@ -148,11 +148,11 @@ export class ExplanationDto {
 
 /** One published version with its window. */
 export class PublicationWindowDto {
-  @ApiProperty() readonly version!: number;
+  @ApiProperty({ type: 'integer' }) readonly version!: number;
   @ApiProperty({ type: 'object', additionalProperties: true }) readonly routing!: Record<string, unknown>;
   @ApiProperty({ type: 'object', additionalProperties: true }) readonly limits!: Record<string, unknown>;
   @ApiProperty({ type: 'object', additionalProperties: true }) readonly prices!: Record<string, unknown>;
-  @ApiProperty() readonly creditHold!: number;
+  @ApiProperty({ type: 'integer' }) readonly creditHold!: number;
   @ApiProperty() readonly enabled!: boolean;
 
   @ApiProperty({ format: 'date-time', description: 'When this version came into force.' })

@@ -1,57 +1,73 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Allow } from 'class-validator';
 import { INVOCATION_STATUSES } from '../../invocations/invocation.events';
-import { MAX_INVOCATIONS_PAGE } from '../../queries/list-invocations.query';
-import { MAX_LEDGER_PAGE } from '../../queries/list-ledger-entries.query';
+import { CURSOR_PATTERN, MAX_CURSOR_CHARS } from '../../queries/list-cursor';
+import { DEFAULT_INVOCATIONS_PAGE, MAX_INVOCATIONS_PAGE } from '../../queries/list-invocations.query';
+import { DEFAULT_LEDGER_PAGE, MAX_LEDGER_PAGE } from '../../queries/list-ledger-entries.query';
 import { USAGE_GROUP_BY } from '../../queries/get-usage.query';
+import { Id, OneOf, Optional, QueryWholeNumber } from './field-rules';
 
-// Query strings arrive as text; the queries check each field and name it in a 400 (limit, cursor…).
+// Query strings arrive as text. The rules here refuse what is malformed, naming the field; the queries
+// check the rest (instants, periods, cursors) and name the field too. Unknown parameters are refused.
+
+/** The opaque `nextCursor` of a page, as the document states it: the same bound and charset decodeCursor checks. */
+const CURSOR_DOCS = {
+  description: 'The `nextCursor` of the previous page (opaque).',
+  type: 'string',
+  minLength: 1,
+  maxLength: MAX_CURSOR_CHARS,
+  pattern: CURSOR_PATTERN.source,
+} as const;
 
 /** Query of `GET /v1/organizations/:organizationId/invocations`. */
 export class ListInvocationsQueryDto {
   @ApiPropertyOptional({ description: 'Only this operation’s invocations.', example: 'demo.arithmetic' })
-  @Allow()
+  @Optional()
+  @Id()
   readonly operationId?: string;
 
   @ApiPropertyOptional({ enum: INVOCATION_STATUSES, description: 'Only invocations in this lifecycle state.' })
-  @Allow()
+  @Optional()
+  @OneOf(INVOCATION_STATUSES)
   readonly state?: string;
 
-  @ApiPropertyOptional({ description: 'ISO-8601: only invocations estimated at or after it.', example: '2026-12-01T00:00:00Z' })
+  @ApiPropertyOptional({ format: 'date-time', description: 'ISO-8601: only invocations estimated at or after it.', example: '2026-12-01T00:00:00Z' })
   @Allow()
   readonly from?: string;
 
-  @ApiPropertyOptional({ description: 'ISO-8601: only invocations estimated before it.', example: '2026-12-02T00:00:00Z' })
+  @ApiPropertyOptional({ format: 'date-time', description: 'ISO-8601: only invocations estimated before it.', example: '2026-12-02T00:00:00Z' })
   @Allow()
   readonly to?: string;
 
-  @ApiPropertyOptional({ minimum: 1, maximum: MAX_INVOCATIONS_PAGE, default: 100, description: 'Invocations per page.' })
-  @Allow()
+  @ApiPropertyOptional({ default: DEFAULT_INVOCATIONS_PAGE, description: 'Invocations per page.' })
+  @Optional()
+  @QueryWholeNumber({ min: 1, max: MAX_INVOCATIONS_PAGE, unit: 'invocations' })
   readonly limit?: string;
 
-  @ApiPropertyOptional({ description: 'The `nextCursor` of the previous page (opaque).' })
+  @ApiPropertyOptional(CURSOR_DOCS)
   @Allow()
   readonly cursor?: string;
 }
 
 /** Query of `GET /v1/organizations/:organizationId/ledger`. */
 export class LedgerQueryDto {
-  @ApiPropertyOptional({ minimum: 1, maximum: MAX_LEDGER_PAGE, default: 100, description: 'Entries per page.' })
-  @Allow()
+  @ApiPropertyOptional({ default: DEFAULT_LEDGER_PAGE, description: 'Entries per page.' })
+  @Optional()
+  @QueryWholeNumber({ min: 1, max: MAX_LEDGER_PAGE, unit: 'entries' })
   readonly limit?: string;
 
-  @ApiPropertyOptional({ description: 'The `nextCursor` of the previous page (opaque).' })
+  @ApiPropertyOptional(CURSOR_DOCS)
   @Allow()
   readonly cursor?: string;
 }
 
 /** Query of `GET /v1/organizations/:organizationId/usage`. */
 export class UsageQueryDto {
-  @ApiPropertyOptional({ description: 'First UTC day, included (YYYY-MM-DD). Required.', example: '2026-12-01' })
+  @ApiPropertyOptional({ format: 'date', description: 'First UTC day, included (YYYY-MM-DD). Required.', example: '2026-12-01' })
   @Allow()
   readonly from?: string;
 
-  @ApiPropertyOptional({ description: 'Last UTC day, included (YYYY-MM-DD). Required.', example: '2026-12-03' })
+  @ApiPropertyOptional({ format: 'date', description: 'Last UTC day, included (YYYY-MM-DD). Required.', example: '2026-12-03' })
   @Allow()
   readonly to?: string;
 

@@ -6,23 +6,27 @@ import { Optional } from './field-rules';
 export const MAX_STREAM_PAGE_EVENTS = 1_000;
 /** Longest `from` accepted, in digits: a revision is a 64-bit unsigned integer (20 digits). */
 const MAX_REVISION_DIGITS = 20;
+const REVISION_DIGITS = new RegExp(`^\\d{1,${MAX_REVISION_DIGITS}}$`);
 
 function Revision(): PropertyDecorator {
-  return (target: object, propertyName: string | symbol) =>
+  return (target: object, propertyName: string | symbol) => {
+    // Documented as the integer it spells (a 64-bit revision: no maximum a JSON number could state exactly).
+    ApiProperty({ type: 'integer', minimum: 0 })(target, propertyName);
     registerDecorator({
       name: 'revision',
       target: target.constructor,
       propertyName: propertyName as string,
       validator: {
-        validate: (value: unknown) => typeof value === 'string' && value.length <= MAX_REVISION_DIGITS && /^\d+$/.test(value),
+        validate: (value: unknown) => typeof value === 'string' && REVISION_DIGITS.test(value),
         defaultMessage: () => 'must be a stream revision: a whole number from 0',
       },
     });
+  };
 }
 
 /** Query of `GET /v1/streams/:streamName`. */
 export class StreamQueryDto {
-  @ApiPropertyOptional({ description: 'First revision to return (0-based, inclusive); default 0.', example: '0' })
+  @ApiPropertyOptional({ description: `First revision to return (0-based, inclusive, at most ${MAX_REVISION_DIGITS} digits); default 0.`, example: 0 })
   @Optional()
   @Revision()
   readonly from?: string;

@@ -12,8 +12,6 @@ export const MAX_SWEEP_OLDER_THAN_MS = 30 * 24 * 3_600_000;
 /** Body of `POST /v1/settlements/sweep`. */
 export class SweepDto {
   @ApiProperty({
-    minimum: MIN_SWEEP_OLDER_THAN_MS,
-    maximum: MAX_SWEEP_OLDER_THAN_MS,
     example: 600_000,
     description: 'Settle requests that have shown no activity for longer than this many ms.',
   })
@@ -31,10 +29,10 @@ export class SweptInvocationDto {
   @ApiProperty({ description: 'The state it was left in.' })
   readonly from!: string;
 
-  @ApiProperty({ description: 'The SPEC §4 transition that settled it.' })
+  @ApiProperty({ type: 'integer', description: 'The SPEC §4 transition that settled it.' })
   readonly transition!: number;
 
-  @ApiProperty({ description: 'Integer credits charged.' })
+  @ApiProperty({ type: 'integer', description: 'Integer credits charged.' })
   readonly chargeCredits!: number;
 }
 
@@ -45,13 +43,13 @@ export class ReleasedHoldDto {
   @ApiProperty()
   readonly organizationId!: string;
 
-  @ApiProperty()
+  @ApiProperty({ type: 'integer' })
   readonly chargeCredits!: number;
 }
 
 /** What a sweep settled. */
 export class SweepReportDto {
-  @ApiProperty()
+  @ApiProperty({ type: 'integer' })
   readonly olderThanMs!: number;
 
   @ApiProperty({ type: [SweptInvocationDto] })

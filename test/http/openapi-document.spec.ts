@@ -1,0 +1,172 @@
+/**
+ * The OpenAPI document (`/docs-json`) tells the truth about the API (SPEC §10, §11): whole numbers are
+ * integers with their bounds, every id states the pattern and length the validation enforces (from
+ * the same constants), and every route declares the error answers it can give, in the error shape.
+ * The fuzz suite (test/fuzz) then derives its cases from this document.
+ */
+import { ID_PATTERN, IDEMPOTENCY_KEY_PATTERN_TEXT, MAX_ID_CHARS, MAX_IDEMPOTENCY_KEY_CHARS } from '../../src/domain/field-checks';
+import { startHttpLedger, type HttpLedger } from './support/http-ledger';
+
+type Schema = {
+  type?: string;
+  $ref?: string;
+  properties?: Record<string, Schema>;
+  items?: Schema;
+  allOf?: Schema[];
+  minimum?: number;
+  maximum?: number;
+  minLength?: number;
+  maxLength?: number;
+  pattern?: string;
+};
+interface Parameter {
+  readonly name: string;
+  readonly in: 'path' | 'query' | 'header';
+  readonly schema: Schema;
+}
+interface Operation {
+  readonly parameters?: Parameter[];
+  readonly requestBody?: { content: Record<string, { schema: Schema }> };
+  readonly responses: Record<string, { content?: Record<string, { schema: Schema }> }>;
+  readonly security?: unknown[];
+}
+interface Document {
+  readonly paths: Record<string, Record<string, Operation>>;
+  readonly components: { schemas: Record<string, Schema> };
+}
+
+/** Fields named like ids, wherever a request carries them. */
+const ID_FIELDS = new Set(['organizationId', 'operationId', 'invocationId', 'webhookId']);
+const KEY_FIELDS = new Set(['idempotencyKey', 'Idempotency-Key']);
+/** Routes answered from the webhook store alone, which neither the event store nor a read model serves. */
+const WITHOUT_LOG = new Set(['GET /v1/organizations/{organizationId}/webhooks', 'DELETE /v1/organizations/{organizationId}/webhooks/{webhookId}', 'GET /v1/organizations/{organizationId}/webhooks/{webhookId}/deliveries']);
+
+describe('the OpenAPI document states what the validation enforces and every answer a route gives (SPEC §10)', () => {
+  let ledger: HttpLedger;
+  let document: Document;
+  let operations: Array<{ route: string; method: string; path: string; operation: Operation }>;
+
+  beforeAll(async () => {
+    ledger = await startHttpLedger();
+    document = (await ledger.http().get('/docs-json').expect(200)).body as Document;
+    operations = Object.entries(document.paths).flatMap(([path, methods]) =>
+      Object.entries(methods).map(([method, operation]) => ({ route: `${method.toUpperCase()} ${path}`, method: method.toUpperCase(), path, operation })),
+    );
+  });
+
+  afterAll(() => ledger.close());
+
+  const resolve = (schema: Schema): Schema => {
+    if (schema.$ref !== undefined) return document.components.schemas[schema.$ref.split('/').pop()!]!;
+    if (schema.allOf?.length === 1) return resolve(schema.allOf[0]!);
+    return schema;
+  };
+
+  /** Every named field of a schema, nested objects and array items included, as `[path, schema]`. */
+  const fieldsOf = (schema: Schema, prefix = '', seen = new Set<Schema>()): Array<[string, Schema]> => {
+    const resolved = resolve(schema);
+    if (seen.has(resolved)) return [];
+    seen.add(resolved);
+    if (resolved.items !== undefined) return fieldsOf(resolved.items, `${prefix}[]`, seen);
+    return Object.entries(resolved.properties ?? {}).flatMap(([name, field]) => {
+      const path = prefix === '' ? name : `${prefix}.${name}`;
+      const target = resolve(field);
+      return [[path, target] as [string, Schema], ...fieldsOf(field, path, seen)];
+    });
+  };
+
+  const requestFields = (operation: Operation): Array<[string, Schema]> => [
+    ...(operation.parameters ?? []).map((parameter) => [`${parameter.in} ${parameter.name}`, parameter.schema] as [string, Schema]),
+    ...Object.values(operation.requestBody?.content ?? {}).flatMap((media) => fieldsOf(media.schema).map(([path, schema]) => [`body ${path}`, schema] as [string, Schema])),
+  ];
+
+  it('declares no `number` anywhere: every whole number (credits, limits, counts, revisions) is an `integer`', () => {
+    const numbers: string[] = [];
+    const walk = (value: unknown, path: string): void => {
+      if (value === null || typeof value !== 'object') return;
+      if ((value as Schema).type === 'number') numbers.push(path);
+      for (const [key, inner] of Object.entries(value)) walk(inner, `${path}/${key}`);
+    };
+    walk(document, '');
+    expect(numbers).toEqual([]);
+  });
+
+  it('bounds every integer a request carries: a minimum always, and a maximum unless it is a 64-bit stream revision', () => {
+    const unbounded = operations.flatMap(({ route, operation }) =>
+      requestFields(operation)
+        .filter(([, schema]) => schema.type === 'integer')
+        .filter(([name, schema]) => schema.minimum === undefined || (schema.maximum === undefined && name !== 'query from' && name !== 'header Last-Event-ID'))
+        .map(([name]) => `${route}: ${name}`),
+    );
+    expect(unbounded).toEqual([]);
+  });
+
+  it('states on every path parameter its pattern and length bounds', () => {
+    const parameters = operations.flatMap(({ route, operation }) => (operation.parameters ?? []).filter((parameter) => parameter.in === 'path').map((parameter) => ({ route, parameter })));
+    expect(parameters.length).toBeGreaterThan(20);
+    const unstated = parameters.filter(({ parameter }) => parameter.schema.pattern === undefined || parameter.schema.maxLength === undefined || parameter.schema.minLength !== 1);
+    expect(unstated.map(({ route, parameter }) => `${route}: ${parameter.name}`)).toEqual([]);
+  });
+
+  it('states every id and idempotency key, in a path, a query, a header or a body, exactly as the validation checks it', () => {
+    const ids = operations.flatMap(({ route, operation }) => requestFields(operation).map(([name, schema]) => ({ where: `${route}: ${name}`, field: name.split(/[ .]/).pop()!, schema })));
+    const idFields = ids.filter(({ field }) => ID_FIELDS.has(field));
+    const keyFields = ids.filter(({ field }) => KEY_FIELDS.has(field));
+    expect(idFields.length).toBeGreaterThan(20);
+    expect(keyFields.map(({ where }) => where).sort()).toEqual([
+      'POST /v1/invocations: body idempotencyKey',
+      'POST /v1/invocations: header Idempotency-Key',
+      'POST /v1/organizations/{organizationId}/adjustments: body idempotencyKey',
+      'POST /v1/organizations/{organizationId}/grants: body idempotencyKey',
+    ]);
+    for (const { where, schema } of idFields) expect({ where, ...pick(schema) }).toEqual({ where, type: 'string', minLength: 1, maxLength: MAX_ID_CHARS, pattern: ID_PATTERN.source });
+    for (const { where, schema } of keyFields) {
+      expect({ where, ...pick(schema) }).toEqual({ where, type: 'string', minLength: 1, maxLength: MAX_IDEMPOTENCY_KEY_CHARS, pattern: IDEMPOTENCY_KEY_PATTERN_TEXT });
+    }
+  });
+
+  it('declares on every route the error answers it can give, each with the error shape', () => {
+    const missing: string[] = [];
+    const expectAnswers = (route: string, operation: Operation, statuses: readonly string[]): void => {
+      for (const status of statuses) if (operation.responses[status] === undefined) missing.push(`${route}: ${status}`);
+    };
+    for (const { route, method, path, operation } of operations) {
+      expectAnswers(route, operation, ['431']);
+      if (operation.security !== undefined) expectAnswers(route, operation, ['401', '403']);
+      if ((operation.parameters ?? []).some((parameter) => parameter.in !== 'header') || operation.requestBody !== undefined) expectAnswers(route, operation, ['400']);
+      // The JSON body parser answers every POST and PUT: too large, not JSON, an encoding it cannot read.
+      if (method === 'POST' || method === 'PUT') expectAnswers(route, operation, ['400', '409', '413', '415']);
+      if (path.startsWith('/v1/') && !WITHOUT_LOG.has(route)) expectAnswers(route, operation, ['503']);
+    }
+    expect(missing).toEqual([]);
+
+    const unshaped = operations.flatMap(({ route, operation }) =>
+      Object.entries(operation.responses)
+        .filter(([status]) => Number(status) >= 400 && !(route.startsWith('GET /health/') && status === '503'))
+        .filter(([, response]) => response.content?.['application/json']?.schema.$ref !== '#/components/schemas/ErrorBodyDto')
+        .map(([status]) => `${route}: ${status}`),
+    );
+    expect(unshaped).toEqual([]);
+  });
+
+  it('declares 422 exactly where an idempotency key can be reused for another request', () => {
+    expect(operations.filter(({ operation }) => operation.responses['422'] !== undefined).map(({ route }) => route).sort()).toEqual([
+      'POST /v1/invocations',
+      'POST /v1/organizations/{organizationId}/adjustments',
+      'POST /v1/organizations/{organizationId}/grants',
+    ]);
+  });
+
+  it('documents each event-stream message as the public progress shape, with no idempotency key or fingerprint in it', () => {
+    const progress = document.components.schemas['InvocationProgressDto']!;
+    expect(Object.keys(progress.properties!)).toEqual(expect.arrayContaining(['type', 'revision', 'time', 'state', 'invocationId']));
+    expect(Object.keys(progress.properties!)).not.toEqual(expect.arrayContaining(['idempotencyKey']));
+    expect(Object.keys(progress.properties!)).not.toContain('requestFingerprint');
+    expect(progress.properties!['revision']).toMatchObject({ type: 'integer', minimum: 0 });
+  });
+});
+
+function pick(schema: Schema): Schema {
+  const { type, minLength, maxLength, pattern } = schema;
+  return { type, minLength, maxLength, pattern } as Schema;
+}
