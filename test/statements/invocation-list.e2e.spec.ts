@@ -109,6 +109,12 @@ describe('SPEC §9, §10 an organization’s invocations and ledger entries, pag
     expect(Object.keys(response.body.fields)).toContain(field);
   });
 
+  it('names a bad limit and a malformed cursor together, over HTTP as the query does', async () => {
+    const response = await get('/v1/organizations/acme/invocations?limit=0&cursor=not%20base64');
+    expect(response.status).toBe(400);
+    expect(Object.keys(response.body.fields).sort()).toEqual(['cursor', 'limit']);
+  });
+
   it('answers another organization’s member as if the organization did not exist', async () => {
     expect((await get('/v1/organizations/acme/invocations', TOKENS.globexMember)).status).toBe(404);
     expect((await get('/v1/organizations/acme/invocations', TOKENS.auditor)).status).toBe(200);

@@ -4,6 +4,7 @@
  */
 import { ApiProperty } from '@nestjs/swagger';
 import { registerDecorator, ValidateIf, type ValidationArguments, type ValidationOptions } from 'class-validator';
+import { CURSOR_PATTERN, MAX_CURSOR_CHARS } from '../../queries/list-cursor';
 import { ID_PATTERN, ID_PATTERN_TEXT, IDEMPOTENCY_KEY_PATTERN_TEXT, idempotencyKeyProblem, MAX_ID_CHARS, MAX_IDEMPOTENCY_KEY_CHARS } from '../../domain/field-checks';
 
 /**
@@ -64,6 +65,23 @@ export function QueryWholeNumber(bounds: WholeNumberBounds, options?: Validation
       return wholeNumberProblem(Number(value), bounds);
     },
     { type: 'integer', minimum: bounds.min, maximum: bounds.max },
+  );
+}
+
+/**
+ * A list's opaque cursor, as far as its form goes (base64url, at most MAX_CURSOR_CHARS): the query
+ * then decodes it. Checked here beside `limit`, so a bad limit and a bad cursor are named together.
+ */
+export function Cursor(options?: ValidationOptions): PropertyDecorator {
+  return rule(
+    'cursor',
+    options,
+    (value) => {
+      if (value === undefined || value === null) return absent(value);
+      const wellFormed = typeof value === 'string' && value.length <= MAX_CURSOR_CHARS && CURSOR_PATTERN.test(value);
+      return wellFormed ? undefined : 'is not a cursor this list returned';
+    },
+    { type: 'string', minLength: 1, maxLength: MAX_CURSOR_CHARS, pattern: CURSOR_PATTERN.source },
   );
 }
 

@@ -1,23 +1,13 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Allow } from 'class-validator';
 import { INVOCATION_STATUSES } from '../../invocations/invocation.events';
-import { CURSOR_PATTERN, MAX_CURSOR_CHARS } from '../../queries/list-cursor';
 import { DEFAULT_INVOCATIONS_PAGE, MAX_INVOCATIONS_PAGE } from '../../queries/list-invocations.query';
 import { DEFAULT_LEDGER_PAGE, MAX_LEDGER_PAGE } from '../../queries/list-ledger-entries.query';
 import { USAGE_GROUP_BY } from '../../queries/get-usage.query';
-import { Id, OneOf, Optional, QueryWholeNumber } from './field-rules';
+import { Cursor, Id, OneOf, Optional, QueryWholeNumber } from './field-rules';
 
 // Query strings arrive as text. The rules here refuse what is malformed, naming the field; the queries
 // check the rest (instants, periods, cursors) and name the field too. Unknown parameters are refused.
-
-/** The opaque `nextCursor` of a page, as the document states it: the same bound and charset decodeCursor checks. */
-const CURSOR_DOCS = {
-  description: 'The `nextCursor` of the previous page (opaque).',
-  type: 'string',
-  minLength: 1,
-  maxLength: MAX_CURSOR_CHARS,
-  pattern: CURSOR_PATTERN.source,
-} as const;
 
 /** Query of `GET /v1/organizations/:organizationId/invocations`. */
 export class ListInvocationsQueryDto {
@@ -44,8 +34,9 @@ export class ListInvocationsQueryDto {
   @QueryWholeNumber({ min: 1, max: MAX_INVOCATIONS_PAGE, unit: 'invocations' })
   readonly limit?: string;
 
-  @ApiPropertyOptional(CURSOR_DOCS)
-  @Allow()
+  @ApiPropertyOptional({ description: 'The `nextCursor` of the previous page (opaque).' })
+  @Optional()
+  @Cursor()
   readonly cursor?: string;
 }
 
@@ -56,8 +47,9 @@ export class LedgerQueryDto {
   @QueryWholeNumber({ min: 1, max: MAX_LEDGER_PAGE, unit: 'entries' })
   readonly limit?: string;
 
-  @ApiPropertyOptional(CURSOR_DOCS)
-  @Allow()
+  @ApiPropertyOptional({ description: 'The `nextCursor` of the previous page (opaque).' })
+  @Optional()
+  @Cursor()
   readonly cursor?: string;
 }
 
