@@ -5,10 +5,11 @@
 import { ValidationError } from '../domain/domain.errors';
 import { FieldChecks } from '../domain/field-checks';
 import type { ConversationLimits, LongContextRates, Prices } from '../runtime/conversation.types';
+import { DEFAULT_MAX_ATTEMPTS_PER_TURN } from '../runtime/retry-policy';
 import { PROVIDERS, Routing } from './operation.events';
 
-/** Provider attempts per turn when the publisher names none (SPEC §6). */
-export const DEFAULT_MAX_ATTEMPTS_PER_TURN = 3;
+// Defined once, with the retry policy it bounds; re-exported for the publication's readers.
+export { DEFAULT_MAX_ATTEMPTS_PER_TURN };
 /** Model requests per conversation. */
 export const MAX_TURNS_LIMIT = 100;
 /** Answered tool calls per conversation. */
