@@ -4,7 +4,10 @@
  * never holds an answer, so deleting one loses nothing the ledger accounts for.
  */
 export interface AnswerStore {
-  /** Keeps `answer` (JSON) for `retentionMs` from now; an entry kept before for the invocation is replaced. */
+  /**
+   * Keeps `answer` (JSON) for `retentionMs` from now; an entry kept before for the invocation is
+   * replaced. It may be written later (by the end of the event-loop turn), but `find` sees it at once.
+   */
   keep(invocationId: string, answer: unknown, retentionMs: number): void;
   /** The answer while it is kept; undefined once it expired (the entry is deleted then) or was never kept. */
   find(invocationId: string): { readonly answer: unknown } | undefined;

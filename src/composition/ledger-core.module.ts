@@ -1,4 +1,4 @@
-import { BeforeApplicationShutdown, Global, Inject, Module, OnApplicationBootstrap, OnApplicationShutdown, type FactoryProvider } from '@nestjs/common';
+import { BeforeApplicationShutdown, Global, Inject, Logger, Module, OnApplicationBootstrap, OnApplicationShutdown, type FactoryProvider } from '@nestjs/common';
 import { LEDGER_UPCASTERS } from '../upcasters/ledger.upcasters';
 import { CqrsModule, EventBus } from '@nestjs/cqrs';
 import { AdjustCreditsHandler, ChangeOrganizationSettingsHandler, GrantCreditsHandler } from '../accounts/account-commands.handler';
@@ -51,7 +51,12 @@ const retryJitterProvider: FactoryProvider<RandomSource> = {
     {
       provide: ANSWER_STORE,
       inject: [LEDGER_CONFIG, CLOCK],
-      useFactory: (config: LedgerConfig, clock: Clock): AnswerStore => SqliteAnswerStore.open(config.answerStorePath, clock),
+      useFactory: (config: LedgerConfig, clock: Clock): AnswerStore => {
+        const logger = new Logger('AnswerStore');
+        return SqliteAnswerStore.open(config.answerStorePath, clock, (error, answers) =>
+          logger.warn({ message: 'answers could not be kept for repeats', answers, error: error instanceof Error ? error.message : String(error) }),
+        );
+      },
     },
     {
       provide: CommittedEventsPublisher,

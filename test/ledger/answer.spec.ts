@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { MAX_ANSWER_RETENTION_MS } from '../../src/answer-store/answer-store.port';
+import { ANSWER_STORE, MAX_ANSWER_RETENTION_MS } from '../../src/answer-store/answer-store.port';
+import { SqliteAnswerStore } from '../../src/answer-store/sqlite-answer-store';
 import { FeatureRegistry } from '../../src/features/feature.registry';
 import type { OperationFeature } from '../../src/features/operation-feature';
 import type { InvocationResult } from '../../src/invocations/invocation-result';
@@ -125,6 +126,7 @@ describe('SPEC §5 "The answer": the result of a completed invocation carries it
     const first = await run('test.keeping', 'kept-2');
     const answersFile = join(ledger.directory, 'ledger.answers.sqlite');
     const kept = () => {
+      (ledger.app.get(ANSWER_STORE) as SqliteAnswerStore).writeQueued();
       const db = new Database(answersFile, { readonly: true });
       try {
         return db.prepare('SELECT invocation_id AS id, answer FROM answers').all() as { id: string; answer: string }[];
