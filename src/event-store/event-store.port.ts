@@ -33,7 +33,10 @@ export interface NewEvent<Type extends string = string, Data = unknown> {
   readonly metadata: EventMetadata;
 }
 
-/** An event as stored: its stream, its revision within the stream and its global (commit) position. */
+/**
+ * An event as stored: its stream, its revision within the stream and its global (commit) position.
+ * Immutable: the embedded store hands out frozen events, shared by the subscriptions of one commit.
+ */
 export interface RecordedEvent<Type extends string = string, Data = unknown> extends NewEvent<Type, Data> {
   readonly streamName: string;
   /** 0-based position within the stream. */

@@ -91,8 +91,9 @@ interface WrittenAppend {
 /**
  * The events one group commit wrote, as this process already holds them (validated, serialised):
  * subscriptions of this store take them from here instead of reading them back from the file.
- * `events()` parses the stored JSON anew on each call, so every subscriber gets its own objects,
- * exactly as if it had read the rows.
+ * `events()` parses the stored JSON once, on the first call, and every subscriber shares those
+ * objects; they are frozen (as every event this store hands out is), so no subscriber can change
+ * what another one sees.
  */
 class CommittedGroup implements CommittedEvents {
   readonly first: bigint;
@@ -110,25 +111,32 @@ class CommittedGroup implements CommittedEvents {
     this.count = appends.reduce((sum, append) => sum + append.positions.length, 0);
   }
 
-  events(): RecordedEvent[] {
+  private parsed: readonly RecordedEvent[] | undefined;
+
+  events(): readonly RecordedEvent[] {
+    this.parsed ??= this.parse();
+    return this.parsed;
+  }
+
+  private parse(): readonly RecordedEvent[] {
     const events: RecordedEvent[] = new Array(this.count);
     let index = 0;
     for (const { pending, firstRevision, positions } of this.appends) {
       for (let offset = 0; offset < positions.length; offset++) {
         const event = pending.events[offset]!;
-        events[index++] = {
+        events[index++] = Object.freeze({
           id: event.id,
           type: event.type,
-          data: JSON.parse(event.dataJson) as unknown,
-          metadata: JSON.parse(event.metadataJson) as RecordedEvent['metadata'],
+          data: deepFreeze(JSON.parse(event.dataJson) as unknown),
+          metadata: deepFreeze(JSON.parse(event.metadataJson) as RecordedEvent['metadata']),
           streamName: pending.streamName,
           revision: firstRevision + BigInt(offset),
           position: positions[offset]!,
           recordedAt: this.recordedAt,
-        };
+        });
       }
     }
-    return events;
+    return Object.freeze(events);
   }
 }
 
@@ -150,21 +158,34 @@ const EVENT_COLUMNS = 'position, stream_name, revision, event_id, type, data, me
 let lastRecordedAtMs = -1n;
 let lastRecordedAt = '';
 
+/**
+ * Freezes a parsed JSON value and everything in it. Events are facts: a reader that could change one
+ * in place would change it for every other reader holding the same object (the subscriptions of one
+ * commit share theirs), so the store hands out frozen events only. Costs little next to the parse.
+ */
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const key in value) deepFreeze((value as Record<string, unknown>)[key]);
+  }
+  return value;
+}
+
 function toRecordedEvent(row: EventRow): RecordedEvent {
   if (row[7] !== lastRecordedAtMs) {
     lastRecordedAt = new Date(Number(row[7])).toISOString();
     lastRecordedAtMs = row[7];
   }
-  return {
+  return Object.freeze({
     id: row[3],
     type: row[4],
-    data: JSON.parse(row[5]) as unknown,
-    metadata: JSON.parse(row[6]) as RecordedEvent['metadata'],
+    data: deepFreeze(JSON.parse(row[5]) as unknown),
+    metadata: deepFreeze(JSON.parse(row[6]) as RecordedEvent['metadata']),
     streamName: row[1],
     revision: row[2],
     position: row[0],
     recordedAt: lastRecordedAt,
-  };
+  });
 }
 
 /** A page of the log as a replay that wants some event types only reads it. */

@@ -20,8 +20,8 @@ export interface CommittedEvents {
   readonly first: bigint;
   readonly last: bigint;
   readonly count: number;
-  /** The events, as new objects on each call (as a read of the log would give them). */
-  events(): RecordedEvent[];
+  /** The events, frozen; the same objects on each call (so the subscriptions of one store share them). */
+  events(): readonly RecordedEvent[];
 }
 
 /** What a subscription needs from the store: a page of the log, and each commit made through it. */
@@ -135,7 +135,7 @@ export class SqliteSubscription implements Subscription {
   }
 
   /** The next fed events after the last one delivered, or undefined when the log must be read. */
-  private takeFed(): RecordedEvent[] | undefined {
+  private takeFed(): readonly RecordedEvent[] | undefined {
     const after = this.position;
     if (after === undefined) return undefined;
     while (this.fed.length > 0 && this.fed[0]!.last <= after) this.dropFed();
