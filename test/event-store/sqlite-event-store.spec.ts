@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConcurrencyError, InvalidEventStoreInputError, RecordedEvent } from '../../src/event-store/event-store.port';
 import { SqliteSchemaTooNewError, SQLITE_SCHEMA_VERSION } from '../../src/event-store/sqlite/sqlite-schema.migrations';
-import { MAX_EAGER_COMMITS_PER_TURN, openSqliteEventStore, SqliteEventStore } from '../../src/event-store/sqlite/sqlite-event-store';
+import { MAX_EAGER_COMMITS_PER_TURN, MAX_PAGE_SIZE_STATEMENTS, openSqliteEventStore, SqliteEventStore } from '../../src/event-store/sqlite/sqlite-event-store';
 import { describeEventStoreContract, newEvent } from './event-store.contract';
 
 const directory = mkdtempSync(join(tmpdir(), 'ledger-sqlite-store-'));
@@ -84,6 +84,38 @@ describe('SQLite event store', () => {
 
     it('refuses an unknown synchronous level instead of silently using another', () => {
       expect(() => openSqliteEventStore({ path: ':memory:', synchronous: 'OFF' as never })).toThrow(InvalidEventStoreInputError);
+    });
+  });
+
+  describe('reads', () => {
+    it(`pages correctly past MAX_PAGE_SIZE_STATEMENTS (${MAX_PAGE_SIZE_STATEMENTS}) distinct page sizes, the rest sharing one statement with the limit bound`, async () => {
+      const events = Array.from({ length: 40 }, (_, index) => newEvent('Counted', { index }));
+      await store.append('counter-1', events, { expectedRevision: 'no_stream' });
+      for (let maxCount = 1; maxCount <= MAX_PAGE_SIZE_STATEMENTS + 8; maxCount++) {
+        const stream = await store.readStream('counter-1', { fromRevision: 3n, maxCount });
+        expect(stream.map((event) => event.revision)).toEqual(Array.from({ length: maxCount }, (_, index) => BigInt(3 + index)));
+        const all = await store.readAll({ maxCount });
+        expect(all).toHaveLength(maxCount);
+      }
+      expect(await store.readStream('counter-1', { fromRevision: 38n })).toHaveLength(2);
+    });
+
+    it('hands out frozen events, the same objects to every subscription of one commit', async () => {
+      const { position: after } = await store.append('counter-2', [newEvent('Counted', { nested: { index: 0 } })], { expectedRevision: 'no_stream' });
+      const seen: RecordedEvent[][] = [[], []];
+      // Following from the head, each takes the next commit as the store wrote it (not read back).
+      const subscriptions = seen.map((list) => store.subscribeToAll((event) => void list.push(event), { after }));
+      await store.append('counter-2', [newEvent('Counted', { nested: { index: 1 } })], { expectedRevision: 0n });
+      while (seen[0]!.length === 0 || seen[1]!.length === 0) await new Promise((resolve) => setImmediate(resolve));
+      await Promise.all(subscriptions.map((subscription) => subscription.stop()));
+      const [first, second] = [seen[0]![0]!, seen[1]![0]!];
+      expect(second).toBe(first);
+      expect(Object.isFrozen(first) && Object.isFrozen(first.data) && Object.isFrozen((first.data as { nested: object }).nested)).toBe(true);
+      expect(() => {
+        (first.data as { nested: { index: number } }).nested.index = 2;
+      }).toThrow(TypeError);
+      const [read] = await store.readStream('counter-2', { fromRevision: 1n });
+      expect(Object.isFrozen(read) && Object.isFrozen(read!.metadata)).toBe(true);
     });
   });
 
