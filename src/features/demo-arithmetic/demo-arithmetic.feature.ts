@@ -14,15 +14,30 @@ const SYSTEM_PROMPT =
   'You answer arithmetic questions. Compute the value with the calculate tool, then give it with the submit_answer tool.';
 
 /**
- * `demo.arithmetic` (SPEC §10): the worked example of a feature. The model may call `calculate`, and
- * answers by calling `submit_answer`, which the judge accepts exactly when the value is right.
- */
-/**
  * How long the demo keeps an answer for keyed repeats after settlement, in ms: long enough for a client
  * that lost its connection to ask again, and nothing in an arithmetic answer needs forgetting sooner.
  */
 export const DEMO_ANSWER_RETENTION_MS = 60 * 60 * 1_000;
 
+// The tools' schemas are made once: each conversation gets its own tools (the judge knows its
+// question's value), and the same schema object lets the runtime reuse its compiled validator.
+const CALCULATE_INPUT_SCHEMA = {
+  type: 'object',
+  properties: { expression: { type: 'string', minLength: 1, maxLength: 200 } },
+  required: ['expression'],
+  additionalProperties: false,
+} as const;
+const SUBMIT_ANSWER_INPUT_SCHEMA = {
+  type: 'object',
+  properties: { value: { type: 'number' } },
+  required: ['value'],
+  additionalProperties: false,
+} as const;
+
+/**
+ * `demo.arithmetic` (SPEC §10): the worked example of a feature. The model may call `calculate`, and
+ * answers by calling `submit_answer`, which the judge accepts exactly when the value is right.
+ */
 export const demoArithmeticFeature: OperationFeature = {
   operationId: DEMO_OPERATION_ID,
   answerRetentionMs: DEMO_ANSWER_RETENTION_MS,
@@ -39,12 +54,7 @@ export const demoArithmeticFeature: OperationFeature = {
     const calculate: ToolSpec<{ expression: string }> = {
       name: CALCULATE_TOOL,
       description: 'Evaluates an arithmetic expression with + - * / and parentheses, and returns its value.',
-      inputSchema: {
-        type: 'object',
-        properties: { expression: { type: 'string', minLength: 1, maxLength: 200 } },
-        required: ['expression'],
-        additionalProperties: false,
-      },
+      inputSchema: CALCULATE_INPUT_SCHEMA,
       effect: 'read',
       handler: ({ expression: text }) => {
         try {
@@ -59,12 +69,7 @@ export const demoArithmeticFeature: OperationFeature = {
     const submitAnswer: AnswerToolSpec<{ value: number }> = {
       name: SUBMIT_ANSWER_TOOL,
       description: 'Gives the final answer: the numeric value of the expression in the question.',
-      inputSchema: {
-        type: 'object',
-        properties: { value: { type: 'number' } },
-        required: ['value'],
-        additionalProperties: false,
-      },
+      inputSchema: SUBMIT_ANSWER_INPUT_SCHEMA,
       judge: ({ value }) =>
         value === expected
           ? { accepted: true }
