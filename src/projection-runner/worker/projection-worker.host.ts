@@ -60,6 +60,8 @@ export class ProjectionWorkerHost implements LiveProjections {
   private snapshot: ProjectionRunnerStatus;
   private readonly waiters = new PositionWaiters<readonly string[]>();
   private unregisterCommits: (() => void) | undefined;
+  /** The newest head committed this turn and not yet told to the worker (see noteHead). */
+  private pendingHead: bigint | undefined;
   private stopping: Promise<void> | undefined;
   private readonly logger: ProjectionRunnerLogger;
   private restartTimer: ReturnType<typeof setTimeout> | undefined;
@@ -103,7 +105,7 @@ export class ProjectionWorkerHost implements LiveProjections {
     const worker = startModuleWorker(join(__dirname, 'projection.worker'), { workerData: data });
     this.worker = worker;
     this.snapshot = { ...this.snapshot, state: 'catching-up', error: undefined };
-    this.unregisterCommits = this.options.eventStore.onCommitted((position) => this.post({ kind: 'head', position }));
+    this.unregisterCommits = this.options.eventStore.onCommitted((position) => this.noteHead(position));
     return new Promise<void>((resolve, reject) => {
       let started = false;
       worker.on('message', (message: WorkerMessage) => {
@@ -234,6 +236,22 @@ export class ProjectionWorkerHost implements LiveProjections {
 
   private post(message: HostMessage): void {
     this.worker?.postMessage(message);
+  }
+
+  /**
+   * Tells the worker of the log's new head once per event-loop turn, however many group commits the
+   * turn made: a message to another thread costs more than the commit notice is worth, and the
+   * worker reads everything up to the last head anyway.
+   */
+  private noteHead(position: bigint): void {
+    const scheduled = this.pendingHead !== undefined;
+    this.pendingHead = position;
+    if (scheduled) return;
+    setImmediate(() => {
+      const head = this.pendingHead;
+      this.pendingHead = undefined;
+      if (head !== undefined) this.post({ kind: 'head', position: head });
+    });
   }
 
   private detachWorker(): void {
