@@ -38,6 +38,7 @@ import type { OperationFeature } from '../src/features/operation-feature';
 import { RunOperationCommand } from '../src/invocations/run-operation.command';
 import { LiveProjections } from '../src/projection-runner';
 import { ProjectionWorkerHost } from '../src/projection-runner/worker/projection-worker.host';
+import { appendTimingChannel, invocationOverheadChannel, type AppendTiming, type InvocationOverheadTiming } from '../src/observability/timing.channels';
 import { ScriptedProvider, scriptedToolUse, type ScriptedStep } from '../src/runtime';
 
 const OPERATION_ID = 'bench.three-turns';
@@ -83,6 +84,23 @@ export interface CommitShape {
   readonly transactions: number;
 }
 
+/**
+ * Where the accounting overhead goes (from the timings the core publishes on its diagnostics
+ * channels): the appends' waits for their commits, and the overhead the runtime itself measures
+ * (time outside the provider and the tools, from admission to settlement).
+ */
+export interface OverheadPhases {
+  readonly appendsPerInvocation: number;
+  /** One append, from the call to its commit's acknowledgement, in ms. */
+  readonly appendP50Ms: number;
+  readonly appendP99Ms: number;
+  /** All of an invocation's appends together, on average, in ms. */
+  readonly appendMsPerInvocation: number;
+  /** The runtime's own overhead measure (invocation-overhead channel), in ms. */
+  readonly runtimeOverheadP50Ms: number;
+  readonly runtimeOverheadP99Ms: number;
+}
+
 export interface FullPathResult {
   readonly invocations: number;
   readonly inFlight: number;
@@ -105,6 +123,7 @@ export interface FullPathResult {
   readonly readModelLagAtEndEvents: number;
   readonly readModelCatchUpMs: number;
   readonly shape: CommitShape;
+  readonly phases: OverheadPhases;
 }
 
 interface Measured {
@@ -173,9 +192,17 @@ async function measureWithEvents(options: MeasureOptions): Promise<Measured> {
     const overheads: number[] = [];
     let peakRss = process.memoryUsage.rss();
     const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage.rss())), RSS_SAMPLE_INTERVAL_MS);
+    const appendMs: number[] = [];
+    const runtimeOverheadMs: number[] = [];
+    const onAppend = (message: unknown): void => void appendMs.push((message as AppendTiming).durationMs);
+    const onOverhead = (message: unknown): void => void runtimeOverheadMs.push((message as InvocationOverheadTiming).overheadMs);
+    appendTimingChannel.subscribe(onAppend);
+    invocationOverheadChannel.subscribe(onOverhead);
     const cpuAtStart = process.cpuUsage();
     const started = performance.now();
     await runInvocations(options.invocations, overheads);
+    appendTimingChannel.unsubscribe(onAppend);
+    invocationOverheadChannel.unsubscribe(onOverhead);
     // The run ends when the read models have caught up too: a backlog left to the worker is not free.
     const invocationsDoneAt = performance.now();
     const headAtEnd = (await store.headPosition()) ?? 0n;
@@ -190,8 +217,9 @@ async function measureWithEvents(options: MeasureOptions): Promise<Measured> {
     const statsAfter = store.groupCommitStats;
     const headAfter = (await store.headPosition()) ?? 0n;
 
-    overheads.sort((a, b) => a - b);
-    const at = (q: number) => overheads[Math.min(overheads.length - 1, Math.floor(q * overheads.length))]!;
+    const at = quantiles(overheads);
+    const appendAt = quantiles(appendMs);
+    const runtimeAt = quantiles(runtimeOverheadMs);
     const result: FullPathResult = {
       invocations: options.invocations,
       inFlight: options.inFlight,
@@ -211,6 +239,14 @@ async function measureWithEvents(options: MeasureOptions): Promise<Measured> {
         appends: statsAfter.appends - statsBefore.appends,
         transactions: statsAfter.transactions - statsBefore.transactions,
       },
+      phases: {
+        appendsPerInvocation: round(appendMs.length / options.invocations),
+        appendP50Ms: round(appendAt(0.5)),
+        appendP99Ms: round(appendAt(0.99)),
+        appendMsPerInvocation: round(appendMs.reduce((sum, ms) => sum + ms, 0) / options.invocations),
+        runtimeOverheadP50Ms: round(runtimeAt(0.5)),
+        runtimeOverheadP99Ms: round(runtimeAt(0.99)),
+      },
     };
     const kept = options.keepEvents === undefined ? [] : await readAfter(store, options.keepEvents === 'all' ? 0n : headBefore);
     return { result, events: kept };
@@ -218,6 +254,12 @@ async function measureWithEvents(options: MeasureOptions): Promise<Measured> {
     await app.close();
     rmSync(directory, { recursive: true, force: true });
   }
+}
+
+/** The q-quantile (0..1) of `values`, sorting them once (0 for none). */
+function quantiles(values: number[]): (q: number) => number {
+  values.sort((a, b) => a - b);
+  return (q) => (values.length === 0 ? 0 : values[Math.min(values.length - 1, Math.floor(q * values.length))]!);
 }
 
 /** `LEDGER_PROJECTIONS_THREAD=main npm run bench -- full-path` measures the projections on the event loop. */
@@ -407,6 +449,15 @@ export async function run(): Promise<FullPathReport> {
     '50 ms, 1,000 in flight': row(latent1000, 'overhead p99 ≤ 2 ms'),
     '50 ms, 64 in flight': row(latent64, '(below saturation)'),
   });
+  const phases = (result: FullPathResult) => ({
+    'appends/invocation': result.phases.appendsPerInvocation,
+    'append p50 ms': result.phases.appendP50Ms,
+    'append p99 ms': result.phases.appendP99Ms,
+    'appends ms/invocation': result.phases.appendMsPerInvocation,
+    'runtime overhead p50 ms': result.phases.runtimeOverheadP50Ms,
+    'runtime overhead p99 ms': result.phases.runtimeOverheadP99Ms,
+  });
+  console.table({ '50 ms, 64 in flight': phases(latent64), '50 ms, 1,000 in flight': phases(latent1000) });
   console.table({
     'timers only, 64 in flight': { 'lateness p50 ms': timerFloor64.p50Ms, 'lateness p99 ms': timerFloor64.p99Ms },
     'timers only, 1,000 in flight': { 'lateness p50 ms': timerFloor1000.p50Ms, 'lateness p99 ms': timerFloor1000.p99Ms },

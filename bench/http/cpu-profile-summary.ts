@@ -28,6 +28,49 @@ function packageOf(url: string): string {
   return project !== null ? `project ${project[1]}` : url;
 }
 
+/** Packages that serve HTTP (Express, its middleware, Nest's HTTP pipeline, validation of bodies). */
+const HTTP_PACKAGES = new Set([
+  'express', 'router', 'body-parser', 'raw-body', 'content-type', 'type-is', 'on-finished', 'parseurl',
+  'path-to-regexp', 'iconv-lite', 'debug', 'mime-types', 'mime-db', 'etag', 'fresh', 'send', 'finalhandler',
+  'qs', 'media-typer', 'bytes', 'depd', 'statuses', 'http-errors', 'encodeurl', 'escape-html', 'vary',
+  'cookie', 'proxy-addr', 'forwarded', 'accepts', 'negotiator', 'unpipe', 'ee-first', 'safe-buffer',
+  '@nestjs/platform-express', '@nestjs/core', '@nestjs/common', 'class-validator', 'class-transformer',
+  'reflect-metadata', 'validator', 'libphonenumber-js',
+]);
+const LOGGING_PACKAGES = new Set(['pino', 'nestjs-pino', 'pino-http', 'sonic-boom', 'fast-redact', 'quick-format-unescaped', 'thread-stream']);
+const OBSERVABILITY_PACKAGES = new Set(['prom-client', 'tdigest', 'bintrees', '@opentelemetry/api', '@opentelemetry/semantic-conventions']);
+/** Native (V8 or addon) functions by name: better-sqlite3's statement calls, and the socket writes. */
+const STORAGE_NATIVE = new Set(['run', 'all', 'get', 'iterate', 'exec', 'prepare', 'pragma', 'transaction']);
+const HTTP_NATIVE = new Set(['writev', 'writeBuffer', 'writeUtf8String', 'writeLatin1String', 'Hash', 'digest', 'parse']);
+
+/**
+ * Which layer of the service a sample belongs to: the HTTP stack (Node's server, Express, Nest's
+ * pipeline and body validation, this project's src/http), storage (SQLite, the event store and the
+ * other stores), logging, metrics and tracing, V8's own work (garbage collection), idle, or the
+ * ledger (everything else: commands, deciders, the conversation runtime). `parse` counts as HTTP:
+ * the event store's JSON parsing runs inside its own JavaScript functions, the native `parse` frame
+ * is Node's HTTP parser.
+ */
+export function layerOf(node: ProfileNode): string {
+  const { functionName, url } = node.callFrame;
+  if (functionName === '(garbage collector)') return 'garbage collection';
+  if (functionName === '(idle)') return 'idle';
+  if (url === '') {
+    if (STORAGE_NATIVE.has(functionName)) return 'storage';
+    if (HTTP_NATIVE.has(functionName)) return 'http';
+    return 'ledger';
+  }
+  if (url.startsWith('node:')) {
+    return /^node:(_http_|net|internal\/(streams|stream_base_commons|http|url|querystring)|stream|http|url|querystring)/.test(url) ? 'http' : 'ledger';
+  }
+  const pkg = packageOf(url);
+  if (HTTP_PACKAGES.has(pkg) || pkg === 'project src/http' || pkg === 'project src/console') return 'http';
+  if (LOGGING_PACKAGES.has(pkg) || pkg === 'project src/logging') return 'logging';
+  if (OBSERVABILITY_PACKAGES.has(pkg) || pkg === 'project src/observability') return 'metrics and tracing';
+  if (pkg === 'better-sqlite3' || /^project src\/(event-store|answer-store|projection-runner|webhooks)$/.test(pkg)) return 'storage';
+  return 'ledger';
+}
+
 function label(node: ProfileNode): string {
   const { functionName, url, lineNumber } = node.callFrame;
   const file = url.split('/').slice(-2).join('/');
@@ -44,12 +87,16 @@ export function summarise(profile: CpuProfile, top: number, filters: readonly st
 
   const byFunction = new Map<string, number>();
   const byPackage = new Map<string, number>();
+  const byLayer = new Map<string, number>();
   for (const [id, n] of selfSamples) {
     const node = byId.get(id)!;
     add(byFunction, label(node), n);
     add(byPackage, packageOf(node.callFrame.url), n);
+    add(byLayer, layerOf(node), n);
   }
-  const lines = [`${total} samples`, '', 'self time by package:'];
+  const lines = [`${total} samples`, '', 'self time by layer:'];
+  for (const [name, n] of [...byLayer].sort((a, b) => b[1] - a[1])) lines.push(`  ${pct(n).padStart(7)}  ${name}`);
+  lines.push('', 'self time by package:');
   for (const [name, n] of [...byPackage].sort((a, b) => b[1] - a[1]).slice(0, top)) lines.push(`  ${pct(n).padStart(7)}  ${name}`);
   lines.push('', 'self time by function:');
   for (const [name, n] of [...byFunction].sort((a, b) => b[1] - a[1]).slice(0, top)) lines.push(`  ${pct(n).padStart(7)}  ${name}`);
