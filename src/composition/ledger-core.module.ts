@@ -9,7 +9,6 @@ import { EVENT_STORE, type EventStore } from '../event-store/event-store.port';
 import { withUpcasting } from '../event-store/upcasting';
 import { CommittedEventsPublisher } from '../ledger-events/committed-events.publisher';
 import { FeatureRegistry } from '../features/feature.registry';
-import { LogSettledInvocationHandler } from '../invocations/invocation-settled.event';
 import { RunOperationHandler } from '../invocations/run-operation.handler';
 import { CancelInvocationHandler } from '../invocations/cancel-invocation.handler';
 import { CancellationWatcher } from '../invocations/cancellation-watcher';
@@ -75,7 +74,6 @@ const retryJitterProvider: FactoryProvider<RandomSource> = {
     CancellationWatcher,
     SweepStaleInvocationsHandler,
     SetAlertThresholdsHandler,
-    LogSettledInvocationHandler,
   ],
   exports: [clockProvider, idempotencySecretProvider, AggregateRepository, FeatureRegistry],
 })

@@ -1,5 +1,5 @@
 import { Inject, Logger } from '@nestjs/common';
-import { CommandHandler, EventBus, ICommandHandler } from '@nestjs/cqrs';
+import { CommandHandler, ICommandHandler } from '@nestjs/cqrs';
 import { ANSWER_STORE, type AnswerStore } from '../answer-store/answer-store.port';
 import { accountDecider } from '../accounts/account.decider';
 import { accountStreamName } from '../accounts/account.events';
@@ -13,7 +13,7 @@ import { FeatureRegistry } from '../features/feature.registry';
 import type { OperationFeature, PreparedConversation } from '../features/operation-feature';
 import { CLOCK, isoAt } from '../domain/clock.token';
 import { RETRY_JITTER } from '../domain/retry-jitter.token';
-import { InvocationTelemetry } from '../observability/invocation-telemetry';
+import { activeTraceFields, InvocationTelemetry } from '../observability/invocation-telemetry';
 import { ProviderRegistry } from '../providers/provider.registry';
 import { runToolLoop, type Clock, type RandomSource, type ToolLoopResult } from '../runtime';
 import type { InvocationCommand } from './invocation.commands';
@@ -25,12 +25,12 @@ import { IdempotencyKeyReusedError, UnknownOperationError, UnknownOrganizationEr
 import { invocationIdFor } from './invocation-ids';
 import { IDEMPOTENCY_SECRET, requestFingerprint } from './request-fingerprint';
 import { RunningInvocations } from './running-invocations';
-import { InvocationSettledEvent } from './invocation-settled.event';
 import { RunOperationCommand, type RunOperationRequest } from './run-operation.command';
 
 @CommandHandler(RunOperationCommand)
 export class RunOperationHandler implements ICommandHandler<RunOperationCommand, InvocationResult> {
   private readonly logger = new Logger(RunOperationHandler.name);
+  private readonly settledLog = new Logger('Invocations');
   /** Keyed requests running in this process, so a repeat waits for the first instead of racing it. */
   // A repeat that joins shares the first's promise, and so its answer (SPEC §5 "The answer").
   private readonly inFlight = new Map<string, { readonly operationId: string; readonly fingerprint: string; readonly run: Promise<InvocationResult> }>();
@@ -39,7 +39,6 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
     private readonly repository: AggregateRepository,
     private readonly features: FeatureRegistry,
     private readonly providers: ProviderRegistry,
-    private readonly eventBus: EventBus,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(RETRY_JITTER) private readonly random: RandomSource,
     @Inject(ANSWER_STORE) private readonly answers: AnswerStore,
@@ -192,7 +191,9 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
       { correlationId: invocationId },
     );
     const summary = invocationSummary(settled);
-    this.eventBus.publish(new InvocationSettledEvent(request.organizationId, request.operationId, summary));
+    // One line per settled invocation, figures only. Written here, inside the invocation's span, so it
+    // names the trace; the public InvocationSettled reaches the EventBus later, from the log.
+    this.settledLog.log({ message: 'invocation settled', organizationId: request.organizationId, operationId: request.operationId, ...summary, ...activeTraceFields() });
     if (answer === undefined) return summary;
     this.keepAnswer(invocationId, answer, feature);
     return { ...summary, answer };

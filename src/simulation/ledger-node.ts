@@ -11,7 +11,7 @@ import { IDEMPOTENCY_SECRET } from '../invocations/request-fingerprint';
 import { RunningInvocations } from '../invocations/running-invocations';
 import { LEDGER_UPCASTERS } from '../upcasters/ledger.upcasters';
 import { Module, type DynamicModule, type INestApplication } from '@nestjs/common';
-import { CommandBus, EventBus } from '@nestjs/cqrs';
+import { CommandBus } from '@nestjs/cqrs';
 import { Test } from '@nestjs/testing';
 import { AggregateRepository } from '../aggregates/aggregate.repository';
 import { ANSWER_STORE, type AnswerStore } from '../answer-store/answer-store.port';
@@ -105,7 +105,6 @@ export class LedgerNode {
       repository,
       app.get(FeatureRegistry),
       app.get(ProviderRegistry),
-      app.get(EventBus),
       options.clock,
       options.random,
       app.get<AnswerStore>(ANSWER_STORE),
