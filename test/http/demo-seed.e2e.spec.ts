@@ -123,9 +123,10 @@ describe('LEDGER_DEMO=1 seeding (SPEC §10): the demo catalog, organization and 
 });
 
 describe('the demo banner', () => {
-  it('runs the demo operation as the member and reads its explanation with the id it got back', () => {
-    const text = demoBanner({
+  const banner = (routePrefix?: string): string =>
+    demoBanner({
       baseUrl: 'http://localhost:4321',
+      ...(routePrefix === undefined ? {} : { routePrefix }),
       operationId: 'demo.arithmetic',
       organizationId: 'demo-org',
       routing: 'scripted/demo-arithmetic-model (version 1)',
@@ -134,20 +135,16 @@ describe('the demo banner', () => {
         { role: 'org_admin', token: 'demo-admin-token', organizationId: 'demo-org' },
       ],
     });
+
+  it('runs the demo operation as the member and reads its explanation with the id it got back', () => {
+    const text = banner();
     expect(text).toContain(`ID=$(curl -s -X POST http://localhost:4321/v1/invocations -H 'Authorization: Bearer demo-member-token'`);
     expect(text).toContain(`curl -s http://localhost:4321/v1/invocations/$ID/explanation -H 'Authorization: Bearer demo-member-token'`);
     expect(text).toContain(`curl -s http://localhost:4321/v1/organizations/demo-org/balance -H 'Authorization: Bearer demo-admin-token'`);
   });
 
   it('names the routes under the HTTP prefix, and the OpenAPI document at the root where it is served', () => {
-    const text = demoBanner({
-      baseUrl: 'http://localhost:4321',
-      routePrefix: '/ledger',
-      operationId: 'demo.arithmetic',
-      organizationId: 'demo-org',
-      routing: 'scripted/demo-arithmetic-model (version 1)',
-      tokens: [{ role: 'org_member', token: 'demo-member-token', organizationId: 'demo-org' }],
-    });
+    const text = banner('/ledger');
     expect(text).toContain('curl -s -X POST http://localhost:4321/ledger/v1/invocations ');
     expect(text).toContain('curl -s http://localhost:4321/ledger/v1/invocations/$ID/attempts ');
     expect(text).not.toMatch(/localhost:4321\/v1\//);
