@@ -13,6 +13,7 @@ import { RunOperationHandler } from '../invocations/run-operation.handler';
 import { CancelInvocationHandler } from '../invocations/cancel-invocation.handler';
 import { CancellationWatcher } from '../invocations/cancellation-watcher';
 import { RunningInvocations } from '../invocations/running-invocations';
+import { InvocationEndings } from '../invocations/invocation-endings';
 import { SweepStaleInvocationsHandler } from '../invocations/sweep-stale-invocations.handler';
 import { ProviderRegistry } from '../providers/provider.registry';
 import { ANSWER_STORE, type AnswerStore } from '../answer-store/answer-store.port';
@@ -70,6 +71,7 @@ const retryJitterProvider: FactoryProvider<RandomSource> = {
     ChangeOrganizationSettingsHandler,
     RunOperationHandler,
     RunningInvocations,
+    InvocationEndings,
     CancelInvocationHandler,
     CancellationWatcher,
     SweepStaleInvocationsHandler,

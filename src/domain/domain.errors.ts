@@ -14,6 +14,7 @@ export const DOMAIN_ERROR_CODES = [
   'admission_refused',
   'idempotency_conflict',
   'idempotency_key_reused',
+  'keyed_request_in_progress',
 ] as const;
 export type DomainErrorCode = (typeof DOMAIN_ERROR_CODES)[number];
 

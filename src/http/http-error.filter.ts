@@ -46,6 +46,8 @@ export const HTTP_STATUS_OF_ERROR_CODE: Readonly<Record<DomainErrorCode | Infras
   // The same key with another request is not a conflict of state but a misused key.
   idempotency_conflict: { status: 422, code: 'idempotency_key_reused' },
   idempotency_key_reused: { status: 422, code: 'idempotency_key_reused' },
+  // The key's first request still runs (in another process) past the repeat's wait: repeat it later.
+  keyed_request_in_progress: { status: 409 },
   // Retries inside the command were exhausted by concurrent writers: the change may be tried again.
   concurrency_conflict: { status: 409, message: () => 'a concurrent change to the same record won; try again' },
   stream_deleted: { status: 409, message: () => 'a record this change needs was deleted in the event store' },

@@ -27,6 +27,25 @@ export class UnknownOrganizationError extends DomainError {
   }
 }
 
+/**
+ * A keyed repeat waited MAX_KEYED_REPEAT_WAIT_MS for the key's first request, running in another
+ * process, and it had still not settled. Nothing was written; a later repeat gets the first's result.
+ */
+export class KeyedRequestInProgressError extends DomainError {
+  override readonly name = 'KeyedRequestInProgressError';
+
+  constructor(
+    readonly idempotencyKey: string,
+    readonly waitedMs: number,
+  ) {
+    super(
+      'keyed_request_in_progress',
+      `the first request with idempotency key "${idempotencyKey}" is still running after ${waitedMs} ms; repeat the request later for its result`,
+      [{ field: 'idempotencyKey', message: 'its first request is still running' }],
+    );
+  }
+}
+
 /** An idempotency key reused for a different request: another operation, or another input (SPEC §10). */
 export class IdempotencyKeyReusedError extends DomainError {
   override readonly name = 'IdempotencyKeyReusedError';

@@ -21,7 +21,8 @@ import { invocationDecider } from './invocation.decider';
 import { invocationStreamName } from './invocation.events';
 import { invocationSummary, isUnmeasured, type InvocationState } from './invocation.state';
 import type { InvocationResult } from './invocation-result';
-import { IdempotencyKeyReusedError, UnknownOperationError, UnknownOrganizationError } from './invocation-errors';
+import { IdempotencyKeyReusedError, KeyedRequestInProgressError, UnknownOperationError, UnknownOrganizationError } from './invocation-errors';
+import { InvocationEndings, MAX_KEYED_REPEAT_WAIT_MS } from './invocation-endings';
 import { invocationIdFor } from './invocation-ids';
 import { IDEMPOTENCY_SECRET, requestFingerprint } from './request-fingerprint';
 import { RunningInvocations } from './running-invocations';
@@ -33,7 +34,11 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
   private readonly settledLog = new Logger('Invocations');
   /** Keyed requests running in this process, so a repeat waits for the first instead of racing it. */
   // A repeat that joins shares the first's promise, and so its answer (SPEC §5 "The answer").
-  private readonly inFlight = new Map<string, { readonly operationId: string; readonly fingerprint: string; readonly run: Promise<InvocationResult> }>();
+  // `estimated` resolves once the first's stream exists, so an async repeat (onEstimated) answers then.
+  private readonly inFlight = new Map<
+    string,
+    { readonly operationId: string; readonly fingerprint: string; readonly run: Promise<InvocationResult>; readonly estimated: Promise<void> }
+  >();
 
   constructor(
     private readonly repository: AggregateRepository,
@@ -44,6 +49,7 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
     @Inject(ANSWER_STORE) private readonly answers: AnswerStore,
     @Inject(IDEMPOTENCY_SECRET) private readonly idempotencySecret: Buffer,
     private readonly running: RunningInvocations,
+    private readonly endings: InvocationEndings,
   ) {}
 
   execute({ request }: RunOperationCommand): Promise<InvocationResult> {
@@ -57,10 +63,17 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
       // A repeat while the first still runs here waits for it (SPEC §10), if it is the same request.
       const differs = differenceOf(running, request.operationId, fingerprint);
       if (differs !== undefined) return Promise.reject(new IdempotencyKeyReusedError(request.idempotencyKey, differs));
+      void running.estimated.then(() => request.onEstimated?.(invocationId));
       return running.run;
     }
-    const run = this.run(invocationId, feature, request, fingerprint);
-    this.inFlight.set(invocationId, { operationId: request.operationId, fingerprint, run });
+    let markEstimated!: () => void;
+    const estimated = new Promise<void>((resolve) => (markEstimated = resolve));
+    const onEstimated = (id: string): void => {
+      markEstimated();
+      request.onEstimated?.(id);
+    };
+    const run = this.run(invocationId, feature, { ...request, onEstimated }, fingerprint);
+    this.inFlight.set(invocationId, { operationId: request.operationId, fingerprint, run, estimated });
     return run.finally(() => this.inFlight.delete(invocationId));
   }
 
@@ -105,7 +118,7 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
 
     if (request.idempotencyKey !== undefined) {
       const existing = await this.repository.load(stream, invocationDecider);
-      if (existing.revision !== undefined) return this.repeatOf(existing.state, request, feature, fingerprint);
+      if (existing.revision !== undefined) return this.afterFirst(invocationId, existing.state, request, feature, fingerprint);
     }
 
     // Bad input is refused before anything is written.
@@ -139,7 +152,7 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
       // Another process estimated the same keyed request first: answer with its result.
       if (error instanceof IllegalTransitionError && request.idempotencyKey !== undefined) {
         const existing = await this.repository.load(stream, invocationDecider);
-        return this.repeatOf(existing.state, request, feature, fingerprint);
+        return this.afterFirst(invocationId, existing.state, request, feature, fingerprint);
       }
       throw error;
     }
@@ -278,6 +291,46 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
   }
 
   /**
+   * A keyed repeat whose first request is in the log but runs elsewhere (another process on the same
+   * store; this process's own runs are joined in `execute`): waits for the first to settle, observing
+   * the log, at most MAX_KEYED_REPEAT_WAIT_MS by the clock, then answers with its result (SPEC §10 "a
+   * concurrent repeat waits for the first"). Never runs the request a second time, never answers with
+   * a result the first has not reached yet.
+   */
+  private async afterFirst(
+    invocationId: string,
+    first: InvocationState,
+    request: RunOperationRequest,
+    feature: OperationFeature,
+    fingerprint: string | undefined,
+  ): Promise<InvocationResult> {
+    if (isFinal(first)) return this.repeatOf(first, request, feature, fingerprint);
+    // Another request with the same key is refused at once, not after the wait.
+    const differs = differenceOf({ operationId: first.operationId, fingerprint: first.requestFingerprint }, request.operationId, fingerprint);
+    if (differs !== undefined) throw new IdempotencyKeyReusedError(request.idempotencyKey ?? '', differs);
+    request.onEstimated?.(invocationId);
+    const stream = invocationStreamName(invocationId);
+    // Registered before the stream is read again: an ending committed before this read is in it, and
+    // any later one reaches the watch.
+    const watch = this.endings.watch(invocationId);
+    let cancelTimer: (() => void) | undefined;
+    try {
+      let current = (await this.repository.load(stream, invocationDecider)).state;
+      if (!isFinal(current)) {
+        const timedOut = new Promise<'timed_out'>((resolve) => (cancelTimer = this.clock.setTimer(MAX_KEYED_REPEAT_WAIT_MS, () => resolve('timed_out'))));
+        if ((await Promise.race([watch.ended.then(() => 'ended' as const), timedOut])) === 'timed_out') {
+          throw new KeyedRequestInProgressError(request.idempotencyKey ?? '', MAX_KEYED_REPEAT_WAIT_MS);
+        }
+        current = (await this.repository.load(stream, invocationDecider)).state;
+      }
+      return this.repeatOf(current, request, feature, fingerprint);
+    } finally {
+      cancelTimer?.();
+      watch.stop();
+    }
+  }
+
+  /**
    * The first request's result for a repeat of its key, from the log (another process may have run
    * it), with its answer when the feature keeps answers; refused when the key's first request had
    * another operation or input.
@@ -309,6 +362,11 @@ function differenceOf(
   if (first.operationId !== operationId) return 'operation';
   if (first.fingerprint !== undefined && first.fingerprint !== fingerprint) return 'input';
   return undefined;
+}
+
+/** Refused or settled: the invocation has its result, and nothing more happens to it. */
+function isFinal(state: InvocationState): boolean {
+  return state.status === 'settled' || state.status === 'refused';
 }
 
 function describe(error: unknown): string {

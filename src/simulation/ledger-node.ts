@@ -9,6 +9,7 @@
  */
 import { IDEMPOTENCY_SECRET } from '../invocations/request-fingerprint';
 import { RunningInvocations } from '../invocations/running-invocations';
+import { InvocationEndings } from '../invocations/invocation-endings';
 import { LEDGER_UPCASTERS } from '../upcasters/ledger.upcasters';
 import { Module, type DynamicModule, type INestApplication } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
@@ -112,6 +113,8 @@ export class LedgerNode {
       app.get<Buffer>(IDEMPOTENCY_SECRET),
       // Its own process: its runs are its own (a cancellation recorded in the log reaches the node's).
       new RunningInvocations(),
+      // The app's own, which its log watcher tells when an invocation ends, whichever node ended it.
+      app.get(InvocationEndings),
     );
     const sweepHandler = new SweepStaleInvocationsHandler(repository, app.get<SweepCandidates>(SWEEP_CANDIDATES), options.clock);
     return new LedgerNode(app, store, {

@@ -20,6 +20,7 @@ import { PublishOperationCommand, type PublicationRequest } from '../catalog/pub
 import type { EventStore, NewEvent } from '../event-store/event-store.port';
 import { openEventStore, parseStoreUrl } from '../event-store/open-event-store';
 import type { InvocationSummary } from '../invocations/invocation.state';
+import { MAX_KEYED_REPEAT_WAIT_MS } from '../invocations/invocation-endings';
 import { RunOperationCommand, type RunOperationRequest } from '../invocations/run-operation.command';
 import { SweepStaleInvocationsCommand, type SweepReport } from '../invocations/sweep-stale-invocations.command';
 import { ActivityProbe, EventLoopPump } from './event-loop-pump';
@@ -101,6 +102,8 @@ interface ActContext {
   readonly onProcessGone?: () => void;
   /** An error the command must end with (a key reused for another operation). */
   readonly expectedError?: string;
+  /** A keyed repeat, sent at this virtual time: it may end still waiting for its first request. */
+  readonly repeatSentAtMs?: number;
 }
 
 /** Events only a running conversation writes (the sweep writes none of them). */
@@ -481,7 +484,11 @@ class Simulation implements StoreFaultController {
     // A client whose request died with the process may send it again, with the same key.
     if (crashed && new Prng(this.options.seed, `client-retry-${plan.tag}`).chance(50)) {
       this.tally.add('duplicate.client-retry-after-crash');
-      await this.act(`retry ${plan.tag}`, (node) => this.runOperation(node, false, { operationId: plan.operationId, organizationId: plan.organizationId, input: { tag: plan.tag }, idempotencyKey: plan.idempotencyKey }), { invocationId: plan.invocationId });
+      await this.act(`retry ${plan.tag}`, (node) => this.runOperation(node, false, { operationId: plan.operationId, organizationId: plan.organizationId, input: { tag: plan.tag }, idempotencyKey: plan.idempotencyKey }), {
+        invocationId: plan.invocationId,
+        // The crashed process no longer runs it: the retry may wait out its bound until a sweep settles it.
+        repeatSentAtMs: this.clock.now(),
+      });
     }
   }
 
@@ -491,7 +498,7 @@ class Simulation implements StoreFaultController {
     await this.act(
       `repeat ${plan.tag}`,
       (node) => this.runOperation(node, repeat.bySecondProcess, { operationId, organizationId: plan.organizationId, input: { tag: plan.tag }, idempotencyKey: plan.idempotencyKey, signal: node.killSignal }),
-      { invocationId: plan.invocationId, ...(repeat.otherOperationId === undefined ? {} : { expectedError: 'IdempotencyKeyReusedError' }) },
+      { invocationId: plan.invocationId, repeatSentAtMs: this.clock.now(), ...(repeat.otherOperationId === undefined ? {} : { expectedError: 'IdempotencyKeyReusedError' }) },
     );
   }
 
@@ -518,7 +525,7 @@ class Simulation implements StoreFaultController {
    * any other escaping error is a violation.
    */
   private async act<T>(label: string, work: (node: LedgerNode) => Promise<T>, context: ActContext = {}): Promise<T | undefined> {
-    const { invocationId, onProcessGone, expectedError } = context;
+    const { invocationId, onProcessGone, expectedError, repeatSentAtMs } = context;
     const node = await this.liveNode();
     let outcome: { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: unknown };
     try {
@@ -540,6 +547,7 @@ class Simulation implements StoreFaultController {
       node.dead ||
       EXPLAINED_ERRORS.has(name) ||
       name === expectedError ||
+      (name === 'KeyedRequestInProgressError' && invocationId !== undefined && repeatSentAtMs !== undefined && this.firstStillRan(invocationId, repeatSentAtMs)) ||
       (name === 'IllegalTransitionError' && invocationId !== undefined && (this.audit.settledBySweep(invocationId) || this.disturbedInvocations.has(invocationId)));
     if (!explained) {
       this.fail({
@@ -550,6 +558,16 @@ class Simulation implements StoreFaultController {
       });
     }
     return undefined;
+  }
+
+  /**
+   * A keyed repeat may say its first request still runs only if that request had not settled for the
+   * whole wait (MAX_KEYED_REPEAT_WAIT_MS from when the repeat was sent, at the least): a first that
+   * settled within it must have woken the repeat with its result.
+   */
+  private firstStillRan(invocationId: string, repeatSentAtMs: number): boolean {
+    const settlement = this.audit.invocations.get(invocationId)?.settlement;
+    return settlement === undefined || settlement.settledAtMs >= repeatSentAtMs + MAX_KEYED_REPEAT_WAIT_MS;
   }
 
   /**

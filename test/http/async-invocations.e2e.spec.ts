@@ -170,6 +170,23 @@ describe('SPEC §10 async invocations: Prefer: respond-async, then Server-Sent E
     expect((await ledger.http().get(path)).status).toBe(401);
   });
 
+  it('answers a keyed async repeat 202 at once while the first still runs in this process, without waiting for its end (SPEC §10)', async () => {
+    closeGate();
+    const send = () =>
+      ledger.http().post('/v1/invocations').set(bearer(TOKENS.acmeMember)).set('Prefer', 'respond-async').set('Idempotency-Key', 'async-repeat').send({ operationId: OPERATION, organizationId: 'acme', input: { question: 'q' } });
+    const first = await send();
+    expect(first.status).toBe(202);
+    // The model still waits at the gate: a repeat that waited for the end would never answer here.
+    const repeat = await send();
+    expect(repeat.status).toBe(202);
+    expect(repeat.body.invocationId).toBe(first.body.invocationId);
+    expect(['estimated', 'reserved', 'dispatched']).toContain(repeat.body.state);
+    openGate();
+    const events = await readEvents(await fetch(`${base}/v1/invocations/${first.body.invocationId}/events`, { headers: bearer(TOKENS.acmeMember) }));
+    expect(events.messages.filter((message) => message.event === 'InvocationEstimated')).toHaveLength(1);
+    expect(events.messages.at(-1)!.event).toBe('InvocationSettled');
+  });
+
   it('still refuses bad input synchronously under Prefer: respond-async', async () => {
     const response = await ledger.http().post('/v1/invocations').set(bearer(TOKENS.acmeMember)).set('Prefer', 'respond-async').send({ operationId: OPERATION, organizationId: 'nobody-yet', input: { question: 'q' } });
     expect(response.status).toBe(404);

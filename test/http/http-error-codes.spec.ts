@@ -17,6 +17,7 @@ import { InvalidFeatureInputError } from '../../src/features/operation-feature';
 import { HTTP_STATUS_OF_ERROR_CODE, HttpErrorFilter, INTERNAL_ERROR_MESSAGE } from '../../src/http/http-error.filter';
 import {
   IdempotencyKeyReusedError,
+  KeyedRequestInProgressError,
   UnknownInvocationError,
   UnknownOperationError,
   UnknownOrganizationError,
@@ -61,6 +62,7 @@ const DOMAIN_ERRORS: readonly DomainError[] = [
   new AdmissionRefusedError({ reason: 'ai_disabled', figures: { aiEnabled: false } }),
   new IdempotencyConflictError('inv-1', 'invocation inv-1 already holds 10 credits'),
   new IdempotencyKeyReusedError('key-1', 'input'),
+  new KeyedRequestInProgressError('key-1', 60_000),
 ];
 
 describe('HTTP error filter: errors are mapped by their code', () => {

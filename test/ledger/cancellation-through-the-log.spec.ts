@@ -1,9 +1,7 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { invocationIdFor } from '../../src/invocations/invocation-ids';
 import { bearer, publicationBody, startHttpLedger, TOKENS, type HttpLedger } from '../http/support/http-ledger';
 import { WAITING_OPERATION, waitingScript } from './fixtures/cancel-child.fixture';
+import { startChildInstance } from './fixtures/cancel-child.process';
 import { scriptedFeature } from '../support/scripted-feature';
 import { publication, seed, startLedgerApp } from '../support/ledger-app';
 import { CancelInvocationCommand } from '../../src/invocations/cancel-invocation.command';
@@ -11,32 +9,7 @@ import { RunOperationCommand } from '../../src/invocations/run-operation.command
 import { UnknownInvocationError } from '../../src/invocations/invocation-errors';
 import { IllegalTransitionError } from '../../src/domain/domain.errors';
 
-const HOOK = join(__dirname, '..', '..', 'tools', 'ts-require-hook.js');
-const CHILD = join(__dirname, 'fixtures', 'cancel-child.fixture.ts');
 const HOLD_CREDITS = 700;
-
-interface Child {
-  readonly process: ChildProcessWithoutNullStreams;
-  next(pattern: RegExp): Promise<RegExpMatchArray>;
-}
-
-function startChild(directory: string, key: string): Child {
-  const child = spawn(process.execPath, ['-r', HOOK, CHILD, directory, join(directory, 'instance-b.read.sqlite'), key], { stdio: ['pipe', 'pipe', 'pipe'] });
-  let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
-  return {
-    process: child,
-    async next(pattern) {
-      for (;;) {
-        const line = await lines.next();
-        if (line.done === true) throw new Error(`instance B ended before printing ${pattern}: ${stderr}`);
-        const match = pattern.exec(line.value);
-        if (match !== null) return match;
-      }
-    },
-  };
-}
 
 type StreamEvent = { type: string; data: Record<string, unknown> };
 
@@ -56,7 +29,7 @@ describe('cancellation through the log (SPEC §10 POST /v1/invocations/:id/cance
   it('ends an invocation running on instance B cancelled when instance A is asked, settled once, its hold released', async () => {
     const key = 'cross-process-1';
     const invocationId = invocationIdFor('acme', key);
-    const child = startChild(ledger.directory, key);
+    const child = startChildInstance(ledger.directory, key);
     try {
       await child.next(/^in-attempt$/);
       const cancel = await ledger.http().post(`/v1/invocations/${invocationId}/cancel`).set(bearer(TOKENS.acmeMember));
