@@ -176,6 +176,8 @@ class Simulation implements StoreFaultController {
     this.env = {
       LEDGER_STORE: store,
       LEDGER_READ_STORE: join(this.directory, 'ledger.read.sqlite'),
+      // Named, so a run on EventStoreDB keeps its answers in its own directory too, not in ./var.
+      LEDGER_ANSWER_STORE: join(this.directory, 'ledger.answers.sqlite'),
       // Fixed per seed, so request fingerprints, and with them the log's digest, replay exactly.
       LEDGER_IDEMPOTENCY_SECRET: `simulation-fingerprint-secret-seed-${this.options.seed}`,
     };

@@ -54,7 +54,7 @@ describe('the service on EventStoreDB/KurrentDB over HTTP (wire test server)', (
   beforeAll(async () => {
     server = await EventStoreDbWireServer.start({ batchAppend: true });
     directory = mkdtempSync(join(tmpdir(), 'llm-ledger-esdb-'));
-    env = { LEDGER_STORE: server.connectionString, LEDGER_READ_STORE: join(directory, 'read-models.sqlite') };
+    env = { LEDGER_STORE: server.connectionString, LEDGER_READ_STORE: join(directory, 'read-models.sqlite'), LEDGER_ANSWER_STORE: join(directory, 'answers.sqlite') };
     ledger = await startHttpLedger({ env, directory, keepDirectory: true });
   });
 

@@ -84,7 +84,11 @@ describe.each<[string, () => Promise<SharedLog>]>([
       const server = await EventStoreDbWireServer.start({ batchAppend: true });
       const directory = mkdtempSync(join(tmpdir(), 'llm-ledger-two-esdb-'));
       return {
-        env: (instance) => ({ LEDGER_STORE: server.connectionString, LEDGER_READ_STORE: join(directory, `read-${instance}.sqlite`) }),
+        env: (instance) => ({
+          LEDGER_STORE: server.connectionString,
+          LEDGER_READ_STORE: join(directory, `read-${instance}.sqlite`),
+          LEDGER_ANSWER_STORE: join(directory, `answers-${instance}.sqlite`),
+        }),
         close: async () => {
           await server.stop();
           rmSync(directory, { recursive: true, force: true });
