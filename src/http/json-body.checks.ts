@@ -30,7 +30,7 @@ export function nestsTooDeep(json: Uint8Array): boolean {
 
 // `__proto__`, `constructor`, `toString`, `hasOwnProperty`…: a body's key by one of these names is
 // refused rather than stripped or, worse, read through the prototype.
-const PROTOTYPE_NAMES: ReadonlySet<string> = new Set(Object.getOwnPropertyNames(Object.prototype));
+export const PROTOTYPE_NAMES: ReadonlySet<string> = new Set(Object.getOwnPropertyNames(Object.prototype));
 
 /**
  * The dotted paths (`input.constructor`, `items.0.__proto__`) of every key named like an

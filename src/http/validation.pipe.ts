@@ -1,5 +1,6 @@
-import { ValidationPipe, type ValidationError } from '@nestjs/common';
+import { ValidationPipe, type ArgumentMetadata, type ValidationError } from '@nestjs/common';
 import { InvalidRequestException, type FieldProblems } from './http-error.body';
+import { PROTOTYPE_NAMES } from './json-body.checks';
 
 /**
  * The global pipe: every body and query is checked against its class-validator DTO. Unknown fields are
@@ -7,7 +8,7 @@ import { InvalidRequestException, type FieldProblems } from './http-error.body';
  * problem is reported at once under its dotted field path.
  */
 export function ledgerValidationPipe(): ValidationPipe {
-  return new ValidationPipe({
+  return new LedgerValidationPipe({
     whitelist: true,
     forbidNonWhitelisted: true,
     forbidUnknownValues: true,
@@ -18,6 +19,20 @@ export function ledgerValidationPipe(): ValidationPipe {
     validationError: { target: false, value: false },
     exceptionFactory: (errors) => new InvalidRequestException(fieldProblems(errors)),
   });
+}
+
+/**
+ * A query parameter named like an Object.prototype member (`?constructor=1`) would slip past the
+ * whitelist (the DTO instance "has" it); it is refused as unknown, as the same key in a body is.
+ */
+class LedgerValidationPipe extends ValidationPipe {
+  override transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    if (metadata.type === 'query' && typeof value === 'object' && value !== null) {
+      const named = Object.keys(value).filter((key) => PROTOTYPE_NAMES.has(key));
+      if (named.length > 0) return Promise.reject(new InvalidRequestException(Object.fromEntries(named.map((key) => [key, ['is not a known field']]))));
+    }
+    return super.transform(value, metadata) as Promise<unknown>;
+  }
 }
 
 /** Flattens class-validator's tree into `{ 'limits.maxTurns': ['must be at least 1 turns'] }`. */

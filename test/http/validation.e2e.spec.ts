@@ -147,6 +147,8 @@ describe('HTTP bad input (SPEC §11): a 400 naming each bad field, and nothing w
     ['a revision that is not a number', '?from=abc', 'from'],
     ['a negative revision', '?from=-1', 'from'],
     ['an unknown query parameter', '?limit=5', 'limit'],
+    ['a query parameter named like an Object.prototype member', '?constructor=1', 'constructor'],
+    ['a query parameter named __proto__', '?__proto__=1', '__proto__'],
   ])('refuses a stream read with %s', async (_case, query, field) => {
     const response = await ledger.http().get(`/v1/streams/account-acme${query}`).set(bearer(TOKENS.auditor));
     expect(response.status).toBe(400);
