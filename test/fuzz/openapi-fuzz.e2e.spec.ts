@@ -82,6 +82,8 @@ const BAD_IDS = ['%00', '%24all', 'a'.repeat(129), 'o'.repeat(191), '..%2F..%2Fe
 const PROTOTYPE_KEYS = ['__proto__', 'constructor', 'toString', 'valueOf', 'hasOwnProperty'];
 /** Characters tried against a declared pattern; those it refuses make bad values. */
 const PROBE_CHARACTERS = [' ', '$', '/', '%', '#', '\u0000', '\u007f', 'é', '\u{1F4A5}', '"', '-', '.', 'a'];
+/** What Node's HTTP client sends as a header value (tab, printable ASCII and Latin-1). */
+const SENDABLE_HEADER = /^[\t\x20-\x7e\x80-\xff]*$/;
 const ERROR_SHAPE_KEYS = new Set(['statusCode', 'error', 'code', 'message', 'fields', 'requestId']);
 /** What a field's own check says when a value is outside the bounds or type the document declares. */
 const BOUND_PROBLEM = /must be (at most|at least|a whole number)|must not be negative|must be an? (integer|number)/;
@@ -270,6 +272,14 @@ describe('fuzzing every route of the OpenAPI document (SPEC §11): no 5xx, every
         add({ description: `${route} with ?${parameter.name} repeated`, method: operation.method, path: `${fill()}?${twice}&${twice}`, ...base, wrongIf2xx: false, field: parameter.name });
       }
     }
+    for (const parameter of operation.parameters.filter((parameter) => parameter.in === 'header')) {
+      // Only what an HTTP client can send in a header at all (Node refuses control characters).
+      const values = [...badQueryValuesOf(parameter.schema).refused, ...(parameter.schema.type === 'integer' ? [] : ['   ', 'caf\u00e9'])].filter((value) => SENDABLE_HEADER.test(value) && value !== '');
+      for (const value of values) {
+        add({ description: `${route} with header ${parameter.name}: ${value.slice(0, 20)}`, method: operation.method, path: fill(), ...base, headers: { ...base.headers, [parameter.name]: value }, wrongIf2xx: true, field: parameter.name });
+      }
+    }
+
     // A route that declares query parameters refuses any other (one that declares none ignores them).
     if (queries.length > 0) {
       add({ description: `${route} with an unknown query parameter`, method: operation.method, path: `${fill()}?fuzzUnknown=1`, wrongIf2xx: true, field: 'fuzzUnknown' });
@@ -329,6 +339,7 @@ describe('fuzzing every route of the OpenAPI document (SPEC §11): no 5xx, every
     expect(chosen.some((item) => item.description.includes(' with limits.maxTurns=') || item.description.includes(' with prices.'))).toBe(true);
     expect(chosen.some((item) => item.description.includes(' with input.question='))).toBe(true);
     expect(chosen.some((item) => item.description.includes('with ?limit='))).toBe(true);
+    expect(chosen.some((item) => item.description.includes('with header Idempotency-Key'))).toBe(true);
     expect(chosen.filter((item) => item.otherTenant).length).toBeGreaterThan(20);
 
     const serverErrors: Sent[] = [];
