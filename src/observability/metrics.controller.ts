@@ -1,6 +1,6 @@
 import { Controller, Get, Header, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
-import { ApiAuthenticatedErrors } from '../http/api-docs.decorators';
+import { ApiAuthenticatedErrors, ApiUnavailable } from '../http/api-docs.decorators';
 import { Roles } from '../http/auth/roles.decorator';
 import type { HttpResponse } from '../http/http.types';
 import { LedgerMetrics } from './ledger-metrics';
@@ -9,6 +9,8 @@ import { LedgerMetrics } from './ledger-metrics';
 @ApiTags('observability')
 @ApiBearerAuth()
 @ApiAuthenticatedErrors()
+// The projection-lag gauge reads the read models' checkpoints and the log's head.
+@ApiUnavailable()
 @Controller('metrics')
 export class MetricsController {
   constructor(private readonly metrics: LedgerMetrics) {}

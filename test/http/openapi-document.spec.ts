@@ -5,7 +5,9 @@
  * The fuzz suite (test/fuzz) then derives its cases from this document.
  */
 import { ID_PATTERN, IDEMPOTENCY_KEY_PATTERN_TEXT, MAX_ID_CHARS, MAX_IDEMPOTENCY_KEY_CHARS } from '../../src/domain/field-checks';
-import { startHttpLedger, type HttpLedger } from './support/http-ledger';
+import { EVENT_STORE, EventStoreUnavailableError, type EventStore } from '../../src/event-store/event-store.port';
+import { LiveProjections } from '../../src/projection-runner';
+import { bearer, publicationBody, startHttpLedger, TOKENS, type HttpLedger } from './support/http-ledger';
 
 type Schema = {
   type?: string;
@@ -136,7 +138,7 @@ describe('the OpenAPI document states what the validation enforces and every ans
       if ((operation.parameters ?? []).some((parameter) => parameter.in !== 'header') || operation.requestBody !== undefined) expectAnswers(route, operation, ['400']);
       // The JSON body parser answers every POST and PUT: too large, not JSON, an encoding it cannot read.
       if (method === 'POST' || method === 'PUT') expectAnswers(route, operation, ['400', '409', '413', '415']);
-      if (path.startsWith('/v1/') && !WITHOUT_LOG.has(route)) expectAnswers(route, operation, ['503']);
+      if ((path.startsWith('/v1/') || path === '/metrics') && !WITHOUT_LOG.has(route)) expectAnswers(route, operation, ['503']);
     }
     expect(missing).toEqual([]);
 
@@ -170,3 +172,58 @@ function pick(schema: Schema): Schema {
   const { type, minLength, maxLength, pattern } = schema;
   return { type, minLength, maxLength, pattern } as Schema;
 }
+
+describe('the OpenAPI document declares 503 wherever the service gives it: with the event store and the read models down', () => {
+  it('answers every route with valid input as declared, 503 only where the document says so and never a 500', async () => {
+    const ledger = await startHttpLedger();
+    const restore = new Map<string, unknown>();
+    const store = ledger.app.get<EventStore>(EVENT_STORE) as unknown as Record<string, unknown>;
+    try {
+      await ledger.http().put('/v1/operations/demo.arithmetic/publications').set(bearer(TOKENS.system)).send(publicationBody()).expect(200);
+      await ledger.http().post('/v1/organizations/acme/grants').set(bearer(TOKENS.system)).send({ credits: 5_000, reason: 'plan', idempotencyKey: 'seed' }).expect(200);
+      const invocation = await ledger.http().post('/v1/invocations').set(bearer(TOKENS.system)).send({ operationId: 'demo.arithmetic', organizationId: 'acme', input: { question: 'What is 6*7?' } }).expect(200);
+      const webhook = await ledger.http().post('/v1/organizations/acme/webhooks').set(bearer(TOKENS.system)).send({ url: 'https://example.com/hooks/ledger', events: ['InvocationSettled'] }).expect(200);
+      const ids: Record<string, string> = { organizationId: 'acme', operationId: 'demo.arithmetic', streamName: 'account-acme', invocationId: invocation.body.invocationId, webhookId: webhook.body.webhookId };
+      const document = (await ledger.http().get('/docs-json').expect(200)).body as Document;
+
+      // The read models stop and every call to the store fails as an unreachable store's do.
+      await ledger.app.get(LiveProjections).stop();
+      for (const name of ['append', 'readStream', 'streamRevision', 'headPosition', 'readAll']) {
+        if (typeof store[name] !== 'function') continue;
+        restore.set(name, store[name]);
+        store[name] = () => Promise.reject(new EventStoreUnavailableError(name, 'the store does not answer (test)'));
+      }
+
+      const bodies: Record<string, unknown> = {
+        'PUT /v1/operations/{operationId}/publications': publicationBody(),
+        'POST /v1/organizations/{organizationId}/grants': { credits: 5, reason: 'r', idempotencyKey: 'k2' },
+        'POST /v1/organizations/{organizationId}/adjustments': { credits: 5, reason: 'r', idempotencyKey: 'k3' },
+        'PUT /v1/organizations/{organizationId}/settings': { maxRunning: 3 },
+        'POST /v1/invocations': { operationId: 'demo.arithmetic', organizationId: 'acme', input: { question: 'What is 1+1?' } },
+        'POST /v1/settlements/sweep': { olderThanMs: 600_000 },
+        'PUT /v1/organizations/{organizationId}/alerts': { thresholds: [{ kind: 'available_below', credits: 10 }] },
+        'POST /v1/organizations/{organizationId}/webhooks': { url: 'https://example.com/hooks/2', events: ['InvocationSettled'] },
+      };
+      const queries: Record<string, string> = { 'GET /v1/organizations/{organizationId}/usage': '?from=2026-12-01&to=2026-12-02' };
+      const undeclared: string[] = [];
+      let unavailable = 0;
+      for (const [path, methods] of Object.entries(document.paths)) {
+        for (const [method, operation] of Object.entries(methods)) {
+          const route = `${method.toUpperCase()} ${path}`;
+          // Served from the webhook store alone; deleting the webhook would only take it from the later routes.
+          if (route === 'DELETE /v1/organizations/{organizationId}/webhooks/{webhookId}') continue;
+          const url = path.replace(/\{(\w+)\}/g, (_all, name: string) => encodeURIComponent(ids[name]!)) + (queries[route] ?? '');
+          const call = ledger.http()[method as 'get' | 'post' | 'put'](url).set(bearer(TOKENS.system));
+          const response = route.endsWith('/events') ? await call.buffer(true).timeout(5_000).catch((error: { status?: number; response?: { status: number } }) => ({ status: error.response?.status ?? 0 })) : bodies[route] === undefined ? await call : await call.send(bodies[route] as object);
+          if (response.status === 503) unavailable++;
+          if (response.status >= 500 && (response.status !== 503 || operation.responses['503'] === undefined)) undeclared.push(`${route}: ${response.status}`);
+        }
+      }
+      expect(undeclared).toEqual([]);
+      expect(unavailable).toBeGreaterThan(15);
+    } finally {
+      for (const [name, original] of restore) store[name] = original;
+      await ledger.close();
+    }
+  }, 60_000);
+});
