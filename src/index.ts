@@ -63,7 +63,14 @@ export {
 export { DOMAIN_ERROR_CODES, DomainError, IdempotencyConflictError, IllegalTransitionError, ValidationError } from './domain/domain.errors';
 export type { DomainErrorCode, FieldIssue } from './domain/domain.errors';
 export { AdmissionRefusedError } from './accounts/admission.policy';
-export { IdempotencyKeyReusedError, UnknownInvocationError, UnknownOperationError, UnknownOrganizationError } from './invocations/invocation-errors';
+export {
+  IdempotencyKeyReusedError,
+  KeyedRequestInProgressError,
+  UnknownInvocationError,
+  UnknownOperationError,
+  UnknownOrganizationError,
+} from './invocations/invocation-errors';
+export { MAX_KEYED_REPEAT_WAIT_MS } from './invocations/invocation-endings';
 
 // The runtime's tool and message types, and the scripted provider for a feature's own tests.
 export type {
