@@ -4,8 +4,12 @@
  * arrives at instance A on the same SQLite log. A waits for B's settlement, observing the log, and
  * answers with its result; it never runs the request a second time nor answers with a state the
  * first has not finished. Past MAX_KEYED_REPEAT_WAIT_MS (A's injected clock) it says the first still
- * runs (409), writing nothing.
+ * runs (409), writing nothing. The last test does the same with two instances on EventStoreDB,
+ * whose subscriptions push (the real client against a local server that speaks its protocol).
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { CancelInvocationCommand } from '../../src/invocations/cancel-invocation.command';
 import { InvocationEndings, MAX_KEYED_REPEAT_WAIT_MS } from '../../src/invocations/invocation-endings';
 import { KeyedRequestInProgressError } from '../../src/invocations/invocation-errors';
@@ -13,6 +17,7 @@ import { invocationIdFor } from '../../src/invocations/invocation-ids';
 import { RunOperationCommand } from '../../src/invocations/run-operation.command';
 import { VirtualClock } from '../../src/runtime';
 import { bearer, publicationBody, startHttpLedger, TOKENS } from '../http/support/http-ledger';
+import { EventStoreDbWireServer } from '../support/eventstoredb-wire-server';
 import { publication, seed, startLedgerApp } from '../support/ledger-app';
 import { scriptedFeature } from '../support/scripted-feature';
 import { WAITING_OPERATION, waitingScript } from './fixtures/cancel-child.fixture';
@@ -121,6 +126,46 @@ describe('SPEC §10 idempotency: a keyed repeat at another instance waits for th
     } finally {
       child.process.kill();
       await ledger.close();
+    }
+  });
+});
+
+describe('SPEC §10 idempotency on EventStoreDB: two instances on one log (the real client against a local server speaking its protocol)', () => {
+  it('makes a repeat at instance A wait for the run on instance B, which a cancellation sent to A ends, settled once', async () => {
+    const server = await EventStoreDbWireServer.start({ batchAppend: true });
+    const directory = mkdtempSync(join(tmpdir(), 'llm-ledger-esdb-repeat-'));
+    const env = (instance: string): Record<string, string> => ({
+      LEDGER_STORE: server.connectionString,
+      LEDGER_READ_STORE: join(directory, `${instance}.read.sqlite`),
+      LEDGER_ANSWER_STORE: join(directory, `${instance}.answers.sqlite`),
+      // Every instance on one EventStoreDB log shares the fingerprint secret.
+      LEDGER_IDEMPOTENCY_SECRET: 'a-secret-both-instances-share-0123456789',
+    });
+    let attemptStarted!: () => void;
+    const started = new Promise<void>((resolve) => (attemptStarted = resolve));
+    const a = await startLedgerApp({ env: env('a'), directory, keepDirectory: true, features: [scriptedFeature(WAITING_OPERATION, () => waitingScript())] });
+    const b = await startLedgerApp({ env: env('b'), directory, keepDirectory: true, features: [scriptedFeature(WAITING_OPERATION, () => waitingScript(() => attemptStarted()))] });
+    try {
+      await seed(a, { operationId: WAITING_OPERATION, organizationId: 'acme', publication: publication({ creditHold: HOLD_CREDITS }) });
+      const key = 'repeat-esdb-1';
+      const invocationId = invocationIdFor('acme', key);
+      const request = { operationId: WAITING_OPERATION, organizationId: 'acme', input: CHILD_INPUT, idempotencyKey: key };
+      const first = b.commandBus.execute(new RunOperationCommand(request));
+      await started;
+      const repeat = a.commandBus.execute(new RunOperationCommand(request));
+      await untilWaiting(a.app.get(InvocationEndings));
+      await a.commandBus.execute(new CancelInvocationCommand(invocationId, 'test on instance A'));
+      const [firstResult, repeatResult] = await Promise.all([first, repeat]);
+      expect(firstResult).toMatchObject({ invocationId, state: 'settled', outcome: 'cancelled', charge: HOLD_CREDITS });
+      expect(repeatResult).toMatchObject({ invocationId, state: 'settled', outcome: 'cancelled', charge: firstResult.charge, estimate: firstResult.estimate });
+      const stream = await a.store.readStream(`invocation-${invocationId}`);
+      expect(stream.filter((event) => event.type === 'InvocationEstimated')).toHaveLength(1);
+      expect(stream.filter((event) => event.type === 'InvocationSettled')).toHaveLength(1);
+    } finally {
+      await b.close();
+      await a.close();
+      await server.stop();
+      rmSync(directory, { recursive: true, force: true });
     }
   });
 });
