@@ -9,12 +9,14 @@ import { ResourceNotFoundException } from '../http/http-error.body';
 import { IdParam } from '../http/id-param.pipe';
 import { AlertThresholdsDto, AlertThresholdsResultDto } from './alert-thresholds.dto';
 import { SetAlertThresholdsCommand, type AlertThresholdsResult } from './set-alert-thresholds.command';
+import { LedgerApi } from '../http/ledger-api.decorator';
 
 /** Credit alerts of an organization (SPEC §13). */
 @ApiTags('alerts')
 @ApiBearerAuth()
 @ApiAuthenticatedErrors()
 @ApiUnavailable()
+@LedgerApi()
 @Controller('v1/organizations/:organizationId/alerts')
 export class AlertsController {
   constructor(private readonly commands: CommandBus) {}

@@ -4,7 +4,7 @@ import type { Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import { MALFORMED_PERCENT_ENCODING } from './dto/field-rules';
-import { errorBodyOf } from './http-error.filter';
+import { errorBodyOf, HttpErrorFilter } from './http-error.filter';
 import { MAX_JSON_NESTING_LEVELS, MAX_REQUEST_BODY_BYTES } from './http.bounds';
 import type { HttpRequest, HttpResponse as Response, NextFunction } from './http.types';
 import { nestsTooDeep, prototypeNamedKeys } from './json-body.checks';
@@ -20,8 +20,9 @@ const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH']);
 /**
  * The HTTP setup that lives outside Nest's module graph, shared by main.ts and the tests so both
  * serve the same application: request ids and the one-line request log, the bounded JSON body
- * parser and its errors, and OpenAPI at /docs. Call it before `init()`/`listen()`. (The guards, pipe
- * and filter are registered by HttpModule itself.)
+ * parser and its errors, the error shape for routes no controller answers, and OpenAPI at /docs.
+ * Call it before `init()`/`listen()`. (The guards, pipe and filter of the ledger's own routes are
+ * bound to its controllers by @LedgerApi.)
  */
 export function configureHttp(app: NestExpressApplication): void {
   app.disable('x-powered-by');
@@ -32,6 +33,9 @@ export function configureHttp(app: NestExpressApplication): void {
   app.useBodyParser('json', { limit: MAX_REQUEST_BODY_BYTES, verify: refuseDeepNesting });
   app.use(noteBodyParserError);
   app.use(requireJsonObjectBody);
+  // The ledger's controllers carry their own filter (@LedgerApi); this one gives everything else the
+  // standalone service answers (an unknown route's 404, a wrong method) the same error shape.
+  app.useGlobalFilters(new HttpErrorFilter());
   setupOpenApi(app);
 }
 

@@ -6,6 +6,7 @@ import { EVENT_STORE, type EventStore } from '../event-store/event-store.port';
 import { LiveProjections } from '../projection-runner';
 import { Public } from './auth/roles.decorator';
 import { ApiHeadersTooLarge } from './api-docs.decorators';
+import { LedgerApi } from './ledger-api.decorator';
 
 /**
  * Readiness bound on projection lag, in log positions: with the embedded store a number of events.
@@ -20,6 +21,7 @@ export const READY_STORE_TIMEOUT_MS = 2_000;
 @ApiTags('health')
 @ApiHeadersTooLarge()
 @Public()
+@LedgerApi()
 @Controller('health')
 export class HealthController {
   constructor(

@@ -1,12 +1,8 @@
 import { Module } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { CqrsModule } from '@nestjs/cqrs';
 import { TerminusModule } from '@nestjs/terminus';
-import { BearerTokenGuard } from './auth/bearer-token.guard';
 import { TokenRegistry } from './auth/token-registry';
-import { BodyErrorGuard } from './body-error.guard';
 import { HealthController } from './health.controller';
-import { HttpErrorFilter } from './http-error.filter';
 import { InvocationsController } from './invocations.controller';
 import { OperationsController } from './operations.controller';
 import { OrganizationReadsController } from './organization-reads.controller';
@@ -14,14 +10,15 @@ import { OrganizationsController } from './organizations.controller';
 import { ReadModelReader } from './read-model.reader';
 import { SettlementsController } from './settlements.controller';
 import { StreamsController } from './streams.controller';
-import { ledgerValidationPipe } from './validation.pipe';
 import { MetricsController } from '../observability/metrics.controller';
 import { AlertsController } from '../alerts/alerts.controller';
 import { WebhooksController } from '../webhooks/webhooks.controller';
 
 /**
- * The HTTP API of SPEC §10 with its health probes. Every route needs a bearer token unless marked
- * @Public, every body is validated, and every error leaves through HttpErrorFilter. The transport
+ * The HTTP API of SPEC §10 with its health probes. Every controller is a @LedgerApi(): each route needs
+ * a bearer token unless marked @Public, every body is validated, and every error leaves through
+ * HttpErrorFilter. Nothing is bound application-wide, so an embedding application's own routes keep
+ * their own rules. The transport
  * only dispatches commands and reads read models: it decides nothing.
  */
 @Module({
@@ -41,11 +38,6 @@ import { WebhooksController } from '../webhooks/webhooks.controller';
   providers: [
     TokenRegistry,
     ReadModelReader,
-    // Guards run in this order: authentication first, so a bad body is only reported to a caller with a valid token.
-    { provide: APP_GUARD, useClass: BearerTokenGuard },
-    { provide: APP_GUARD, useClass: BodyErrorGuard },
-    { provide: APP_PIPE, useFactory: ledgerValidationPipe },
-    { provide: APP_FILTER, useClass: HttpErrorFilter },
   ],
   exports: [TokenRegistry],
 })

@@ -21,6 +21,7 @@ import { IdParam } from './id-param.pipe';
 import { ReadModelReader } from './read-model.reader';
 import type { AttemptHistoryView, ExplanationView } from '../../projections';
 import { GetAttemptsQuery, GetExplanationQuery } from '../queries/ledger.queries';
+import { LedgerApi } from './ledger-api.decorator';
 
 /** The header a client may carry its idempotency key in (IETF draft `Idempotency-Key`). */
 const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
@@ -33,6 +34,7 @@ const LAST_EVENT_ID = new RegExp(`^\\d{1,${MAX_LAST_EVENT_ID_DIGITS}}$`);
 @ApiBearerAuth()
 @ApiAuthenticatedErrors()
 @ApiUnavailable()
+@LedgerApi()
 @Controller('v1/invocations')
 export class InvocationsController {
   private readonly logger = new Logger('Invocations');

@@ -11,12 +11,14 @@ import { IdParam } from './id-param.pipe';
 import { ReadModelReader } from './read-model.reader';
 import type { RoutingBudgetsView } from '../../projections';
 import { GetPublicationsQuery } from '../queries/ledger.queries';
+import { LedgerApi } from './ledger-api.decorator';
 
 /** The operation catalog (SPEC §2): publications and their historical routing budgets. */
 @ApiTags('operations')
 @ApiBearerAuth()
 @ApiAuthenticatedErrors()
 @ApiUnavailable()
+@LedgerApi()
 @Controller('v1/operations/:operationId/publications')
 export class OperationsController {
   constructor(

@@ -13,6 +13,7 @@ import { LedgerQueryDto, ListInvocationsQueryDto, UsageQueryDto } from './dto/st
 import { ResourceNotFoundException } from './http-error.body';
 import { IdParam } from './id-param.pipe';
 import { usageStatementCsv } from './usage-statement.csv';
+import { LedgerApi } from './ledger-api.decorator';
 
 /**
  * What finance reads about an organization (SPEC §9, §10): its invocations, its ledger entries and
@@ -22,6 +23,7 @@ import { usageStatementCsv } from './usage-statement.csv';
 @ApiBearerAuth()
 @ApiAuthenticatedErrors()
 @ApiUnavailable()
+@LedgerApi()
 @Controller('v1/organizations/:organizationId')
 export class OrganizationReadsController {
   constructor(private readonly queries: QueryBus) {}

@@ -19,12 +19,14 @@ import { ResourceNotFoundException } from './http-error.body';
 import { IdParam } from './id-param.pipe';
 import { GetBalanceQuery } from '../queries/ledger.queries';
 import { ReadModelReader } from './read-model.reader';
+import { LedgerApi } from './ledger-api.decorator';
 
 /** Organizations' credit accounts (SPEC §3): grants, adjustments, settings and the balance. */
 @ApiTags('organizations')
 @ApiBearerAuth()
 @ApiAuthenticatedErrors()
 @ApiUnavailable()
+@LedgerApi()
 @Controller('v1/organizations/:organizationId')
 export class OrganizationsController {
   constructor(

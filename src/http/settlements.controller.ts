@@ -5,12 +5,14 @@ import { SweepStaleInvocationsCommand, type SweepReport } from '../invocations/s
 import { ApiAuthenticatedErrors, ApiUnavailable, ApiWrite } from './api-docs.decorators';
 import { Roles } from './auth/roles.decorator';
 import { SweepDto, SweepReportDto } from './dto/sweep.dto';
+import { LedgerApi } from './ledger-api.decorator';
 
 /** Recovery (SPEC §4 transitions 9, 12–14): settling what a crash left in flight. */
 @ApiTags('settlements')
 @ApiBearerAuth()
 @ApiAuthenticatedErrors()
 @ApiUnavailable()
+@LedgerApi()
 @Controller('v1/settlements')
 export class SettlementsController {
   constructor(private readonly commands: CommandBus) {}

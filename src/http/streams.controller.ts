@@ -6,12 +6,14 @@ import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound, ApiUnavailable 
 import { Roles } from './auth/roles.decorator';
 import { MAX_STREAM_PAGE_EVENTS, RecordedEventDto, StreamPageDto, StreamQueryDto } from './dto/stream.dto';
 import { InvalidRequestException, ResourceNotFoundException } from './http-error.body';
+import { LedgerApi } from './ledger-api.decorator';
 
 /** The event log itself, for operators and auditors replaying it (SPEC §9). */
 @ApiTags('streams')
 @ApiBearerAuth()
 @ApiAuthenticatedErrors()
 @ApiUnavailable()
+@LedgerApi()
 @Controller('v1/streams')
 export class StreamsController {
   constructor(@Inject(EVENT_STORE) private readonly store: EventStore) {}

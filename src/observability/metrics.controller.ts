@@ -4,6 +4,7 @@ import { ApiAuthenticatedErrors, ApiUnavailable } from '../http/api-docs.decorat
 import { Roles } from '../http/auth/roles.decorator';
 import type { HttpResponse } from '../http/http.types';
 import { LedgerMetrics } from './ledger-metrics';
+import { LedgerApi } from '../http/ledger-api.decorator';
 
 /** `GET /metrics` on the API's own port, for the `system` role (SPEC §13). */
 @ApiTags('observability')
@@ -11,6 +12,7 @@ import { LedgerMetrics } from './ledger-metrics';
 @ApiAuthenticatedErrors()
 // The projection-lag gauge reads the read models' checkpoints and the log's head.
 @ApiUnavailable()
+@LedgerApi()
 @Controller('metrics')
 export class MetricsController {
   constructor(private readonly metrics: LedgerMetrics) {}

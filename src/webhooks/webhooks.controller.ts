@@ -8,12 +8,14 @@ import { IdParam } from '../http/id-param.pipe';
 import { DeliveryListDto, RegisteredWebhookDto, RegisterWebhookDto, WebhookListDto } from './webhooks.dto';
 import { WebhooksService } from './webhooks.service';
 import type { DeliveryView, WebhookEndpoint } from './webhook.store';
+import { LedgerApi } from '../http/ledger-api.decorator';
 
 /** An organization's webhooks and their deliveries (SPEC §13). */
 @ApiTags('webhooks')
 @ApiBearerAuth()
 @ApiAuthenticatedErrors()
 @Roles('system', 'org_admin')
+@LedgerApi()
 @Controller('v1/organizations/:organizationId/webhooks')
 export class WebhooksController {
   constructor(private readonly webhooks: WebhooksService) {}

@@ -1,4 +1,4 @@
-import { Injectable, Module, type INestApplication } from '@nestjs/common';
+import { Body, Controller, Get, Injectable, Module, NotFoundException, Post, type INestApplication } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { Test } from '@nestjs/testing';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -33,6 +33,23 @@ class ProductSettings {
 
 @Module({ providers: [{ provide: ProductSettings, useFactory: () => new ProductSettings(`sqlite:${join(directory, 'async.sqlite')}`) }], exports: [ProductSettings] })
 class ProductSettingsModule {}
+
+/** A product's own routes, beside the ledger's API: no ledger token, the product's own validation and errors. */
+@Controller('product/tickets')
+class ProductTicketsController {
+  @Post()
+  open(@Body() body: Record<string, unknown>): { received: string[] } {
+    return { received: Object.keys(body).sort() };
+  }
+
+  @Get(':id')
+  find(): never {
+    throw new NotFoundException('no such ticket');
+  }
+}
+
+@Module({ controllers: [ProductTicketsController] })
+class ProductRoutesModule {}
 
 let directory: string;
 let app: INestApplication | undefined;
@@ -113,6 +130,22 @@ describe('LedgerModule.forRoot / forRootAsync: the package a NestJS application 
     // The token is honoured: past authentication, an organization with no account reads as unknown.
     await request(server).get('/ledger/v1/organizations/acme/balance').set('Authorization', 'Bearer ops-token').expect(404);
     await request(server).get('/health/live').expect(404);
+  });
+
+  it("leaves the embedding application's own routes to their own rules when the HTTP API is on", async () => {
+    const started = await start([
+      LedgerModule.forRoot({ store: `sqlite:${join(directory, 'ledger.sqlite')}`, env: {}, http: { prefix: 'ledger', tokens: { 'ops-token': { role: 'system' } } } }),
+      ProductRoutesModule,
+    ]);
+    const server = started.getHttpServer();
+    // No ledger token, a body the ledger's pipe would refuse (an unknown field), and the product's own error.
+    await request(server).post('/product/tickets').send({ subject: 'printer on fire', priority: 'high' }).expect(201, { received: ['priority', 'subject'] });
+    const refused = await request(server).get('/product/tickets/missing').expect(404);
+    expect(refused.body).toEqual({ message: 'no such ticket', error: 'Not Found', statusCode: 404 });
+    // The ledger's own routes keep theirs.
+    await request(server).get('/ledger/v1/organizations/acme/balance').expect(401);
+    const unknown = await request(server).get('/ledger/v1/organizations/acme/balance').set('Authorization', 'Bearer ops-token').expect(404);
+    expect(unknown.body).toMatchObject({ error: 'Not Found', message: expect.stringContaining('acme'), requestId: expect.any(String) });
   });
 
   it('prints the demo banner with its routes under http.prefix, and its curl lines answer there', async () => {
