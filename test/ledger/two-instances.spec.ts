@@ -142,8 +142,11 @@ describe.each<[string, () => Promise<SharedLog>]>([
     // At least every slot was filled once; more than that depends on how the machine interleaves the
     // two processes (on a loaded machine all 200 can arrive before the first settles).
     expect(settled.length).toBeGreaterThanOrEqual(CONCURRENT_MAX_RUNNING);
-    // Both processes admitted some: the race between them happened.
-    expect(onA.some((result) => result.state === 'settled') && onB.some((result) => result.state === 'settled')).toBe(true);
+    // Both processes' requests were decided (none failed): which of them won the slots is the
+    // scheduler's choice (under load one process can take them all before the other's first request
+    // arrives), so it is not asserted; the invariants below must hold whoever won.
+    expect(onA).toHaveLength(REQUESTS / 2);
+    expect(onB).toHaveLength(REQUESTS / 2);
 
     // Replay the account stream and check the invariants after every single event.
     let state = accountDecider.initialState();
