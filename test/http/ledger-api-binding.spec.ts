@@ -1,0 +1,27 @@
+import { EXCEPTION_FILTERS_METADATA, GUARDS_METADATA, MODULE_METADATA, PIPES_METADATA } from '@nestjs/common/constants';
+import { ValidationPipe } from '@nestjs/common';
+import { BearerTokenGuard } from '../../src/http/auth/bearer-token.guard';
+import { BodyErrorGuard } from '../../src/http/body-error.guard';
+import { HttpErrorFilter } from '../../src/http/http-error.filter';
+import { HttpModule } from '../../src/http/http.module';
+
+/**
+ * The API's guards, pipe and filter are bound per controller (@LedgerApi), not application-wide, so
+ * an embedding application's routes keep their own. The price is that a controller without them would
+ * be open to anyone: every controller the HTTP module mounts must carry them.
+ */
+describe('every controller of the HTTP API is a @LedgerApi()', () => {
+  const controllers = Reflect.getMetadata(MODULE_METADATA.CONTROLLERS, HttpModule) as Function[];
+
+  it('mounts controllers', () => {
+    expect(controllers.length).toBeGreaterThan(0);
+  });
+
+  it.each(controllers.map((controller) => [controller.name, controller] as const))('%s: bearer token, then refused body; the validation pipe; the error filter', (_name, controller) => {
+    expect(Reflect.getMetadata(GUARDS_METADATA, controller)).toEqual([BearerTokenGuard, BodyErrorGuard]);
+    const pipes = Reflect.getMetadata(PIPES_METADATA, controller) as unknown[];
+    expect(pipes).toHaveLength(1);
+    expect(pipes[0]).toBeInstanceOf(ValidationPipe);
+    expect(Reflect.getMetadata(EXCEPTION_FILTERS_METADATA, controller)).toEqual([HttpErrorFilter]);
+  });
+});
