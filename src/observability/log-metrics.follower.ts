@@ -32,9 +32,14 @@ export class LogMetricsFollower {
   private skippedEvents = 0;
   private waiters: { readonly position: bigint; readonly resolve: () => void }[] = [];
 
+  /**
+   * `report` is told when the subscription meets an error of its own: `willRetry` true while it
+   * resubscribes, false when it ended (the counters then stop moving until a restart).
+   */
   constructor(
     private readonly store: EventStore,
     private readonly metrics: LedgerMetrics,
+    private readonly report: (error: Error, willRetry: boolean) => void = () => undefined,
   ) {}
 
   async start(): Promise<void> {
@@ -51,7 +56,7 @@ export class LogMetricsFollower {
         }
         this.applied(event.position);
       },
-      head === undefined ? {} : { after: head },
+      { ...(head === undefined ? {} : { after: head }), onError: this.report },
     );
   }
 

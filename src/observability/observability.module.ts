@@ -42,7 +42,14 @@ function* heldByOrganization(store: SqliteReadModelStore): Iterable<{ organizati
     {
       provide: LogMetricsFollower,
       inject: [EVENT_STORE, LedgerMetrics],
-      useFactory: (store: EventStore, metrics: LedgerMetrics) => new LogMetricsFollower(store, metrics),
+      useFactory: (store: EventStore, metrics: LedgerMetrics) => {
+        const logger = new Logger('Metrics');
+        return new LogMetricsFollower(store, metrics, (error, willRetry) =>
+          willRetry
+            ? logger.warn({ message: 'the metrics follower lost the log; resubscribing', error: error.message })
+            : logger.error({ message: 'the metrics follower stopped following the log; counters stay where they are until a restart', error: error.message }),
+        );
+      },
     },
   ],
   exports: [LedgerMetrics],

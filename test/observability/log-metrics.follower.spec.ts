@@ -37,6 +37,27 @@ describe('SPEC §13 the metrics follower counts what the log records after its s
     await follower.stop();
   });
 
+  it('reports the errors its subscription meets on its own, so a follower that stopped does not stop silently', async () => {
+    let onError: ((error: Error, willRetry: boolean) => void) | undefined;
+    // The real store, except that the test holds the subscription's error callback.
+    const failing: EventStore = Object.assign(Object.create(store) as EventStore, {
+      subscribeToAll: (...[handler, options]: Parameters<EventStore['subscribeToAll']>) => {
+        onError = options?.onError;
+        return store.subscribeToAll(handler, options);
+      },
+    });
+    const reported: Array<[string, boolean]> = [];
+    const follower = new LogMetricsFollower(failing, new LedgerMetrics({ organizationLabels: false }), (error, willRetry) => reported.push([error.message, willRetry]));
+    await follower.start();
+    onError?.(new Error('connection lost'), true);
+    onError?.(new Error('access denied'), false);
+    expect(reported).toEqual([
+      ['connection lost', true],
+      ['access denied', false],
+    ]);
+    await follower.stop();
+  });
+
   it('counts nothing for a final event whose stream has no estimate to label it, and goes on to the next', async () => {
     const metrics = new LedgerMetrics({ organizationLabels: false });
     const follower = new LogMetricsFollower(store, metrics);
