@@ -24,6 +24,7 @@ type Schema = {
 interface Parameter {
   readonly name: string;
   readonly in: 'path' | 'query' | 'header';
+  readonly required?: boolean;
   readonly schema: Schema;
 }
 interface Operation {
@@ -149,6 +150,25 @@ describe('the OpenAPI document states what the validation enforces and every ans
         .map(([status]) => `${route}: ${status}`),
     );
     expect(unshaped).toEqual([]);
+  });
+
+  it('declares required every query parameter a route refuses to do without', async () => {
+    await ledger.http().post('/v1/organizations/acme/grants').set(bearer(TOKENS.system)).send({ credits: 5, reason: 'plan', idempotencyKey: 'seed' }).expect(200);
+    const undeclared: string[] = [];
+    let asked = 0;
+    for (const { route, method, path, operation } of operations) {
+      const queries = (operation.parameters ?? []).filter((parameter) => parameter.in === 'query');
+      if (method !== 'GET' || queries.length === 0) continue;
+      asked++;
+      const response = await ledger.http().get(path.replace('{organizationId}', 'acme').replace('{streamName}', 'account-acme')).set(bearer(TOKENS.system));
+      const missing = response.status === 400 ? Object.keys(response.body.fields as object) : [];
+      for (const name of missing) {
+        const parameter = queries.find((query) => query.name === name);
+        if (parameter !== undefined && parameter.required !== true) undeclared.push(`${route}: ${name}`);
+      }
+    }
+    expect(asked).toBeGreaterThanOrEqual(4);
+    expect(undeclared).toEqual([]);
   });
 
   it('declares 422 exactly where an idempotency key can be reused for another request', () => {

@@ -1,4 +1,4 @@
-import { ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Allow } from 'class-validator';
 import { INVOCATION_STATUSES } from '../../invocations/invocation.events';
 import { DEFAULT_INVOCATIONS_PAGE, MAX_INVOCATIONS_PAGE } from '../../queries/list-invocations.query';
@@ -55,11 +55,12 @@ export class LedgerQueryDto {
 
 /** Query of `GET /v1/organizations/:organizationId/usage`. */
 export class UsageQueryDto {
-  @ApiPropertyOptional({ format: 'date', description: 'First UTC day, included (YYYY-MM-DD). Required.', example: '2026-12-01' })
+  @ApiProperty({ format: 'date', description: 'First UTC day, included (YYYY-MM-DD).', example: '2026-12-01' })
+  // Required, but checked by the query with the period's other rules (at most MAX_STATEMENT_DAYS).
   @Allow()
   readonly from?: string;
 
-  @ApiPropertyOptional({ format: 'date', description: 'Last UTC day, included (YYYY-MM-DD). Required.', example: '2026-12-03' })
+  @ApiProperty({ format: 'date', description: 'Last UTC day, included (YYYY-MM-DD).', example: '2026-12-03' })
   @Allow()
   readonly to?: string;
 
