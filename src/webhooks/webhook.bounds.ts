@@ -22,6 +22,16 @@ export const MAX_CONCURRENT_DELIVERIES = 8;
 export const MAX_LISTED_DELIVERIES = 100;
 /** Wait before the delivery worker follows the log again after its subscription failed, in ms. */
 export const RESUBSCRIBE_WAIT_MS = 5_000;
+/**
+ * How long a finished delivery (delivered, dead-lettered or cancelled) and its attempts are kept, in
+ * ms (30 days), and how long a removed webhook is; past it they are deleted, so the store does not
+ * grow with the log.
+ */
+export const WEBHOOK_HISTORY_RETENTION_MS = 30 * 24 * 60 * 60 * 1_000;
+/** Least time between two passes that delete expired history, in ms (an hour). */
+export const WEBHOOK_PRUNE_INTERVAL_MS = 60 * 60 * 1_000;
+/** Finished deliveries one pass deletes at most, so a pass never holds the file for long. */
+export const MAX_PRUNED_DELIVERIES_PER_PASS = 1_000;
 /** Longest error text kept for a failed attempt, in characters (never a response body). */
 export const MAX_ATTEMPT_ERROR_CHARS = 200;
 

@@ -9,7 +9,7 @@
  */
 import Database from 'better-sqlite3';
 import { chmodSync } from 'node:fs';
-import type { DeliverableEventType } from './webhook.bounds';
+import { MAX_PRUNED_DELIVERIES_PER_PASS, WEBHOOK_HISTORY_RETENTION_MS, WEBHOOK_PRUNE_INTERVAL_MS, type DeliverableEventType } from './webhook.bounds';
 
 export interface WebhookEndpoint {
   readonly webhookId: string;
@@ -120,6 +120,7 @@ export class WebhookStore {
   private readonly db: Database.Database;
   private subscribed: Set<string> | undefined;
   private seq: number;
+  private lastPruneAtMs = Number.NEGATIVE_INFINITY;
 
   private constructor(path: string) {
     this.db = new Database(path);
@@ -127,11 +128,53 @@ export class WebhookStore {
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
     this.db.exec(SCHEMA);
+    this.addFinishedAtColumn();
     this.seq = (this.db.prepare('SELECT COALESCE(MAX(seq), 0) AS seq FROM webhook_deliveries').get() as { seq: number }).seq;
   }
 
   static open(path: string): WebhookStore {
     return new WebhookStore(path);
+  }
+
+  /**
+   * Files written before history was pruned have no `finished_at_ms`: the column is added empty, and
+   * the first prune stamps the deliveries already finished with its own time, so they are kept one
+   * retention period from then.
+   */
+  private addFinishedAtColumn(): void {
+    const columns = this.db.prepare("SELECT name FROM pragma_table_info('webhook_deliveries')").pluck().all() as string[];
+    if (!columns.includes('finished_at_ms')) this.db.exec('ALTER TABLE webhook_deliveries ADD COLUMN finished_at_ms INTEGER');
+  }
+
+  /**
+   * Deletes the history past WEBHOOK_HISTORY_RETENTION_MS (at most once per WEBHOOK_PRUNE_INTERVAL_MS,
+   * at most MAX_PRUNED_DELIVERIES_PER_PASS deliveries a pass): finished deliveries with their attempts,
+   * and removed webhooks none of whose deliveries are left. Pending deliveries are never deleted.
+   */
+  prune(nowMs: number): { readonly deliveries: number; readonly webhooks: number } {
+    if (nowMs - this.lastPruneAtMs < WEBHOOK_PRUNE_INTERVAL_MS) return { deliveries: 0, webhooks: 0 };
+    this.lastPruneAtMs = nowMs;
+    const cutoffMs = nowMs - WEBHOOK_HISTORY_RETENTION_MS;
+    return this.db.transaction(() => {
+      this.db.prepare("UPDATE webhook_deliveries SET finished_at_ms = ? WHERE status != 'pending' AND finished_at_ms IS NULL").run(nowMs);
+      const expired = this.db
+        .prepare("SELECT delivery_id FROM webhook_deliveries WHERE status != 'pending' AND finished_at_ms <= ? LIMIT ?")
+        .pluck()
+        .all(cutoffMs, MAX_PRUNED_DELIVERIES_PER_PASS) as string[];
+      const deleteAttempts = this.db.prepare('DELETE FROM webhook_attempts WHERE delivery_id = ?');
+      const deleteDelivery = this.db.prepare('DELETE FROM webhook_deliveries WHERE delivery_id = ?');
+      for (const deliveryId of expired) {
+        deleteAttempts.run(deliveryId);
+        deleteDelivery.run(deliveryId);
+      }
+      const { changes: webhooks } = this.db
+        .prepare(
+          `DELETE FROM webhook_endpoints WHERE deleted_at IS NOT NULL AND deleted_at <= ?
+           AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.webhook_id = webhook_endpoints.webhook_id)`,
+        )
+        .run(new Date(cutoffMs).toISOString());
+      return { deliveries: expired.length, webhooks };
+    })();
   }
 
   register(endpoint: WebhookEndpoint & { readonly secret: string; readonly fromPosition: bigint | undefined }): void {
@@ -176,7 +219,9 @@ export class WebhookStore {
         .prepare('UPDATE webhook_endpoints SET deleted_at = ? WHERE webhook_id = ? AND organization_id = ? AND deleted_at IS NULL')
         .run(at, webhookId, organizationId);
       if (changes > 0) {
-        this.db.prepare("UPDATE webhook_deliveries SET status = 'cancelled', next_attempt_at_ms = NULL WHERE webhook_id = ? AND status = 'pending'").run(webhookId);
+        this.db
+          .prepare("UPDATE webhook_deliveries SET status = 'cancelled', next_attempt_at_ms = NULL, finished_at_ms = ? WHERE webhook_id = ? AND status = 'pending'")
+          .run(Date.parse(at), webhookId);
       }
       return changes > 0;
     })();
@@ -224,6 +269,7 @@ export class WebhookStore {
       }
       this.db.prepare('INSERT INTO webhook_checkpoint (id, position) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET position = excluded.position').run(position.toString());
     })();
+    this.prune(nowMs);
   }
 
   /** Sets the checkpoint without deliveries (the first start: the log's head). */
@@ -265,8 +311,14 @@ export class WebhookStore {
         .prepare('INSERT OR REPLACE INTO webhook_attempts (delivery_id, attempt, at, status_code, error, duration_ms) VALUES (?, ?, ?, ?, ?, ?)')
         .run(deliveryId, attempt.attempt, attempt.at, attempt.statusCode ?? null, attempt.error ?? null, Math.round(attempt.durationMs));
       this.db
-        .prepare("UPDATE webhook_deliveries SET attempts = ?, status = ?, next_attempt_at_ms = ? WHERE delivery_id = ? AND status = 'pending'")
-        .run(attempt.attempt, outcome.status, outcome.status === 'pending' ? outcome.nextAttemptAtMs : null, deliveryId);
+        .prepare("UPDATE webhook_deliveries SET attempts = ?, status = ?, next_attempt_at_ms = ?, finished_at_ms = ? WHERE delivery_id = ? AND status = 'pending'")
+        .run(
+          attempt.attempt,
+          outcome.status,
+          outcome.status === 'pending' ? outcome.nextAttemptAtMs : null,
+          outcome.status === 'pending' ? null : Date.parse(attempt.at),
+          deliveryId,
+        );
     })();
   }
 
