@@ -18,6 +18,7 @@ import type { AddressInfo } from 'node:net';
 import { EVENT_STORE, type EventStore } from '../../src/event-store/event-store.port';
 import { Prng } from '../../src/simulation/prng';
 import { bearer, publicationBody, startHttpLedger, TOKENS, type HttpLedger } from '../http/support/http-ledger';
+import type { OpenApiParameter, OpenApiSchema } from '../support/openapi-document.types';
 
 const FUZZ_SEED = Number(process.env.FUZZ_SEED ?? 13);
 /** Requests sent in all, across every route. */
@@ -25,29 +26,8 @@ const MAX_FUZZ_REQUESTS = 1_500;
 /** Deepest a body schema is walked for nested fields, in levels. */
 const MAX_FIELD_DEPTH = 4;
 
-type Schema = {
-  type?: string;
-  $ref?: string;
-  properties?: Record<string, Schema>;
-  required?: string[];
-  enum?: unknown[];
-  minimum?: number;
-  maximum?: number;
-  minLength?: number;
-  maxLength?: number;
-  pattern?: string;
-  format?: string;
-  example?: unknown;
-  items?: Schema;
-  allOf?: Schema[];
-  additionalProperties?: unknown;
-};
-interface Parameter {
-  readonly name: string;
-  readonly in: 'path' | 'query' | 'header';
-  readonly required?: boolean;
-  readonly schema: Schema;
-}
+type Schema = OpenApiSchema;
+type Parameter = OpenApiParameter;
 interface Operation {
   readonly method: string;
   readonly path: string;

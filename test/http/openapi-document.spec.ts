@@ -8,25 +8,10 @@ import { ID_PATTERN, IDEMPOTENCY_KEY_PATTERN_TEXT, MAX_ID_CHARS, MAX_IDEMPOTENCY
 import { EVENT_STORE, EventStoreUnavailableError, type EventStore } from '../../src/event-store/event-store.port';
 import { LiveProjections } from '../../src/projection-runner';
 import { bearer, publicationBody, startHttpLedger, TOKENS, type HttpLedger } from './support/http-ledger';
+import type { OpenApiParameter, OpenApiSchema } from '../support/openapi-document.types';
 
-type Schema = {
-  type?: string;
-  $ref?: string;
-  properties?: Record<string, Schema>;
-  items?: Schema;
-  allOf?: Schema[];
-  minimum?: number;
-  maximum?: number;
-  minLength?: number;
-  maxLength?: number;
-  pattern?: string;
-};
-interface Parameter {
-  readonly name: string;
-  readonly in: 'path' | 'query' | 'header';
-  readonly required?: boolean;
-  readonly schema: Schema;
-}
+type Schema = OpenApiSchema;
+type Parameter = OpenApiParameter;
 interface Operation {
   readonly parameters?: Parameter[];
   readonly requestBody?: { content: Record<string, { schema: Schema }> };

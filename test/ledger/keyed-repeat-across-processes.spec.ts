@@ -16,7 +16,7 @@ import { KeyedRequestInProgressError } from '../../src/invocations/invocation-er
 import { invocationIdFor } from '../../src/invocations/invocation-ids';
 import { RunOperationCommand } from '../../src/invocations/run-operation.command';
 import { VirtualClock } from '../../src/runtime';
-import { bearer, publicationBody, startHttpLedger, TOKENS } from '../http/support/http-ledger';
+import { bearer, publicationBody, startHttpLedger, TOKENS, type HttpLedger } from '../http/support/http-ledger';
 import { EventStoreDbWireServer } from '../support/eventstoredb-wire-server';
 import { publication, seed, startLedgerApp } from '../support/ledger-app';
 import { scriptedFeature } from '../support/scripted-feature';
@@ -32,6 +32,12 @@ async function untilWaiting(endings: InvocationEndings): Promise<void> {
   while (endings.waiting === 0) await new Promise((resolve) => setTimeout(resolve, 10));
 }
 
+/** Publishes the waiting operation and funds acme, over HTTP, so the child's keyed run can start. */
+async function publishAndFund(ledger: HttpLedger): Promise<void> {
+  await ledger.http().put(`/v1/operations/${WAITING_OPERATION}/publications`).set(bearer(TOKENS.system)).send(publicationBody({ creditHold: HOLD_CREDITS })).expect(200);
+  await ledger.http().post('/v1/organizations/acme/grants').set(bearer(TOKENS.system)).send({ credits: 10_000, reason: 'plan', idempotencyKey: 'plan' }).expect(200);
+}
+
 describe('SPEC §10 idempotency: a keyed repeat at another instance waits for the first request’s settlement', () => {
   it('answers a repeat sent to instance A while the first runs on instance B with the first’s settled result, run once', async () => {
     const ledger = await startHttpLedger({ features: [scriptedFeature(WAITING_OPERATION, () => waitingScript())] });
@@ -39,8 +45,7 @@ describe('SPEC §10 idempotency: a keyed repeat at another instance waits for th
     const invocationId = invocationIdFor('acme', key);
     const child = startChildInstance(ledger.directory, key);
     try {
-      await ledger.http().put(`/v1/operations/${WAITING_OPERATION}/publications`).set(bearer(TOKENS.system)).send(publicationBody({ creditHold: HOLD_CREDITS })).expect(200);
-      await ledger.http().post('/v1/organizations/acme/grants').set(bearer(TOKENS.system)).send({ credits: 10_000, reason: 'plan', idempotencyKey: 'plan' }).expect(200);
+      await publishAndFund(ledger);
       await child.next(/^in-attempt$/);
 
       let answered = false;
@@ -115,8 +120,7 @@ describe('SPEC §10 idempotency: a keyed repeat at another instance waits for th
     const invocationId = invocationIdFor('acme', key);
     const child = startChildInstance(ledger.directory, key);
     try {
-      await ledger.http().put(`/v1/operations/${WAITING_OPERATION}/publications`).set(bearer(TOKENS.system)).send(publicationBody({ creditHold: HOLD_CREDITS })).expect(200);
-      await ledger.http().post('/v1/organizations/acme/grants').set(bearer(TOKENS.system)).send({ credits: 10_000, reason: 'plan', idempotencyKey: 'plan' }).expect(200);
+      await publishAndFund(ledger);
       await child.next(/^in-attempt$/);
       const other = await ledger.http().post('/v1/invocations').set(bearer(TOKENS.acmeMember)).send({ operationId: WAITING_OPERATION, organizationId: 'acme', input: { question: 'another' }, idempotencyKey: key });
       expect(other.status).toBe(422);
