@@ -3,6 +3,7 @@ import { InvalidStoreUrlError, parseStoreUrl, type StoreLocation } from '../even
 import type { SqliteSynchronous } from '../event-store/sqlite/sqlite-synchronous';
 import { pathBesideLog } from '../event-store/sqlite/path-beside-log';
 import { readModelPathFor } from '../projection-runner/read-model.store';
+import { WEBHOOK_ADDRESS_POLICIES, type WebhookAddresses } from '../webhooks/webhook-address.policy';
 
 /**
  * The service's configuration, read from the environment once at start (SPEC §10) and validated, so a
@@ -60,6 +61,11 @@ export interface LedgerConfig {
    * store with EventStoreDB, where each instance then has its own: set it there).
    */
   readonly idempotencySecret?: string;
+  /**
+   * `LEDGER_WEBHOOK_ADDRESSES`: `public` (default) delivers webhooks to public addresses only;
+   * `any` also to loopback and private ones (a receiver on the operator's own network).
+   */
+  readonly webhookAddresses: WebhookAddresses;
   /** `LEDGER_DEMO=1`: seed the demo catalog, organization and tokens, and print them. */
   readonly demo: boolean;
 }
@@ -161,6 +167,11 @@ export function loadLedgerConfig(
     problems.push(`LEDGER_IDEMPOTENCY_SECRET: expected at least ${MIN_IDEMPOTENCY_SECRET_CHARS} characters, got ${idempotencySecret.length}`);
   }
 
+  const webhookAddresses = (nonEmpty(env.LEDGER_WEBHOOK_ADDRESSES) ?? 'public').toLowerCase() as WebhookAddresses;
+  if (!WEBHOOK_ADDRESS_POLICIES.includes(webhookAddresses)) {
+    problems.push(`LEDGER_WEBHOOK_ADDRESSES: expected public or any, got "${env.LEDGER_WEBHOOK_ADDRESSES}"`);
+  }
+
   if (problems.length > 0) throw new ConfigurationError(problems);
   return {
     host,
@@ -174,6 +185,7 @@ export function loadLedgerConfig(
     ...(idempotencySecret === undefined ? {} : { idempotencySecret }),
     anthropicBaseUrl,
     tokens,
+    webhookAddresses,
     demo: demoFlag === '1' || demoFlag === 'true',
   };
 }

@@ -4,6 +4,7 @@ import { CLOCK } from '../domain/clock.token';
 import { EVENT_STORE, type EventStore } from '../event-store/event-store.port';
 import type { Clock } from '../runtime';
 import { WebhookDeliveryWorker } from './webhook-delivery.worker';
+import { createHttpWebhookSender } from './webhook-sender';
 import { WebhookStore, webhookStorePathFor } from './webhook.store';
 import { WebhooksService } from './webhooks.service';
 
@@ -22,13 +23,14 @@ import { WebhooksService } from './webhooks.service';
     },
     {
       provide: WebhookDeliveryWorker,
-      inject: [EVENT_STORE, WebhookStore, CLOCK],
-      useFactory: (eventStore: EventStore, webhooks: WebhookStore, clock: Clock) => {
+      inject: [EVENT_STORE, WebhookStore, CLOCK, LEDGER_CONFIG],
+      useFactory: (eventStore: EventStore, webhooks: WebhookStore, clock: Clock, config: LedgerConfig) => {
         const logger = new Logger('Webhooks');
         return new WebhookDeliveryWorker({
           eventStore,
           webhooks,
           clock,
+          send: createHttpWebhookSender(config.webhookAddresses),
           logger: { warn: (message) => logger.warn(message), error: (message) => logger.error(message) },
         });
       },

@@ -3,11 +3,14 @@ import { randomUUID } from 'node:crypto';
 import { accountDecider } from '../accounts/account.decider';
 import { accountStreamName } from '../accounts/account.events';
 import { AggregateRepository } from '../aggregates/aggregate.repository';
+import { LEDGER_CONFIG, type LedgerConfig } from '../config/ledger.config';
 import { CLOCK, isoAt } from '../domain/clock.token';
+import { ValidationError } from '../domain/domain.errors';
 import { EVENT_STORE, type EventStore } from '../event-store/event-store.port';
 import { UnknownOrganizationError } from '../invocations/invocation-errors';
 import type { Clock } from '../runtime';
 import { MAX_LISTED_DELIVERIES, MAX_WEBHOOKS_PER_ORGANIZATION, type DeliverableEventType } from './webhook.bounds';
+import { registrationProblem } from './webhook-address.policy';
 import { newWebhookSecret } from './webhook-signature';
 import { WebhookStore, type DeliveryView, type WebhookEndpoint } from './webhook.store';
 
@@ -19,6 +22,7 @@ export class WebhooksService {
     private readonly repository: AggregateRepository,
     @Inject(EVENT_STORE) private readonly eventStore: EventStore,
     @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(LEDGER_CONFIG) private readonly config: LedgerConfig,
   ) {}
 
   /**
@@ -26,6 +30,8 @@ export class WebhooksService {
    * webhook is for an organization that exists (a grant or settings), never a way to create one.
    */
   async register(organizationId: string, url: string, events: readonly DeliverableEventType[]): Promise<{ webhookId: string; secret: string }> {
+    const addressProblem = registrationProblem(url, this.config.webhookAddresses);
+    if (addressProblem !== undefined) throw ValidationError.of('url', addressProblem);
     if (!(await this.repository.load(accountStreamName(organizationId), accountDecider)).state.exists) {
       throw new UnknownOrganizationError(organizationId);
     }

@@ -28,7 +28,7 @@ interface Service {
 }
 
 function startService(directory: string): Promise<Service> {
-  const env: NodeJS.ProcessEnv = { ...process.env, LEDGER_STORE: `sqlite:${join(directory, 'ledger.sqlite')}`, PORT: '0', HOST: '127.0.0.1', LEDGER_TOKENS: TOKENS };
+  const env: NodeJS.ProcessEnv = { ...process.env, LEDGER_STORE: `sqlite:${join(directory, 'ledger.sqlite')}`, PORT: '0', HOST: '127.0.0.1', LEDGER_TOKENS: TOKENS, LEDGER_WEBHOOK_ADDRESSES: 'any' };
   for (const name of ['ANTHROPIC_API_KEY', 'LEDGER_DEMO', 'METRICS_PORT', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_TRACES_EXPORTER']) delete env[name];
   const child = spawn(process.execPath, ['-r', HOOK, MAIN], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   return new Promise((resolve, reject) => {

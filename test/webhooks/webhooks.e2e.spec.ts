@@ -18,7 +18,8 @@ describe('SPEC §13 webhooks over HTTP: register (secret shown once), list, deli
   beforeAll(async () => {
     receiver = new WebhookReceiver();
     url = await receiver.start();
-    ledger = await startHttpLedger({ features: [feature] });
+    // The receiver listens on 127.0.0.1, which the default address policy (public only) refuses.
+    ledger = await startHttpLedger({ features: [feature], env: { LEDGER_WEBHOOK_ADDRESSES: 'any' } });
     await ledger.http().put('/v1/operations/webhooks.answer/publications').set(bearer(TOKENS.system)).send(publicationBody({ creditHold: 450 })).expect(200);
     await ledger.http().post('/v1/organizations/acme/grants').set(bearer(TOKENS.system)).send({ credits: 1_000, reason: 'plan', idempotencyKey: 'p1' }).expect(200);
   });
