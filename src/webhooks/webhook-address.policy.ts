@@ -38,9 +38,10 @@ function hostOf(url: URL): string {
  */
 export function registrationProblem(url: string, policy: WebhookAddresses): string | undefined {
   if (policy === 'any') return undefined;
-  const host = hostOf(new URL(url));
+  const target = new URL(url);
+  const host = hostOf(target);
   if (host === 'localhost' || host.endsWith('.localhost')) return 'must name a public host, not localhost (LEDGER_WEBHOOK_ADDRESSES=any allows it)';
-  if (isIP(host) !== 0 && !isPublicAddress(host)) return 'must be a public address (LEDGER_WEBHOOK_ADDRESSES=any allows private ones)';
+  if (!literalAddressAllowed(target, policy)) return 'must be a public address (LEDGER_WEBHOOK_ADDRESSES=any allows private ones)';
   return undefined;
 }
 
