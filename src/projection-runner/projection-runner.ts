@@ -20,8 +20,14 @@ import { PositionWaiters } from './position-waiters';
 import type { Projection } from './projection.types';
 import { assertProjectionName, type SqliteReadModelStore } from './read-model.store';
 
-/** Most events applied in one transaction while following live; beyond it the batch commits at once. */
-export const DEFAULT_LIVE_BATCH_MAX_EVENTS = 1_000;
+/**
+ * Most events applied in one transaction while following live; beyond it the batch commits at once.
+ * As large as a catch-up page: a live commit costs a roughly fixed set of pages whatever its size
+ * (every organization's index pages in every collection indexed by organization, about 8 MiB of WAL
+ * in the full-path bench), so when the worker falls behind, a backlog cut into 1,000-event
+ * transactions cost it more than the documents did and it fell further behind.
+ */
+export const DEFAULT_LIVE_BATCH_MAX_EVENTS = DEFAULT_CATCH_UP_PAGE_EVENTS;
 /**
  * Least time between two live transactions while nobody waits on the read model, in milliseconds.
  * Under load the events of that window share one transaction, so a document that several of them

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RecordedEvent } from '../../src/event-store/event-store.port';
+import { DEFAULT_LIVE_BATCH_MAX_EVENTS } from '../../src/projection-runner/projection-runner';
 import {
   ProjectionFaultedError,
   ProjectionRunner,
@@ -179,6 +180,23 @@ describe('ProjectionRunner — projections of the log, checkpointed with their r
 
       await projections.waitFor(head);
       expect(commits.slice(committedBefore)).toEqual([{ phase: 'live', events: 6, lastPosition: head }]);
+      expect((await compareWithRebuild(store)).equal).toBe(true);
+    });
+
+    it('by default holds a live backlog of several thousand events in one transaction (DEFAULT_LIVE_BATCH_MAX_EVENTS)', async () => {
+      const store = openStore();
+      const commits: CommittedBatch[] = [];
+      const projections = runner({ store, liveBatchIntervalMs: 3_600_000, onCommit: (batch) => commits.push(batch) });
+      await projections.start();
+      await projections.waitFor((await appendSample(log, 0, 1)).position);
+      const committedBefore = commits.length;
+
+      // 1,500 appends of 3 events: more than the 1,000 events a live transaction used to be cut at.
+      const head = (await appendSample(log, 1, 1_500)).position;
+      await projections.waitFor(head);
+      const live = commits.slice(committedBefore);
+      expect(live).toEqual([{ phase: 'live', events: 4_500, lastPosition: head }]);
+      expect(DEFAULT_LIVE_BATCH_MAX_EVENTS).toBeGreaterThanOrEqual(4_500);
       expect((await compareWithRebuild(store)).equal).toBe(true);
     });
 
