@@ -32,12 +32,14 @@ import type {
  */
 export abstract class LedgerEvent<Data = unknown> implements IEvent {
   abstract readonly type: string;
-  readonly data: Data;
-  readonly metadata: EventMetadata;
-  readonly streamName: string;
-  readonly revision: bigint;
-  readonly position: bigint;
-  readonly recordedAt: string;
+  // Declared, not initialised: a class field would define each property once more before the
+  // constructor sets it, and one of these is built for every event the log commits.
+  declare readonly data: Data;
+  declare readonly metadata: EventMetadata;
+  declare readonly streamName: string;
+  declare readonly revision: bigint;
+  declare readonly position: bigint;
+  declare readonly recordedAt: string;
 
   constructor(event: RecordedEvent) {
     this.data = event.data as Data;
