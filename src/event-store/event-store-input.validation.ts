@@ -137,7 +137,8 @@ export function validateAppend(
   }
   const seenIds = new Set<string>();
   const validated: ValidatedEvent[] = new Array(events.length);
-  let appendBytes = 0;
+  // UTF-8 takes at most 3 bytes per UTF-16 unit, so the exact count is needed only near the bound.
+  let appendBytesAtMost = 0;
   for (let index = 0; index < events.length; index++) {
     const field = `events[${index}]`;
     const event = events[index] as Partial<NewEvent> | null | undefined;
@@ -159,13 +160,28 @@ export function validateAppend(
     const metadata = validateMetadata(event.metadata, `${field}.metadata`);
     const dataJson = toJson(event.data, `${field}.data`);
     const metadataJson = toJson(metadata, `${field}.metadata`);
-    appendBytes += Buffer.byteLength(dataJson, 'utf8') + Buffer.byteLength(metadataJson, 'utf8') + 2 * type.length;
+    appendBytesAtMost += UTF8_BYTES_PER_UTF16_UNIT_AT_MOST * (dataJson.length + metadataJson.length) + 2 * type.length;
     validated[index] = { id, type, data: event.data, metadata, dataJson, metadataJson };
   }
-  if (appendBytes > MAX_APPEND_SIZE_BYTES) {
-    fail('events', `take ${appendBytes} bytes (UTF-8 data and metadata plus twice each type's length), over ${MAX_APPEND_SIZE_BYTES} (MAX_APPEND_SIZE_BYTES)`);
+  if (appendBytesAtMost > MAX_APPEND_SIZE_BYTES) {
+    const appendBytes = appendSizeBytes(validated);
+    if (appendBytes > MAX_APPEND_SIZE_BYTES) {
+      fail('events', `take ${appendBytes} bytes (UTF-8 data and metadata plus twice each type's length), over ${MAX_APPEND_SIZE_BYTES} (MAX_APPEND_SIZE_BYTES)`);
+    }
   }
   return { streamName: name, expectedRevision, events: validated };
+}
+
+/** Most UTF-8 bytes one UTF-16 code unit encodes to (a surrogate pair: 4 bytes for 2 units). */
+const UTF8_BYTES_PER_UTF16_UNIT_AT_MOST = 3;
+
+/** An append's size as MAX_APPEND_SIZE_BYTES counts it, in bytes. */
+function appendSizeBytes(events: readonly ValidatedEvent[]): number {
+  let bytes = 0;
+  for (const event of events) {
+    bytes += Buffer.byteLength(event.dataJson, 'utf8') + Buffer.byteLength(event.metadataJson, 'utf8') + 2 * event.type.length;
+  }
+  return bytes;
 }
 
 function validateMaxCount(value: unknown, field: string): number | undefined {
