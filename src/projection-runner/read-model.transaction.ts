@@ -26,6 +26,11 @@ interface CacheEntry {
   /** True when the entry differs from the row in SQLite and must be written before commit. */
   dirty: boolean;
   indexKey: string | null;
+  /**
+   * Shared by the entries of one document object put under several keys in a row (a listing entry
+   * written to each of its listings), so that object is serialised once for all of them.
+   */
+  shared: { body: string | undefined } | undefined;
 }
 
 /**
@@ -38,6 +43,8 @@ interface CacheEntry {
 export class CachedReadModelTx implements ReadModelTx {
   private readonly collections = new Map<string, Map<string, CacheEntry>>();
   private cachedDocuments = 0;
+  /** The entry of the last put, to recognise the same object put again under another key. */
+  private lastPut: CacheEntry | undefined;
 
   constructor(
     readonly projection: string,
@@ -55,18 +62,28 @@ export class CachedReadModelTx implements ReadModelTx {
       present: body !== undefined,
       dirty: false,
       indexKey: null,
+      shared: undefined,
     });
     return document;
   }
 
   put(collection: string, id: string, document: unknown, options?: PutOptions): void {
     const indexKey = checkedPut(this.projection, collection, id, document, options);
-    this.remember(collection, id, { document, present: true, dirty: true, indexKey });
+    const entry: CacheEntry = { document, present: true, dirty: true, indexKey, shared: undefined };
+    this.remember(collection, id, entry);
+    // After remember: a flush it made ends the sharing (lastPut is reset), since an object may change
+    // between two flushes. Within one flush every key would write the same object in the same state.
+    const last = this.lastPut;
+    if (last !== undefined && last.document === document && typeof document === 'object' && document !== null) {
+      last.shared ??= { body: undefined };
+      entry.shared = last.shared;
+    }
+    this.lastPut = entry;
   }
 
   delete(collection: string, id: string): void {
     this.assertKey(collection, id);
-    this.remember(collection, id, { document: undefined, present: false, dirty: true, indexKey: null });
+    this.remember(collection, id, { document: undefined, present: false, dirty: true, indexKey: null, shared: undefined });
   }
 
   /** Writes every dirty entry to SQLite and empties the cache. Called by the store before commit. */
@@ -83,6 +100,7 @@ export class CachedReadModelTx implements ReadModelTx {
     }
     this.collections.clear();
     this.cachedDocuments = 0;
+    this.lastPut = undefined;
   }
 
   private remember(collection: string, id: string, entry: CacheEntry): void {
@@ -107,7 +125,10 @@ export class CachedReadModelTx implements ReadModelTx {
   }
 
   private serialise(collection: string, id: string, entry: CacheEntry): string {
-    return serialiseDocument(this.projection, collection, id, entry.document);
+    const shared = entry.shared;
+    if (shared === undefined) return serialiseDocument(this.projection, collection, id, entry.document);
+    shared.body ??= serialiseDocument(this.projection, collection, id, entry.document);
+    return shared.body;
   }
 
   private assertKey(collection: string, id: string): void {

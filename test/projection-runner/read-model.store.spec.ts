@@ -79,6 +79,35 @@ describe('SqliteReadModelStore — documents and checkpoints of projections', ()
     expect(store.list('p', 'c', { indexKey: 'k' })).toEqual([]);
   });
 
+  it.each([
+    ['in one flush', undefined],
+    // A bound of 2 flushes between the puts of one object: the object changes in between.
+    ['across flushes of the bounded cache', 2],
+  ])('writes one object put under several keys as it is at each flush (%s)', (_, maxCachedDocuments) => {
+    store.write(
+      (session) => {
+        const tx = session.documents('p');
+        const entry = { state: 'reserved' };
+        tx.put('by-state', 'a', entry, { indexKey: 'k1' });
+        tx.put('by-organization', 'a', entry, { indexKey: 'k2' });
+        tx.put('all', 'a', entry);
+        entry.state = 'dispatched';
+        tx.put('by-operation', 'a', entry);
+        tx.put('other', 'a', { state: 'other' });
+        tx.put('last', 'a', entry);
+      },
+      maxCachedDocuments === undefined ? {} : { maxCachedDocuments },
+    );
+    const states = ['by-state', 'by-organization', 'all', 'by-operation', 'other', 'last'].map((collection) => store.get('p', collection, 'a'));
+    expect(states).toEqual(
+      maxCachedDocuments === undefined
+        ? [{ state: 'dispatched' }, { state: 'dispatched' }, { state: 'dispatched' }, { state: 'dispatched' }, { state: 'other' }, { state: 'dispatched' }]
+        : // The first two were flushed when the third arrived, before the change.
+          [{ state: 'reserved' }, { state: 'reserved' }, { state: 'dispatched' }, { state: 'dispatched' }, { state: 'other' }, { state: 'dispatched' }],
+    );
+    expect(store.list('p', 'by-organization', { indexKey: 'k2' }).map((doc) => doc.id)).toEqual(['a']);
+  });
+
   it('keeps a checkpoint position beyond 2^63 exactly, because EventStoreDB positions are unsigned 64-bit', () => {
     const position = 2n ** 64n - 1n;
     store.write((session) => session.setCheckpoint('balances', 3, position));
