@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
-import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Logger } from 'nestjs-pino';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -8,14 +8,19 @@ import { join } from 'node:path';
 import { AppModule } from './composition/app.module';
 import { serveConsole } from './console/serve-console';
 import { LEDGER_CONFIG, LedgerConfig } from './config/ledger.config';
-import { configureHttp } from './http/configure-http';
+import { configureHttp, ledgerHttpAdapter } from './http/configure-http';
 import { startTracing, TracingShutdownModule } from './observability/tracing.sdk';
 
 async function bootstrap(): Promise<void> {
   // Before the application exists, so every span it makes is exported (only when OTEL_* ask for it).
   const tracing = await startTracing();
   // AppModule is LedgerModule.forRoot with the HTTP API on and the demo when LEDGER_DEMO=1.
-  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot({ imports: [TracingShutdownModule.register(tracing)] }), { bufferLogs: true, abortOnError: false });
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot({ imports: [TracingShutdownModule.register(tracing)] }), ledgerHttpAdapter(), {
+    bufferLogs: true,
+    abortOnError: false,
+    // configureHttp reads every body itself (bounded, decompressed, checked).
+    bodyParser: false,
+  });
   // Structured JSON logs, one object per line, written by pino without blocking the event loop.
   const logger = app.get(Logger);
   app.useLogger(logger);

@@ -28,7 +28,7 @@ function packageOf(url: string): string {
   return project !== null ? `project ${project[1]}` : url;
 }
 
-/** Packages that serve HTTP (Express, its middleware, Nest's HTTP pipeline, validation of bodies). */
+/** Packages that serve HTTP (Fastify or Express and their parts, Nest's HTTP pipeline, validation of bodies). */
 const HTTP_PACKAGES = new Set([
   'express', 'router', 'body-parser', 'raw-body', 'content-type', 'type-is', 'on-finished', 'parseurl',
   'path-to-regexp', 'iconv-lite', 'debug', 'mime-types', 'mime-db', 'etag', 'fresh', 'send', 'finalhandler',
@@ -36,6 +36,10 @@ const HTTP_PACKAGES = new Set([
   'cookie', 'proxy-addr', 'forwarded', 'accepts', 'negotiator', 'unpipe', 'ee-first', 'safe-buffer',
   '@nestjs/platform-express', '@nestjs/core', '@nestjs/common', 'class-validator', 'class-transformer',
   'reflect-metadata', 'validator', 'libphonenumber-js',
+  'fastify', '@nestjs/platform-fastify', 'find-my-way', 'fast-querystring', 'fast-decode-uri-component', 'avvio',
+  'fast-json-stringify', '@fastify/error', '@fastify/fast-json-stringify-compiler', 'fastify-plugin', 'light-my-request',
+  'abstract-logging', 'process-warning', 'rfdc', 'secure-json-parse', 'toad-cache', 'safe-regex2', 'ret',
+  '@fastify/ajv-compiler', '@fastify/proxy-addr', 'fastq', 'reusify', '@fastify/static', '@fastify/send',
 ]);
 const LOGGING_PACKAGES = new Set(['pino', 'nestjs-pino', 'pino-http', 'sonic-boom', 'fast-redact', 'quick-format-unescaped', 'thread-stream']);
 const OBSERVABILITY_PACKAGES = new Set(['prom-client', 'tdigest', 'bintrees', '@opentelemetry/api', '@opentelemetry/semantic-conventions']);
@@ -44,7 +48,7 @@ const STORAGE_NATIVE = new Set(['run', 'all', 'get', 'iterate', 'exec', 'prepare
 const HTTP_NATIVE = new Set(['writev', 'writeBuffer', 'writeUtf8String', 'writeLatin1String', 'Hash', 'digest', 'parse']);
 
 /**
- * Which layer of the service a sample belongs to: the HTTP stack (Node's server, Express, Nest's
+ * Which layer of the service a sample belongs to: the HTTP stack (Node's server, Fastify or Express, Nest's
  * pipeline and body validation, this project's src/http), storage (SQLite, the event store and the
  * other stores), logging, metrics and tracing, V8's own work (garbage collection), idle, or the
  * ledger (everything else: commands, deciders, the conversation runtime). `parse` counts as HTTP:

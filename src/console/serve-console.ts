@@ -1,16 +1,18 @@
 import { Logger } from '@nestjs/common';
-import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import fastifyStatic from '@fastify/static';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { HttpRequest, HttpResponse, NextFunction } from '../http/http.types';
 
 /** Where the console is served; its pages live under it (`/console/invocations/:id`, …). */
 export const CONSOLE_PATH = '/console';
 
-/** Hashed asset names change with their content, so a browser may keep them for good. */
 /** Vite's folder of hashed assets inside the build. */
 const ASSETS_FOLDER = 'assets';
 
+/** Hashed asset names change with their content, so a browser may keep them for good (a year, in s). */
 const ASSET_MAX_AGE_SECONDS = 365 * 24 * 60 * 60;
 
 /**
@@ -25,46 +27,39 @@ const CONSOLE_HEADERS: Readonly<Record<string, string>> = {
   'Referrer-Policy': 'no-referrer',
 };
 
-function setConsoleHeaders(response: HttpResponse): void {
-  for (const [name, value] of Object.entries(CONSOLE_HEADERS)) response.setHeader(name, value);
-}
-
 /**
- * Serves the built console (`npm run build` writes it to dist/console) at /console: its assets as
- * files, and index.html for every page address, so a link pasted into a ticket opens its page. The
- * files are public; everything the console shows comes from the API with the signed-in token, so
- * this adds no route the API lacks. Call it before `init()`/`listen()`.
+ * Serves the built console (`npm run build` writes it to dist/console) at /console: its hashed
+ * assets as files, and index.html for every other page address, so a link pasted into a ticket
+ * opens its page. The files are public; everything the console shows comes from the API with the
+ * signed-in token, so this adds no route the API lacks. Call it before `init()`/`listen()`.
  */
-export function serveConsole(app: NestExpressApplication, directory: string): void {
+export function serveConsole(app: NestFastifyApplication, directory: string): void {
   const index = join(directory, 'index.html');
   if (!existsSync(index)) {
     new Logger('Console').warn(`the console is not built (no ${index}); run npm run build to serve it at ${CONSOLE_PATH}`);
   }
-  app.useStaticAssets(directory, {
-    prefix: CONSOLE_PATH,
-    // /console is a page like any other: answered with index.html below, not redirected to /console/.
+  void app.register(fastifyStatic, {
+    root: join(directory, ASSETS_FOLDER),
+    prefix: `${CONSOLE_PATH}/${ASSETS_FOLDER}/`,
+    // No route sends files by name, and the OpenAPI page registers the same plugin: one decoration would clash.
+    decorateReply: false,
     index: false,
-    redirect: false,
-    fallthrough: true,
-    setHeaders: (response, path) => {
-      setConsoleHeaders(response as HttpResponse);
-      const hashed = path.startsWith(join(directory, ASSETS_FOLDER));
-      response.setHeader('Cache-Control', hashed ? `public, max-age=${ASSET_MAX_AGE_SECONDS}, immutable` : 'no-cache');
+    setHeaders: (reply) => {
+      reply.headers({ ...CONSOLE_HEADERS, 'Cache-Control': `public, max-age=${ASSET_MAX_AGE_SECONDS}, immutable` });
     },
   });
-  app.use(CONSOLE_PATH, (request: HttpRequest, response: HttpResponse, next: NextFunction) => {
-    // Ids hold dots (`demo.arithmetic`), so only the assets folder is files; every other address is a page.
-    const isPage = (request.method === 'GET' || request.method === 'HEAD') && !request.path.startsWith(`/${ASSETS_FOLDER}/`);
-    if (!isPage) {
-      next();
+  // Ids hold dots (`demo.arithmetic`), so only the assets folder is files; every other address is a page.
+  const page = async (_request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    reply.headers({ ...CONSOLE_HEADERS, 'Cache-Control': 'no-cache' });
+    const html = await readFile(index).catch(() => undefined);
+    if (html === undefined) {
+      await reply.status(404).type('text/plain; charset=utf-8').send('The console is not built: run npm run build.');
       return;
     }
-    setConsoleHeaders(response);
-    response.setHeader('Cache-Control', 'no-cache');
-    if (!existsSync(index)) {
-      response.status(404).type('text/plain').send('The console is not built: run npm run build.');
-      return;
-    }
-    response.sendFile(index);
-  });
+    await reply.type('text/html; charset=utf-8').send(html);
+  };
+  const fastify = app.getHttpAdapter().getInstance();
+  // GET routes answer HEAD as well.
+  fastify.get(CONSOLE_PATH, page);
+  fastify.get(`${CONSOLE_PATH}/*`, page);
 }

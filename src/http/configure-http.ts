@@ -1,38 +1,69 @@
 import { Logger } from '@nestjs/common';
-import type { NestExpressApplication } from '@nestjs/platform-express';
-import type { Server } from 'node:http';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import { MALFORMED_PERCENT_ENCODING } from './dto/field-rules';
 import { errorBodyOf, HttpErrorFilter } from './http-error.filter';
-import { MAX_JSON_NESTING_LEVELS, MAX_REQUEST_BODY_BYTES } from './http.bounds';
-import type { HttpRequest, HttpResponse as Response, NextFunction } from './http.types';
-import { nestsTooDeep, prototypeNamedKeys } from './json-body.checks';
+import { MAX_REQUEST_BODY_BYTES } from './http.bounds';
 import { setupOpenApi } from './openapi';
-import { contextOf, requestContextMiddleware, type BodyProblem, type LedgerRequest } from './request-context';
+import { readRequestBody } from './request-body.reader';
+import { contextOf, startRequestContext, type LedgerRequest } from './request-context';
 
 export { MAX_REQUEST_BODY_BYTES };
 
-// body-parser's error types (`entity.parse.failed`, `entity.too.large`, `encoding.unsupported`…).
-const BODY_PARSER_ERROR_TYPE = /^(entity|encoding|charset|request)\./;
-const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH']);
+/**
+ * Longest path parameter the router matches, in characters: as long as a request line may be, so an
+ * over-long id reaches its validation (400 naming the field) instead of matching no route (404).
+ */
+const MAX_ROUTED_PARAMETER_CHARS = 16 * 1024;
+/** How long a request may take to arrive, headers and body, in ms (Node's own default): then 408. */
+export const MAX_REQUEST_ARRIVAL_MS = 300_000;
+
+/**
+ * The platform the standalone service runs on: Fastify, whose request handling costs about half of
+ * Express's per request (bench/README.md). Its router matches paths as Express's did (trailing slash
+ * and case ignored); bodies are read by readRequestBody, not by Fastify's parsers.
+ */
+export function ledgerHttpAdapter(): FastifyAdapter {
+  return new FastifyAdapter({
+    bodyLimit: MAX_REQUEST_BODY_BYTES,
+    requestTimeout: MAX_REQUEST_ARRIVAL_MS,
+    rewriteUrl: readMalformedPercentEncodingAsReplacement,
+    clientErrorHandler: answerClientErrorInTheErrorShape,
+    // No Nest middleware runs on the service: every step below is a Fastify hook.
+    skipMiddie: true,
+    routerOptions: { ignoreTrailingSlash: true, caseSensitive: false, maxParamLength: MAX_ROUTED_PARAMETER_CHARS },
+  });
+}
 
 /**
  * The HTTP setup that lives outside Nest's module graph, shared by main.ts and the tests so both
  * serve the same application: request ids and the one-line request log, the bounded JSON body
- * parser and its errors, the error shape for routes no controller answers, and OpenAPI at /docs.
- * Call it before `init()`/`listen()`. (The guards, pipe and filter of the ledger's own routes are
- * bound to its controllers by @LedgerApi.)
+ * reader and its errors, the error shape for routes no controller answers, and OpenAPI at /docs.
+ * Call it on an application made with ledgerHttpAdapter() and `bodyParser: false`, before
+ * `init()`/`listen()`. (The guards, pipe and filter of the ledger's own routes are bound to its
+ * controllers by @LedgerApi, and work on any platform.)
  */
-export function configureHttp(app: NestExpressApplication): void {
-  app.disable('x-powered-by');
-  answerClientErrorsInTheErrorShape(app.getHttpServer() as Server);
-  app.use(requestContextMiddleware(new Logger('Http')));
-  app.use(markMalformedPercentEncoding);
-  // Registered before init, so Nest does not add its own 100 KB JSON parser after it.
-  app.useBodyParser('json', { limit: MAX_REQUEST_BODY_BYTES, verify: refuseDeepNesting });
-  app.use(noteBodyParserError);
-  app.use(requireJsonObjectBody);
+export function configureHttp(app: NestFastifyApplication): void {
+  const fastify = app.getHttpAdapter().getInstance();
+  const logger = new Logger('Http');
+  // Declared, so every request object has the same shape from the start.
+  fastify.decorateRequest('ledger', undefined);
+  fastify.addHook('onRequest', (request, reply, done) => {
+    startRequestContext(logger, request as unknown as LedgerRequest, request.raw, reply.raw);
+    done();
+  });
+  fastify.removeAllContentTypeParsers();
+  fastify.addContentTypeParser('*', (request, payload, done) => {
+    readRequestBody(request.method, request.headers, payload).then(
+      (read) => {
+        if (read.problem !== undefined) contextOf(request as unknown as LedgerRequest).bodyError = read.problem;
+        done(null, read.body);
+      },
+      (error: Error) => done(error, undefined),
+    );
+  });
   // The ledger's controllers carry their own filter (@LedgerApi); this one gives everything else the
   // standalone service answers (an unknown route's 404, a wrong method) the same error shape.
   app.useGlobalFilters(new HttpErrorFilter());
@@ -40,109 +71,47 @@ export function configureHttp(app: NestExpressApplication): void {
 }
 
 /**
- * Node answers a request it cannot parse (headers past its 16 KiB limit: 431; a malformed request
- * line: 400) itself, with no body. A `clientError` listener replaces that answer with the API's one
- * error shape, so a client parses every error the same way.
+ * Node cannot parse some requests (headers past its 16 KiB limit: 431; a malformed request line:
+ * 400; one that took too long: 408). They are answered here, in the API's one error shape, so a
+ * client parses every error the same way.
  */
-function answerClientErrorsInTheErrorShape(server: Server): void {
-  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
-    // A reset connection, or one already answered, has nobody left to read an answer.
-    if (error.code === 'ECONNRESET' || !socket.writable) {
-      socket.destroy();
-      return;
-    }
-    const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
-    const message =
-      status === 431 ? 'the request’s headers (the URL included) are too large' : status === 408 ? 'the request took too long to arrive' : 'the request is not valid HTTP';
-    const body = JSON.stringify(errorBodyOf(status, message, undefined, randomUUID()));
-    socket.end(
-      `HTTP/1.1 ${status} ${errorBodyOf(status, '', undefined, '').error}\r\n` +
-        'Content-Type: application/json; charset=utf-8\r\n' +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    );
-  });
+function answerClientErrorInTheErrorShape(error: NodeJS.ErrnoException, socket: Duplex): void {
+  // A reset connection, or one already answered, has nobody left to read an answer.
+  if (error.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+  const message =
+    status === 431 ? 'the request’s headers (the URL included) are too large' : status === 408 ? 'the request took too long to arrive' : 'the request is not valid HTTP';
+  const body = JSON.stringify(errorBodyOf(status, message, undefined, randomUUID()));
+  socket.end(
+    `HTTP/1.1 ${status} ${errorBodyOf(status, '', undefined, '').error}\r\n` +
+      'Content-Type: application/json; charset=utf-8\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 /**
- * Express refuses a path whose percent-encoding is malformed (`%E0%A4%A`) before any route matches,
+ * A router refuses a path whose percent-encoding is malformed (`%E0%A4%A`) before any route matches,
  * so its answer could not name the field. Each such segment is read as U+FFFD instead, the route
  * matches, and the id check names the path parameter (400, `fields.organizationId`).
  */
-function markMalformedPercentEncoding(request: HttpRequest, _response: Response, next: NextFunction): void {
-  const queryAt = request.url.indexOf('?');
-  const path = queryAt === -1 ? request.url : request.url.slice(0, queryAt);
-  if (path.includes('%')) {
-    let changed = false;
-    const segments = path.split('/').map((segment) => {
-      try {
-        decodeURIComponent(segment);
-        return segment;
-      } catch {
-        changed = true;
-        return encodeURIComponent(MALFORMED_PERCENT_ENCODING);
-      }
-    });
-    if (changed) request.url = segments.join('/') + (queryAt === -1 ? '' : request.url.slice(queryAt));
-  }
-  next();
-}
-
-/** body-parser's `verify`: runs on the raw (decompressed) bytes, before JSON.parse and any walk. */
-function refuseDeepNesting(_request: unknown, _response: unknown, body: Buffer): void {
-  if (nestsTooDeep(body)) {
-    throw Object.assign(new Error('nested too deep'), { status: 400, type: 'entity.too.deep' });
-  }
-}
-
-interface BodyParserError {
-  readonly type?: unknown;
-  readonly status?: unknown;
-}
-
-/** Express error middleware: keeps a body-parser error for BodyErrorGuard (raised after auth). */
-function noteBodyParserError(error: unknown, request: LedgerRequest, _response: Response, next: NextFunction): void {
-  const { type, status } = (error ?? {}) as BodyParserError;
-  const encoding = request.headers['content-encoding'];
-  // A body that fails to decompress reaches here as the decompressor's own error with status 400.
-  const undecompressable = status === 400 && encoding !== undefined && encoding.toLowerCase() !== 'identity';
-  if (!undecompressable && (typeof type !== 'string' || !BODY_PARSER_ERROR_TYPE.test(type))) {
-    next(error);
-    return;
-  }
-  let problem: BodyProblem;
-  if (status === 413) problem = { status: 413, message: `the request body is larger than ${MAX_REQUEST_BODY_BYTES} bytes` };
-  else if (status === 415) problem = { status: 415, message: 'the request body’s encoding or charset is not supported (Content-Encoding: gzip, deflate or br)' };
-  else if (type === 'entity.too.deep') problem = { status: 400, message: `is nested deeper than ${MAX_JSON_NESTING_LEVELS} levels` };
-  else if (type === 'entity.parse.failed') problem = { status: 400, message: 'is not valid JSON' };
-  else if (undecompressable) problem = { status: 400, message: `could not be decompressed as ${encoding}` };
-  else problem = { status: 400, message: 'could not be read' };
-  contextOf(request).bodyError = problem;
-  next();
-}
-
-/**
- * A body must be a JSON object: any other media type is 415 rather than a confusing list of missing
- * fields, and a JSON array (which the parser accepts) is a 400 naming the body.
- */
-function requireJsonObjectBody(request: LedgerRequest & { body?: unknown }, _response: Response, next: NextFunction): void {
-  const context = contextOf(request);
-  if (context.bodyError === undefined && METHODS_WITH_BODY.has(request.method) && hasBody(request)) {
-    if (request.is('application/json') === false) {
-      context.bodyError = { status: 415, message: 'the request body must be JSON (Content-Type: application/json)' };
-    } else if (Array.isArray(request.body)) {
-      context.bodyError = { status: 400, message: 'must be a JSON object' };
-    } else {
-      const keys = prototypeNamedKeys(request.body);
-      if (keys.length > 0) {
-        context.bodyError = { status: 400, message: 'has keys named like Object.prototype members', fields: Object.fromEntries(keys.map((key) => [key, ['is not a known field']])) };
-      }
+function readMalformedPercentEncodingAsReplacement(request: IncomingMessage): string {
+  const url = request.url ?? '/';
+  const queryAt = url.indexOf('?');
+  const path = queryAt === -1 ? url : url.slice(0, queryAt);
+  if (!path.includes('%')) return url;
+  let changed = false;
+  const segments = path.split('/').map((segment) => {
+    try {
+      decodeURIComponent(segment);
+      return segment;
+    } catch {
+      changed = true;
+      return encodeURIComponent(MALFORMED_PERCENT_ENCODING);
     }
-  }
-  next();
+  });
+  return changed ? segments.join('/') + (queryAt === -1 ? '' : url.slice(queryAt)) : url;
 }
 
-/** A request carries a body when it is chunked or declares a non-zero length. */
-function hasBody(request: LedgerRequest): boolean {
-  const length = Number(request.headers['content-length']);
-  return request.headers['transfer-encoding'] !== undefined || (Number.isFinite(length) && length > 0);
-}

@@ -1,5 +1,5 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logger } from '@nestjs/common';
-import type { HttpResponse as Response } from './http.types';
+import { nodeResponseOf, type HttpResponse as Response } from './http.types';
 import type { DomainErrorCode, FieldIssue } from '../domain/domain.errors';
 import type { ConcurrencyError, DeletedStreamError, EventStoreUnavailableError } from '../event-store/event-store.port';
 import type { ReadModelsUnavailableError } from '../queries/read-model-catch-up';
@@ -88,18 +88,21 @@ export class HttpErrorFilter implements ExceptionFilter {
     } else if (rendered.status === HttpStatus.SERVICE_UNAVAILABLE) {
       this.logger.warn({ message: 'read side unavailable', requestId, detail: rendered.message });
     }
-    if (response.headersSent) {
+    const nodeResponse = nodeResponseOf(response);
+    if (nodeResponse.headersSent) {
       // Part of an answer is out already: all we can do is end it.
-      response.end();
+      nodeResponse.end();
       return;
     }
     const body = { ...errorBodyOf(rendered.status, rendered.message, rendered.fields, requestId), ...(rendered.code === undefined ? {} : { code: rendered.code }) };
-    if (rendered.status === HttpStatus.SERVICE_UNAVAILABLE) response.setHeader('Retry-After', '1');
-    response.status(rendered.status).json(body);
+    if (rendered.status === HttpStatus.SERVICE_UNAVAILABLE) response.header('Retry-After', '1');
+    response.header('Content-Type', 'application/json; charset=utf-8');
+    response.status(rendered.status);
+    response.send(JSON.stringify(body));
   }
 }
 
-/** The one error shape (SPEC §10), also for the answers Node gives before Express sees a request. */
+/** The one error shape (SPEC §10), also for the answers Node gives before the platform sees a request. */
 export function errorBodyOf(status: number, message: string, fields: FieldProblems | undefined, requestId: string): HttpErrorBody {
   return {
     statusCode: status,

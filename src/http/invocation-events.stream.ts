@@ -2,7 +2,7 @@ import type { EventStore, RecordedEvent, Subscription } from '../event-store/eve
 import { invocationStreamName } from '../invocations/invocation.events';
 import { mayAccessOrganization, type Caller } from './auth/caller';
 import { ResourceNotFoundException } from './http-error.body';
-import type { HttpResponse } from './http.types';
+import { takeOverResponse, type HttpResponse } from './http.types';
 import { InvocationProgressReader } from './invocation-progress';
 
 /** How often an idle event stream sends a comment line, in ms: shorter than a load balancer's idle timeout. */
@@ -25,7 +25,7 @@ export interface InvocationEventsOptions {
  * between the read and the subscription is lost; an event is sent only when its revision follows the
  * last one sent, so nothing is repeated. Ends after the final event, or when the client goes away.
  */
-export async function streamInvocationEvents({ store, caller, invocationId, after, response }: InvocationEventsOptions): Promise<void> {
+export async function streamInvocationEvents({ store, caller, invocationId, after, response: platformResponse }: InvocationEventsOptions): Promise<void> {
   const streamName = invocationStreamName(invocationId);
   const history = await store.readStream(streamName);
   const first = history[0];
@@ -35,7 +35,9 @@ export async function streamInvocationEvents({ store, caller, invocationId, afte
     throw new ResourceNotFoundException('invocation', invocationId);
   }
 
-  response.status(200);
+  // Written here as it happens, not returned: the platform (Express or Fastify) leaves it to us.
+  const response = takeOverResponse(platformResponse);
+  response.statusCode = 200;
   response.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
   response.setHeader('Cache-Control', 'no-cache, no-transform');
   response.setHeader('Connection', 'keep-alive');

@@ -11,6 +11,7 @@ import { Roles } from './auth/roles.decorator';
 import { ErrorBodyDto } from './dto/error-body.dto';
 import { IDEMPOTENCY_KEY_SCHEMA } from './dto/field-rules';
 import { EVENT_STORE, type EventStore } from '../event-store/event-store.port';
+import { HTTP_ROUTE_PREFIX } from './http-route-prefix';
 import type { HttpResponse } from './http.types';
 import { streamInvocationEvents } from './invocation-events.stream';
 import { CancellationRequestedDto, InvocationAcceptedDto, InvocationProgressDto, InvocationStatusDto, RunInvocationDto, RunInvocationResultDto } from './dto/invocation.dto';
@@ -43,6 +44,8 @@ export class InvocationsController {
     private readonly commands: CommandBus,
     private readonly reader: ReadModelReader,
     @Inject(EVENT_STORE) private readonly store: EventStore,
+    // Where the API is mounted (http.prefix), so a Location names the route where it really is.
+    @Inject(HTTP_ROUTE_PREFIX) private readonly routePrefix: string,
   ) {}
 
   /**
@@ -97,11 +100,11 @@ export class InvocationsController {
         },
       );
     });
-    const location = `${INVOCATIONS_PATH}/${accepted}`;
+    const location = `${this.routePrefix}${INVOCATIONS_PATH}/${accepted}`;
     const status = await this.reader.invocation(caller, accepted).catch(() => undefined);
     response.status(HttpStatus.ACCEPTED);
-    response.setHeader('Location', location);
-    response.setHeader('Preference-Applied', 'respond-async');
+    response.header('Location', location);
+    response.header('Preference-Applied', 'respond-async');
     return { invocationId: accepted, state: status?.state ?? 'estimated' };
   }
 

@@ -1,7 +1,7 @@
 import { Controller, Get, Headers, Query, Res } from '@nestjs/common';
 import { QueryBus } from '@nestjs/cqrs';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
-import type { Response } from 'express';
+import type { HttpResponse as Response } from './http.types';
 import type { InvocationStatus } from '../invocations/invocation.events';
 import { GetUsageQuery, type UsageGroupBy, type UsageStatement } from '../queries/get-usage.query';
 import { ListInvocationsQuery, type InvocationPage } from '../queries/list-invocations.query';
@@ -103,7 +103,7 @@ export class OrganizationReadsController {
       .filter((value) => value.length > 0) as UsageGroupBy[];
     const statement = await this.run<UsageStatement>(new GetUsageQuery(organizationId, { from: query.from as string, to: query.to as string, groupBy }));
     if (!wantsCsv(accept)) return statement;
-    response.type('text/csv; charset=utf-8');
+    response.header('Content-Type', 'text/csv; charset=utf-8');
     return usageStatementCsv(statement);
   }
 

@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import type { HttpRequest, HttpResponse, NextFunction } from './http.types';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { headerOf, type HttpRequest } from './http.types';
 import type { Caller } from './auth/caller';
 
 /** Longest request id accepted from a client's `X-Request-Id`, in characters. */
@@ -37,30 +38,37 @@ export function contextOf(request: LedgerRequest): LedgerRequestContext {
 /**
  * Gives each request an id (echoed in `X-Request-Id`) and writes ONE structured log line when the
  * response ends: method, path (no query string), status, duration, request id and the caller's role.
- * Never a body, a header value or a token.
+ * Never a body, a header value or a token. Runs first on every request, on Node's own request and
+ * response (the platform's request object is where the context lives).
  */
-export function requestContextMiddleware(logger: Logger) {
-  return (request: LedgerRequest, response: HttpResponse, next: NextFunction): void => {
-    const offered = request.header(REQUEST_ID_HEADER);
-    const requestId =
-      offered !== undefined && offered.length <= MAX_REQUEST_ID_CHARS && CLIENT_REQUEST_ID.test(offered) ? offered : randomUUID();
-    request.ledger = { requestId };
-    response.setHeader(REQUEST_ID_HEADER, requestId);
-    const startedAt = process.hrtime.bigint();
-    response.once('close', () => {
-      const durationMs = Number((process.hrtime.bigint() - startedAt) / 1_000n) / 1_000;
-      logger.log({
-        message: 'request',
-        method: request.method,
-        path: (request.originalUrl ?? request.url).split('?')[0],
-        status: response.statusCode,
-        durationMs,
-        requestId,
-        ...(request.ledger?.caller === undefined ? {} : { role: request.ledger.caller.role }),
-        // The client went away before the answer was complete.
-        ...(response.writableFinished ? {} : { aborted: true }),
-      });
+export function startRequestContext(
+  logger: Logger,
+  request: LedgerRequest,
+  incoming: IncomingMessage,
+  response: ServerResponse,
+): void {
+  const offered = headerOf(request, REQUEST_ID_HEADER);
+  const requestId =
+    offered !== undefined && offered.length <= MAX_REQUEST_ID_CHARS && CLIENT_REQUEST_ID.test(offered) ? offered : randomUUID();
+  const context: LedgerRequestContext = { requestId };
+  request.ledger = context;
+  response.setHeader(REQUEST_ID_HEADER, requestId);
+  const startedAt = process.hrtime.bigint();
+  response.once('close', () => {
+    const durationMs = Number((process.hrtime.bigint() - startedAt) / 1_000n) / 1_000;
+    // The address as the client sent it, before a malformed escape was rewritten for routing.
+    const url = (incoming as IncomingMessage & { originalUrl?: string }).originalUrl ?? incoming.url ?? '';
+    const queryAt = url.indexOf('?');
+    logger.log({
+      message: 'request',
+      method: incoming.method,
+      path: queryAt === -1 ? url : url.slice(0, queryAt),
+      status: response.statusCode,
+      durationMs,
+      requestId,
+      ...(context.caller === undefined ? {} : { role: context.caller.role }),
+      // The client went away before the answer was complete.
+      ...(response.writableFinished ? {} : { aborted: true }),
     });
-    next();
-  };
+  });
 }

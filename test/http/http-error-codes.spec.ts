@@ -33,15 +33,16 @@ interface Answered {
 /** Runs the filter on one error, as Nest would for a request, and returns what the client got. */
 function answerTo(error: unknown): Answered {
   const answered: Answered = {};
+  // The parts of a response the filter uses, which Express's and Fastify's both have.
   const response = {
     headersSent: false,
-    setHeader: () => response,
+    header: () => response,
     status(status: number) {
       answered.status = status;
       return response;
     },
-    json(body: Record<string, unknown>) {
-      answered.body = body;
+    send(body: string) {
+      answered.body = JSON.parse(body) as Record<string, unknown>;
       return response;
     },
   };

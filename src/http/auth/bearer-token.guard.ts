@@ -1,6 +1,6 @@
 import { CanActivate, ExecutionContext, ForbiddenException, Injectable, UnauthorizedException } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import type { HttpResponse as Response } from '../http.types';
+import { headerOf, type HttpResponse as Response } from '../http.types';
 import type { Role } from '../../config/ledger.config';
 import { contextOf, type LedgerRequest } from '../request-context';
 import { PUBLIC_METADATA, ROLES_METADATA } from './roles.decorator';
@@ -31,7 +31,7 @@ export class BearerTokenGuard implements CanActivate {
     const http = context.switchToHttp();
     const request = http.getRequest<LedgerRequest>();
     const response = http.getResponse<Response>();
-    const header = request.header('authorization');
+    const header = headerOf(request, 'authorization');
     if (header === undefined) return this.unauthorized(response, 'a bearer token is required', false);
     const match = header.length <= MAX_BEARER_TOKEN_CHARS + 'Bearer '.length ? BEARER_HEADER.exec(header) : null;
     if (match === null) return this.unauthorized(response, 'the Authorization header must be "Bearer <token>"', true);
@@ -46,7 +46,7 @@ export class BearerTokenGuard implements CanActivate {
 
   private unauthorized(response: Response, message: string, invalidToken: boolean): never {
     // RFC 6750 §3: tell the client which scheme to use, and whether the token it sent was the problem.
-    response.setHeader('WWW-Authenticate', invalidToken ? 'Bearer realm="llm-ledger", error="invalid_token"' : 'Bearer realm="llm-ledger"');
+    response.header('WWW-Authenticate', invalidToken ? 'Bearer realm="llm-ledger", error="invalid_token"' : 'Bearer realm="llm-ledger"');
     throw new UnauthorizedException(message);
   }
 }

@@ -1,5 +1,5 @@
 import { Module, type DynamicModule } from '@nestjs/common';
-import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Logger } from 'nestjs-pino';
 import { Test } from '@nestjs/testing';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -12,7 +12,7 @@ import { CLOCK } from '../../../src/domain/clock.token';
 import { systemClock, type Clock } from '../../../src/runtime';
 import { LedgerFeaturesModule } from '../../../src/features/ledger-features.module';
 import type { OperationFeature } from '../../../src/features/operation-feature';
-import { configureHttp } from '../../../src/http/configure-http';
+import { configureHttp, ledgerHttpAdapter } from '../../../src/http/configure-http';
 import { LOG_DESTINATION } from '../../../src/logging/service-logging.module';
 
 /** Tokens every HTTP test starts with (LEDGER_TOKENS), one per role and organization it needs. */
@@ -35,7 +35,7 @@ export const LEDGER_TOKENS = JSON.stringify({
 });
 
 export interface HttpLedger {
-  readonly app: NestExpressApplication;
+  readonly app: NestFastifyApplication;
   readonly directory: string;
   /**
    * Log lines the application wrote, as pino wrote them (the service's logger, main.ts's setup), one
@@ -55,13 +55,13 @@ export interface HttpLedgerOptions {
   readonly directory?: string;
   readonly keepDirectory?: boolean;
   /** More HTTP setup after configureHttp and before init, as main.ts adds (e.g. serveConsole). */
-  readonly configure?: (app: NestExpressApplication) => void;
+  readonly configure?: (app: NestFastifyApplication) => void;
   /** The service's clock (default the system clock). */
   readonly clock?: Clock;
 }
 
 /**
- * The real application, configured exactly as main.ts configures it (configureHttp), on a file-backed
+ * The real application, configured exactly as main.ts configures it (Fastify, configureHttp), on a file-backed
  * SQLite store in a temporary directory.
  */
 export async function startHttpLedger(options: HttpLedgerOptions = {}): Promise<HttpLedger> {
@@ -84,12 +84,13 @@ export async function startHttpLedger(options: HttpLedgerOptions = {}): Promise<
     .overrideProvider(CLOCK)
     .useValue(options.clock ?? systemClock)
     .compile();
-  const app = moduleRef.createNestApplication<NestExpressApplication>({ bufferLogs: true });
+  const app = moduleRef.createNestApplication<NestFastifyApplication>(ledgerHttpAdapter(), { bufferLogs: true, bodyParser: false });
   app.useLogger(app.get(Logger));
   configureHttp(app);
   options.configure?.(app);
   app.enableShutdownHooks();
   await app.init();
+  await app.getHttpAdapter().getInstance().ready();
   return {
     app,
     directory,
