@@ -2,13 +2,14 @@
  * The in-process side of the HTTP benchmark, in a process of its own like the service: the same
  * application (AppModule, the embedded store, the demo seeded, the projections on their worker
  * thread) and the same invocations of `demo.arithmetic` for the same organizations, sent through
- * the command bus instead of HTTP. It reports to its parent over IPC: invocations, wall time and
+ * the command bus instead of HTTP, logged the same way. It reports to its parent over IPC: invocations, wall time and
  * this process's CPU time (all threads), from the first measured invocation until the read models
  * have caught up.
  */
 import 'reflect-metadata';
 import { CommandBus } from '@nestjs/cqrs';
 import { NestFactory } from '@nestjs/core';
+import { Logger } from 'nestjs-pino';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -42,8 +43,11 @@ async function measure({ invocations, warmupInvocations, inFlight }: InProcessRe
   const directory = mkdtempSync(join(tmpdir(), 'llm-ledger-in-process-bench-'));
   const app = await NestFactory.createApplicationContext(
     AppModule.forRoot({ env: { ...process.env, LEDGER_DEMO: '1', LEDGER_STORE: `sqlite:${join(directory, 'ledger.sqlite')}` } }),
-    { logger: ['error', 'warn'] },
+    { bufferLogs: true },
   );
+  // Logged as the service logs (nestjs-pino to its stdout, a file): the settlement lines are the
+  // ledger's work, not HTTP's. Only the request lines are the service's own.
+  app.useLogger(app.get(Logger));
   try {
     const bus = app.get(CommandBus);
     const organizations = benchOrganizations();
