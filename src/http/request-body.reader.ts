@@ -33,6 +33,11 @@ const TOO_LARGE: BodyProblem = { status: 413, message: `the request body is larg
  * bearer-token guard, so a caller without a valid token learns nothing about its body.
  */
 export async function readRequestBody(method: string, headers: IncomingHttpHeaders, payload: Readable): Promise<ReadBody> {
+  // A Content-Type with no body (`Content-Length: 0`) is no body at all, as for any other request.
+  if (!hasBody(headers)) {
+    payload.resume();
+    return { body: undefined };
+  }
   const command = METHODS_WITH_BODY.has(method);
   const mediaType = mediaTypeOf(headers['content-type']);
   if (mediaType.type !== 'application/json') {
@@ -108,7 +113,17 @@ function collect(payload: Readable, decompressor: NodeJS.ReadWriteStream | undef
     source.once('end', () => settle(Buffer.concat(chunks, length)));
     source.once('error', () => settle('unreadable'));
     payload.once('error', () => settle('unreadable'));
+    // A client that goes away mid-body may close the request without an error.
+    payload.once('close', () => {
+      if (!payload.readableEnded) settle('unreadable');
+    });
   });
+}
+
+/** A request carries a body when it is chunked or declares a non-zero length. */
+function hasBody(headers: IncomingHttpHeaders): boolean {
+  const length = Number(headers['content-length']);
+  return headers['transfer-encoding'] !== undefined || (Number.isFinite(length) && length > 0);
 }
 
 /** `application/json; charset=UTF-8` → its type and charset, lower-cased. */

@@ -83,6 +83,15 @@ describe('SPEC §10–§11 reading requests: bounded bodies, problems after auth
     if (status === 400) expect(answer.body.fields).toHaveProperty('body');
   });
 
+  it('reads a Content-Type with an empty body as no body, as any request without one', async () => {
+    const cancel = '/v1/invocations/00000000-0000-4000-8000-000000000000/cancel';
+    for (const type of ['application/json', 'text/plain']) {
+      const answer = await send(port, { path: cancel, headers: { ...bearer(TOKENS.system), 'Content-Type': type, 'Content-Length': '0' } });
+      // Past the body: the unknown invocation is what is wrong.
+      expect({ type, status: answer.status, code: answer.body.code }).toEqual({ type, status: 404, code: 'not_found' });
+    }
+  });
+
   it('tells a caller without a valid token only that it is not authenticated, whatever its body', async () => {
     const tooLarge = await send(port, { path: GRANTS, headers: { 'Content-Type': 'application/json', 'Content-Length': String(MAX_REQUEST_BODY_BYTES + 1) }, body: Buffer.alloc(MAX_REQUEST_BODY_BYTES + 1, 0x20) });
     const notJson = await send(port, { path: GRANTS, headers: { 'Content-Type': 'text/plain', ...bearer('not-a-token') }, body: Buffer.from('hello') });
