@@ -162,14 +162,18 @@ describe('ProjectionRunner — projections of the log, checkpointed with their r
       expect((await compareWithRebuild(store)).equal).toBe(true);
     });
 
-    it('keeps live events of one batch window in one transaction, and commits them at once when someone waits', async () => {
+    /** A runner live after one event, with a window far longer than the test: only a waiter (or stop) can end it. */
+    async function liveWithLongWindow() {
       const store = openStore();
       const commits: CommittedBatch[] = [];
-      // A window far longer than the test: only a waiter (or stop) can end it.
       const projections = runner({ store, liveBatchIntervalMs: 3_600_000, onCommit: (batch) => commits.push(batch) });
       await projections.start();
       await projections.waitFor((await appendSample(log, 0, 1)).position);
-      const committedBefore = commits.length;
+      return { store, commits, projections, committedBefore: commits.length };
+    }
+
+    it('keeps live events of one batch window in one transaction, and commits them at once when someone waits', async () => {
+      const { store, commits, projections, committedBefore } = await liveWithLongWindow();
 
       await appendSample(log, 1, 1);
       const head = (await appendSample(log, 2, 1)).position;
@@ -184,12 +188,7 @@ describe('ProjectionRunner — projections of the log, checkpointed with their r
     });
 
     it('by default holds a live backlog of several thousand events in one transaction (DEFAULT_LIVE_BATCH_MAX_EVENTS)', async () => {
-      const store = openStore();
-      const commits: CommittedBatch[] = [];
-      const projections = runner({ store, liveBatchIntervalMs: 3_600_000, onCommit: (batch) => commits.push(batch) });
-      await projections.start();
-      await projections.waitFor((await appendSample(log, 0, 1)).position);
-      const committedBefore = commits.length;
+      const { store, commits, projections, committedBefore } = await liveWithLongWindow();
 
       // 1,500 appends of 3 events: more than the 1,000 events a live transaction used to be cut at.
       const head = (await appendSample(log, 1, 1_500)).position;
