@@ -5,6 +5,7 @@
 import { ValidationError } from '../domain/domain.errors';
 import { FieldChecks } from '../domain/field-checks';
 import type { ConversationLimits, LongContextRates, Prices } from '../runtime/conversation.types';
+import { MAX_PRICE_PER_MTOK_CREDITS, MAX_WEB_SEARCH_PER_THOUSAND_CREDITS, PRICE_KINDS, REPLACEABLE_RATES } from '../runtime/price-kinds';
 import { DEFAULT_MAX_ATTEMPTS_PER_TURN } from '../runtime/retry-policy';
 import { PROVIDERS, Routing } from './operation.events';
 
@@ -24,10 +25,8 @@ export const MAX_OUTPUT_TOKENS_LIMIT = 200_000;
 export const MAX_ATTEMPTS_PER_TURN_LIMIT = 10;
 /** Credits one admission may hold. Keeps every sum of holds and charges an exact integer. */
 export const MAX_CREDIT_HOLD_CREDITS = 1_000_000_000_000;
-/** Credits per million tokens, for each token kind. */
-export const MAX_PRICE_PER_MTOK_CREDITS = 1_000_000_000;
-/** Credits per 1,000 server-side web searches. */
-export const MAX_WEB_SEARCH_PER_THOUSAND_CREDITS = 1_000_000_000;
+// Rate bounds are the price-kind table's; re-exported for the publication's readers.
+export { MAX_PRICE_PER_MTOK_CREDITS, MAX_WEB_SEARCH_PER_THOUSAND_CREDITS };
 /** The largest long-context threshold, in input tokens (well past any model's context window). */
 export const MAX_LONG_CONTEXT_THRESHOLD_TOKENS = 100_000_000;
 /** Longest model name, in characters. */
@@ -65,10 +64,6 @@ export function validatePublication(input: unknown): ValidPublication {
 
   const positive = (field: keyof ConversationLimits, max: number, unit: string): number =>
     checks.integer(`limits.${field}`, limitsIn[field], { min: 1, max, unit });
-  const rate = (path: string, value: unknown): number =>
-    checks.integer(path, value, { min: 0, max: MAX_PRICE_PER_MTOK_CREDITS, unit: 'credits per million tokens' });
-  const price = (field: 'inputPerMTok' | 'outputPerMTok' | 'cacheWritePerMTok' | 'cacheReadPerMTok'): number =>
-    rate(`prices.${field}`, pricesIn[field]);
 
   const publication: ValidPublication = {
     operationId: checks.id('operationId', body.operationId),
@@ -91,7 +86,7 @@ export function validatePublication(input: unknown): ValidPublication {
           ? DEFAULT_MAX_ATTEMPTS_PER_TURN
           : positive('maxAttemptsPerTurn', MAX_ATTEMPTS_PER_TURN_LIMIT, 'attempts'),
     },
-    prices: readPrices(checks, pricesIn, price, rate),
+    prices: readPrices(checks, 'prices', pricesIn),
     creditHold: checks.integer('creditHold', body.creditHold, { min: 0, max: MAX_CREDIT_HOLD_CREDITS, unit: 'credits' }),
     enabled: checks.boolean('enabled', body.enabled),
     publishedAt: checks.instant('publishedAt', body.publishedAt),
@@ -100,50 +95,41 @@ export function validatePublication(input: unknown): ValidPublication {
   return publication;
 }
 
-/**
- * The rate version, complete: the optional rates filled with their defaults (1-hour writes at the
- * 5-minute rate, web searches at 0), so what is stored says how every kind is priced.
- */
-function readPrices(
-  checks: FieldChecks,
-  pricesIn: Record<string, unknown>,
-  price: (field: 'inputPerMTok' | 'outputPerMTok' | 'cacheWritePerMTok' | 'cacheReadPerMTok') => number,
-  rate: (path: string, value: unknown) => number,
-): Prices {
-  const cacheWritePerMTok = price('cacheWritePerMTok');
-  const longContext = pricesIn.longContext === undefined ? undefined : readLongContext(checks, pricesIn.longContext, rate);
-  return {
-    inputPerMTok: price('inputPerMTok'),
-    outputPerMTok: price('outputPerMTok'),
-    cacheWritePerMTok,
-    cacheWrite1hPerMTok:
-      pricesIn.cacheWrite1hPerMTok === undefined ? cacheWritePerMTok : rate('prices.cacheWrite1hPerMTok', pricesIn.cacheWrite1hPerMTok),
-    cacheReadPerMTok: price('cacheReadPerMTok'),
-    webSearchPerThousand:
-      pricesIn.webSearchPerThousand === undefined
-        ? 0
-        : checks.integer('prices.webSearchPerThousand', pricesIn.webSearchPerThousand, {
-            min: 0,
-            max: MAX_WEB_SEARCH_PER_THOUSAND_CREDITS,
-            unit: 'credits per 1,000 searches',
-          }),
-    ...(longContext === undefined ? {} : { longContext }),
-  };
+/** A rate's bound and unit, from its row of the price-kind table. */
+function readRate(checks: FieldChecks, path: string, kind: (typeof PRICE_KINDS)[number], value: unknown): number {
+  const unit = kind.unit === 'tokens' ? 'credits per million tokens' : `credits per ${kind.unitsPerRate.toLocaleString('en-US')} ${kind.unit}`;
+  return checks.integer(path, value, { min: 0, max: kind.maxRate, unit });
 }
 
-/** Long-context rates: every field required (they replace all the ordinary token rates at once). */
-function readLongContext(checks: FieldChecks, value: unknown, rate: (path: string, value: unknown) => number): LongContextRates {
-  const longIn = checks.object('prices.longContext', value);
+/**
+ * The rate version, complete: one rate for each row of the price-kind table, a rate left out filled
+ * with its row's fallback (another kind's rate, or 0), so what is stored says how every kind is priced.
+ * Exported for the gateway's rate card, which holds rate versions of the same form.
+ */
+export function readPrices(checks: FieldChecks, path: string, pricesIn: Record<string, unknown>): Prices {
+  const rates: Record<string, number> = {};
+  for (const kind of PRICE_KINDS) {
+    const value = pricesIn[kind.rate];
+    if (value !== undefined || kind.fallback === 'required') rates[kind.rate] = readRate(checks, `${path}.${kind.rate}`, kind, value);
+    else rates[kind.rate] = 'credits' in kind.fallback ? kind.fallback.credits : rates[kind.fallback.sameAs]!;
+  }
+  const longContext = pricesIn.longContext === undefined ? undefined : readLongContext(checks, `${path}.longContext`, pricesIn.longContext);
+  return { ...(rates as unknown as Prices), ...(longContext === undefined ? {} : { longContext }) };
+}
+
+/** Long-context rates: every replaceable rate required (they replace the ordinary ones at once). */
+function readLongContext(checks: FieldChecks, path: string, value: unknown): LongContextRates {
+  const longIn = checks.object(path, value);
+  const rates: Record<string, number> = {};
+  for (const kind of PRICE_KINDS) {
+    if (REPLACEABLE_RATES.includes(kind.rate as never)) rates[kind.rate] = readRate(checks, `${path}.${kind.rate}`, kind, longIn[kind.rate]);
+  }
   return {
-    thresholdInputTokens: checks.integer('prices.longContext.thresholdInputTokens', longIn.thresholdInputTokens, {
+    thresholdInputTokens: checks.integer(`${path}.thresholdInputTokens`, longIn.thresholdInputTokens, {
       min: 1,
       max: MAX_LONG_CONTEXT_THRESHOLD_TOKENS,
       unit: 'tokens',
     }),
-    inputPerMTok: rate('prices.longContext.inputPerMTok', longIn.inputPerMTok),
-    outputPerMTok: rate('prices.longContext.outputPerMTok', longIn.outputPerMTok),
-    cacheWritePerMTok: rate('prices.longContext.cacheWritePerMTok', longIn.cacheWritePerMTok),
-    cacheWrite1hPerMTok: rate('prices.longContext.cacheWrite1hPerMTok', longIn.cacheWrite1hPerMTok),
-    cacheReadPerMTok: rate('prices.longContext.cacheReadPerMTok', longIn.cacheReadPerMTok),
+    ...(rates as Omit<LongContextRates, 'thresholdInputTokens'>),
   };
 }

@@ -8,7 +8,8 @@ import { MAX_CREDIT_HOLD_CREDITS, MAX_MODEL_NAME_CHARS } from '../catalog/public
 import { FieldChecks } from '../domain/field-checks';
 import type { AttemptRecord, ConversationLimits } from '../runtime/conversation.types';
 import { FAULT_CLASSES } from '../runtime/faults';
-import type { Usage, UsageKind } from '../runtime/provider.port';
+import { PRICE_KINDS } from '../runtime/price-kinds';
+import type { Usage, UsageCounts } from '../runtime/provider.port';
 import { usageCovers, usageEquals } from '../runtime/usage';
 import type { CompleteInvocation, FailInvocation } from './invocation.commands';
 import { ConversationFigures, MAX_RETAINED_ATTEMPTS } from './invocation.events';
@@ -148,20 +149,22 @@ export function readReport(
 /** Longest service tier name kept on an attempt's usage, in characters. */
 export const MAX_SERVICE_TIER_CHARS = 64;
 
-/** Usage counts, each a non-negative integer, and the service tier when the provider named one. */
+/** Longest speed or geography name kept on an attempt's usage, in characters. */
+export const MAX_USAGE_MODE_CHARS = 64;
+
+/** Usage counts (one per row of the price-kind table), each a non-negative integer, and the mode the provider named. */
 export function readUsage(checks: FieldChecks, field: string, value: unknown): Usage {
   const usage = checks.object(field, value);
-  const count = (key: UsageKind, unit: string): number =>
-    checks.integer(`${field}.${key}`, usage[key], { min: 0, max: Number.MAX_SAFE_INTEGER, unit });
-  const serviceTier =
-    usage.serviceTier === undefined ? undefined : checks.text(`${field}.serviceTier`, usage.serviceTier, MAX_SERVICE_TIER_CHARS);
+  const counts: Record<string, number> = {};
+  for (const kind of PRICE_KINDS) {
+    counts[kind.usage] = checks.integer(`${field}.${kind.usage}`, usage[kind.usage], { min: 0, max: Number.MAX_SAFE_INTEGER, unit: kind.unit });
+  }
+  const mode = (key: 'serviceTier' | 'speed' | 'inferenceGeo', maxChars: number): Partial<Usage> =>
+    usage[key] === undefined ? {} : { [key]: checks.text(`${field}.${key}`, usage[key], maxChars) };
   return {
-    inputTokens: count('inputTokens', 'tokens'),
-    outputTokens: count('outputTokens', 'tokens'),
-    cacheWriteTokens: count('cacheWriteTokens', 'tokens'),
-    cacheWrite1hTokens: count('cacheWrite1hTokens', 'tokens'),
-    cacheReadTokens: count('cacheReadTokens', 'tokens'),
-    webSearchRequests: count('webSearchRequests', 'searches'),
-    ...(serviceTier === undefined ? {} : { serviceTier }),
+    ...(counts as UsageCounts),
+    ...mode('serviceTier', MAX_SERVICE_TIER_CHARS),
+    ...mode('speed', MAX_USAGE_MODE_CHARS),
+    ...mode('inferenceGeo', MAX_USAGE_MODE_CHARS),
   };
 }

@@ -32,6 +32,7 @@ import {
 } from '@opentelemetry/semantic-conventions/incubating';
 import type { AttemptRecord } from '../runtime/conversation.types';
 import { ProviderFault } from '../runtime/faults';
+import { INPUT_USAGE_KINDS } from '../runtime/price-kinds';
 import type { Provider, ProviderRequest, ProviderResponse, SendOptions, Usage } from '../runtime/provider.port';
 import type { ToolLoopInput } from '../runtime/run-tool-loop';
 import type { ToolContext, ToolSpec } from '../runtime/tool.types';
@@ -98,9 +99,10 @@ function usageAttributes(usage: Usage | undefined): Attributes {
   if (usage === undefined) return {};
   return {
     // The conventions count every input token here, cached ones included; the cache counts go beside it.
-    [ATTR_GEN_AI_USAGE_INPUT_TOKENS]: usage.inputTokens + usage.cacheWriteTokens + usage.cacheReadTokens,
+    // Every input kind of the price-kind table (1-hour cache writes included).
+    [ATTR_GEN_AI_USAGE_INPUT_TOKENS]: INPUT_USAGE_KINDS.reduce((sum, kind) => sum + usage[kind], 0),
     [ATTR_GEN_AI_USAGE_OUTPUT_TOKENS]: usage.outputTokens,
-    [ATTR_GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS]: usage.cacheWriteTokens,
+    [ATTR_GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS]: usage.cacheWriteTokens + usage.cacheWrite1hTokens,
     [ATTR_GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS]: usage.cacheReadTokens,
   };
 }

@@ -3,6 +3,7 @@
  * limits and prices from the publication, and records attempts and outcomes as events.
  */
 import type { FaultClass } from './faults';
+import type { OptionalRate, ReplaceableRate, RequiredRate } from './price-kinds';
 import type { Usage } from './provider.port';
 
 /**
@@ -25,32 +26,34 @@ export interface ConversationLimits {
 /**
  * Rates that replace the ordinary ones for an attempt whose input (uncached input + cache writes +
  * cache reads) exceeds `thresholdInputTokens` tokens: the whole attempt is priced at them, as
- * Anthropic bills long-context requests. Integer credits per million tokens.
+ * Anthropic bills long-context requests. Integer credits per million tokens; one rate for each
+ * replaceable row of the price-kind table.
  */
-export interface LongContextRates {
-  readonly thresholdInputTokens: number;
-  readonly inputPerMTok: number;
-  readonly outputPerMTok: number;
-  readonly cacheWritePerMTok: number;
-  readonly cacheWrite1hPerMTok: number;
-  readonly cacheReadPerMTok: number;
-}
+export type LongContextRates = { readonly thresholdInputTokens: number } & { readonly [K in ReplaceableRate]: number };
 
 /**
- * The rate version (SPEC §2): integer credits per million tokens, except `webSearchPerThousand`
- * (credits per 1,000 server-side web searches). `cacheWritePerMTok` prices 5-minute cache writes and
- * `cacheWrite1hPerMTok` 1-hour ones (absent: `cacheWritePerMTok`); absent `webSearchPerThousand` is 0.
- * Publications are stored complete; the optional fields are what a publisher may leave out.
+ * The rate version (docs/rules.md, attempt prices): one integer rate for each row of the price-kind
+ * table (`src/runtime/price-kinds.ts`), in credits per million tokens or per 1,000 searches. A row
+ * with a fallback may be left out by a publisher; publications are stored complete.
  */
-export interface Prices {
-  readonly inputPerMTok: number;
-  readonly outputPerMTok: number;
-  readonly cacheWritePerMTok: number;
-  readonly cacheWrite1hPerMTok?: number;
-  readonly cacheReadPerMTok: number;
-  readonly webSearchPerThousand?: number;
+export type Prices = { readonly [K in RequiredRate]: number } & { readonly [K in OptionalRate]?: number } & {
   readonly longContext?: LongContextRates;
-}
+};
+
+/** A geography's price multiplier is quoted in basis points of the whole price: 10,000 is 1×. */
+export const BASIS_POINTS_PER_MULTIPLE = 10_000;
+
+/**
+ * A gateway rate card's prices (docs/gateway.md): the rate version, plus what a served mode changes.
+ * `fast` is a whole rate version for requests served with `speed: "fast"`; `inferenceGeo` maps a
+ * geography to a multiplier in basis points applied to the attempt's whole price before rounding;
+ * `webSearchMaxUsesDefault` bounds the searches of a web-search tool that sets no `max_uses`.
+ */
+export type GatewayPrices = Prices & {
+  readonly fast?: Prices;
+  readonly inferenceGeo?: Readonly<Record<string, number>>;
+  readonly webSearchMaxUsesDefault?: number;
+};
 
 export const OUTCOMES = [
   'completed',

@@ -1,54 +1,80 @@
 /**
- * Attempt prices (SPEC §7, BR-CAP-PFM-LLM-002-07): integer credits, computed in BigInt so no product or
- * sum is ever rounded, then rounded up once per attempt.
+ * Attempt prices (docs/rules.md, BR-CAP-PFM-LLM-002-07): integer credits, computed in BigInt so no
+ * product or sum is ever rounded, then rounded up once per attempt. Every kind comes from the
+ * price-kind table (price-kinds.ts); nothing here names one.
  */
-import type { LongContextRates, Prices } from './conversation.types';
+import { BASIS_POINTS_PER_MULTIPLE, type GatewayPrices, type LongContextRates, type Prices } from './conversation.types';
+import {
+  INPUT_USAGE_KINDS,
+  PRICE_KINDS,
+  RATE_FIELDS,
+  REPLACEABLE_RATES,
+  SEARCHES_PER_PRICE_UNIT,
+  TOKENS_PER_PRICE_UNIT,
+  USAGE_KINDS,
+  type RateField,
+} from './price-kinds';
 import type { Usage } from './provider.port';
 
-/** Prices are quoted per this many tokens (per million). */
-export const TOKENS_PER_PRICE_UNIT = 1_000_000;
-/** Web searches are quoted per this many searches. */
-export const SEARCHES_PER_PRICE_UNIT = 1_000;
+// Defined once, in the price-kind table; re-exported for the pricing's readers.
+export { SEARCHES_PER_PRICE_UNIT, TOKENS_PER_PRICE_UNIT };
 
-const PRICE_UNIT = BigInt(TOKENS_PER_PRICE_UNIT);
-// A search's price in millionths of a credit is webSearchPerThousand · (1,000,000 / 1,000).
-const MILLIONTHS_PER_SEARCH_RATE = BigInt(TOKENS_PER_PRICE_UNIT / SEARCHES_PER_PRICE_UNIT);
+/** Prices are summed in millionths of a credit: every rate is quoted per a divisor of a million units. */
+const MILLIONTHS_PER_CREDIT = BigInt(TOKENS_PER_PRICE_UNIT);
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
-const LONG_CONTEXT_RATES = ['inputPerMTok', 'outputPerMTok', 'cacheWritePerMTok', 'cacheWrite1hPerMTok', 'cacheReadPerMTok'] as const;
+const BASIS_POINTS = BigInt(BASIS_POINTS_PER_MULTIPLE);
 
-/** The rates one attempt is priced at, every one filled in. */
-export interface AttemptRates {
-  readonly inputPerMTok: number;
-  readonly outputPerMTok: number;
-  readonly cacheWritePerMTok: number;
-  readonly cacheWrite1hPerMTok: number;
-  readonly cacheReadPerMTok: number;
-  readonly webSearchPerThousand: number;
+type RateRecord = Record<string, number | undefined>;
+
+/** The rates one attempt is priced at: every rate field filled in, and which rate set was used. */
+export type AttemptRates = { readonly [K in RateField]: number } & {
   /** True when the attempt's input passed the long-context threshold. */
   readonly longContext: boolean;
+  /** True when the attempt was served in fast mode and priced at the rate card's `fast` rates. */
+  readonly fast: boolean;
+  /** The geography multiplier applied to the whole price, in basis points (10,000 when none). */
+  readonly geoBasisPoints: number;
+};
+
+/** A rate that was left out, filled with its row's fallback (another rate, or 0). */
+function rateOf(prices: RateRecord, rate: RateField): number {
+  const kind = PRICE_KINDS.find((row) => row.rate === rate)!;
+  const stated = prices[rate];
+  if (stated !== undefined) return stated;
+  if (kind.fallback === 'required') return Number.NaN;
+  return 'credits' in kind.fallback ? kind.fallback.credits : rateOf(prices, kind.fallback.sameAs as RateField);
 }
 
 /**
- * The rate version with the defaults of the rates a publisher may leave out filled in: 1-hour cache
- * writes at the 5-minute rate, web searches at 0 (SPEC §2). Long-context rates have no default.
+ * The rate version with the defaults of the rates a publisher may leave out filled in (1-hour cache
+ * writes at the 5-minute rate, web searches at 0). Long-context rates have no default.
  */
-export function completePrices(prices: Prices): Prices {
-  return {
-    ...prices,
-    cacheWrite1hPerMTok: prices.cacheWrite1hPerMTok ?? prices.cacheWritePerMTok,
-    webSearchPerThousand: prices.webSearchPerThousand ?? 0,
-  };
+export function completePrices<P extends Prices>(prices: P): P {
+  const filled = { ...prices } as unknown as RateRecord;
+  for (const rate of RATE_FIELDS) filled[rate] = rateOf(prices as unknown as RateRecord, rate);
+  return filled as unknown as P;
 }
 
-/** True when two rate versions price every attempt alike (defaults filled in, long-context rates compared). */
-export function samePrices(a: Prices, b: Prices): boolean {
-  const x = completePrices(a);
-  const y = completePrices(b);
-  const flat = ['inputPerMTok', 'outputPerMTok', 'cacheWritePerMTok', 'cacheWrite1hPerMTok', 'cacheReadPerMTok', 'webSearchPerThousand'] as const;
-  if (!flat.every((key) => x[key] === y[key])) return false;
-  if (x.longContext === undefined || y.longContext === undefined) return x.longContext === y.longContext;
-  const long = ['thresholdInputTokens', ...LONG_CONTEXT_RATES] as const;
-  return long.every((key) => x.longContext![key] === y.longContext![key]);
+/** True when two rate versions price every attempt alike (defaults filled in, long-context and mode rates compared). */
+export function samePrices(a: GatewayPrices, b: GatewayPrices): boolean {
+  const x = completePrices(a) as unknown as RateRecord;
+  const y = completePrices(b) as unknown as RateRecord;
+  if (!RATE_FIELDS.every((rate) => x[rate] === y[rate])) return false;
+  if (!sameLongContext(a.longContext, b.longContext)) return false;
+  if ((a.fast === undefined) !== (b.fast === undefined)) return false;
+  if (a.fast !== undefined && !samePrices(a.fast, b.fast!)) return false;
+  return a.webSearchMaxUsesDefault === b.webSearchMaxUsesDefault && sameGeo(a.inferenceGeo, b.inferenceGeo);
+}
+
+function sameLongContext(a: LongContextRates | undefined, b: LongContextRates | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  return a.thresholdInputTokens === b.thresholdInputTokens && REPLACEABLE_RATES.every((rate) => a[rate] === b[rate]);
+}
+
+function sameGeo(a: GatewayPrices['inferenceGeo'], b: GatewayPrices['inferenceGeo']): boolean {
+  const x = Object.entries(a ?? {}).sort(([k], [l]) => k.localeCompare(l));
+  const y = Object.entries(b ?? {}).sort(([k], [l]) => k.localeCompare(l));
+  return x.length === y.length && x.every(([geo, bp], i) => y[i]![0] === geo && y[i]![1] === bp);
 }
 
 function assertCount(name: string, value: number): void {
@@ -57,29 +83,26 @@ function assertCount(name: string, value: number): void {
   }
 }
 
-/** Throws RangeError unless every rate is a non-negative safe integer. */
-export function assertPrices(prices: Prices): void {
-  assertCount('prices.inputPerMTok', prices.inputPerMTok);
-  assertCount('prices.outputPerMTok', prices.outputPerMTok);
-  assertCount('prices.cacheWritePerMTok', prices.cacheWritePerMTok);
-  if (prices.cacheWrite1hPerMTok !== undefined) assertCount('prices.cacheWrite1hPerMTok', prices.cacheWrite1hPerMTok);
-  assertCount('prices.cacheReadPerMTok', prices.cacheReadPerMTok);
-  if (prices.webSearchPerThousand !== undefined) assertCount('prices.webSearchPerThousand', prices.webSearchPerThousand);
+/** Throws RangeError unless every rate (long-context and mode rates included) is a non-negative safe integer. */
+export function assertPrices(prices: GatewayPrices, path = 'prices'): void {
+  const record = prices as unknown as RateRecord;
+  for (const kind of PRICE_KINDS) {
+    const stated = record[kind.rate];
+    if (stated !== undefined || kind.fallback === 'required') assertCount(`${path}.${kind.rate}`, stated as number);
+  }
   const long = prices.longContext;
   if (long !== undefined) {
-    assertCount('prices.longContext.thresholdInputTokens', long.thresholdInputTokens);
-    for (const rate of LONG_CONTEXT_RATES) assertCount(`prices.longContext.${rate}`, long[rate]);
+    assertCount(`${path}.longContext.thresholdInputTokens`, long.thresholdInputTokens);
+    for (const rate of REPLACEABLE_RATES) assertCount(`${path}.longContext.${rate}`, long[rate]);
   }
+  if (prices.fast !== undefined) assertPrices(prices.fast, `${path}.fast`);
+  for (const [geo, basisPoints] of Object.entries(prices.inferenceGeo ?? {})) assertCount(`${path}.inferenceGeo.${geo}`, basisPoints);
+  if (prices.webSearchMaxUsesDefault !== undefined) assertCount(`${path}.webSearchMaxUsesDefault`, prices.webSearchMaxUsesDefault);
 }
 
 /** Throws RangeError unless every count is a non-negative safe integer. */
 export function assertUsage(usage: Usage): void {
-  assertCount('usage.inputTokens', usage.inputTokens);
-  assertCount('usage.outputTokens', usage.outputTokens);
-  assertCount('usage.cacheWriteTokens', usage.cacheWriteTokens);
-  assertCount('usage.cacheWrite1hTokens', usage.cacheWrite1hTokens);
-  assertCount('usage.cacheReadTokens', usage.cacheReadTokens);
-  assertCount('usage.webSearchRequests', usage.webSearchRequests);
+  for (const kind of USAGE_KINDS) assertCount(`usage.${kind}`, usage[kind]);
 }
 
 /**
@@ -87,58 +110,58 @@ export function assertUsage(usage: Usage): void {
  * reads (a BigInt: four safe counts may sum past the safe range).
  */
 export function contextInputTokens(usage: Usage): bigint {
-  return BigInt(usage.inputTokens) + BigInt(usage.cacheWriteTokens) + BigInt(usage.cacheWrite1hTokens) + BigInt(usage.cacheReadTokens);
+  return INPUT_USAGE_KINDS.reduce((sum, kind) => sum + BigInt(usage[kind]), 0n);
 }
 
 /**
- * The rates an attempt with this usage is priced at: the long-context rates when its input exceeds
- * the threshold (strictly), else the ordinary ones, with the rate version's defaults filled in
- * (1-hour writes at the 5-minute rate, web searches free). Web searches keep their one rate.
+ * The rates an attempt with this usage is priced at. The base set is the rate card's `fast` rates
+ * when the provider served the attempt fast and the card has them, else the ordinary ones; within it,
+ * the long-context rates replace the replaceable ones when the input exceeds the threshold (strictly).
+ * Rates a publisher left out take their fallback; kinds that are not replaceable keep their one rate.
  */
-export function ratesFor(usage: Usage, prices: Prices): AttemptRates {
-  const webSearchPerThousand = prices.webSearchPerThousand ?? 0;
-  const long: LongContextRates | undefined = prices.longContext;
-  if (long !== undefined && contextInputTokens(usage) > BigInt(long.thresholdInputTokens)) {
-    return {
-      inputPerMTok: long.inputPerMTok,
-      outputPerMTok: long.outputPerMTok,
-      cacheWritePerMTok: long.cacheWritePerMTok,
-      cacheWrite1hPerMTok: long.cacheWrite1hPerMTok,
-      cacheReadPerMTok: long.cacheReadPerMTok,
-      webSearchPerThousand,
-      longContext: true,
-    };
+export function ratesFor(usage: Usage, prices: GatewayPrices): AttemptRates {
+  const fast = usage.speed === 'fast' && prices.fast !== undefined;
+  const base: Prices = fast ? prices.fast! : prices;
+  const long: LongContextRates | undefined = base.longContext;
+  const longContext = long !== undefined && contextInputTokens(usage) > BigInt(long.thresholdInputTokens);
+  const rates: Record<string, number> = {};
+  for (const kind of PRICE_KINDS) {
+    const replaced = longContext && kind.replaceable ? long![kind.rate as keyof LongContextRates] : undefined;
+    rates[kind.rate] = replaced ?? rateOf(base as unknown as RateRecord, kind.rate);
   }
-  return {
-    inputPerMTok: prices.inputPerMTok,
-    outputPerMTok: prices.outputPerMTok,
-    cacheWritePerMTok: prices.cacheWritePerMTok,
-    cacheWrite1hPerMTok: prices.cacheWrite1hPerMTok ?? prices.cacheWritePerMTok,
-    cacheReadPerMTok: prices.cacheReadPerMTok,
-    webSearchPerThousand,
-    longContext: false,
-  };
+  const geo = usage.inferenceGeo === undefined ? undefined : prices.inferenceGeo?.[usage.inferenceGeo];
+  return { ...(rates as { [K in RateField]: number }), longContext, fast, geoBasisPoints: geo ?? BASIS_POINTS_PER_MULTIPLE };
+}
+
+/** Millionths of a credit per unit of each kind's rate: a million over its quote (1 for tokens, 1,000 for searches). */
+const MILLIONTHS_PER_RATE_UNIT = PRICE_KINDS.map((kind) => ({
+  usage: kind.usage,
+  rate: kind.rate,
+  multiplier: BigInt(TOKENS_PER_PRICE_UNIT / kind.unitsPerRate),
+}));
+
+/** `Σ count × rate × (1,000,000 / unitsPerRate)` over the table: the attempt's price in millionths of a credit. */
+export function priceInMillionths(usage: Usage, rates: AttemptRates): bigint {
+  let sum = 0n;
+  for (const kind of MILLIONTHS_PER_RATE_UNIT) sum += BigInt(usage[kind.usage]) * BigInt(rates[kind.rate]) * kind.multiplier;
+  return sum;
 }
 
 /**
  * The price of one attempt in integer credits:
- * `ceil((in·input + out·output + cw5m·cacheWrite + cw1h·cacheWrite1h + cr·cacheRead + searches·webSearchPerThousand·1,000) / 1,000,000)`
- * at the rates `ratesFor` picks. An attempt that reported no usage costs 0. Throws RangeError on a
- * negative, fractional or unsafe input, or when the price itself would not be a safe integer.
+ * `ceil(Σ count·rate·(1,000,000 / unitsPerRate) · geo / 10,000 / 1,000,000)` over every kind of the
+ * table, at the rates `ratesFor` picks (the geography multiplier is 1× unless the rate card names the
+ * attempt's geography). An attempt that reported no usage costs 0. Throws RangeError on a negative,
+ * fractional or unsafe input, or when the price itself would not be a safe integer.
  */
-export function priceAttempt(usage: Usage | undefined, prices: Prices): number {
+export function priceAttempt(usage: Usage | undefined, prices: GatewayPrices): number {
   assertPrices(prices);
   if (usage === undefined) return 0;
   assertUsage(usage);
   const rates = ratesFor(usage, prices);
-  const creditMillionths =
-    BigInt(usage.inputTokens) * BigInt(rates.inputPerMTok) +
-    BigInt(usage.outputTokens) * BigInt(rates.outputPerMTok) +
-    BigInt(usage.cacheWriteTokens) * BigInt(rates.cacheWritePerMTok) +
-    BigInt(usage.cacheWrite1hTokens) * BigInt(rates.cacheWrite1hPerMTok) +
-    BigInt(usage.cacheReadTokens) * BigInt(rates.cacheReadPerMTok) +
-    BigInt(usage.webSearchRequests) * BigInt(rates.webSearchPerThousand) * MILLIONTHS_PER_SEARCH_RATE;
-  const credits = (creditMillionths + PRICE_UNIT - 1n) / PRICE_UNIT;
+  const scaled = priceInMillionths(usage, rates) * BigInt(rates.geoBasisPoints);
+  const divisor = MILLIONTHS_PER_CREDIT * BASIS_POINTS;
+  const credits = (scaled + divisor - 1n) / divisor;
   if (credits > MAX_SAFE) throw new RangeError(`attempt price ${credits} credits exceeds the safe integer range`);
   return Number(credits);
 }

@@ -3,35 +3,27 @@
  * thrown ProviderFault. The runtime imports no SDK; adapters (src/providers/) plug in here.
  */
 
+import { USAGE_KINDS, type UsageKind } from './price-kinds';
+
+// The priced kinds are rows of the price-kind table; re-exported for the port's readers.
+export { USAGE_KINDS, type UsageKind };
+
+/** Every priced kind of usage as a non-negative integer count, derived from the price-kind table. */
+export type UsageCounts = { readonly [K in UsageKind]: number };
+
 /**
  * Usage as the provider reported it, each priced kind apart so a price can be recomputed from it
- * (SPEC §7). All counts are non-negative integers.
+ * (docs/rules.md, attempt prices): the counts of the price-kind table (`src/runtime/price-kinds.ts`),
+ * and the mode the provider says it served the request in.
  */
-export interface Usage {
-  /** Uncached input tokens. */
-  readonly inputTokens: number;
-  readonly outputTokens: number;
-  /** Tokens written to a cache with the 5-minute lifetime (priced at `cacheWritePerMTok`). */
-  readonly cacheWriteTokens: number;
-  /** Tokens written to a cache with the 1-hour lifetime (priced at `cacheWrite1hPerMTok`). */
-  readonly cacheWrite1hTokens: number;
-  readonly cacheReadTokens: number;
-  /** Server-side web searches the provider ran for this request (priced per thousand). */
-  readonly webSearchRequests: number;
+export interface Usage extends UsageCounts {
   /** The provider's service tier for the request (e.g. `standard`, `priority`), where it says. */
   readonly serviceTier?: string;
+  /** The provider's inference speed for the request (`standard` or `fast`), where it says. */
+  readonly speed?: string;
+  /** Where the provider says it ran the request (e.g. `us`, `global`), where it says. */
+  readonly inferenceGeo?: string;
 }
-
-/** The priced kinds of Usage, in the order statements and tables show them. */
-export const USAGE_KINDS = [
-  'inputTokens',
-  'outputTokens',
-  'cacheWriteTokens',
-  'cacheWrite1hTokens',
-  'cacheReadTokens',
-  'webSearchRequests',
-] as const;
-export type UsageKind = (typeof USAGE_KINDS)[number];
 
 /** How long a provider keeps a cached prefix: 5 minutes (the default) or 1 hour (priced higher to write). */
 export type CacheTtl = '5m' | '1h';

@@ -1,18 +1,11 @@
 /**
- * Sums of usage, kind by kind (SPEC §7): what an invocation's totals and a statement's token columns
+ * Sums of usage, kind by kind (docs/rules.md, attempt prices): what an invocation's totals and a statement's token columns
  * are made of. Totals carry the priced kinds only (a service tier is per attempt).
  */
 import { USAGE_KINDS, type Usage } from './provider.port';
 
 /** Usage of nothing: every kind 0. */
-export const NO_USAGE: Usage = Object.freeze({
-  inputTokens: 0,
-  outputTokens: 0,
-  cacheWriteTokens: 0,
-  cacheWrite1hTokens: 0,
-  cacheReadTokens: 0,
-  webSearchRequests: 0,
-});
+export const NO_USAGE: Usage = Object.freeze(Object.fromEntries(USAGE_KINDS.map((kind) => [kind, 0])) as unknown as Usage);
 
 /** `a + b`, kind by kind; throws RangeError when a total would leave the safe integer range. */
 export function addUsage(a: Usage, b: Usage): Usage {

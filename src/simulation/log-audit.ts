@@ -27,6 +27,7 @@ import { invocationDecider } from '../invocations/invocation.decider';
 import { MAX_RETAINED_ATTEMPTS, TRANSITIONS, type InvocationEvent, type InvocationStatus } from '../invocations/invocation.events';
 import type { InvocationState, InvocationSummary } from '../invocations/invocation.state';
 import type { Prices } from '../runtime/conversation.types';
+import { PRICE_KINDS } from '../runtime/price-kinds';
 import type { Usage } from '../runtime/provider.port';
 import type { SimulatedEpisode } from './simulated-episode';
 
@@ -669,19 +670,26 @@ function expectedCharge(invocation: InvocationAudit, transition: number): { cred
   }
 }
 
-/** SPEC §7 price, computed here on its own: ceil(Σ count × rate / 1,000,000), exact, long-context rates past the threshold. */
+/**
+ * The attempt price, computed here on its own (docs/rules.md, attempt prices): ceil(Σ count × rate ×
+ * (1,000,000 / units per rate) / 1,000,000), exact, long-context rates past the threshold. It walks
+ * the same price-kind table as the pricing but shares none of its code, so a mistake in one shows.
+ */
 function priceOf(usage: Usage | undefined, prices: Prices): number {
   if (usage === undefined) return 0;
-  const input = BigInt(usage.inputTokens) + BigInt(usage.cacheWriteTokens) + BigInt(usage.cacheWrite1hTokens) + BigInt(usage.cacheReadTokens);
+  const counts = usage as unknown as Record<string, number>;
+  const stated = prices as unknown as Record<string, number | undefined>;
+  const input = PRICE_KINDS.filter((kind) => kind.input).reduce((sum, kind) => sum + BigInt(counts[kind.usage]!), 0n);
   const long = prices.longContext !== undefined && input > BigInt(prices.longContext.thresholdInputTokens) ? prices.longContext : undefined;
-  const rates = long ?? { ...prices, cacheWrite1hPerMTok: prices.cacheWrite1hPerMTok ?? prices.cacheWritePerMTok };
-  const millionths =
-    BigInt(usage.inputTokens) * BigInt(rates.inputPerMTok) +
-    BigInt(usage.outputTokens) * BigInt(rates.outputPerMTok) +
-    BigInt(usage.cacheWriteTokens) * BigInt(rates.cacheWritePerMTok) +
-    BigInt(usage.cacheWrite1hTokens) * BigInt(rates.cacheWrite1hPerMTok) +
-    BigInt(usage.cacheReadTokens) * BigInt(rates.cacheReadPerMTok) +
-    BigInt(usage.webSearchRequests) * BigInt(prices.webSearchPerThousand ?? 0) * 1_000n;
+  const rateOf = (kind: (typeof PRICE_KINDS)[number]): number => {
+    if (long !== undefined && kind.replaceable) return (long as unknown as Record<string, number>)[kind.rate]!;
+    const own = stated[kind.rate];
+    if (own !== undefined) return own;
+    if (kind.fallback === 'required') return Number.NaN;
+    return 'credits' in kind.fallback ? 0 : stated[kind.fallback.sameAs]!;
+  };
+  let millionths = 0n;
+  for (const kind of PRICE_KINDS) millionths += BigInt(counts[kind.usage]!) * BigInt(rateOf(kind)) * (MILLION / BigInt(kind.unitsPerRate));
   return Number(millionths / MILLION + (millionths % MILLION === 0n ? 0n : 1n));
 }
 

@@ -141,3 +141,33 @@ describe('SPEC §7 the exact formula, checked against arbitrary-precision arithm
     );
   });
 });
+
+describe('a gateway rate card prices the mode Anthropic says it served: fast rates and a geography multiplier', () => {
+  const FAST: Prices = { inputPerMTok: 18, outputPerMTok: 90, cacheWritePerMTok: 22, cacheWrite1hPerMTok: 36, cacheReadPerMTok: 2, webSearchPerThousand: 0 };
+  const CARD = { ...SONNET, fast: FAST, inferenceGeo: { us: 11_000 } };
+
+  it('prices an attempt served fast at the fast rates, and one served at standard speed at the ordinary ones', () => {
+    const served = usage({ inputTokens: 1_000_000, outputTokens: 100_000 });
+    // 1,000,000·18 + 100,000·90 = 18,000,000 + 9,000,000 millionths.
+    expect(priceAttempt({ ...served, speed: 'fast' }, CARD)).toBe(27);
+    expect(priceAttempt({ ...served, speed: 'standard' }, CARD)).toBe(priceAttempt(served, SONNET));
+    expect(ratesFor({ ...served, speed: 'fast' }, CARD).fast).toBe(true);
+  });
+
+  it('prices fast at the ordinary rates when the card has no fast rates, rather than refusing a price', () => {
+    expect(priceAttempt({ ...usage({ inputTokens: 1_000_000 }), speed: 'fast' }, SONNET)).toBe(priceAttempt(usage({ inputTokens: 1_000_000 }), SONNET));
+  });
+
+  it('multiplies the whole price by the geography before rounding once: half a credit at 1.1× is 1 credit, not 2', () => {
+    // 500,000 input tokens at 1 credit per million = 0.5 credits; × 1.1 = 0.55 → 1.
+    const half = { ...usage({ inputTokens: 500_000 }), inferenceGeo: 'us' };
+    // No long-context rates, so ten million input tokens stay at the ordinary rate.
+    const { longContext: _none, ...flat } = CARD;
+    const card = { ...flat, inputPerMTok: 1 };
+    expect(priceAttempt(half, card)).toBe(1);
+    // 10,000,000 input at 1 credit per million = 10 credits; × 1.1 = 11.
+    expect(priceAttempt({ ...usage({ inputTokens: 10_000_000 }), inferenceGeo: 'us' }, card)).toBe(11);
+    // A geography the card does not name is priced at 1×.
+    expect(priceAttempt({ ...usage({ inputTokens: 10_000_000 }), inferenceGeo: 'eu' }, card)).toBe(10);
+  });
+});

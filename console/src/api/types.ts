@@ -1,6 +1,6 @@
 /**
  * What the console reads, typed by the service's own definitions of the API's answers (type-only
- * imports: nothing of the service is bundled but the two lists of names). The read views are the
+ * imports: nothing of the service is bundled but three lists of names). The read views are the
  * projections' documents as the API returns them; the rest are the HTTP layer's answer shapes.
  */
 import type { InvocationStatusDto } from '../../../src/http/dto/invocation.dto';
@@ -8,6 +8,7 @@ import type { OrganizationBalanceDto } from '../../../src/http/dto/balance.dto';
 import type { RecordedEventDto, StreamPageDto } from '../../../src/http/dto/stream.dto';
 import { INVOCATION_STATUSES, type InvocationStatus as InvocationState } from '../../../src/invocations/invocation.events';
 import { OUTCOMES } from '../../../src/runtime/conversation.types';
+import { USAGE_KINDS } from '../../../src/runtime/price-kinds';
 
 export type { AttemptHistoryView as AttemptHistory } from '../../../projections/attempts.projection';
 export type { ExplanationView as Explanation } from '../../../projections/explanations.projection';
@@ -31,9 +32,13 @@ export function isFinal(state: string): boolean {
   return state === 'refused' || state === 'settled';
 }
 
-/** Token counts by kind, whatever kinds the API reports (uncached input, output, cache writes, …). */
+/**
+ * Counts by kind, one per row of the service's price-kind table, in its order (uncached input,
+ * output, cache writes, …); a kind the answer lacks reads 0.
+ */
 export function usageByKind(usage: object): ReadonlyArray<readonly [string, number]> {
-  return Object.entries(usage).filter((entry): entry is [string, number] => typeof entry[1] === 'number');
+  const counts = usage as Readonly<Record<string, unknown>>;
+  return USAGE_KINDS.map((kind) => [kind, typeof counts[kind] === 'number' ? (counts[kind] as number) : 0] as const);
 }
 
 /* The organization reads: `…/invocations`, `…/ledger` and `…/usage` (SPEC §9, §10). */

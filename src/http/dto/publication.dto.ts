@@ -10,14 +10,14 @@ import {
   MAX_MODEL_NAME_CHARS,
   MAX_OUTPUT_TOKENS_LIMIT,
   MAX_LONG_CONTEXT_THRESHOLD_TOKENS,
-  MAX_PRICE_PER_MTOK_CREDITS,
-  MAX_WEB_SEARCH_PER_THOUSAND_CREDITS,
   MAX_TOOL_CALLS_LIMIT,
   MAX_TOTAL_TIME_MS,
   MAX_TURNS_LIMIT,
 } from '../../catalog/publication.validation';
 import type { PublicationRequest } from '../../catalog/publish-operation.command';
+import type { LongContextRates, Prices } from '../../runtime/conversation.types';
 import { Bool, JsonObject, OneOf, Optional, Text, WholeNumber } from './field-rules';
+import { declareRateFields } from './price-kind.fields';
 
 /** Where an operation's model requests go. There is no fallback to another provider or model. */
 export class RoutingDto {
@@ -61,8 +61,6 @@ export class LimitsDto {
   readonly maxAttemptsPerTurn?: number;
 }
 
-const PRICE = { min: 0, max: MAX_PRICE_PER_MTOK_CREDITS, unit: 'credits per million tokens' } as const;
-
 /** Rates for an attempt whose input (uncached + cache writes + cache reads) exceeds the threshold. */
 export class LongContextRatesDto {
   @ApiProperty({
@@ -70,60 +68,13 @@ export class LongContextRatesDto {
   })
   @WholeNumber({ min: 1, max: MAX_LONG_CONTEXT_THRESHOLD_TOKENS, unit: 'tokens' })
   readonly thresholdInputTokens!: number;
-
-  @ApiProperty({ description: 'Credits per million uncached input tokens.' })
-  @WholeNumber(PRICE)
-  readonly inputPerMTok!: number;
-
-  @ApiProperty({ description: 'Credits per million output tokens.' })
-  @WholeNumber(PRICE)
-  readonly outputPerMTok!: number;
-
-  @ApiProperty({ description: 'Credits per million 5-minute cache-write tokens.' })
-  @WholeNumber(PRICE)
-  readonly cacheWritePerMTok!: number;
-
-  @ApiProperty({ description: 'Credits per million 1-hour cache-write tokens.' })
-  @WholeNumber(PRICE)
-  readonly cacheWrite1hPerMTok!: number;
-
-  @ApiProperty({ description: 'Credits per million cache-read tokens.' })
-  @WholeNumber(PRICE)
-  readonly cacheReadPerMTok!: number;
 }
+// One required rate per replaceable kind of the price-kind table.
+export interface LongContextRatesDto extends Omit<LongContextRates, 'thresholdInputTokens'> {}
+declareRateFields(LongContextRatesDto, { fallbacks: false, replaceableOnly: true });
 
 /** The rate version: integer credits per million tokens of each kind (web searches: per thousand). */
 export class PricesDto {
-  @ApiProperty({ description: 'Credits per million input tokens.' })
-  @WholeNumber(PRICE)
-  readonly inputPerMTok!: number;
-
-  @ApiProperty({ description: 'Credits per million output tokens.' })
-  @WholeNumber(PRICE)
-  readonly outputPerMTok!: number;
-
-  @ApiProperty({ description: 'Credits per million cache-write tokens with the 5-minute lifetime.' })
-  @WholeNumber(PRICE)
-  readonly cacheWritePerMTok!: number;
-
-  @ApiPropertyOptional({
-    description: 'Credits per million cache-write tokens with the 1-hour lifetime; absent: `cacheWritePerMTok`.',
-  })
-  @Optional()
-  @WholeNumber(PRICE)
-  readonly cacheWrite1hPerMTok?: number;
-
-  @ApiProperty({ description: 'Credits per million cache-read tokens.' })
-  @WholeNumber(PRICE)
-  readonly cacheReadPerMTok!: number;
-
-  @ApiPropertyOptional({
-    description: 'Credits per 1,000 server-side web searches; absent: 0.',
-  })
-  @Optional()
-  @WholeNumber({ min: 0, max: MAX_WEB_SEARCH_PER_THOUSAND_CREDITS, unit: 'credits per 1,000 searches' })
-  readonly webSearchPerThousand?: number;
-
   @ApiPropertyOptional({ type: LongContextRatesDto, description: 'Rates past a long-context threshold; absent: none.' })
   @Optional()
   @JsonObject()
@@ -131,6 +82,9 @@ export class PricesDto {
   @Type(() => LongContextRatesDto)
   readonly longContext?: LongContextRatesDto;
 }
+// One rate per kind of the price-kind table; a kind with a fallback may be left out.
+export interface PricesDto extends Omit<Prices, 'longContext'> {}
+declareRateFields(PricesDto, { fallbacks: true, replaceableOnly: false });
 
 /** Body of `PUT /v1/operations/:operationId/publications`: the next immutable version of an operation. */
 export class PublishOperationDto implements PublicationRequest {

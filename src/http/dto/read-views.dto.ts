@@ -6,17 +6,17 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ADMISSION_REFUSAL_REASONS } from '../../accounts/admission.policy';
 import { INVOCATION_STATUSES } from '../../invocations/invocation.events';
 import { ENDING_LIMITS, OUTCOMES } from '../../runtime/conversation.types';
+import type { UsageCounts } from '../../runtime/provider.port';
+import { declareUsageFields } from './price-kind.fields';
 
-/** Usage of one attempt or of a total, each priced kind apart (SPEC §7). */
+/** Usage of one attempt or of a total, each priced kind apart (one count per row of the price-kind table). */
 export class UsageDto {
-  @ApiProperty({ type: 'integer', description: 'Uncached input tokens.' }) readonly inputTokens!: number;
-  @ApiProperty({ type: 'integer' }) readonly outputTokens!: number;
-  @ApiProperty({ type: 'integer', description: 'Tokens written to the cache with the 5-minute lifetime.' }) readonly cacheWriteTokens!: number;
-  @ApiProperty({ type: 'integer', description: 'Tokens written to the cache with the 1-hour lifetime.' }) readonly cacheWrite1hTokens!: number;
-  @ApiProperty({ type: 'integer' }) readonly cacheReadTokens!: number;
-  @ApiProperty({ type: 'integer', description: 'Server-side web searches.' }) readonly webSearchRequests!: number;
   @ApiPropertyOptional({ description: 'The provider’s service tier, on an attempt where it said.' }) readonly serviceTier?: string;
+  @ApiPropertyOptional({ description: 'The inference speed the provider says it served the attempt at (`standard`, `fast`).' }) readonly speed?: string;
+  @ApiPropertyOptional({ description: 'Where the provider says it ran the attempt (e.g. `us`).' }) readonly inferenceGeo?: string;
 }
+export interface UsageDto extends UsageCounts {}
+declareUsageFields(UsageDto);
 
 /** One provider attempt (SPEC §7). */
 export class AttemptRowDto {
