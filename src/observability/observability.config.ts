@@ -1,4 +1,5 @@
 import type { FactoryProvider } from '@nestjs/common';
+import { ConfigurationError } from '../config/ledger.config';
 
 /**
  * What an operator chooses about metrics, read from the environment at start (SPEC §13). Kept apart
@@ -23,9 +24,8 @@ export interface ObservabilityConfig {
 const MAX_PORT = 65_535;
 export const DEFAULT_METRICS_HOST = '127.0.0.1';
 
-export class ObservabilityConfigError extends Error {
-  override readonly name = 'ConfigurationError';
-}
+/** A bad metrics variable: a ConfigurationError like the ledger's own, so the service reports both alike. */
+export class ObservabilityConfigError extends ConfigurationError {}
 
 /** Parses the metrics variables; throws naming the bad one. */
 export function loadObservabilityConfig(env: Readonly<Record<string, string | undefined>>): ObservabilityConfig {
@@ -42,7 +42,7 @@ export function loadObservabilityConfig(env: Readonly<Record<string, string | un
   if (rawLabels && !['0', '1', 'true', 'false'].includes(rawLabels)) {
     problems.push(`LEDGER_METRICS_ORGANIZATION_LABELS: expected 1 or 0, got "${rawLabels}"`);
   }
-  if (problems.length > 0) throw new ObservabilityConfigError(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
+  if (problems.length > 0) throw new ObservabilityConfigError(problems);
   return {
     ...(metricsPort === undefined ? {} : { metricsPort }),
     metricsHost: env.HOST?.trim() || DEFAULT_METRICS_HOST,
