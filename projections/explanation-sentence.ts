@@ -59,6 +59,10 @@ function refusalSentence(view: ExplanationFigures, refusal: ExplanationRefusal):
       return `Refused: insufficient_credits — available ${refusal.figures.available} < hold ${refusal.figures.creditHold}.`;
     case 'no_running_slot':
       return `Refused: no_running_slot — running ${refusal.figures.running} of ${refusal.figures.maxRunning}.`;
+    case 'ledger_totals_bound': {
+      const { committedCredits, creditHold, overrunRoomCredits, maxTotalCredits } = refusal.figures;
+      return `Refused: ledger_totals_bound — committed ${committedCredits} + hold ${creditHold} + settlement room ${overrunRoomCredits} > ${maxTotalCredits}, the exact-integer bound of the account's totals.`;
+    }
   }
 }
 

@@ -10,9 +10,14 @@ export const MAX_RUNNING_LIMIT = 1_000;
  */
 export const MAX_LEDGER_ENTRY_CREDITS = 1_000_000_000_000;
 /**
- * Bound of `granted + |adjustments| + charged + held`, in credits. Every balance figure and every
- * partial sum of `available = granted + adjustments − charged − held` lies within it, so keeping
- * that sum within the exact-integer range keeps every total exact; a command that would take it
- * past is refused.
+ * Bound of every balance figure (granted, adjustments, charged, held, available) and of every partial
+ * sum of `available = granted + adjustments − charged − held`, in credits: the exact-integer range,
+ * on both sides of zero. A command that would take one past it is refused (docs/lifecycle.md).
  */
 export const MAX_ACCOUNT_TOTAL_CREDITS = Number.MAX_SAFE_INTEGER;
+/**
+ * Credits a settlement may charge past its hold (the turn that crossed it), in credits. Admission
+ * keeps this much room per running invocation under MAX_ACCOUNT_TOTAL_CREDITS, so every settlement
+ * within it fits the range and is always accepted (`ledger_totals_bound` refuses the hold instead).
+ */
+export const MAX_HOLD_OVERRUN_CREDITS = 1_000_000_000_000;

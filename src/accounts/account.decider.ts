@@ -8,13 +8,15 @@ import type { SnapshotCodec } from '../aggregates/aggregate-snapshots';
 import type { Decider } from '../domain/decider';
 import { IdempotencyConflictError, IllegalTransitionError, ValidationError } from '../domain/domain.errors';
 import { FieldChecks, MAX_REASON_CHARS } from '../domain/field-checks';
-import { MAX_ACCOUNT_TOTAL_CREDITS, MAX_LEDGER_ENTRY_CREDITS, MAX_RUNNING_LIMIT } from './account.bounds';
+import { MAX_ACCOUNT_TOTAL_CREDITS, MAX_HOLD_OVERRUN_CREDITS, MAX_LEDGER_ENTRY_CREDITS, MAX_RUNNING_LIMIT } from './account.bounds';
 import type { AccountCommand, AdjustCredits, ChangeSettings, GrantCredits, PlaceHold, SetAlertThresholds, SettleHold } from './account.commands';
 import type { AccountEvent, CreditThresholdCrossed } from './account.events';
 import {
   AccountState,
   AccountTotals,
   alertFiguresOf,
+  availableCredits,
+  committedCredits,
   evolveAccount,
   heldCredits,
   initialAccountState,
@@ -31,7 +33,7 @@ import {
   type AlertThreshold,
 } from './credit-alerts';
 import { accountSnapshot } from './account.snapshot';
-import { admit, AdmissionRefusedError, refusalOf } from './admission.policy';
+import { admit, AdmissionRefusedError, refusalOf, totalsBoundRefusal } from './admission.policy';
 
 /**
  * - GrantCredits / AdjustCredits → CreditsGranted / CreditsAdjusted; a repeated key with the same
@@ -98,6 +100,7 @@ function adjust({ data }: AdjustCredits, state: AccountState): AccountEvent[] {
   checks.throwIfAny();
   if (isRepeat(state, idempotencyKey, { kind: 'adjustment', credits, reason })) return [];
   assertExact('credits', state, { adjustments: state.adjustments + credits });
+  if (credits < 0) assertRoomBelow(state, credits);
   return withCrossings(state, [{ type: 'CreditsAdjusted', data: { credits, reason, idempotencyKey, adjustedAt } }], {
     cause: { kind: 'adjustment', idempotencyKey },
     at: adjustedAt,
@@ -135,7 +138,10 @@ function placeHold({ data }: PlaceHold, state: AccountState): AccountEvent[] {
   }
   const admission = admit(state, { creditHold: credits });
   if (!admission.admitted) throw new AdmissionRefusedError(refusalOf(admission));
-  assertExact('credits', state, { held: heldCredits(state) + credits });
+  // Admitted holds always fit (admission kept room for them); a log already past the range refuses
+  // the hold as the bound does, never as bad input after the invocation was estimated.
+  const next = { granted: state.granted, adjustments: state.adjustments, charged: state.charged, held: heldCredits(state) + credits };
+  if (!totalsAreExact(next)) throw new AdmissionRefusedError(refusalOf(totalsBoundRefusal(committedCredits(state), credits)));
   return [{ type: 'HoldPlaced', data: { invocationId, credits, placedAt } }];
 }
 
@@ -231,12 +237,25 @@ function isRepeat(state: AccountState, key: string, request: Omit<LedgerEntry, '
 }
 
 /**
- * Totals stay exact integers (SPEC §11): refuse a change that would take any total, or any partial
- * sum of `available`, past MAX_ACCOUNT_TOTAL_CREDITS. Writes nothing; names the field that would.
+ * Totals stay exact integers (SPEC §11): refuse a change that would take any figure, or any partial
+ * sum of `available`, past ±MAX_ACCOUNT_TOTAL_CREDITS. Writes nothing; names the field that would.
  */
 function assertExact(field: string, state: AccountState, change: Partial<AccountTotals>): void {
   const next: AccountTotals = { granted: state.granted, adjustments: state.adjustments, charged: state.charged, held: heldCredits(state), ...change };
   if (!totalsAreExact(next)) {
     throw ValidationError.of(field, `would take the account's totals past ${MAX_ACCOUNT_TOTAL_CREDITS} credits, the exact-integer range`);
+  }
+}
+
+/**
+ * A negative adjustment keeps, below `available`, the room each running invocation's settlement may
+ * charge past its hold, so that settlement still fits the range. Refuses only an adjustment that takes
+ * the account about 9 × 10^15 credits into debt: one that takes back no more than was credited
+ * (granted + adjustments stays ≥ 0) always fits (docs/lifecycle.md).
+ */
+function assertRoomBelow(state: AccountState, credits: number): void {
+  const room = state.openHolds.size * MAX_HOLD_OVERRUN_CREDITS;
+  if (availableCredits(state) + credits - room < -MAX_ACCOUNT_TOTAL_CREDITS) {
+    throw ValidationError.of('credits', `would take available credits past -${MAX_ACCOUNT_TOTAL_CREDITS}, the exact-integer range, with room for the running settlements`);
   }
 }

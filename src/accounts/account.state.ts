@@ -5,7 +5,7 @@
  * same on a young stream and an old one.
  */
 import { isoToMs } from '../domain/field-checks';
-import { DEFAULT_MAX_RUNNING, MAX_ACCOUNT_TOTAL_CREDITS } from './account.bounds';
+import { DEFAULT_MAX_RUNNING, MAX_ACCOUNT_TOTAL_CREDITS, MAX_HOLD_OVERRUN_CREDITS } from './account.bounds';
 import type { AccountEvent } from './account.events';
 import { isPast, thresholdKey, type AlertFigures, type AlertThreshold } from './credit-alerts';
 
@@ -101,13 +101,30 @@ export interface AccountTotals {
 }
 
 /**
- * True while every total and every partial sum of `available` is an exact integer: the magnitudes'
- * sum stays within MAX_ACCOUNT_TOTAL_CREDITS (each figure is a sum of safe integers, so a sum past
- * the bound is the first sign of lost precision).
+ * True while every figure and every partial sum of `available` (as availableOf adds them) is an exact
+ * integer within ±MAX_ACCOUNT_TOTAL_CREDITS. Each operand is checked before it is added to, and a sum of
+ * two safe integers whose exact value leaves the range rounds to a value outside it, so the float
+ * arithmetic cannot hide an inexact total.
  */
 export function totalsAreExact({ granted, adjustments, charged, held }: AccountTotals): boolean {
-  const magnitude = granted + Math.abs(adjustments) + charged + held;
-  return [granted, adjustments, charged, held].every(Number.isSafeInteger) && magnitude <= MAX_ACCOUNT_TOTAL_CREDITS;
+  if (![granted, adjustments, charged, held].every(isExactCredits)) return false;
+  const credited = granted + adjustments;
+  if (!isExactCredits(credited)) return false;
+  const afterCharges = credited - charged;
+  return isExactCredits(afterCharges) && isExactCredits(afterCharges - held);
+}
+
+function isExactCredits(value: number): boolean {
+  return Number.isSafeInteger(value) && Math.abs(value) <= MAX_ACCOUNT_TOTAL_CREDITS;
+}
+
+/**
+ * Credits committed against MAX_ACCOUNT_TOTAL_CREDITS: what was charged, what is held, and the room
+ * each running invocation keeps for its settlement to pass its hold (MAX_HOLD_OVERRUN_CREDITS).
+ * Admission keeps `committed + hold + room` within the bound, so every settlement fits (lifecycle.md).
+ */
+export function committedCredits(state: AccountState): number {
+  return state.charged + heldCredits(state) + runningCount(state) * MAX_HOLD_OVERRUN_CREDITS;
 }
 
 /** The balance read of SPEC §10, `GET /v1/organizations/:organizationId/balance`. */

@@ -4,12 +4,16 @@
  */
 import type { Publication } from '../catalog/operation.events';
 import { DomainError } from '../domain/domain.errors';
-import { AccountState, availableCredits, runningCount } from './account.state';
+import { MAX_ACCOUNT_TOTAL_CREDITS, MAX_HOLD_OVERRUN_CREDITS } from './account.bounds';
+import { AccountState, availableCredits, committedCredits, runningCount } from './account.state';
 
 /** Refusals of the access check: SPEC §4 transition 1. */
 export const ACCESS_REFUSAL_REASONS = ['ai_disabled', 'operation_disabled', 'unknown_operation'] as const;
-/** Refusals for want of credits or a slot: SPEC §4 transition 2. */
-export const CAPACITY_REFUSAL_REASONS = ['insufficient_credits', 'no_running_slot'] as const;
+/**
+ * Refusals for want of credits or a slot, or because the hold and its settlement's room would not fit
+ * in the exact-integer range (`ledger_totals_bound`): SPEC §4 transition 2.
+ */
+export const CAPACITY_REFUSAL_REASONS = ['insufficient_credits', 'no_running_slot', 'ledger_totals_bound'] as const;
 export const ADMISSION_REFUSAL_REASONS = [...ACCESS_REFUSAL_REASONS, ...CAPACITY_REFUSAL_REASONS] as const;
 export type AdmissionRefusalReason = (typeof ADMISSION_REFUSAL_REASONS)[number];
 
@@ -19,17 +23,32 @@ export type AdmissionRefusal =
   | { readonly reason: 'unknown_operation'; readonly figures: { readonly publishedVersions: 0 } }
   | { readonly reason: 'operation_disabled'; readonly figures: { readonly version: number; readonly enabled: false } }
   | { readonly reason: 'insufficient_credits'; readonly figures: { readonly available: number; readonly creditHold: number } }
-  | { readonly reason: 'no_running_slot'; readonly figures: { readonly running: number; readonly maxRunning: number } };
+  | { readonly reason: 'no_running_slot'; readonly figures: { readonly running: number; readonly maxRunning: number } }
+  | { readonly reason: 'ledger_totals_bound'; readonly figures: LedgerTotalsBoundFigures };
+
+/**
+ * Why a hold was refused at the exact-integer bound: `committedCredits + creditHold + overrunRoomCredits
+ * > maxTotalCredits` (charged, held and each running invocation's room, then this hold and its room).
+ */
+// A type, not an interface: it is read as a plain record of figures (the console shows them so).
+export type LedgerTotalsBoundFigures = {
+  readonly committedCredits: number;
+  readonly creditHold: number;
+  readonly overrunRoomCredits: number;
+  readonly maxTotalCredits: number;
+};
 
 /** The refusals an account can decide alone. */
-export type AccountRefusal = Extract<AdmissionRefusal, { reason: 'ai_disabled' | 'insufficient_credits' | 'no_running_slot' }>;
+export type AccountRefusal = Extract<AdmissionRefusal, { reason: 'ai_disabled' | 'insufficient_credits' | 'no_running_slot' | 'ledger_totals_bound' }>;
 
 export type AdmissionDecision = { readonly admitted: true } | ({ readonly admitted: false } & AdmissionRefusal);
 export type AccountAdmission = { readonly admitted: true } | ({ readonly admitted: false } & AccountRefusal);
 
 /**
  * The account's checks, in SPEC §3 order: the organization switch, then credits (`available <
- * creditHold`; exactly enough is enough), then a slot (`running >= maxRunning`).
+ * creditHold`; exactly enough is enough), then a slot (`running >= maxRunning`), then the bound: the
+ * hold and the room its settlement may need past it must fit under MAX_ACCOUNT_TOTAL_CREDITS beside
+ * everything already committed, so that settling it can never leave the exact-integer range.
  */
 export function admit(state: AccountState, { creditHold }: { readonly creditHold: number }): AccountAdmission {
   if (!state.aiEnabled) return { admitted: false, reason: 'ai_disabled', figures: { aiEnabled: false } };
@@ -41,7 +60,20 @@ export function admit(state: AccountState, { creditHold }: { readonly creditHold
   if (running >= state.maxRunning) {
     return { admitted: false, reason: 'no_running_slot', figures: { running, maxRunning: state.maxRunning } };
   }
+  const committed = committedCredits(state);
+  // Compared as a sum, not a difference: rounding is monotonic, so a sum past the bound reads as past it.
+  if (committed + creditHold + MAX_HOLD_OVERRUN_CREDITS > MAX_ACCOUNT_TOTAL_CREDITS) return totalsBoundRefusal(committed, creditHold);
   return { admitted: true };
+}
+
+/** The `ledger_totals_bound` refusal of a hold of `creditHold` on an account with `committed` credits. */
+export function totalsBoundRefusal(committed: number, creditHold: number): { readonly admitted: false } & AccountRefusal {
+  return {
+    admitted: false,
+    reason: 'ledger_totals_bound',
+    // Only a log already past the range commits more than the bound; the figure then says the bound.
+    figures: { committedCredits: Math.min(committed, MAX_ACCOUNT_TOTAL_CREDITS), creditHold, overrunRoomCredits: MAX_HOLD_OVERRUN_CREDITS, maxTotalCredits: MAX_ACCOUNT_TOTAL_CREDITS },
+  };
 }
 
 /**
@@ -51,7 +83,7 @@ export function admit(state: AccountState, { creditHold }: { readonly creditHold
  *    whatever it asked for, and learns nothing about the catalog;
  * 2. `unknown_operation`, then `operation_disabled` — these two exclude each other (an unknown
  *    operation has no switch), so their order only fixes which check reads first;
- * 3. `insufficient_credits`; 4. `no_running_slot`.
+ * 3. `insufficient_credits`; 4. `no_running_slot`; 5. `ledger_totals_bound`.
  */
 export function decideAdmission(account: AccountState, publication: Publication | undefined): AdmissionDecision {
   if (!account.aiEnabled) return { admitted: false, reason: 'ai_disabled', figures: { aiEnabled: false } };

@@ -194,7 +194,7 @@ export function describeDifference(difference: AuditDifference): string {
       return `balance ${difference.organizationId}: ${difference.field} is ${difference.readModel} in the read model, ${difference.accountStream} from the account stream`;
     case 'total_out_of_range': {
       const { granted, adjustments, charged, held } = difference.totals;
-      return `organization ${difference.organizationId}: after its account's event ${difference.afterEvents} the totals leave the exact-integer range (granted ${granted}, adjustments ${adjustments}, charged ${charged}, held ${held}; |sum| over ${Number.MAX_SAFE_INTEGER})`;
+      return `organization ${difference.organizationId}: after its account's event ${difference.afterEvents} the totals leave the exact-integer range (granted ${granted}, adjustments ${adjustments}, charged ${charged}, held ${held}: a figure or a partial sum of available is past ±${Number.MAX_SAFE_INTEGER})`;
     }
     case 'balance_missing':
       return difference.missingFrom === 'read_model'

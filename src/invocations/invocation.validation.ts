@@ -3,7 +3,7 @@
  * records, conversation figures and refusals. Each names the bad field; the decider (transitions,
  * charges) stays in invocation.decider.ts.
  */
-import type { AdmissionRefusal } from '../accounts/admission.policy';
+import type { AdmissionRefusal, LedgerTotalsBoundFigures } from '../accounts/admission.policy';
 import { MAX_CREDIT_HOLD_CREDITS, MAX_MODEL_NAME_CHARS } from '../catalog/publication.validation';
 import { FieldChecks } from '../domain/field-checks';
 import type { AttemptRecord, ConversationLimits } from '../runtime/conversation.types';
@@ -104,7 +104,24 @@ export function refusalFromState(
       if (checks.ok && running < maxRunning) checks.add('figures.running', 'leaves a slot free: nothing to refuse');
       return { reason, figures: { running, maxRunning } };
     }
+    case 'ledger_totals_bound':
+      if (publication === null || !publication.enabled) checks.add('reason', `${published}: it is refused for access first`);
+      return { reason, figures: totalsBoundFigures(checks, figures, state.estimate) };
   }
+}
+
+/** The figures of a `ledger_totals_bound` refusal: this hold and its room really do not fit beside what is committed. */
+function totalsBoundFigures(checks: FieldChecks, figures: Record<string, unknown>, estimate: number): LedgerTotalsBoundFigures {
+  const credits = (field: keyof LedgerTotalsBoundFigures): number =>
+    checks.integer(`figures.${field}`, figures[field], { min: 0, max: Number.MAX_SAFE_INTEGER, unit: 'credits' });
+  const committedCredits = credits('committedCredits');
+  const creditHold = credits('creditHold');
+  const overrunRoomCredits = credits('overrunRoomCredits');
+  const maxTotalCredits = credits('maxTotalCredits');
+  if (checks.ok && creditHold !== estimate) checks.add('figures.creditHold', `the estimate is ${estimate} credits`);
+  // A sum past the bound reads as past it (rounding is monotonic): the figures must show the hold does not fit.
+  if (checks.ok && committedCredits + creditHold + overrunRoomCredits <= maxTotalCredits) checks.add('figures.committedCredits', 'leaves room for the hold: nothing to refuse');
+  return { committedCredits, creditHold, overrunRoomCredits, maxTotalCredits };
 }
 
 /**

@@ -1,4 +1,4 @@
-import { DEFAULT_MAX_RUNNING, MAX_ACCOUNT_TOTAL_CREDITS, MAX_LEDGER_ENTRY_CREDITS, MAX_RUNNING_LIMIT } from '../../src/accounts/account.bounds';
+import { DEFAULT_MAX_RUNNING, MAX_ACCOUNT_TOTAL_CREDITS, MAX_HOLD_OVERRUN_CREDITS, MAX_LEDGER_ENTRY_CREDITS, MAX_RUNNING_LIMIT } from '../../src/accounts/account.bounds';
 import { accountDecider } from '../../src/accounts/account.decider';
 import { AccountState, availableCredits, balanceOf, ledgerEntryFor, openHoldsOlderThan } from '../../src/accounts/account.state';
 import { AdmissionRefusedError } from '../../src/accounts/admission.policy';
@@ -124,16 +124,42 @@ describe('SPEC §11 no account total may leave the exact-integer range (MAX_ACCO
     spec.given(fullGrants).when(adjust(MAX_LEDGER_ENTRY_CREDITS, 'adjust-up')).thenThrows(ValidationError, { field: 'credits' });
   });
 
-  it('refuses a negative adjustment as large, because |adjustments| counts against the range too', () => {
-    spec.given(fullGrants).when(adjust(-MAX_LEDGER_ENTRY_CREDITS, 'adjust-down')).thenThrows(ValidationError, { field: 'credits' });
+  it('accepts a negative adjustment as large: taking credits back never leaves the range', () => {
+    spec
+      .given(fullGrants)
+      .when(adjust(-MAX_LEDGER_ENTRY_CREDITS, 'adjust-down'))
+      .then([adjusted(-MAX_LEDGER_ENTRY_CREDITS, 'adjust-down')]);
   });
 
-  it('refuses a hold or a charge that would take held or charged past it, and accepts what still fits', () => {
-    const nearlyFull = [granted(MAX_ACCOUNT_TOTAL_CREDITS - 1_000, 'all')];
-    spec.given(nearlyFull).when(placeHold('inv-1', 1_000)).then([holdPlaced('inv-1', 1_000)]);
-    spec.given(nearlyFull).when(placeHold('inv-1', 1_001)).thenThrows(Error);
-    spec.given([...nearlyFull, holdPlaced('inv-1', 1_000)]).when(settleHold('inv-1', 1_001)).thenThrows(ValidationError, { field: 'chargeCredits' });
-    spec.given([...nearlyFull, holdPlaced('inv-1', 1_000)]).when(settleHold('inv-1', 1_000)).then([holdSettled('inv-1', 1_000, 1_000)]);
+  it('places a hold and settles it past the hold on an account granted exactly the bound', () => {
+    const full = [granted(MAX_ACCOUNT_TOTAL_CREDITS, 'all')];
+    spec.given(full).when(placeHold('inv-1', 5_000)).then([holdPlaced('inv-1', 5_000)]);
+    const settled = spec.given([...full, holdPlaced('inv-1', 5_000)]).when(settleHold('inv-1', 5_000 + MAX_HOLD_OVERRUN_CREDITS)).then([holdSettled('inv-1', 5_000, 5_000 + MAX_HOLD_OVERRUN_CREDITS)]);
+    expect(balanceOf(settled).available).toBe(MAX_ACCOUNT_TOTAL_CREDITS - 5_000 - MAX_HOLD_OVERRUN_CREDITS);
+  });
+
+  it('refuses a hold with ledger_totals_bound, not as bad input, once the hold and its settlement room no longer fit beside what was charged', () => {
+    // Everything granted was charged but the last 2,000 credits' worth of room: one event pair stands for the invocations.
+    const charged = MAX_ACCOUNT_TOTAL_CREDITS - MAX_HOLD_OVERRUN_CREDITS - 1_000;
+    const history = [granted(MAX_ACCOUNT_TOTAL_CREDITS, 'all'), holdPlaced('inv-0', charged), holdSettled('inv-0', charged, charged)];
+    spec.given(history).when(placeHold('inv-1', 1_000)).then([holdPlaced('inv-1', 1_000)]);
+    spec.given(history).when(placeHold('inv-1', 1_001)).thenThrows(AdmissionRefusedError, (error) =>
+      expect(error.refusal).toEqual({
+        reason: 'ledger_totals_bound',
+        figures: { committedCredits: charged, creditHold: 1_001, overrunRoomCredits: MAX_HOLD_OVERRUN_CREDITS, maxTotalCredits: MAX_ACCOUNT_TOTAL_CREDITS },
+      }),
+    );
+  });
+
+  it('refuses only the negative adjustment that would take available past the range below zero, room for running settlements kept', () => {
+    const deep = [adjusted(-(MAX_ACCOUNT_TOTAL_CREDITS - 10), 'deep')];
+    spec.given(deep).when(adjust(-10, 'to-the-bound')).then([adjusted(-10, 'to-the-bound')]);
+    spec.given(deep).when(adjust(-11, 'past-the-bound')).thenThrows(ValidationError, { field: 'credits' });
+    // With a hold open, its settlement's room is kept too: refused while adjustments alone would still fit.
+    const running = [granted(1_000), holdPlaced('inv-1', 1_000), adjusted(-(MAX_ACCOUNT_TOTAL_CREDITS - MAX_HOLD_OVERRUN_CREDITS - 10), 'deep')];
+    spec.given(running).when(adjust(-10, 'to-the-room')).then([adjusted(-10, 'to-the-room')]);
+    spec.given(running).when(adjust(-11, 'into-the-room')).thenThrows(ValidationError, { field: 'credits' });
+    spec.given(running).when(settleHold('inv-1', 1_000 + MAX_HOLD_OVERRUN_CREDITS)).then([holdSettled('inv-1', 1_000, 1_000 + MAX_HOLD_OVERRUN_CREDITS)]);
   });
 
   it('keeps every figure of such an account exact: available is the exact difference', () => {

@@ -4,10 +4,12 @@ import { replay } from '../../src/domain/decider';
 import { IllegalTransitionError, ValidationError } from '../../src/domain/domain.errors';
 import { invocationDecider } from '../../src/invocations/invocation.decider';
 import { deciderSpec } from '../support/decider-spec';
-import { granted, holdPlaced, settingsChanged } from '../accounts/account.fixtures';
+import { MAX_ACCOUNT_TOTAL_CREDITS, MAX_HOLD_OVERRUN_CREDITS } from '../../src/accounts/account.bounds';
+import { granted, holdPlaced, holdSettled, settingsChanged } from '../accounts/account.fixtures';
 import { at, estimated, PUBLICATION, refuse, reserve } from './invocation.fixtures';
 
 const spec = deciderSpec(invocationDecider);
+const CHARGED_TO_THE_BOUND = MAX_ACCOUNT_TOTAL_CREDITS - MAX_HOLD_OVERRUN_CREDITS;
 
 describe('SPEC §3 each refusal is terminal and recorded with its reason and figures', () => {
   it.each([
@@ -16,6 +18,8 @@ describe('SPEC §3 each refusal is terminal and recorded with its reason and fig
     ['unknown_operation', [granted(1_000)], null, 1],
     ['insufficient_credits', [granted(499)], PUBLICATION, 2],
     ['no_running_slot', [granted(10_000), settingsChanged(true, 1), holdPlaced('other', 500)], PUBLICATION, 2],
+    // Everything granted was charged but less than a hold and its settlement room.
+    ['ledger_totals_bound', [granted(MAX_ACCOUNT_TOTAL_CREDITS), holdPlaced('earlier', CHARGED_TO_THE_BOUND), holdSettled('earlier', CHARGED_TO_THE_BOUND, CHARGED_TO_THE_BOUND)], PUBLICATION, 2],
   ] as const)('records %s exactly as decideAdmission gives it, with its transition number', (reason, accountEvents, publication, transition) => {
     const decision = decideAdmission(replay(accountDecider, [...accountEvents]), publication ?? undefined);
     if (decision.admitted) throw new Error('expected a refusal');
@@ -63,6 +67,15 @@ describe('SPEC §3 a recorded refusal agrees with the publication the invocation
       .given([estimated()])
       .when(refuse({ reason: 'no_running_slot', figures: { running: 3, maxRunning: 4 } }))
       .thenThrows(ValidationError, { field: 'figures.running' });
+  });
+
+  it('refuses ledger_totals_bound whose figures leave room for the hold', () => {
+    const figures = { committedCredits: 0, creditHold: PUBLICATION.creditHold, overrunRoomCredits: MAX_HOLD_OVERRUN_CREDITS, maxTotalCredits: MAX_ACCOUNT_TOTAL_CREDITS };
+    spec.given([estimated()]).when(refuse({ reason: 'ledger_totals_bound', figures })).thenThrows(ValidationError, { field: 'figures.committedCredits' });
+    spec
+      .given([estimated()])
+      .when(refuse({ reason: 'ledger_totals_bound', figures: { ...figures, committedCredits: MAX_ACCOUNT_TOTAL_CREDITS, creditHold: 1 } }))
+      .thenThrows(ValidationError, { field: 'figures.creditHold' });
   });
 
   it('refuses an unknown reason', () => {

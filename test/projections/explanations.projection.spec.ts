@@ -58,6 +58,12 @@ describe('explanations projection: refusals name their reason and the figures be
       'Refused: no_running_slot — running 10 of 10.',
     ],
     [
+      'ledger_totals_bound',
+      estimated(V1),
+      refused({ reason: 'ledger_totals_bound', figures: { committedCredits: 9_007_199_254_740_000, creditHold: 500, overrunRoomCredits: 1_000_000_000_000, maxTotalCredits: 9_007_199_254_740_991 } }, 2),
+      "Refused: ledger_totals_bound — committed 9007199254740000 + hold 500 + settlement room 1000000000000 > 9007199254740991, the exact-integer bound of the account's totals.",
+    ],
+    [
       'ai_disabled',
       estimated(V1),
       refused({ reason: 'ai_disabled', figures: { aiEnabled: false } }, 1),
