@@ -8,6 +8,7 @@ import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ProbeReply, ProbeRequest, ServiceUsage } from './service-probe.protocol';
+import { removeOnExit, stopOnExit } from './stop-on-exit';
 
 /** How long the service may take to build its module graph, seed the demo and listen, in milliseconds. */
 const SERVICE_START_TIMEOUT_MS = 60_000;
@@ -24,6 +25,8 @@ type ProbeRequestBody = ProbeRequest extends infer R ? (R extends { id: number }
 export interface ServiceOptions {
   /** Extra environment (LEDGER_TOKENS, …); PORT, LEDGER_STORE and LEDGER_DEMO are set here. */
   readonly env?: Readonly<Record<string, string>>;
+  /** Seed the demo (LEDGER_DEMO=1), as `npm start` does; default true. */
+  readonly demo?: boolean;
   /** Extra node flags, e.g. `--expose-gc` for the soak. */
   readonly nodeFlags?: readonly string[];
 }
@@ -36,6 +39,8 @@ export class ServiceProcess {
     private readonly child: ChildProcess,
     readonly port: number,
     private readonly directory: string,
+    /** The service's log (stdout and stderr), removed by stop(). */
+    readonly logPath: string,
   ) {
     child.on('message', (reply: ProbeReply) => {
       const waiter = this.waiting.get(reply.id);
@@ -55,6 +60,7 @@ export class ServiceProcess {
 
   static async start(options: ServiceOptions = {}): Promise<ServiceProcess> {
     const directory = mkdtempSync(join(tmpdir(), 'llm-ledger-http-bench-'));
+    removeOnExit(directory);
     const distRoot = join(__dirname, '..', '..');
     // The service's log goes to a file, as to a log collector: a pipe drained by this busy process
     // would fill and make the service buffer (or block on) its own log lines.
@@ -64,11 +70,12 @@ export class ServiceProcess {
       process.execPath,
       [...(options.nodeFlags ?? []), '--require', join(__dirname, 'service-probe.js'), join(distRoot, 'src', 'main.js')],
       {
-        env: { ...process.env, ...options.env, PORT: '0', LEDGER_DEMO: '1', LEDGER_STORE: `sqlite:${join(directory, 'ledger.sqlite')}` },
+        env: { ...process.env, ...options.env, PORT: '0', LEDGER_DEMO: options.demo === false ? '0' : '1', LEDGER_STORE: `sqlite:${join(directory, 'ledger.sqlite')}` },
         stdio: ['ignore', log, log, 'ipc'],
       },
     );
     closeSync(log);
+    stopOnExit(child);
     const port = await new Promise<number>((resolve, reject) => {
       const started = performance.now();
       const poll = setInterval(() => {
@@ -84,7 +91,7 @@ export class ServiceProcess {
         }
       }, START_POLL_INTERVAL_MS);
     });
-    return new ServiceProcess(child, port, directory);
+    return new ServiceProcess(child, port, directory, logPath);
   }
 
   request(body: ProbeRequestBody): Promise<ProbeReply['result']> {
