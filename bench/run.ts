@@ -19,9 +19,11 @@ const BENCHMARKS: Record<string, () => Promise<Bench>> = {
   'read-side': async () => (await import('./read-side.bench')).run,
   http: async () => (await import('./http.bench')).run,
   soak: async () => (await import('./soak.bench')).run,
+  gateway: async () => (await import('./gateway.bench')).run,
+  'gateway-soak': async () => (await import('./gateway-soak.bench')).run,
 };
-/** Run only when named: the soak takes ten minutes. */
-const ONLY_WHEN_NAMED = new Set(['soak']);
+/** Run only when named: the soaks take ten minutes each. */
+const ONLY_WHEN_NAMED = new Set(['soak', 'gateway-soak']);
 
 export interface MachineInfo {
   readonly cpuModel: string;

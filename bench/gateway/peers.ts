@@ -1,0 +1,109 @@
+/**
+ * Everything one gateway benchmark run starts, in front of one upstream: the upstream, the peers
+ * (the upstream called directly, the bare proxy, Portkey, llm-ledger) and the load generator, each in
+ * its own process, with what a call to each peer looks like. A peer that cannot be had (Portkey not
+ * installable, llm-ledger's gateway not there yet) is kept with the reason, so the others still run.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { ServiceUsage } from '../http/service-probe.protocol';
+import type { ServiceProcess } from '../http/service-process';
+import { keepOnExit, removeOnExit } from '../http/stop-on-exit';
+import { anthropicHeaders, startLedger } from './ledger-gateway';
+import { UPSTREAM_API_KEY } from './messages-wire';
+import { NodeChild } from './node-child';
+import { portkeyHeaders, portkeyVersion, startPortkey } from './portkey';
+
+export const PEER_NAMES = ['direct', 'bare proxy', 'Portkey', 'llm-ledger'] as const;
+export type PeerName = (typeof PEER_NAMES)[number];
+/** How BENCH_GATEWAY_PEERS names them. */
+export const PEER_KEYS: Readonly<Record<string, PeerName>> = { direct: 'direct', bare: 'bare proxy', portkey: 'Portkey', ledger: 'llm-ledger' };
+
+export interface Target {
+  readonly origin: string;
+  readonly path: string;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+interface MeasuredProcess {
+  usage(collectGarbage?: boolean): Promise<ServiceUsage>;
+}
+
+export type Peer =
+  | { readonly name: PeerName; readonly available: true; readonly target: Target; readonly process?: MeasuredProcess; readonly ledger?: ServiceProcess }
+  | { readonly name: PeerName; readonly available: false; readonly reason: string };
+
+export interface BenchProcesses {
+  readonly upstream: NodeChild;
+  readonly load: NodeChild;
+  readonly peers: readonly Peer[];
+  /** Stops every process started, and removes the logs unless the run failed. */
+  stop(keepLogs: boolean): Promise<void>;
+  readonly logDir: string;
+}
+
+const DIST_GATEWAY = __dirname;
+const PROBE = join(__dirname, '..', 'http', 'service-probe.js');
+
+export async function startProcesses(options: { readonly peers: ReadonlySet<PeerName>; readonly exposeGc: boolean }): Promise<BenchProcesses> {
+  const logDir = mkdtempSync(join(tmpdir(), 'llm-ledger-gateway-bench-'));
+  removeOnExit(logDir);
+  const gcFlags = options.exposeGc ? ['--expose-gc'] : [];
+  const stoppers: Array<() => Promise<void>> = [];
+  const stop = async (keepLogs: boolean): Promise<void> => {
+    await Promise.all(stoppers.map((stopOne) => stopOne().catch((error: unknown) => console.error(error))));
+    if (keepLogs) keepOnExit(logDir);
+    else rmSync(logDir, { recursive: true, force: true });
+  };
+  try {
+    const child = async (name: string, script: string, env: Record<string, string> = {}): Promise<NodeChild> => {
+      const started = await NodeChild.start({ name, args: [join(DIST_GATEWAY, script)], nodeFlags: gcFlags, env, logPath: join(logDir, `${script}.log`), ready: { kind: 'notice' } });
+      stoppers.push(() => started.stop());
+      return started;
+    };
+    const upstream = await child('upstream', 'upstream.child.js');
+    const peers: Peer[] = [];
+    const wanted = (name: PeerName): boolean => options.peers.has(name);
+    if (wanted('direct')) {
+      peers.push({ name: 'direct', available: true, target: { origin: upstream.baseUrl, path: '/v1/messages', headers: { ...anthropicHeaders(), 'x-api-key': UPSTREAM_API_KEY } } });
+    }
+    if (wanted('bare proxy')) {
+      const bare = await child('bare proxy', 'bare-proxy.child.js', { BENCH_UPSTREAM_URL: upstream.baseUrl });
+      peers.push({ name: 'bare proxy', available: true, process: bare, target: { origin: bare.baseUrl, path: '/v1/messages', headers: { ...anthropicHeaders(), 'x-api-key': 'bench-caller-key' } } });
+    }
+    if (wanted('Portkey')) peers.push(await portkeyPeer(upstream, logDir, gcFlags, stoppers));
+    if (wanted('llm-ledger')) {
+      const ledger = await startLedger({ upstreamBaseUrl: upstream.baseUrl, nodeFlags: gcFlags }).catch((error: unknown) => String(error));
+      if (typeof ledger === 'string') peers.push({ name: 'llm-ledger', available: false, reason: `the service did not start: ${ledger.slice(0, 500)}` });
+      else {
+        stoppers.push(() => ledger.service.stop());
+        peers.push(
+          ledger.available
+            ? { name: 'llm-ledger', available: true, process: ledger.service, ledger: ledger.service, target: { origin: ledger.service.baseUrl, path: '/anthropic/v1/messages', headers: { ...anthropicHeaders(), 'x-api-key': ledger.key } } }
+            : { name: 'llm-ledger', available: false, reason: ledger.reason },
+        );
+      }
+    }
+    const load = await child('load', 'load.child.js');
+    return { upstream, load, peers, stop, logDir };
+  } catch (error) {
+    await stop(true);
+    throw error;
+  }
+}
+
+async function portkeyPeer(upstream: NodeChild, logDir: string, gcFlags: readonly string[], stoppers: Array<() => Promise<void>>): Promise<Peer> {
+  try {
+    const portkey = await startPortkey({ logPath: join(logDir, 'portkey.log'), nodeFlags: [...gcFlags, '--require', PROBE] });
+    stoppers.push(() => portkey.stop());
+    return {
+      name: 'Portkey',
+      available: true,
+      process: portkey,
+      target: { origin: portkey.baseUrl, path: '/v1/messages', headers: { ...anthropicHeaders(), ...portkeyHeaders(upstream.baseUrl), 'x-api-key': UPSTREAM_API_KEY } },
+    };
+  } catch (error) {
+    return { name: 'Portkey', available: false, reason: `@portkey-ai/gateway@${portkeyVersion()}: ${String(error).slice(0, 500)}` };
+  }
+}
