@@ -1,7 +1,4 @@
 import Database from 'better-sqlite3';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { ConfigurationError } from '../../src/config/ledger.config';
 import {
@@ -35,19 +32,13 @@ describe('A failed start, in words and an exit status by kind (issue 26, finding
   });
 
   it('calls a SQLite file that cannot be opened a store failure', () => {
-    // LEDGER_STORE pointing at a file that is not a SQLite database.
-    const directory = mkdtempSync(join(tmpdir(), 'llm-ledger-notadb-'));
-    const path = join(directory, 'ledger.sqlite');
-    writeFileSync(path, 'not a database, but long enough to have a header of its own: '.repeat(4));
-    let error: unknown;
-    try {
-      new Database(path).pragma('journal_mode = WAL');
-    } catch (thrown) {
-      error = thrown;
-    } finally {
-      rmSync(directory, { recursive: true, force: true });
-    }
-    expect(describeStartupFailure(error)).toMatchObject({ kind: 'store', exitCode: EXIT_STARTUP_STORE, message: expect.stringMatching(/^llm-ledger: a SQLite store could not be opened \(.+\) — check LEDGER_STORE/) });
+    // What better-sqlite3 throws for LEDGER_STORE pointing at a file that is not a SQLite database.
+    const error = new Database.SqliteError('file is not a database', 'SQLITE_NOTADB');
+    expect(describeStartupFailure(error)).toMatchObject({
+      kind: 'store',
+      exitCode: EXIT_STARTUP_STORE,
+      message: 'llm-ledger: a SQLite store could not be opened (file is not a database) — check LEDGER_STORE, LEDGER_READ_STORE and LEDGER_ANSWER_STORE',
+    });
   });
 
   it('writes anything unforeseen as one pino line, exit 1, its stack inside the JSON rather than on lines of its own', () => {
