@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { AppModule } from './composition/app.module';
 import { describeStartupFailure, logStartupFailure, preflight } from './composition/service-startup';
 import { serveConsole } from './console/serve-console';
-import { configureHttp, ledgerHttpAdapter } from './http/configure-http';
+import { configureHttp, ledgerHttpAdapter } from './http-kit/configure-http';
 import { startTracing, TracingShutdownModule } from './observability/tracing.sdk';
 
 /**

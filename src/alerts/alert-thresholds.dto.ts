@@ -3,7 +3,7 @@ import { Type } from 'class-transformer';
 import { ArrayMaxSize, IsArray, ValidateIf, ValidateNested } from 'class-validator';
 import { MAX_LEDGER_ENTRY_CREDITS } from '../accounts/account.bounds';
 import { ALERT_THRESHOLD_KINDS, MAX_ALERT_THRESHOLDS, MAX_USED_SHARE_PERCENT, type AlertThreshold } from '../accounts/credit-alerts';
-import { JsonObject, OneOf, WholeNumber } from '../http/dto/field-rules';
+import { JsonObject, OneOf, WholeNumber } from '../http-kit/dto/field-rules';
 
 /** One threshold: `available_below` with `credits`, or `used_share_above` with `percent`. */
 export class AlertThresholdDto {

@@ -2,14 +2,15 @@ import { Body, Controller, Put } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { AlertThreshold } from '../accounts/credit-alerts';
-import { ApiAuthenticatedErrors, ApiNotFound, ApiUnavailable, ApiWrite } from '../http/api-docs.decorators';
-import { CurrentCaller, mayAccessOrganization, type Caller } from '../http/auth/caller';
-import { Roles } from '../http/auth/roles.decorator';
-import { ResourceNotFoundException } from '../http/http-error.body';
-import { IdParam } from '../http/id-param.pipe';
+import { ApiAuthenticatedErrors, ApiNotFound, ApiUnavailable, ApiWrite } from '../http-kit/api-docs.decorators';
+import { mayAccessOrganization, type Caller } from '../http-kit/auth/caller';
+import { CurrentCaller } from '../http-kit/auth/current-caller.decorator';
+import { Roles } from '../http-kit/auth/roles.decorator';
+import { ResourceNotFoundException } from '../http-kit/http-error.body';
+import { IdParam } from '../http-kit/id-param.pipe';
 import { AlertThresholdsDto, AlertThresholdsResultDto } from './alert-thresholds.dto';
 import { SetAlertThresholdsCommand, type AlertThresholdsResult } from './set-alert-thresholds.command';
-import { LedgerApi } from '../http/ledger-api.decorator';
+import { LedgerApi } from '../http-kit/ledger-api.decorator';
 
 /** Credit alerts of an organization (SPEC §13). */
 @ApiTags('alerts')

@@ -4,8 +4,7 @@ import { CqrsModule } from '@nestjs/cqrs';
 import { LEDGER_CONFIG } from '../config/ledger.config';
 import { DemoModule } from '../demo/demo.module';
 import { DemoArithmeticModule } from '../features/demo-arithmetic/demo-arithmetic.module';
-import { HttpModule } from '../http/http.module';
-import { HTTP_ROUTE_PREFIX, routePrefixPath } from '../http/http-route-prefix';
+import { HTTP_ROUTE_PREFIX, routePrefixPath } from '../http-kit/http-route-prefix';
 import { ObservabilityModule } from '../observability/observability.module';
 import { WebhooksModule } from '../webhooks/webhooks.module';
 import { OBSERVABILITY_CONFIG, observabilityConfigProvider } from '../observability/observability.config';
@@ -14,6 +13,7 @@ import { ledgerConfigProvider } from './ledger-config.provider';
 import { LedgerCoreModule } from './ledger-core.module';
 import type { LedgerModuleExtras, LedgerModuleOptions } from './ledger-module.options';
 import { ReadSideModule } from './read-side.module';
+import { HttpApiModule } from './http-api.module';
 
 const { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN } = new ConfigurableModuleBuilder<LedgerModuleOptions>({ moduleName: 'Ledger' })
   .setClassMethodName('forRoot')
@@ -43,7 +43,7 @@ function compose(definition: DynamicModule, extras: LedgerModuleExtras): Dynamic
   const httpModules: NonNullable<DynamicModule['imports']> =
     http === false
       ? []
-      : [HttpModule, ...(http.prefix === undefined ? [] : [RouterModule.register([{ path: http.prefix, module: HttpModule }])])];
+      : [HttpApiModule, ...(http.prefix === undefined ? [] : [RouterModule.register([{ path: http.prefix, module: HttpApiModule }])])];
   return {
     ...definition,
     global: true,

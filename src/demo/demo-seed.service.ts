@@ -10,8 +10,8 @@ import { operationStreamName, type Publication } from '../catalog/operation.even
 import { PublishOperationCommand } from '../catalog/publish-operation.command';
 import { LEDGER_CONFIG, type LedgerConfig } from '../config/ledger.config';
 import { IdempotencyConflictError } from '../domain/domain.errors';
-import { TokenRegistry } from '../http/auth/token-registry';
-import { HTTP_ROUTE_PREFIX } from '../http/http-route-prefix';
+import { TokenRegistry } from '../http-kit/auth/token-registry';
+import { HTTP_ROUTE_PREFIX } from '../http-kit/http-route-prefix';
 import { demoBanner } from './demo-banner';
 import {
   DEMO_GRANT_CREDITS,

@@ -1,7 +1,7 @@
 /**
  * The machine code of every error the ledger's commands and queries throw for a reason of the domain
  * (bad input, an unknown name, a state that does not allow the command). A transport maps the code to
- * its own status (the HTTP API's table is in src/http/http-error.filter.ts) without reading messages
+ * its own status (the HTTP API's table is in src/http-kit/http-error.filter.ts) without reading messages
  * or testing classes.
  */
 export const DOMAIN_ERROR_CODES = [

@@ -1,12 +1,12 @@
 import { Controller, Get, Inject, Res, ServiceUnavailableException } from '@nestjs/common';
-import type { HttpResponse as Response } from './http.types';
+import type { HttpResponse as Response } from '../http-kit/http.types';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { HealthCheck, HealthCheckService, HealthIndicatorService, type HealthCheckResult, type HealthIndicatorResult } from '@nestjs/terminus';
 import { EVENT_STORE, type EventStore } from '../event-store/event-store.port';
 import { LiveProjections } from '../projection-runner';
-import { Public } from './auth/roles.decorator';
-import { ApiHeadersTooLarge } from './api-docs.decorators';
-import { LedgerApi } from './ledger-api.decorator';
+import { Public } from '../http-kit/auth/roles.decorator';
+import { ApiHeadersTooLarge } from '../http-kit/api-docs.decorators';
+import { LedgerApi } from '../http-kit/ledger-api.decorator';
 
 /**
  * Readiness bound on projection lag, in log positions: with the embedded store a number of events.

@@ -1,8 +1,8 @@
 import type { EventStore, RecordedEvent, Subscription } from '../event-store/event-store.port';
 import { invocationStreamName } from '../invocations/invocation.events';
-import { mayAccessOrganization, type Caller } from './auth/caller';
-import { ResourceNotFoundException } from './http-error.body';
-import { takeOverResponse, type HttpResponse } from './http.types';
+import { mayAccessOrganization, type Caller } from '../http-kit/auth/caller';
+import { ResourceNotFoundException } from '../http-kit/http-error.body';
+import { takeOverResponse, type HttpResponse } from '../http-kit/http.types';
 import { InvocationProgressReader } from './invocation-progress';
 
 /** How often an idle event stream sends a comment line, in ms: shorter than a load balancer's idle timeout. */

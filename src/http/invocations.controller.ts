@@ -5,24 +5,25 @@ import { INVOCATION_STATUS_FIELDS, pickFields, type InvocationView } from '../..
 import { RunOperationCommand } from '../invocations/run-operation.command';
 import { CancelInvocationCommand } from '../invocations/cancel-invocation.command';
 import type { InvocationResult } from '../invocations/invocation-result';
-import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound, ApiUnavailable, ApiWrite } from './api-docs.decorators';
-import { CurrentCaller, mayAccessOrganization, type Caller } from './auth/caller';
-import { Roles } from './auth/roles.decorator';
-import { ErrorBodyDto } from './dto/error-body.dto';
-import { IDEMPOTENCY_KEY_SCHEMA } from './dto/field-rules';
+import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound, ApiUnavailable, ApiWrite } from '../http-kit/api-docs.decorators';
+import { mayAccessOrganization, type Caller } from '../http-kit/auth/caller';
+import { CurrentCaller } from '../http-kit/auth/current-caller.decorator';
+import { Roles } from '../http-kit/auth/roles.decorator';
+import { ErrorBodyDto } from '../http-kit/dto/error-body.dto';
+import { IDEMPOTENCY_KEY_SCHEMA } from '../http-kit/dto/field-rules';
 import { EVENT_STORE, type EventStore } from '../event-store/event-store.port';
-import { HTTP_ROUTE_PREFIX } from './http-route-prefix';
-import type { HttpResponse } from './http.types';
+import { HTTP_ROUTE_PREFIX } from '../http-kit/http-route-prefix';
+import type { HttpResponse } from '../http-kit/http.types';
 import { streamInvocationEvents } from './invocation-events.stream';
 import { CancellationRequestedDto, InvocationAcceptedDto, InvocationProgressDto, InvocationStatusDto, RunInvocationDto, RunInvocationResultDto } from './dto/invocation.dto';
 import { AttemptHistoryDto, ExplanationDto } from './dto/read-views.dto';
 import { idempotencyKeyProblem } from '../domain/field-checks';
-import { InvalidRequestException, ResourceNotFoundException } from './http-error.body';
-import { IdParam } from './id-param.pipe';
+import { InvalidRequestException, ResourceNotFoundException } from '../http-kit/http-error.body';
+import { IdParam } from '../http-kit/id-param.pipe';
 import { ReadModelReader } from './read-model.reader';
 import type { AttemptHistoryView, ExplanationView } from '../../projections';
 import { GetAttemptsQuery, GetExplanationQuery } from '../queries/ledger.queries';
-import { LedgerApi } from './ledger-api.decorator';
+import { LedgerApi } from '../http-kit/ledger-api.decorator';
 
 /** The header a client may carry its idempotency key in (IETF draft `Idempotency-Key`). */
 const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';

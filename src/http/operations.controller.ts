@@ -2,16 +2,16 @@ import { Body, Controller, Get, Put } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { PublishOperationCommand } from '../catalog/publish-operation.command';
-import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound, ApiUnavailable, ApiWrite } from './api-docs.decorators';
-import { Roles } from './auth/roles.decorator';
+import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound, ApiUnavailable, ApiWrite } from '../http-kit/api-docs.decorators';
+import { Roles } from '../http-kit/auth/roles.decorator';
 import { PublishedVersionDto, PublishOperationDto } from './dto/publication.dto';
 import { RoutingBudgetsDto } from './dto/read-views.dto';
-import { ResourceNotFoundException } from './http-error.body';
-import { IdParam } from './id-param.pipe';
+import { ResourceNotFoundException } from '../http-kit/http-error.body';
+import { IdParam } from '../http-kit/id-param.pipe';
 import { ReadModelReader } from './read-model.reader';
 import type { RoutingBudgetsView } from '../../projections';
 import { GetPublicationsQuery } from '../queries/ledger.queries';
-import { LedgerApi } from './ledger-api.decorator';
+import { LedgerApi } from '../http-kit/ledger-api.decorator';
 
 /** The operation catalog (SPEC §2): publications and their historical routing budgets. */
 @ApiTags('operations')

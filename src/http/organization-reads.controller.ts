@@ -1,19 +1,20 @@
 import { Controller, Get, Headers, Query, Res } from '@nestjs/common';
 import { QueryBus } from '@nestjs/cqrs';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
-import type { HttpResponse as Response } from './http.types';
+import type { HttpResponse as Response } from '../http-kit/http.types';
 import type { InvocationStatus } from '../invocations/invocation.events';
 import { GetUsageQuery, type UsageGroupBy, type UsageStatement } from '../queries/get-usage.query';
 import { ListInvocationsQuery, type InvocationPage } from '../queries/list-invocations.query';
 import { ListLedgerEntriesQuery, type LedgerEntryPage } from '../queries/list-ledger-entries.query';
-import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound, ApiUnavailable } from './api-docs.decorators';
-import { CurrentCaller, mayAccessOrganization, type Caller } from './auth/caller';
-import { Roles } from './auth/roles.decorator';
+import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound, ApiUnavailable } from '../http-kit/api-docs.decorators';
+import { mayAccessOrganization, type Caller } from '../http-kit/auth/caller';
+import { CurrentCaller } from '../http-kit/auth/current-caller.decorator';
+import { Roles } from '../http-kit/auth/roles.decorator';
 import { LedgerQueryDto, ListInvocationsQueryDto, UsageQueryDto } from './dto/statement-queries.dto';
-import { ResourceNotFoundException } from './http-error.body';
-import { IdParam } from './id-param.pipe';
+import { ResourceNotFoundException } from '../http-kit/http-error.body';
+import { IdParam } from '../http-kit/id-param.pipe';
 import { usageStatementCsv } from './usage-statement.csv';
-import { LedgerApi } from './ledger-api.decorator';
+import { LedgerApi } from '../http-kit/ledger-api.decorator';
 
 /**
  * What finance reads about an organization (SPEC §9, §10): its invocations, its ledger entries and

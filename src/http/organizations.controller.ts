@@ -8,18 +8,19 @@ import {
   type LedgerEntryResult,
   type OrganizationSettings,
 } from '../accounts/account-commands';
-import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound, ApiUnavailable, ApiWrite } from './api-docs.decorators';
-import { CurrentCaller, mayAccessOrganization, type Caller } from './auth/caller';
-import { Roles } from './auth/roles.decorator';
+import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound, ApiUnavailable, ApiWrite } from '../http-kit/api-docs.decorators';
+import { mayAccessOrganization, type Caller } from '../http-kit/auth/caller';
+import { CurrentCaller } from '../http-kit/auth/current-caller.decorator';
+import { Roles } from '../http-kit/auth/roles.decorator';
 import { OrganizationBalanceDto } from './dto/balance.dto';
 import { AdjustCreditsDto, GrantCreditsDto, LedgerEntryResultDto } from './dto/credit-entry.dto';
-import { ErrorBodyDto } from './dto/error-body.dto';
+import { ErrorBodyDto } from '../http-kit/dto/error-body.dto';
 import { OrganizationSettingsDto, OrganizationSettingsResultDto } from './dto/organization-settings.dto';
-import { ResourceNotFoundException } from './http-error.body';
-import { IdParam } from './id-param.pipe';
+import { ResourceNotFoundException } from '../http-kit/http-error.body';
+import { IdParam } from '../http-kit/id-param.pipe';
 import { GetBalanceQuery } from '../queries/ledger.queries';
 import { ReadModelReader } from './read-model.reader';
-import { LedgerApi } from './ledger-api.decorator';
+import { LedgerApi } from '../http-kit/ledger-api.decorator';
 
 /** Organizations' credit accounts (SPEC §3): grants, adjustments, settings and the balance. */
 @ApiTags('organizations')

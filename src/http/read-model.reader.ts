@@ -2,8 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { QueryBus, type Query } from '@nestjs/cqrs';
 import type { InvocationView } from '../../projections';
 import { GetInvocationQuery } from '../queries/ledger.queries';
-import { mayAccessOrganization, type Caller } from './auth/caller';
-import { ResourceNotFoundException } from './http-error.body';
+import { mayAccessOrganization, type Caller } from '../http-kit/auth/caller';
+import { ResourceNotFoundException } from '../http-kit/http-error.body';
 
 /**
  * The HTTP routes' reads, through the same QueryBus queries in-process readers use, scoped to the

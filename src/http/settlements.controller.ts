@@ -2,10 +2,10 @@ import { Body, Controller, HttpCode, HttpStatus, Post } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { SweepStaleInvocationsCommand, type SweepReport } from '../invocations/sweep-stale-invocations.command';
-import { ApiAuthenticatedErrors, ApiUnavailable, ApiWrite } from './api-docs.decorators';
-import { Roles } from './auth/roles.decorator';
+import { ApiAuthenticatedErrors, ApiUnavailable, ApiWrite } from '../http-kit/api-docs.decorators';
+import { Roles } from '../http-kit/auth/roles.decorator';
 import { SweepDto, SweepReportDto } from './dto/sweep.dto';
-import { LedgerApi } from './ledger-api.decorator';
+import { LedgerApi } from '../http-kit/ledger-api.decorator';
 
 /** Recovery (SPEC §4 transitions 9, 12–14): settling what a crash left in flight. */
 @ApiTags('settlements')

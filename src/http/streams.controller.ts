@@ -2,11 +2,11 @@ import { Controller, Get, Inject, Param, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { MAX_STREAM_NAME_LENGTH, STREAM_NAME_PATTERN, validateStreamName } from '../event-store/event-store-input.validation';
 import { EVENT_STORE, InvalidEventStoreInputError, type EventStore, type RecordedEvent } from '../event-store/event-store.port';
-import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound, ApiUnavailable } from './api-docs.decorators';
-import { Roles } from './auth/roles.decorator';
+import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound, ApiUnavailable } from '../http-kit/api-docs.decorators';
+import { Roles } from '../http-kit/auth/roles.decorator';
 import { MAX_STREAM_PAGE_EVENTS, RecordedEventDto, StreamPageDto, StreamQueryDto } from './dto/stream.dto';
-import { InvalidRequestException, ResourceNotFoundException } from './http-error.body';
-import { LedgerApi } from './ledger-api.decorator';
+import { InvalidRequestException, ResourceNotFoundException } from '../http-kit/http-error.body';
+import { LedgerApi } from '../http-kit/ledger-api.decorator';
 
 /** The event log itself, for operators and auditors replaying it (SPEC §9). */
 @ApiTags('streams')

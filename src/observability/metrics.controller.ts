@@ -1,10 +1,10 @@
 import { Controller, Get, Header, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
-import { ApiAuthenticatedErrors, ApiUnavailable } from '../http/api-docs.decorators';
-import { Roles } from '../http/auth/roles.decorator';
-import type { HttpResponse } from '../http/http.types';
+import { ApiAuthenticatedErrors, ApiUnavailable } from '../http-kit/api-docs.decorators';
+import { Roles } from '../http-kit/auth/roles.decorator';
+import type { HttpResponse } from '../http-kit/http.types';
 import { LedgerMetrics } from './ledger-metrics';
-import { LedgerApi } from '../http/ledger-api.decorator';
+import { LedgerApi } from '../http-kit/ledger-api.decorator';
 
 /** `GET /metrics` on the API's own port, for the `system` role (SPEC §13). */
 @ApiTags('observability')

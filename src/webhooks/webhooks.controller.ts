@@ -1,14 +1,15 @@
 import { Body, Controller, Delete, Get, HttpCode, HttpStatus, Post } from '@nestjs/common';
 import { ApiBearerAuth, ApiNoContentResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound, ApiUnavailable, ApiWrite } from '../http/api-docs.decorators';
-import { CurrentCaller, mayAccessOrganization, type Caller } from '../http/auth/caller';
-import { Roles } from '../http/auth/roles.decorator';
-import { ResourceNotFoundException } from '../http/http-error.body';
-import { IdParam } from '../http/id-param.pipe';
+import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound, ApiUnavailable, ApiWrite } from '../http-kit/api-docs.decorators';
+import { mayAccessOrganization, type Caller } from '../http-kit/auth/caller';
+import { CurrentCaller } from '../http-kit/auth/current-caller.decorator';
+import { Roles } from '../http-kit/auth/roles.decorator';
+import { ResourceNotFoundException } from '../http-kit/http-error.body';
+import { IdParam } from '../http-kit/id-param.pipe';
 import { DeliveryListDto, RegisteredWebhookDto, RegisterWebhookDto, WebhookListDto } from './webhooks.dto';
 import { WebhooksService } from './webhooks.service';
 import type { DeliveryView, WebhookEndpoint } from './webhook.store';
-import { LedgerApi } from '../http/ledger-api.decorator';
+import { LedgerApi } from '../http-kit/ledger-api.decorator';
 
 /** An organization's webhooks and their deliveries (SPEC §13). */
 @ApiTags('webhooks')

@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, ValidateBy } from 'class-validator';
 import { DELIVERABLE_EVENT_TYPES, MAX_DELIVERY_ATTEMPTS, MAX_WEBHOOK_URL_CHARS, type DeliverableEventType } from './webhook.bounds';
-import { OneOf } from '../http/dto/field-rules';
+import { OneOf } from '../http-kit/dto/field-rules';
 
 /** An http(s) URL without spaces, at most MAX_WEBHOOK_URL_CHARS long. */
 function urlProblem(value: unknown): string | undefined {

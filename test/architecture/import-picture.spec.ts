@@ -30,7 +30,7 @@ describe('the import picture: dependencies point one way', () => {
   const DOMAIN = ['src/accounts', 'src/catalog', 'src/invocations', 'src/aggregates', 'src/domain', 'src/features'];
 
   it('no domain folder imports the wiring (composition, configuration) or the transport', () => {
-    expect(violations(DOMAIN, /^src\/(composition|config|http|demo)(\/|$)/)).toEqual([]);
+    expect(violations(DOMAIN, /^src\/(composition|config|http|http-kit|demo)(\/|$)/)).toEqual([]);
   });
 
   it('no domain folder imports a read-model name: deciders and handlers never read projections', () => {
@@ -42,10 +42,14 @@ describe('the import picture: dependencies point one way', () => {
   });
 
   it('the event store knows no domain and no read models', () => {
-    expect(violations(['src/event-store'], /^(src\/(accounts|catalog|invocations|features|composition|queries|http)|projections)(\/|$)/)).toEqual([]);
+    expect(violations(['src/event-store'], /^(src\/(accounts|catalog|invocations|features|composition|queries|http|http-kit)|projections)(\/|$)/)).toEqual([]);
   });
 
   it('read models know no transport', () => {
-    expect(violations(['projections'], /^src\/(http|composition)(\/|$)/)).toEqual([]);
+    expect(violations(['projections'], /^src\/(http|http-kit|composition)(\/|$)/)).toEqual([]);
+  });
+
+  it('the HTTP kit imports no feature: only the floors below it (config, domain, event store, projection runner)', () => {
+    expect(violations(['src/http-kit'], /^(src\/(?!(http-kit|config|domain|event-store|projection-runner|runtime)(\/|$))|projections)/)).toEqual([]);
   });
 });

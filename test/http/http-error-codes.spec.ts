@@ -14,7 +14,7 @@ import {
   EventStoreUnavailableError,
 } from '../../src/event-store/event-store.port';
 import { InvalidFeatureInputError } from '../../src/features/operation-feature';
-import { HTTP_STATUS_OF_ERROR_CODE, HttpErrorFilter, INTERNAL_ERROR_MESSAGE } from '../../src/http/http-error.filter';
+import { HTTP_STATUS_OF_ERROR_CODE, HttpErrorFilter, INTERNAL_ERROR_MESSAGE } from '../../src/http-kit/http-error.filter';
 import {
   IdempotencyKeyReusedError,
   KeyedRequestInProgressError,

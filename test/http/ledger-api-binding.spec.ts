@@ -1,9 +1,9 @@
 import { EXCEPTION_FILTERS_METADATA, GUARDS_METADATA, MODULE_METADATA, PIPES_METADATA } from '@nestjs/common/constants';
 import { ValidationPipe } from '@nestjs/common';
-import { BearerTokenGuard } from '../../src/http/auth/bearer-token.guard';
-import { BodyErrorGuard } from '../../src/http/body-error.guard';
-import { HttpErrorFilter } from '../../src/http/http-error.filter';
-import { HttpModule } from '../../src/http/http.module';
+import { BearerTokenGuard } from '../../src/http-kit/auth/bearer-token.guard';
+import { BodyErrorGuard } from '../../src/http-kit/body-error.guard';
+import { HttpErrorFilter } from '../../src/http-kit/http-error.filter';
+import { HttpApiModule, LEDGER_CONTROLLERS } from '../../src/composition/http-api.module';
 
 /**
  * The API's guards, pipe and filter are bound per controller (@LedgerApi), not application-wide, so
@@ -11,10 +11,11 @@ import { HttpModule } from '../../src/http/http.module';
  * be open to anyone: every controller the HTTP module mounts must carry them.
  */
 describe('every controller of the HTTP API is a @LedgerApi()', () => {
-  const controllers = Reflect.getMetadata(MODULE_METADATA.CONTROLLERS, HttpModule) as Function[];
+  const controllers = Reflect.getMetadata(MODULE_METADATA.CONTROLLERS, HttpApiModule) as Function[];
 
-  it('mounts controllers', () => {
+  it('mounts controllers: exactly those of the one list, LEDGER_CONTROLLERS', () => {
     expect(controllers.length).toBeGreaterThan(0);
+    expect(controllers).toEqual(LEDGER_CONTROLLERS);
   });
 
   it.each(controllers.map((controller) => [controller.name, controller] as const))('%s: bearer token, then refused body; the validation pipe; the error filter', (_name, controller) => {

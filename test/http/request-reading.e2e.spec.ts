@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { MAX_ID_CHARS } from '../../src/domain/field-checks';
-import { MAX_REQUEST_BODY_BYTES } from '../../src/http/http.bounds';
+import { MAX_REQUEST_BODY_BYTES } from '../../src/http-kit/http.bounds';
 import { bearer, HttpLedger, startHttpLedger, TOKENS } from './support/http-ledger';
 
 const GRANTS = '/v1/organizations/acme/grants';

@@ -1,4 +1,4 @@
-import { MAX_REQUEST_BODY_BYTES } from '../../src/http/configure-http';
+import { MAX_REQUEST_BODY_BYTES } from '../../src/http-kit/configure-http';
 import { bearer, HttpLedger, publicationBody, startHttpLedger, TOKENS } from './support/http-ledger';
 
 const limits = (overrides: Record<string, unknown>) =>

@@ -2,7 +2,7 @@ import { ApiProperty } from '@nestjs/swagger';
 import { MAX_LEDGER_ENTRY_CREDITS } from '../../accounts/account.bounds';
 import { MAX_REASON_CHARS } from '../../domain/field-checks';
 import { BalanceDto } from './balance.dto';
-import { IdempotencyKey, Text, WholeNumber } from './field-rules';
+import { IdempotencyKey, Text, WholeNumber } from '../../http-kit/dto/field-rules';
 
 /** Body of `POST /v1/organizations/:organizationId/grants`. */
 export class GrantCreditsDto {

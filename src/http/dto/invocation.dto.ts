@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ADMISSION_REFUSAL_REASONS } from '../../accounts/admission.policy';
 import { INVOCATION_EVENT_TYPES, INVOCATION_STATUSES } from '../../invocations/invocation.events';
 import { OUTCOMES } from '../../runtime/conversation.types';
-import { Id, IdempotencyKey, Optional, Present } from './field-rules';
+import { Id, IdempotencyKey, Optional, Present } from '../../http-kit/dto/field-rules';
 
 /** Body of `POST /v1/invocations`. */
 export class RunInvocationDto {

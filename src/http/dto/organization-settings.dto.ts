@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { MAX_RUNNING_LIMIT } from '../../accounts/account.bounds';
-import { Bool, Optional, WholeNumber } from './field-rules';
+import { Bool, Optional, WholeNumber } from '../../http-kit/dto/field-rules';
 
 /** Body of `PUT /v1/organizations/:organizationId/settings`: name either setting, or both. */
 export class OrganizationSettingsDto {

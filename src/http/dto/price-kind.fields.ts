@@ -5,7 +5,7 @@
  */
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { PRICE_KINDS } from '../../runtime/price-kinds';
-import { Optional, WholeNumber } from './field-rules';
+import { Optional, WholeNumber } from '../../http-kit/dto/field-rules';
 
 /** The unit a rate's message and schema name: `credits per million tokens`, `credits per 1,000 searches`. */
 export function rateUnit(kind: (typeof PRICE_KINDS)[number]): string {

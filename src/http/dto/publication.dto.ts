@@ -16,7 +16,7 @@ import {
 } from '../../catalog/publication.validation';
 import type { PublicationRequest } from '../../catalog/publish-operation.command';
 import type { LongContextRates, Prices } from '../../runtime/conversation.types';
-import { Bool, JsonObject, OneOf, Optional, Text, WholeNumber } from './field-rules';
+import { Bool, JsonObject, OneOf, Optional, Text, WholeNumber } from '../../http-kit/dto/field-rules';
 import { declareRateFields } from './price-kind.fields';
 
 /** Where an operation's model requests go. There is no fallback to another provider or model. */

@@ -1,13 +1,31 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Allow } from 'class-validator';
+import { Allow, type ValidationOptions } from 'class-validator';
 import { INVOCATION_STATUSES } from '../../invocations/invocation.events';
 import { DEFAULT_INVOCATIONS_PAGE, MAX_INVOCATIONS_PAGE } from '../../queries/list-invocations.query';
 import { DEFAULT_LEDGER_PAGE, MAX_LEDGER_PAGE } from '../../queries/list-ledger-entries.query';
 import { USAGE_GROUP_BY } from '../../queries/get-usage.query';
-import { Cursor, Id, OneOf, Optional, QueryWholeNumber } from './field-rules';
+import { absent, fieldRule, Id, OneOf, Optional, QueryWholeNumber } from '../../http-kit/dto/field-rules';
+import { CURSOR_PATTERN, MAX_CURSOR_CHARS } from '../../queries/list-cursor';
 
 // Query strings arrive as text. The rules here refuse what is malformed, naming the field; the queries
 // check the rest (instants, periods, cursors) and name the field too. Unknown parameters are refused.
+
+/**
+ * A list's opaque cursor, as far as its form goes (base64url, at most MAX_CURSOR_CHARS): the query
+ * then decodes it. Checked beside `limit`, so a bad limit and a bad cursor are named together.
+ */
+function Cursor(options?: ValidationOptions): PropertyDecorator {
+  return fieldRule(
+    'cursor',
+    options,
+    (value) => {
+      if (value === undefined || value === null) return absent(value);
+      const wellFormed = typeof value === 'string' && value.length <= MAX_CURSOR_CHARS && CURSOR_PATTERN.test(value);
+      return wellFormed ? undefined : 'is not a cursor this list returned';
+    },
+    { type: 'string', minLength: 1, maxLength: MAX_CURSOR_CHARS, pattern: CURSOR_PATTERN.source },
+  );
+}
 
 /** Query of `GET /v1/organizations/:organizationId/invocations`. */
 export class ListInvocationsQueryDto {

@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { registerDecorator } from 'class-validator';
-import { Optional } from './field-rules';
+import { Optional } from '../../http-kit/dto/field-rules';
 
 /** Most events one `GET /v1/streams/:streamName` returns; follow `nextFrom` for the rest. */
 export const MAX_STREAM_PAGE_EVENTS = 1_000;

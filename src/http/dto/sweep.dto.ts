@@ -1,5 +1,5 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { WholeNumber } from './field-rules';
+import { WholeNumber } from '../../http-kit/dto/field-rules';
 
 /**
  * Smallest staleness threshold a sweep accepts, in ms. A live request sits between two steps of its

@@ -12,7 +12,7 @@ import { CLOCK } from '../../../src/domain/clock.token';
 import { systemClock, type Clock } from '../../../src/runtime';
 import { LedgerFeaturesModule } from '../../../src/features/ledger-features.module';
 import type { OperationFeature } from '../../../src/features/operation-feature';
-import { configureHttp, ledgerHttpAdapter } from '../../../src/http/configure-http';
+import { configureHttp, ledgerHttpAdapter } from '../../../src/http-kit/configure-http';
 import { LOG_DESTINATION } from '../../../src/logging/service-logging.module';
 
 /** Tokens every HTTP test starts with (LEDGER_TOKENS), one per role and organization it needs. */

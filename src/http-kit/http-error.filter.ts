@@ -2,7 +2,7 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logge
 import { nodeResponseOf, type HttpResponse as Response } from './http.types';
 import type { DomainErrorCode, FieldIssue } from '../domain/domain.errors';
 import type { ConcurrencyError, DeletedStreamError, EventStoreUnavailableError } from '../event-store/event-store.port';
-import type { ReadModelsUnavailableError } from '../queries/read-model-catch-up';
+import type { ProjectionRunnerStoppedError } from '../projection-runner/projection-runner.errors';
 import { InvalidRequestException, type FieldProblems, type HttpErrorBody, type HttpErrorCode } from './http-error.body';
 import { contextOf, type LedgerRequest } from './request-context';
 
@@ -21,7 +21,8 @@ export type InfrastructureErrorCode =
   | ConcurrencyError['code']
   | DeletedStreamError['code']
   | EventStoreUnavailableError['code']
-  | ReadModelsUnavailableError['code'];
+  // The read side's own errors (ReadModelsUnavailableError among them) share the runner's code.
+  | ProjectionRunnerStoppedError['code'];
 
 interface StatusOfCode {
   readonly status: number;

@@ -4,7 +4,6 @@
  */
 import { ApiProperty } from '@nestjs/swagger';
 import { registerDecorator, ValidateIf, type ValidationArguments, type ValidationOptions } from 'class-validator';
-import { CURSOR_PATTERN, MAX_CURSOR_CHARS } from '../../queries/list-cursor';
 import { ID_PATTERN, ID_PATTERN_TEXT, IDEMPOTENCY_KEY_PATTERN_TEXT, idempotencyKeyProblem, MAX_ID_CHARS, MAX_IDEMPOTENCY_KEY_CHARS } from '../../domain/field-checks';
 
 /**
@@ -12,7 +11,7 @@ import { ID_PATTERN, ID_PATTERN_TEXT, IDEMPOTENCY_KEY_PATTERN_TEXT, idempotencyK
  * from the constants it checks against, so the document cannot drift from the validation. A DTO's
  * `@ApiProperty` adds the description and example (and `required: false` with `@ApiPropertyOptional`).
  */
-interface FieldSchema {
+export interface FieldSchema {
   readonly type: 'string' | 'integer' | 'boolean';
   readonly minimum?: number;
   readonly maximum?: number;
@@ -35,7 +34,7 @@ export interface WholeNumberBounds {
 
 /** A required safe integer within bounds: money, counts and durations are never fractional. */
 export function WholeNumber(bounds: WholeNumberBounds, options?: ValidationOptions): PropertyDecorator {
-  return rule('wholeNumber', options, (value) => wholeNumberProblem(value, bounds), { type: 'integer', minimum: bounds.min, maximum: bounds.max });
+  return fieldRule('wholeNumber', options, (value) => wholeNumberProblem(value, bounds), { type: 'integer', minimum: bounds.min, maximum: bounds.max });
 }
 
 export function wholeNumberProblem(value: unknown, { min, max, unit }: WholeNumberBounds): string | undefined {
@@ -56,7 +55,7 @@ const QUERY_WHOLE_NUMBER = new RegExp(`^\\d{1,${MAX_QUERY_NUMBER_DIGITS}}$`);
  * arrive as text, and `5.0`, `1e3`, `-1` or a repeated parameter are refused, not coerced.
  */
 export function QueryWholeNumber(bounds: WholeNumberBounds, options?: ValidationOptions): PropertyDecorator {
-  return rule(
+  return fieldRule(
     'queryWholeNumber',
     options,
     (value) => {
@@ -68,26 +67,9 @@ export function QueryWholeNumber(bounds: WholeNumberBounds, options?: Validation
   );
 }
 
-/**
- * A list's opaque cursor, as far as its form goes (base64url, at most MAX_CURSOR_CHARS): the query
- * then decodes it. Checked here beside `limit`, so a bad limit and a bad cursor are named together.
- */
-export function Cursor(options?: ValidationOptions): PropertyDecorator {
-  return rule(
-    'cursor',
-    options,
-    (value) => {
-      if (value === undefined || value === null) return absent(value);
-      const wellFormed = typeof value === 'string' && value.length <= MAX_CURSOR_CHARS && CURSOR_PATTERN.test(value);
-      return wellFormed ? undefined : 'is not a cursor this list returned';
-    },
-    { type: 'string', minLength: 1, maxLength: MAX_CURSOR_CHARS, pattern: CURSOR_PATTERN.source },
-  );
-}
-
 /** A required non-blank string of at most `maxChars` characters. */
 export function Text(maxChars: number, options?: ValidationOptions): PropertyDecorator {
-  return rule(
+  return fieldRule(
     'text',
     options,
     (value) => {
@@ -102,12 +84,12 @@ export function Text(maxChars: number, options?: ValidationOptions): PropertyDec
 
 /** A required idempotency key: printable ASCII, 1 to MAX_IDEMPOTENCY_KEY_CHARS characters (SPEC §10). */
 export function IdempotencyKey(options?: ValidationOptions): PropertyDecorator {
-  return rule('idempotencyKey', options, idempotencyKeyProblem, IDEMPOTENCY_KEY_SCHEMA);
+  return fieldRule('idempotencyKey', options, idempotencyKeyProblem, IDEMPOTENCY_KEY_SCHEMA);
 }
 
 /** A required id: letters, digits and `. _ : -`, at most MAX_ID_CHARS characters. */
 export function Id(options?: ValidationOptions): PropertyDecorator {
-  return rule('id', options, idProblem, ID_SCHEMA);
+  return fieldRule('id', options, idProblem, ID_SCHEMA);
 }
 
 /**
@@ -130,7 +112,7 @@ export function idProblem(value: unknown): string | undefined {
 export const MALFORMED_PERCENT_ENCODING = '\uFFFD';
 
 export function Bool(options?: ValidationOptions): PropertyDecorator {
-  return rule(
+  return fieldRule(
     'bool',
     options,
     (value) => {
@@ -142,7 +124,7 @@ export function Bool(options?: ValidationOptions): PropertyDecorator {
 }
 
 export function OneOf(allowed: readonly string[], options?: ValidationOptions): PropertyDecorator {
-  return rule('oneOf', options, (value) => {
+  return fieldRule('oneOf', options, (value) => {
     if (value === undefined || value === null) return absent(value);
     return typeof value === 'string' && allowed.includes(value) ? undefined : `must be one of ${allowed.join(', ')}`;
   });
@@ -150,7 +132,7 @@ export function OneOf(allowed: readonly string[], options?: ValidationOptions): 
 
 /** A required JSON object (not an array, not null); its fields are checked by the nested DTO. */
 export function JsonObject(options?: ValidationOptions): PropertyDecorator {
-  return rule('jsonObject', options, (value) => {
+  return fieldRule('jsonObject', options, (value) => {
     if (value === undefined || value === null) return absent(value);
     return typeof value === 'object' && !Array.isArray(value) ? undefined : 'must be an object';
   });
@@ -158,7 +140,7 @@ export function JsonObject(options?: ValidationOptions): PropertyDecorator {
 
 /** Any JSON value, but present. */
 export function Present(options?: ValidationOptions): PropertyDecorator {
-  return rule('present', options, (value) => (value === undefined || value === null ? absent(value) : undefined));
+  return fieldRule('present', options, (value) => (value === undefined || value === null ? absent(value) : undefined));
 }
 
 /**
@@ -170,11 +152,15 @@ export function Optional(): PropertyDecorator {
 }
 
 /** What is wrong with a value that is not there: left out, or sent as null. */
-function absent(value: undefined | null): string {
+export function absent(value: undefined | null): string {
   return value === undefined ? 'is required' : 'must not be null';
 }
 
-function rule(name: string, options: ValidationOptions | undefined, problem: (value: unknown) => string | undefined, schema?: FieldSchema): PropertyDecorator {
+/**
+ * A class-validator rule from one problem function (undefined: the value is fine) and the schema the
+ * OpenAPI document states for it. A feature's DTO builds its own field rule from this.
+ */
+export function fieldRule(name: string, options: ValidationOptions | undefined, problem: (value: unknown) => string | undefined, schema?: FieldSchema): PropertyDecorator {
   return (target: object, propertyName: string | symbol) => {
     registerDecorator({
       name,
