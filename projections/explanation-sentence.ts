@@ -63,6 +63,11 @@ function refusalSentence(view: ExplanationFigures, refusal: ExplanationRefusal):
       const { committedCredits, creditHold, overrunRoomCredits, maxTotalCredits } = refusal.figures;
       return `Refused: ledger_totals_bound — committed ${committedCredits} + hold ${creditHold} + settlement room ${overrunRoomCredits} > ${maxTotalCredits}, the exact-integer bound of the account's totals.`;
     }
+    case 'key_spend_limit': {
+      const key = refusal.figures;
+      const period = key.period === 'total' ? 'in total' : `in ${key.periodStart} (UTC ${key.period})`;
+      return `Refused: key_spend_limit — key ${key.keyId} may spend ${key.limitCredits} credits ${period}; it spent ${key.spentCredits} and holds ${key.heldCredits}, so ${Math.max(0, key.limitCredits - key.spentCredits - key.heldCredits)} remain < hold ${key.creditHold}.`;
+    }
   }
 }
 

@@ -3,7 +3,9 @@
  * read no clock. The decider re-checks every field at run time and names the bad one.
  */
 import type { DomainCommand } from '../domain/decider';
+import type { HoldGatewayKey } from './account.events';
 import type { AlertThreshold } from './credit-alerts';
+import type { GatewayKeySettings } from './gateway-keys';
 
 /** Operator grant. Repeating `idempotencyKey` with the same request returns the first result. */
 export type GrantCredits = DomainCommand<
@@ -51,6 +53,8 @@ export type PlaceHold = DomainCommand<
     readonly invocationId: string;
     readonly credits: number;
     readonly placedAt: string;
+    /** A gateway call: the key must be live and its spend limit must cover the hold too. */
+    readonly gatewayKey?: HoldGatewayKey;
   }
 >;
 
@@ -73,4 +77,22 @@ export type SetAlertThresholds = DomainCommand<
   }
 >;
 
-export type AccountCommand = GrantCredits | AdjustCredits | ChangeSettings | PlaceHold | SettleHold | SetAlertThresholds;
+/** Issues a gateway key; the caller made the key and passes only its SHA-256. */
+export type IssueGatewayKey = DomainCommand<'IssueGatewayKey', GatewayKeySettings & { readonly keyId: string; readonly keyHash: string; readonly issuedAt: string }>;
+
+/** Replaces a live key's settings (its name, models, caps and limit). */
+export type ChangeGatewayKey = DomainCommand<'ChangeGatewayKey', GatewayKeySettings & { readonly keyId: string; readonly changedAt: string }>;
+
+/** Revokes a key; a no-op when it is revoked already. */
+export type RevokeGatewayKey = DomainCommand<'RevokeGatewayKey', { readonly keyId: string; readonly revokedAt: string }>;
+
+export type AccountCommand =
+  | GrantCredits
+  | AdjustCredits
+  | ChangeSettings
+  | PlaceHold
+  | SettleHold
+  | SetAlertThresholds
+  | IssueGatewayKey
+  | ChangeGatewayKey
+  | RevokeGatewayKey;

@@ -9,8 +9,19 @@ import type { Decider } from '../domain/decider';
 import { IdempotencyConflictError, IllegalTransitionError, ValidationError } from '../domain/domain.errors';
 import { FieldChecks, MAX_REASON_CHARS } from '../domain/field-checks';
 import { MAX_ACCOUNT_TOTAL_CREDITS, MAX_HOLD_OVERRUN_CREDITS, MAX_LEDGER_ENTRY_CREDITS, MAX_RUNNING_LIMIT } from './account.bounds';
-import type { AccountCommand, AdjustCredits, ChangeSettings, GrantCredits, PlaceHold, SetAlertThresholds, SettleHold } from './account.commands';
-import type { AccountEvent, CreditThresholdCrossed } from './account.events';
+import type {
+  AccountCommand,
+  AdjustCredits,
+  ChangeGatewayKey,
+  ChangeSettings,
+  GrantCredits,
+  IssueGatewayKey,
+  PlaceHold,
+  RevokeGatewayKey,
+  SetAlertThresholds,
+  SettleHold,
+} from './account.commands';
+import type { AccountEvent, CreditThresholdCrossed, HoldGatewayKey } from './account.events';
 import {
   AccountState,
   AccountTotals,
@@ -34,6 +45,7 @@ import {
 } from './credit-alerts';
 import { accountSnapshot } from './account.snapshot';
 import { admit, AdmissionRefusedError, refusalOf, totalsBoundRefusal } from './admission.policy';
+import { MAX_GATEWAY_KEYS_PER_ORGANIZATION, periodOf, readKeyHash, readKeySettings, UnknownGatewayKeyError } from './gateway-keys';
 
 /**
  * - GrantCredits / AdjustCredits → CreditsGranted / CreditsAdjusted; a repeated key with the same
@@ -62,6 +74,12 @@ export function decideAccount(command: AccountCommand, state: AccountState): Acc
       return settleHold(command, state);
     case 'SetAlertThresholds':
       return setAlertThresholds(command, state);
+    case 'IssueGatewayKey':
+      return issueGatewayKey(command, state);
+    case 'ChangeGatewayKey':
+      return changeGatewayKey(command, state);
+    case 'RevokeGatewayKey':
+      return revokeGatewayKey(command, state);
     default:
       throw ValidationError.of('type', `unknown account command ${(command as { type: unknown }).type}`);
   }
@@ -136,13 +154,14 @@ function placeHold({ data }: PlaceHold, state: AccountState): AccountEvent[] {
     if (open.credits === credits) return [];
     throw new IdempotencyConflictError(invocationId, `invocation ${invocationId} already holds ${open.credits} credits`);
   }
-  const admission = admit(state, { creditHold: credits });
+  const gatewayKey = data.gatewayKey === undefined ? undefined : liveKeyHold(state, data.gatewayKey, placedAt);
+  const admission = admit(state, { creditHold: credits, at: placedAt, ...(gatewayKey === undefined ? {} : { gatewayKey }) });
   if (!admission.admitted) throw new AdmissionRefusedError(refusalOf(admission));
   // Admitted holds always fit (admission kept room for them); a log already past the range refuses
   // the hold as the bound does, never as bad input after the invocation was estimated.
   const next = { granted: state.granted, adjustments: state.adjustments, charged: state.charged, held: heldCredits(state) + credits };
   if (!totalsAreExact(next)) throw new AdmissionRefusedError(refusalOf(totalsBoundRefusal(committedCredits(state), credits)));
-  return [{ type: 'HoldPlaced', data: { invocationId, credits, placedAt } }];
+  return [{ type: 'HoldPlaced', data: { invocationId, credits, placedAt, ...(gatewayKey === undefined ? {} : { gatewayKey }) } }];
 }
 
 function settleHold({ data }: SettleHold, state: AccountState): AccountEvent[] {
@@ -258,4 +277,55 @@ function assertRoomBelow(state: AccountState, credits: number): void {
   if (availableCredits(state) + credits - room < -MAX_ACCOUNT_TOTAL_CREDITS) {
     throw ValidationError.of('credits', `would take available credits past -${MAX_ACCOUNT_TOTAL_CREDITS}, the exact-integer range, with room for the running settlements`);
   }
+}
+
+/**
+ * The key a gateway hold counts against, with the period taken from the key's own limit at `placedAt`
+ * (the caller's period is not trusted). A revoked or unknown key admits nothing.
+ */
+function liveKeyHold(state: AccountState, asked: HoldGatewayKey, placedAt: string): HoldGatewayKey {
+  const key = state.gatewayKeys.get(asked.keyId);
+  if (key === undefined || key.revokedAt !== undefined) throw new UnknownGatewayKeyError(asked.keyId);
+  return { keyId: key.keyId, period: periodOf(key.spendLimit?.period ?? 'total', placedAt) };
+}
+
+function issueGatewayKey({ data }: IssueGatewayKey, state: AccountState): AccountEvent[] {
+  const checks = new FieldChecks();
+  const keyId = checks.id('keyId', data.keyId);
+  const keyHash = readKeyHash(checks, data.keyHash);
+  const settings = readKeySettings(checks, data as unknown as Record<string, unknown>);
+  const issuedAt = checks.instant('issuedAt', data.issuedAt);
+  checks.throwIfAny();
+  const existing = state.gatewayKeys.get(keyId);
+  // A retried issue of the same key (same id and hash) writes nothing; another key under its id is refused.
+  if (existing !== undefined) {
+    if (existing.keyHash === keyHash) return [];
+    throw new IdempotencyConflictError(keyId, `gateway key ${keyId} exists already`);
+  }
+  if (state.gatewayKeys.size >= MAX_GATEWAY_KEYS_PER_ORGANIZATION) {
+    throw ValidationError.of('keyId', `the organization holds ${MAX_GATEWAY_KEYS_PER_ORGANIZATION} keys, the most it may`);
+  }
+  return [{ type: 'GatewayKeyIssued', data: { keyId, keyHash, ...settings, issuedAt } }];
+}
+
+function changeGatewayKey({ data }: ChangeGatewayKey, state: AccountState): AccountEvent[] {
+  const checks = new FieldChecks();
+  const keyId = checks.id('keyId', data.keyId);
+  const settings = readKeySettings(checks, data as unknown as Record<string, unknown>);
+  const changedAt = checks.instant('changedAt', data.changedAt);
+  checks.throwIfAny();
+  const key = state.gatewayKeys.get(keyId);
+  if (key === undefined || key.revokedAt !== undefined) throw new UnknownGatewayKeyError(keyId);
+  return [{ type: 'GatewayKeyChanged', data: { keyId, ...settings, changedAt } }];
+}
+
+function revokeGatewayKey({ data }: RevokeGatewayKey, state: AccountState): AccountEvent[] {
+  const checks = new FieldChecks();
+  const keyId = checks.id('keyId', data.keyId);
+  const revokedAt = checks.instant('revokedAt', data.revokedAt);
+  checks.throwIfAny();
+  const key = state.gatewayKeys.get(keyId);
+  if (key === undefined) throw new UnknownGatewayKeyError(keyId);
+  if (key.revokedAt !== undefined) return [];
+  return [{ type: 'GatewayKeyRevoked', data: { keyId, revokedAt } }];
 }

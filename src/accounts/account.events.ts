@@ -4,6 +4,7 @@
  */
 import type { DomainEvent } from '../domain/decider';
 import type { AlertThreshold } from './credit-alerts';
+import type { GatewayKeySettings } from './gateway-keys';
 
 export type CreditsGranted = DomainEvent<
   'CreditsGranted',
@@ -37,6 +38,13 @@ export type OrganizationSettingsChanged = DomainEvent<
   }
 >;
 
+/** A gateway call's hold also counts against its key's spend limit, in the period it was admitted in. */
+export interface HoldGatewayKey {
+  readonly keyId: string;
+  /** `2026-12-01` (a day), `2026-12` (a month) or `total`: the key's period at admission. */
+  readonly period: string;
+}
+
 /** Holds `credits` for an invocation and takes one running slot. */
 export type HoldPlaced = DomainEvent<
   'HoldPlaced',
@@ -44,8 +52,22 @@ export type HoldPlaced = DomainEvent<
     readonly invocationId: string;
     readonly credits: number;
     readonly placedAt: string;
+    /** Present for a gateway call (docs/gateway.md). */
+    readonly gatewayKey?: HoldGatewayKey;
   }
 >;
+
+/** A gateway key was issued: its settings and the SHA-256 of the key, never the key (docs/gateway.md). */
+export type GatewayKeyIssued = DomainEvent<
+  'GatewayKeyIssued',
+  GatewayKeySettings & { readonly keyId: string; readonly keyHash: string; readonly issuedAt: string }
+>;
+
+/** A key's settings after a change, whole, so a reader needs no earlier event. */
+export type GatewayKeyChanged = DomainEvent<'GatewayKeyChanged', GatewayKeySettings & { readonly keyId: string; readonly changedAt: string }>;
+
+/** The key is refused from now on, on every instance: admission reads this stream. */
+export type GatewayKeyRevoked = DomainEvent<'GatewayKeyRevoked', { readonly keyId: string; readonly revokedAt: string }>;
 
 /**
  * Closes an invocation's hold: releases `heldCredits` and the slot, and charges `chargedCredits`
@@ -98,7 +120,10 @@ export type AccountEvent =
   | HoldPlaced
   | HoldSettled
   | AlertThresholdsSet
-  | CreditThresholdCrossed;
+  | CreditThresholdCrossed
+  | GatewayKeyIssued
+  | GatewayKeyChanged
+  | GatewayKeyRevoked;
 
 export function accountStreamName(organizationId: string): string {
   return `account-${organizationId}`;

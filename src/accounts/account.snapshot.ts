@@ -6,6 +6,7 @@
 import type { SnapshotCodec } from '../aggregates/aggregate-snapshots';
 import type { AccountState, LedgerEntry, OpenHold } from './account.state';
 import type { AlertThreshold } from './credit-alerts';
+import type { GatewayKey } from './gateway-keys';
 
 /** Account events between two snapshots: a cold load reads at most this many after the latest one. */
 export const ACCOUNT_SNAPSHOT_EVERY_EVENTS = 10_000;
@@ -21,13 +22,15 @@ interface EncodedAccount {
   readonly ledgerEntries: readonly (readonly [string, LedgerEntry])[];
   readonly alertThresholds: readonly AlertThreshold[];
   readonly crossedThresholds: readonly string[];
+  /** Absent in version-2 snapshots, written before gateway keys existed. */
+  readonly gatewayKeys?: readonly GatewayKey[];
 }
 
 const NUMBER_FIELDS = ['granted', 'adjustments', 'charged', 'maxRunning'] as const;
 
 export const accountSnapshot: SnapshotCodec<AccountState> = {
-  // 2: credit alert thresholds and their recorded crossings (SPEC §13).
-  version: 2,
+  // 2: credit alert thresholds and their recorded crossings; 3: gateway keys (docs/gateway.md).
+  version: 3,
   everyEvents: ACCOUNT_SNAPSHOT_EVERY_EVENTS,
   encode(state): EncodedAccount {
     return {
@@ -41,6 +44,7 @@ export const accountSnapshot: SnapshotCodec<AccountState> = {
       ledgerEntries: [...state.ledgerEntries],
       alertThresholds: state.alertThresholds,
       crossedThresholds: [...state.crossedThresholds],
+      gatewayKeys: [...state.gatewayKeys.values()],
     };
   },
   decode(data): AccountState {
@@ -52,6 +56,8 @@ export const accountSnapshot: SnapshotCodec<AccountState> = {
     if (typeof encoded.exists !== 'boolean' || typeof encoded.aiEnabled !== 'boolean') throw new TypeError('account snapshot: flags');
     if (!Array.isArray(encoded.openHolds) || !Array.isArray(encoded.ledgerEntries)) throw new TypeError('account snapshot: entries');
     if (!Array.isArray(encoded.alertThresholds) || !Array.isArray(encoded.crossedThresholds)) throw new TypeError('account snapshot: alerts');
+    const keys = encoded.gatewayKeys ?? [];
+    if (!Array.isArray(keys) || !keys.every((key) => Number.isSafeInteger(key?.spentInPeriod))) throw new TypeError('account snapshot: gateway keys');
     return {
       exists: encoded.exists,
       granted: encoded.granted,
@@ -63,6 +69,8 @@ export const accountSnapshot: SnapshotCodec<AccountState> = {
       ledgerEntries: new Map(encoded.ledgerEntries),
       alertThresholds: encoded.alertThresholds,
       crossedThresholds: new Set(encoded.crossedThresholds),
+      gatewayKeys: new Map(keys.map((key) => [key.keyId, key])),
+      gatewayKeyHashes: new Map(keys.map((key) => [key.keyHash, key.keyId])),
     };
   },
 };

@@ -6,14 +6,17 @@
  */
 import { isoToMs } from '../domain/field-checks';
 import { DEFAULT_MAX_RUNNING, MAX_ACCOUNT_TOTAL_CREDITS, MAX_HOLD_OVERRUN_CREDITS } from './account.bounds';
-import type { AccountEvent } from './account.events';
+import type { AccountEvent, HoldGatewayKey } from './account.events';
 import { isPast, thresholdKey, type AlertFigures, type AlertThreshold } from './credit-alerts';
+import { keySpendAt, type GatewayKey } from './gateway-keys';
 
 /** A hold not yet settled. */
 export interface OpenHold {
   readonly credits: number;
   /** ISO-8601; lets a reconciler find holds older than a threshold. */
   readonly placedAt: string;
+  /** A gateway call's key and the period its hold counts in. */
+  readonly gatewayKey?: HoldGatewayKey;
 }
 
 /** The first result of an idempotency key, returned again when the key is repeated. */
@@ -44,6 +47,10 @@ export interface AccountState {
    * them: no second CreditThresholdCrossed until the figure has come back.
    */
   readonly crossedThresholds: ReadonlySet<string>;
+  /** keyId → the organization's gateway keys (docs/gateway.md), revoked ones included. */
+  readonly gatewayKeys: ReadonlyMap<string, GatewayKey>;
+  /** SHA-256 of a key → its keyId, to find the key a gateway call presents. */
+  readonly gatewayKeyHashes: ReadonlyMap<string, string>;
 }
 
 /** A new organization may use AI and run DEFAULT_MAX_RUNNING invocations at once. */
@@ -59,7 +66,23 @@ export function initialAccountState(): AccountState {
     ledgerEntries: new Map(),
     alertThresholds: [],
     crossedThresholds: new Set(),
+    gatewayKeys: new Map(),
+    gatewayKeyHashes: new Map(),
   };
+}
+
+/** Credits a key's open holds hold, by the period each counts in. */
+export function keyHoldsByPeriod(state: AccountState, keyId: string): ReadonlyMap<string, number> {
+  const held = new Map<string, number>();
+  for (const hold of state.openHolds.values()) {
+    if (hold.gatewayKey?.keyId === keyId) held.set(hold.gatewayKey.period, (held.get(hold.gatewayKey.period) ?? 0) + hold.credits);
+  }
+  return held;
+}
+
+/** A key's spend and holds in the period that contains `at` (ISO-8601). */
+export function keySpend(state: AccountState, key: GatewayKey, at: string): { readonly period: string; readonly spent: number; readonly held: number } {
+  return keySpendAt(key, keyHoldsByPeriod(state, key.keyId), at);
 }
 
 /** The figures credit alerts are read against. */
@@ -213,14 +236,38 @@ function applyAccountEvent(state: AccountState, event: AccountEvent): AccountSta
     case 'OrganizationSettingsChanged':
       return { ...state, exists: true, aiEnabled: event.data.aiEnabled, maxRunning: event.data.maxRunning };
     case 'HoldPlaced': {
+      const { invocationId, credits, placedAt, gatewayKey } = event.data;
       const openHolds = new Map(state.openHolds);
-      openHolds.set(event.data.invocationId, { credits: event.data.credits, placedAt: event.data.placedAt });
-      return { ...state, exists: true, openHolds };
+      openHolds.set(invocationId, { credits, placedAt, ...(gatewayKey === undefined ? {} : { gatewayKey }) });
+      const next = { ...state, exists: true, openHolds };
+      return gatewayKey === undefined ? next : withKeyPeriod(next, gatewayKey.keyId, gatewayKey.period);
     }
     case 'HoldSettled': {
+      const open = state.openHolds.get(event.data.invocationId);
       const openHolds = new Map(state.openHolds);
       openHolds.delete(event.data.invocationId);
-      return { ...state, exists: true, charged: state.charged + event.data.chargedCredits, openHolds };
+      const next = { ...state, exists: true, charged: state.charged + event.data.chargedCredits, openHolds };
+      return open?.gatewayKey === undefined ? next : withKeySpent(next, open.gatewayKey.keyId, open.gatewayKey.period, event.data.chargedCredits);
+    }
+    case 'GatewayKeyIssued': {
+      const { keyId, keyHash, issuedAt, ...settings } = event.data;
+      const gatewayKeys = new Map(state.gatewayKeys);
+      gatewayKeys.set(keyId, { ...settings, keyId, keyHash, issuedAt, spentInPeriod: 0 });
+      const gatewayKeyHashes = new Map(state.gatewayKeyHashes);
+      gatewayKeyHashes.set(keyHash, keyId);
+      return { ...state, exists: true, gatewayKeys, gatewayKeyHashes };
+    }
+    case 'GatewayKeyChanged': {
+      const { keyId, changedAt: _changedAt, ...settings } = event.data;
+      const key = state.gatewayKeys.get(keyId);
+      if (key === undefined) return state;
+      // The settings are whole: a cap or a limit left out of the change is gone.
+      const { models: _m, maxOutputTokens: _o, spendLimit: _l, ...kept } = key;
+      return withKey(state, { ...kept, ...settings });
+    }
+    case 'GatewayKeyRevoked': {
+      const key = state.gatewayKeys.get(event.data.keyId);
+      return key === undefined ? state : withKey(state, { ...key, revokedAt: event.data.revokedAt });
     }
     case 'AlertThresholdsSet': {
       // A threshold kept from the list before keeps its recorded crossing; a new one starts uncrossed.
@@ -237,6 +284,26 @@ function applyAccountEvent(state: AccountState, event: AccountEvent): AccountSta
       // An event type this version does not know (written by a newer one) changes nothing here.
       return state;
   }
+}
+
+function withKey(state: AccountState, key: GatewayKey): AccountState {
+  const gatewayKeys = new Map(state.gatewayKeys);
+  gatewayKeys.set(key.keyId, key);
+  return { ...state, gatewayKeys };
+}
+
+/** A hold in a later period than the key counted starts that period's count at 0 (periods only move forward). */
+function withKeyPeriod(state: AccountState, keyId: string, period: string): AccountState {
+  const key = state.gatewayKeys.get(keyId);
+  if (key === undefined || key.spendPeriod === period) return state;
+  return withKey(state, { ...key, spendPeriod: period, spentInPeriod: 0 });
+}
+
+/** A settled gateway hold adds its charge to the key's period, when that period is still the key's. */
+function withKeySpent(state: AccountState, keyId: string, period: string, charged: number): AccountState {
+  const key = state.gatewayKeys.get(keyId);
+  if (key === undefined || key.spendPeriod !== period) return state;
+  return withKey(state, { ...key, spentInPeriod: key.spentInPeriod + charged });
 }
 
 function withEntry(

@@ -5,15 +5,17 @@
 import type { Publication } from '../catalog/operation.events';
 import { DomainError } from '../domain/domain.errors';
 import { MAX_ACCOUNT_TOTAL_CREDITS, MAX_HOLD_OVERRUN_CREDITS } from './account.bounds';
-import { AccountState, availableCredits, committedCredits, runningCount } from './account.state';
+import type { HoldGatewayKey } from './account.events';
+import { AccountState, availableCredits, committedCredits, keySpend, runningCount } from './account.state';
+import type { SpendPeriod } from './gateway-keys';
 
 /** Refusals of the access check: SPEC §4 transition 1. */
 export const ACCESS_REFUSAL_REASONS = ['ai_disabled', 'operation_disabled', 'unknown_operation'] as const;
 /**
- * Refusals for want of credits or a slot, or because the hold and its settlement's room would not fit
+ * Refusals for want of credits or a slot, or a gateway key's limit, or because the hold and its settlement's room would not fit
  * in the exact-integer range (`ledger_totals_bound`): SPEC §4 transition 2.
  */
-export const CAPACITY_REFUSAL_REASONS = ['insufficient_credits', 'no_running_slot', 'ledger_totals_bound'] as const;
+export const CAPACITY_REFUSAL_REASONS = ['insufficient_credits', 'key_spend_limit', 'no_running_slot', 'ledger_totals_bound'] as const;
 export const ADMISSION_REFUSAL_REASONS = [...ACCESS_REFUSAL_REASONS, ...CAPACITY_REFUSAL_REASONS] as const;
 export type AdmissionRefusalReason = (typeof ADMISSION_REFUSAL_REASONS)[number];
 
@@ -24,7 +26,8 @@ export type AdmissionRefusal =
   | { readonly reason: 'operation_disabled'; readonly figures: { readonly version: number; readonly enabled: false } }
   | { readonly reason: 'insufficient_credits'; readonly figures: { readonly available: number; readonly creditHold: number } }
   | { readonly reason: 'no_running_slot'; readonly figures: { readonly running: number; readonly maxRunning: number } }
-  | { readonly reason: 'ledger_totals_bound'; readonly figures: LedgerTotalsBoundFigures };
+  | { readonly reason: 'ledger_totals_bound'; readonly figures: LedgerTotalsBoundFigures }
+  | { readonly reason: 'key_spend_limit'; readonly figures: KeySpendFigures };
 
 /**
  * Why a hold was refused at the exact-integer bound: `committedCredits + creditHold + overrunRoomCredits
@@ -38,23 +41,51 @@ export type LedgerTotalsBoundFigures = {
   readonly maxTotalCredits: number;
 };
 
+
+
+/** A gateway key's limit against a call's hold: `limitCredits − spentCredits − heldCredits < creditHold`. */
+// A type, not an interface: it is read as a plain record of figures (the console shows them so).
+export type KeySpendFigures = {
+  readonly keyId: string;
+  readonly limitCredits: number;
+  readonly period: SpendPeriod;
+  /** The period counted: `2026-12-01`, `2026-12` or `total`. */
+  readonly periodStart: string;
+  readonly spentCredits: number;
+  readonly heldCredits: number;
+  readonly creditHold: number;
+};
+
 /** The refusals an account can decide alone. */
-export type AccountRefusal = Extract<AdmissionRefusal, { reason: 'ai_disabled' | 'insufficient_credits' | 'no_running_slot' | 'ledger_totals_bound' }>;
+export type AccountRefusal = Extract<AdmissionRefusal, { reason: 'ai_disabled' | 'insufficient_credits' | 'no_running_slot' | 'key_spend_limit' | 'ledger_totals_bound' }>;
 
 export type AdmissionDecision = { readonly admitted: true } | ({ readonly admitted: false } & AdmissionRefusal);
 export type AccountAdmission = { readonly admitted: true } | ({ readonly admitted: false } & AccountRefusal);
 
 /**
- * The account's checks, in SPEC §3 order: the organization switch, then credits (`available <
- * creditHold`; exactly enough is enough), then a slot (`running >= maxRunning`), then the bound: the
- * hold and the room its settlement may need past it must fit under MAX_ACCOUNT_TOTAL_CREDITS beside
- * everything already committed, so that settling it can never leave the exact-integer range.
+ * The account's checks, in the order docs/lifecycle.md gives: the organization switch, then credits
+ * (`available < creditHold`; exactly enough is enough), then a gateway call's key limit (what the key
+ * spent and holds in the period, plus this hold, within its limit), then a slot (`running >=
+ * maxRunning`), then the bound: the hold and the room its settlement may need past it must fit under
+ * MAX_ACCOUNT_TOTAL_CREDITS beside everything already committed, so that settling it can never leave
+ * the exact-integer range.
  */
-export function admit(state: AccountState, { creditHold }: { readonly creditHold: number }): AccountAdmission {
+export function admit(
+  state: AccountState,
+  { creditHold, gatewayKey, at }: { readonly creditHold: number; readonly gatewayKey?: HoldGatewayKey; readonly at?: string },
+): AccountAdmission {
   if (!state.aiEnabled) return { admitted: false, reason: 'ai_disabled', figures: { aiEnabled: false } };
   const available = availableCredits(state);
   if (available < creditHold) {
     return { admitted: false, reason: 'insufficient_credits', figures: { available, creditHold } };
+  }
+  const key = gatewayKey === undefined ? undefined : state.gatewayKeys.get(gatewayKey.keyId);
+  if (key?.spendLimit !== undefined && at !== undefined) {
+    const { period, spent, held } = keySpend(state, key, at);
+    if (key.spendLimit.credits - spent - held < creditHold) {
+      const figures = { keyId: key.keyId, limitCredits: key.spendLimit.credits, period: key.spendLimit.period, periodStart: period, spentCredits: spent, heldCredits: held, creditHold };
+      return { admitted: false, reason: 'key_spend_limit', figures };
+    }
   }
   const running = runningCount(state);
   if (running >= state.maxRunning) {

@@ -15,6 +15,8 @@ export const DOMAIN_ERROR_CODES = [
   'idempotency_conflict',
   'idempotency_key_reused',
   'keyed_request_in_progress',
+  'unknown_gateway_key',
+  'unknown_gateway_model',
 ] as const;
 export type DomainErrorCode = (typeof DOMAIN_ERROR_CODES)[number];
 

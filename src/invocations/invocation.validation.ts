@@ -3,7 +3,8 @@
  * records, conversation figures and refusals. Each names the bad field; the decider (transitions,
  * charges) stays in invocation.decider.ts.
  */
-import type { AdmissionRefusal, LedgerTotalsBoundFigures } from '../accounts/admission.policy';
+import type { AdmissionRefusal, KeySpendFigures, LedgerTotalsBoundFigures } from '../accounts/admission.policy';
+import { SPEND_PERIODS } from '../accounts/gateway-keys';
 import { MAX_CREDIT_HOLD_CREDITS, MAX_MODEL_NAME_CHARS } from '../catalog/publication.validation';
 import { FieldChecks } from '../domain/field-checks';
 import type { AttemptRecord, ConversationLimits } from '../runtime/conversation.types';
@@ -107,6 +108,8 @@ export function refusalFromState(
     case 'ledger_totals_bound':
       if (publication === null || !publication.enabled) checks.add('reason', `${published}: it is refused for access first`);
       return { reason, figures: totalsBoundFigures(checks, figures, state.estimate) };
+    case 'key_spend_limit':
+      return { reason, figures: readKeySpendFigures(checks, figures, state) };
   }
 }
 
@@ -123,6 +126,26 @@ function totalsBoundFigures(checks: FieldChecks, figures: Record<string, unknown
   if (checks.ok && committedCredits + creditHold + overrunRoomCredits <= maxTotalCredits) checks.add('figures.committedCredits', 'leaves room for the hold: nothing to refuse');
   return { committedCredits, creditHold, overrunRoomCredits, maxTotalCredits };
 }
+
+/** A key limit's figures: they must refuse the estimate (what remains of the limit is less than it). */
+function readKeySpendFigures(checks: FieldChecks, figures: Record<string, unknown>, state: InvocationState): KeySpendFigures {
+  const credits = (field: string): number => checks.integer(`figures.${field}`, figures[field], { min: 0, max: Number.MAX_SAFE_INTEGER, unit: 'credits' });
+  const read: KeySpendFigures = {
+    keyId: checks.id('figures.keyId', figures.keyId),
+    limitCredits: credits('limitCredits'),
+    period: checks.oneOf('figures.period', figures.period, SPEND_PERIODS),
+    periodStart: checks.text('figures.periodStart', figures.periodStart, MAX_PERIOD_NAME_CHARS),
+    spentCredits: credits('spentCredits'),
+    heldCredits: credits('heldCredits'),
+    creditHold: credits('creditHold'),
+  };
+  if (checks.ok && read.creditHold !== state.estimate) checks.add('figures.creditHold', `the estimate is ${state.estimate} credits`);
+  if (checks.ok && read.limitCredits - read.spentCredits - read.heldCredits >= read.creditHold) checks.add('figures.limitCredits', 'covers the hold: nothing to refuse');
+  return read;
+}
+
+/** Longest period name a key limit's figures carry (`2026-12-01`, `2026-12`, `total`), in characters. */
+const MAX_PERIOD_NAME_CHARS = 10;
 
 /**
  * The loop's figures, checked against the publication's limits and the recorded attempts: with every

@@ -4,6 +4,9 @@ import type {
   CreditThresholdCrossed as CreditThresholdCrossedEvent,
   CreditsAdjusted as CreditsAdjustedEvent,
   CreditsGranted as CreditsGrantedEvent,
+  GatewayKeyChanged as GatewayKeyChangedEvent,
+  GatewayKeyIssued as GatewayKeyIssuedEvent,
+  GatewayKeyRevoked as GatewayKeyRevokedEvent,
   HoldPlaced as HoldPlacedEvent,
   HoldSettled as HoldSettledEvent,
   OrganizationSettingsChanged as OrganizationSettingsChangedEvent,
@@ -105,6 +108,15 @@ export class CreditThresholdCrossed extends LedgerEvent<CreditThresholdCrossedEv
 export class OperationPublished extends LedgerEvent<OperationPublishedEvent['data']> {
   readonly type = 'OperationPublished';
 }
+export class GatewayKeyIssued extends LedgerEvent<GatewayKeyIssuedEvent['data']> {
+  readonly type = 'GatewayKeyIssued';
+}
+export class GatewayKeyChanged extends LedgerEvent<GatewayKeyChangedEvent['data']> {
+  readonly type = 'GatewayKeyChanged';
+}
+export class GatewayKeyRevoked extends LedgerEvent<GatewayKeyRevokedEvent['data']> {
+  readonly type = 'GatewayKeyRevoked';
+}
 
 type LedgerEventClass = new (event: RecordedEvent) => LedgerEvent;
 type PublishedEventType = InvocationEvent['type'] | AccountEvent['type'] | OperationEvent['type'];
@@ -128,6 +140,9 @@ const CLASS_OF: Record<PublishedEventType, LedgerEventClass> = {
   HoldSettled,
   AlertThresholdsSet,
   CreditThresholdCrossed,
+  GatewayKeyIssued,
+  GatewayKeyChanged,
+  GatewayKeyRevoked,
   OperationPublished,
 };
 

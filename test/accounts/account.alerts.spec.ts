@@ -190,7 +190,7 @@ describe('SPEC §13 credit alerts: PUT …/alerts replaces the thresholds', () =
   });
 });
 
-describe('account snapshots keep the alerts (codec version 2)', () => {
+describe('account snapshots keep the alerts (codec version 3)', () => {
   it('round-trips the thresholds and the recorded crossings', () => {
     const state = spec
       .given([
@@ -203,6 +203,6 @@ describe('account snapshots keep the alerts (codec version 2)', () => {
       .state();
     const decoded = accountSnapshot.decode(JSON.parse(JSON.stringify(accountSnapshot.encode(state))));
     expect(decoded).toEqual(state);
-    expect(accountSnapshot.version).toBe(2);
+    expect(accountSnapshot.version).toBe(3);
   });
 });

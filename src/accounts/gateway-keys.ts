@@ -1,0 +1,112 @@
+/**
+ * Gateway keys (docs/gateway.md): an organization's keys for the Anthropic-compatible gateway, kept
+ * in its account stream so a key's spend limit is checked in the same decision, against the same
+ * expected revision, as the organization's credits and slots. Nothing here holds a key: only the
+ * SHA-256 of it, which the key's 256 random bits make as safe to keep as a slow hash would.
+ */
+import { DomainError } from '../domain/domain.errors';
+import { FieldChecks } from '../domain/field-checks';
+import { MAX_LEDGER_ENTRY_CREDITS } from './account.bounds';
+
+/** Keys an organization may hold, revoked ones included (each stays for its history and its holds). */
+export const MAX_GATEWAY_KEYS_PER_ORGANIZATION = 1_000;
+/** Longest key name, in characters. */
+export const MAX_GATEWAY_KEY_NAME_CHARS = 100;
+/** Models a key's allowlist may name. */
+export const MAX_GATEWAY_KEY_MODELS = 100;
+/** Longest model name in an allowlist, in characters. */
+export const MAX_GATEWAY_MODEL_NAME_CHARS = 200;
+/** Largest `maxOutputTokens` a key may cap requests at, in tokens. */
+export const MAX_GATEWAY_KEY_OUTPUT_TOKENS = 1_000_000;
+/** Characters of a key's SHA-256, hex. */
+export const GATEWAY_KEY_HASH_HEX_CHARS = 64;
+
+export const SPEND_PERIODS = ['day', 'month', 'total'] as const;
+export type SpendPeriod = (typeof SPEND_PERIODS)[number];
+
+export interface SpendLimit {
+  /** Integer credits the key may spend (charged plus held) in one period. */
+  readonly credits: number;
+  /** A UTC calendar day, a UTC calendar month, or the key's whole life. */
+  readonly period: SpendPeriod;
+}
+
+/** What an administrator sets on a key; every field but the name is optional (absent: no cap). */
+export interface GatewayKeySettings {
+  readonly name: string;
+  /** The models the key may call; absent: every model on the rate card. */
+  readonly models?: readonly string[];
+  /** The largest `max_tokens` a call with this key may ask for; absent: the rate card's cap alone. */
+  readonly maxOutputTokens?: number;
+  readonly spendLimit?: SpendLimit;
+}
+
+export interface GatewayKey extends GatewayKeySettings {
+  readonly keyId: string;
+  readonly keyHash: string;
+  readonly issuedAt: string;
+  readonly revokedAt?: string;
+  /** The period (`2026-12-01`, `2026-12`, `total`) that `spentInPeriod` counts: the period of the key's latest hold. */
+  readonly spendPeriod?: string;
+  /** Credits charged for calls admitted in `spendPeriod`. */
+  readonly spentInPeriod: number;
+}
+
+/** The period a call admitted at `at` (ISO-8601, UTC) counts against: `2026-12-01`, `2026-12` or `total`. */
+export function periodOf(period: SpendPeriod, at: string): string {
+  if (period === 'day') return at.slice(0, 10);
+  if (period === 'month') return at.slice(0, 7);
+  return 'total';
+}
+
+/** A key's figures in the period that contains `at`: what it spent and what it holds now. */
+export function keySpendAt(key: GatewayKey, heldByPeriod: ReadonlyMap<string, number>, at: string): { readonly period: string; readonly spent: number; readonly held: number } {
+  const period = periodOf(key.spendLimit?.period ?? 'total', at);
+  return { period, spent: key.spendPeriod === period ? key.spentInPeriod : 0, held: heldByPeriod.get(period) ?? 0 };
+}
+
+/** The key's settings, checked field by field (names are paths in the request body). */
+export function readKeySettings(checks: FieldChecks, input: Record<string, unknown>): GatewayKeySettings {
+  const name = checks.text('name', input.name, MAX_GATEWAY_KEY_NAME_CHARS);
+  let models: string[] | undefined;
+  if (input.models !== undefined) {
+    if (!Array.isArray(input.models)) checks.add('models', 'must be an array of model names');
+    else if (input.models.length > MAX_GATEWAY_KEY_MODELS) checks.add('models', `must name at most ${MAX_GATEWAY_KEY_MODELS} models`);
+    else models = [...new Set(input.models.map((model, index) => checks.text(`models.${index}`, model, MAX_GATEWAY_MODEL_NAME_CHARS)))].sort();
+  }
+  const maxOutputTokens =
+    input.maxOutputTokens === undefined
+      ? undefined
+      : checks.integer('maxOutputTokens', input.maxOutputTokens, { min: 1, max: MAX_GATEWAY_KEY_OUTPUT_TOKENS, unit: 'tokens' });
+  let spendLimit: SpendLimit | undefined;
+  if (input.spendLimit !== undefined) {
+    const limit = checks.object('spendLimit', input.spendLimit);
+    spendLimit = {
+      credits: checks.integer('spendLimit.credits', limit.credits, { min: 0, max: MAX_LEDGER_ENTRY_CREDITS, unit: 'credits' }),
+      period: checks.oneOf('spendLimit.period', limit.period, SPEND_PERIODS),
+    };
+  }
+  return {
+    name,
+    ...(models === undefined ? {} : { models }),
+    ...(maxOutputTokens === undefined ? {} : { maxOutputTokens }),
+    ...(spendLimit === undefined ? {} : { spendLimit }),
+  };
+}
+
+export function readKeyHash(checks: FieldChecks, value: unknown): string {
+  if (typeof value !== 'string' || !/^[0-9a-f]{64}$/.test(value)) {
+    checks.add('keyHash', `must be ${GATEWAY_KEY_HASH_HEX_CHARS} lower-case hex digits`);
+    return '';
+  }
+  return value;
+}
+
+/** No key with this id belongs to the organization (or it was never issued): nothing is written. */
+export class UnknownGatewayKeyError extends DomainError {
+  override readonly name = 'UnknownGatewayKeyError';
+
+  constructor(readonly keyId: string) {
+    super('unknown_gateway_key', `gateway key "${keyId}" was not found`);
+  }
+}
