@@ -180,8 +180,9 @@ export class AppendOutcomeUnknownError extends EventStoreUnavailableError {
 
 /**
  * The stream was deleted on the server. `tombstoned`: for good, every append fails. `soft-deleted`:
- * reads show it as absent while its revisions continue after `lastRevision`, so a writer that
- * believed it new cannot create it.
+ * an operator soft-deleted it (or cut its history): KurrentDB hides its events up to `lastRevision`
+ * (when known) and would let an append recreate it, numbering on after them, so the store refuses
+ * both to create it anew and to read it from a later revision than asked (docs/eventstoredb.md).
  */
 export class DeletedStreamError extends Error {
   override readonly name = 'DeletedStreamError';
@@ -195,7 +196,8 @@ export class DeletedStreamError extends Error {
     super(
       how === 'tombstoned'
         ? `Stream "${streamName}" was tombstoned on the server: it can never be read or written again`
-        : `Stream "${streamName}" was soft-deleted on the server: reads show it empty, but its revisions continue after ${String(lastRevision)}, so it cannot be created anew`,
+        : `Stream "${streamName}" was soft-deleted on the server${lastRevision === undefined ? '' : ` (its events up to revision ${lastRevision} are hidden from reads)`}: ` +
+            'it is neither created anew nor read on from what is left of it',
     );
   }
 }

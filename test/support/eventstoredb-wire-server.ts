@@ -8,16 +8,22 @@
  * library, unchanged, talks to it over a real socket: what the adapter sees is what the client makes
  * of these bytes.
  *
- * It reproduces only what the adapter relies on, as read from the server's source
- * (kurrent-io/KurrentDB, `src/KurrentDB.Core/Services/Transport/Grpc/` and `Services/Storage/`).
- * Each behaviour is tagged with the fact it encodes, `[F-…]`, listed here once:
+ * It reproduces only what the adapter relies on, as read from the server's source: kurrent-io/KurrentDB
+ * at commit 44996ed0576221c14adb8abfdc34cedee3e19362 (`SERVER_SOURCE_COMMIT`); paths below are under
+ * its `src/KurrentDB.Core/`, lines at that commit. Each behaviour is tagged with the fact it encodes,
+ * `[F-…]`, listed here once:
  *
  * - [F-FEATURES] The client asks GetSupportedMethods before its first append and uses BatchAppend
- *   only when the list names it; UNIMPLEMENTED makes it use the unary Append (ServerFeatures.cs).
+ *   only when the list names it; UNIMPLEMENTED makes it use the unary Append. The server lists every
+ *   mapped client method (Services/Transport/Grpc/ServerFeatures.cs:22-42, ClusterVNodeStartup.cs:154),
+ *   so a current server always lists BatchAppend: `batchAppend: false` stands for an old server only.
  * - [F-POSITION] An appended event of an implicit transaction has commit = prepare = its log position;
  *   the reply carries the last event's revision and position, the same a `$all` read gives it.
  * - [F-LEGACY-TX] Events of one explicit (legacy TCP) transaction share the commit position of the
  *   transaction's commit record and keep their own prepare positions; `$all` orders by (commit, prepare).
+ *   A stream read does not know where such an event committed: its RecordedEvent positions are
+ *   2^64 − 1 and the ReadEvent says NoPosition (Data/ResolvedEvent.cs:64-78, StorageReaderWorker.cs:104-105,
+ *   Services/Transport/Grpc/Streams.Read.cs:384-426, Services/Transport/Common/Position.cs:23-26).
  * - [F-IDEMPOTENT-EXACT] Re-append with the exact / `no_stream` revision used the first time: ids are
  *   compared with the events at expected+1…; all equal → nothing written, the original reply; the first
  *   or a later one different → WrongExpectedVersion. Expected = current revision: written, no check.
@@ -27,26 +33,51 @@
  * - [F-WEV] WrongExpectedVersion is a reply, not a gRPC error: `BatchAppendResp.error` (google.rpc.Status,
  *   code ALREADY_EXISTS, details `event_store.client.WrongExpectedVersion`) or
  *   `AppendResp.wrong_expected_version`.
- * - [F-DELETED] Tombstoned: reads fail FAILED_PRECONDITION `exception: stream-deleted`; every append
- *   fails StreamDeleted. Soft-deleted: reads say StreamNotFound, the next append numbers from the old
- *   last revision + 1, WrongExpectedVersion reports the old revision, `stream_exists` fails StreamDeleted.
+ * - [F-DELETED] Tombstoned: a `$streamDeleted` record at revision 2^63 − 1 is written in the stream
+ *   (Services/Storage/StorageWriterService.cs:547-564); reads fail FAILED_PRECONDITION
+ *   `exception: stream-deleted`; every append fails StreamDeleted. Soft-deleted: a `$metadata` record
+ *   `{"$tb": 2^63 − 1}` is written in `$$<stream>` (StorageWriterService.cs:566-597); reads say
+ *   StreamNotFound (Services/Storage/ReaderIndex/IndexReader.cs:219-223). An append with `no_stream`
+ *   (IndexWriter.cs:283-284), `any` (:223-228) or the old last revision (:324) is ACCEPTED: its events
+ *   number on from the old last revision + 1 and the stream is undeleted by a `$metadata` record
+ *   `{"$tb": old last + 1}` (StorageWriterService.cs:424-428, 483-504), so reads show only the new
+ *   events (IndexReader.cs:237-238; the server's own Core.Tests/ClientAPI/soft_delete.cs:87-111 expects
+ *   revisions 2–4 after deleting a 2-event stream). `stream_exists` fails StreamDeleted
+ *   (IndexWriter.cs:187-189); another exact revision is WrongExpectedVersion reporting the old revision.
  * - [F-EVENT-ID] An event id must parse as a Guid and not be the nil Guid ("Empty eventId provided.").
  * - [F-SIZE] An append over the max append size (1 MiB up to 25.0, 256 MiB from 25.1) fails
  *   MaximumAppendSizeExceeded; the size is UTF-8 bytes of data + metadata + 2 × type length.
  * - [F-DEADLINE] BatchAppend answers Timeout (DEADLINE_EXCEEDED details) past min(deadline, 2,000 ms);
  *   the unary Append fails ABORTED "Operation timed out". The write may still have committed.
- * - [F-READ] Stream reads: inclusive from a revision, StreamNotFound for a missing stream. `$all`
- *   forwards from a position is inclusive, backwards exclusive; a position that is not a record's
- *   exact (commit, prepare) fails UNKNOWN "Unexpected ReadAllResult: InvalidPosition".
- * - [F-SUBSCRIBE] `$all` subscription: confirmation, catch-up strictly after `fromPosition` (START
- *   includes the first record), CaughtUp, then live events; a filtered subscription gets a checkpoint
- *   every 32 × checkpointIntervalMultiplier considered records and on going live. An invalid position
- *   fails INVALID_ARGUMENT "Trying to read from an invalid position."; a server shutdown ends it
+ * - [F-READ] Stream reads: inclusive from a revision, StreamNotFound for a missing stream.
+ * - [F-READ-ALL] `$all` from a position (Services/Storage/ReaderIndex/AllReader.cs:72-187, 198-325): the
+ *   reader starts at the commit position's byte in the log. Forwards it returns every record at or
+ *   after (commit, prepare); backwards every record whose (post-position of its commit, post-position
+ *   of its prepare) is at or before it, so reading back from a legacy-transaction event's own
+ *   (commit, prepare) skips that transaction's earlier events (:264-310). Only a commit position that
+ *   is not the start of a record fails (Services/Storage/StorageReaderWorker.All.cs:44-49, 100-105, with
+ *   TransactionLog/Chunks/TFChunk/TFChunkReadSide.cs:488-515 refusing the bytes there): usually as
+ *   InvalidPosition, and as Error when the bytes fail some other way, both answered UNKNOWN
+ *   "Unexpected ReadAllResult: <result> >> <message>" (Services/Transport/Enumerators/
+ *   Enumerator.ReadAllForwards.cs:118-119, Services/Transport/Grpc/RpcExceptions.cs:51-55).
+ * - [F-SYSTEM-RECORDS] `$all` holds the `$metadata` records of `$$<stream>` and the `$streamDeleted`
+ *   tombstones of [F-DELETED] among the user events.
+ * - [F-SUBSCRIBE] Filtered `$all` subscription (Services/Transport/Enumerators/
+ *   Enumerator.AllSubscriptionFiltered.cs): confirmation; a `fromPosition` at or past the head goes
+ *   live at once (:173-175); otherwise catch-up reads pages of 32 considered records (Enumerator.cs:29)
+ *   from it and sends only what is strictly after it (START includes the first record) (:293-307). The
+ *   checkpoint is the last event sent, or the page's start when that is later, which can be a
+ *   position between events (:309-313); it is sent every 32 × checkpointIntervalMultiplier considered
+ *   records (:336-344) and, before CaughtUp, on reaching the end (:320-334, 217-218). Then live events
+ *   (and a checkpoint every interval). A commit position inside a record below the head fails
+ *   INVALID_ARGUMENT "Trying to read from an invalid position." (:353-354, RpcExceptions.cs:259-260), or
+ *   UNKNOWN "Unexpected FilteredReadAllResult: Error >> …" (:355-356); a server shutdown ends it
  *   CANCELLED; access denied is PERMISSION_DENIED `exception: access-denied`.
  * - [F-RECORD] Read events carry id (string form), stream identifier, revision, both positions, and
  *   the metadata keys `type`, `content-type` and `created` (100 ns ticks since the Unix epoch).
  */
 import * as grpc from '@grpc/grpc-js';
+import { randomUUID } from 'node:crypto';
 import { StreamsService } from '@eventstore/db-client/generated/streams_grpc_pb';
 import { ServerFeaturesService } from '@eventstore/db-client/generated/serverfeatures_grpc_pb';
 import {
@@ -77,6 +108,12 @@ import { SupportedMethod, SupportedMethods } from '@eventstore/db-client/generat
 import { Any } from 'google-protobuf/google/protobuf/any_pb';
 import { Empty } from 'google-protobuf/google/protobuf/empty_pb';
 
+/** The server source these behaviours were read from (kurrent-io/KurrentDB). */
+export const SERVER_SOURCE_COMMIT = '44996ed0576221c14adb8abfdc34cedee3e19362';
+/** [F-DELETED] The server's EventNumber.DeletedStream: a tombstone's revision and a soft delete's `$tb`. */
+export const WIRE_DELETED_STREAM_REVISION = (1n << 63n) - 1n;
+/** [F-LEGACY-TX] What a position the server does not know is sent as (unsigned 64-bit all ones). */
+const UNKNOWN_POSITION = (1n << 64n) - 1n;
 /** [F-SIZE] Max append size of servers up to 25.0, in bytes. */
 export const WIRE_MAX_APPEND_SIZE_BYTES_UP_TO_25_0 = 1_048_576;
 /** [F-DEADLINE] The server's write timeout, the upper bound of a BatchAppend deadline, in ms. */
@@ -102,15 +139,39 @@ interface LogRecord {
   readonly createdTicks: bigint;
   readonly commit: bigint;
   readonly prepare: bigint;
+  /** Bytes of the record at `prepare`. */
+  readonly size: bigint;
+  /** [F-LEGACY-TX] Bytes of the transaction's commit record at `commit`; undefined when self-committed. */
+  readonly commitSize?: bigint;
 }
 
 interface StreamState {
   /** Log indexes of the stream's records, in revision order. */
   readonly records: number[];
   lastRevision: bigint | undefined;
-  /** Soft delete: revisions below it are hidden from reads. */
+  /** [F-DELETED] The `$tb` of the stream's latest `$metadata`: revisions below it are hidden from reads. */
   truncateBefore: bigint | undefined;
   tombstoned: boolean;
+}
+
+/** A (commit, prepare) pair, compared as `$all` orders them. */
+interface Pos {
+  readonly commit: bigint;
+  readonly prepare: bigint;
+}
+
+function comparePos(a: Pos, b: Pos): number {
+  if (a.commit !== b.commit) return a.commit < b.commit ? -1 : 1;
+  return a.prepare === b.prepare ? 0 : a.prepare < b.prepare ? -1 : 1;
+}
+
+/**
+ * [F-READ-ALL] What a backwards read compares with its position: the post-positions of the record's
+ * commit and prepare (AllReader.cs:244-245 for a self-committed record, :294-295 in a transaction).
+ */
+function backwardKey(record: LogRecord): Pos {
+  const preparePost = record.prepare + record.size;
+  return record.commitSize === undefined ? { commit: preparePost, prepare: preparePost } : { commit: record.commit + record.commitSize, prepare: preparePost };
 }
 
 interface ProposedEvent {
@@ -140,15 +201,15 @@ export type AppendFault =
   | 'shutdown';
 
 /** A permanent error every new `$all` subscription gets. */
-export type SubscriptionFault = 'access-denied' | 'invalid-position';
+export type SubscriptionFault = 'access-denied';
 
 interface LiveSubscription {
   readonly call: grpc.ServerWritableStream<ReadReq, ReadResp>;
   readonly filter: ((record: LogRecord) => boolean) | undefined;
   readonly checkpointEvery: number;
   considered: number;
-  /** Position (commit, prepare) of the last record handed over or considered; undefined: none yet. */
-  live: boolean;
+  /** [F-SUBSCRIBE] Live records at or before it are not sent (a `fromPosition` past the head). */
+  readonly after: Pos;
 }
 
 export interface WireServerOptions {
@@ -156,6 +217,11 @@ export interface WireServerOptions {
   readonly batchAppend: boolean;
   /** [F-SIZE] Default 1 MiB, the bound of servers up to 25.0. */
   readonly maxAppendSizeBytes?: number;
+  /**
+   * [F-READ-ALL] How a read from a commit position inside a record fails: as InvalidPosition (the
+   * default, what the bytes there usually cause) or as Error (what other bytes can cause).
+   */
+  readonly midRecordReads?: 'invalid-position' | 'error';
 }
 
 /** The log and the listening server; the log survives `restart()`, the id cache does not. */
@@ -165,6 +231,8 @@ export class EventStoreDbWireServer {
   /** [F-IDEMPOTENT-CACHE] event id → (stream, log index) of this node's writes since its start. */
   private idCache = new Map<string, { streamName: string; index: number }>();
   private nextPosition = 0n;
+  /** [F-READ-ALL] Where records start: the only commit positions a read can start from below the end. */
+  private readonly recordStarts = new Set<bigint>();
   private server: grpc.Server | undefined;
   private readonly live = new Set<LiveSubscription>();
   private readonly batchCalls = new Set<grpc.ServerDuplexStream<BatchAppendReq, BatchAppendResp>>();
@@ -247,16 +315,18 @@ export class EventStoreDbWireServer {
     await this.shutdown();
   }
 
-  /** [F-LEGACY-TX] Writes events as one explicit transaction: one commit position, one prepare each. */
+  /**
+   * [F-LEGACY-TX] Writes events as one explicit transaction: one prepare record each, then the commit
+   * record; every event has the commit's position and its own prepare position.
+   */
   appendLegacyTransaction(streamName: string, events: ReadonlyArray<{ id: string; type: string; data: unknown }>): void {
     const stream = this.stream(streamName);
     const prepares = events.map((event) => {
-      const prepare = this.nextPosition;
-      this.nextPosition += BigInt(RECORD_OVERHEAD_BYTES + JSON.stringify(event.data).length);
-      return prepare;
+      const size = BigInt(RECORD_OVERHEAD_BYTES + JSON.stringify(event.data).length);
+      return { prepare: this.reserve(size), size };
     });
-    const commit = this.nextPosition;
-    this.nextPosition += BigInt(RECORD_OVERHEAD_BYTES);
+    const commitSize = BigInt(RECORD_OVERHEAD_BYTES);
+    const commit = this.reserve(commitSize);
     events.forEach((event, index) => {
       const revision = stream.lastRevision === undefined ? 0n : stream.lastRevision + 1n;
       this.push(stream, {
@@ -269,9 +339,24 @@ export class EventStoreDbWireServer {
         metadata: Buffer.from(JSON.stringify({ schemaVersion: 1 }), 'utf8'),
         createdTicks: BigInt(Date.now()) * TICKS_PER_MS,
         commit,
-        prepare: prepares[index]!,
+        prepare: prepares[index]!.prepare,
+        size: prepares[index]!.size,
+        commitSize,
       });
     });
+  }
+
+  /** The position of the log's end (where the next record starts). */
+  get endPosition(): bigint {
+    return this.nextPosition;
+  }
+
+  /** Takes `size` bytes at the end of the log for one record; returns where it starts. */
+  private reserve(size: bigint): bigint {
+    const start = this.nextPosition;
+    this.recordStarts.add(start);
+    this.nextPosition += size;
+    return start;
   }
 
   private async listen(): Promise<void> {
@@ -533,20 +618,24 @@ export class EventStoreDbWireServer {
     if (size > maxAppendSize) return { kind: 'too-big', maxAppendSize };
 
     const stream = this.streams.get(streamName);
-    // [F-DELETED]
+    // [F-DELETED] IndexWriter.cs:171-174 (tombstone), :187-195 (stream_exists)
     if (stream?.tombstoned) return { kind: 'stream-deleted' };
-    if (stream?.truncateBefore !== undefined && expected.kind === 'stream_exists' && this.visibleRevisions(stream) === 0) {
-      return { kind: 'stream-deleted' };
-    }
+    const softDeleted = stream?.truncateBefore === WIRE_DELETED_STREAM_REVISION;
+    if (expected.kind === 'stream_exists' && softDeleted) return { kind: 'stream-deleted' };
     const current = stream?.lastRevision;
 
     if (expected.kind === 'revision' || expected.kind === 'no_stream') {
-      // [F-IDEMPOTENT-EXACT]
+      // [F-IDEMPOTENT-EXACT] IndexWriter.cs:261-325
       const expectedRevision = expected.kind === 'revision' ? expected.revision : -1n;
       const currentRevision = current ?? -1n;
       if (currentRevision > expectedRevision && stream !== undefined) {
         const first = Number(expectedRevision + 1n);
         const stored = stream.records.slice(first, first + events.length).map((index) => this.log[index]!);
+        if (stored[0]?.id !== events[0]!.id) {
+          // [F-DELETED] :283-284: `no_stream` on a soft-deleted stream recreates it
+          if (expected.kind === 'no_stream' && softDeleted) return this.write(streamName, events, true);
+          return { kind: 'wrong-expected-version', current, expected };
+        }
         if (stored.length === events.length && stored.every((record, offset) => record.id === events[offset]!.id)) {
           const last = stored[stored.length - 1]!;
           return { kind: 'success', revision: last.revision, commit: last.commit, prepare: last.prepare };
@@ -554,11 +643,12 @@ export class EventStoreDbWireServer {
         return { kind: 'wrong-expected-version', current, expected };
       }
       if (currentRevision !== expectedRevision) return { kind: 'wrong-expected-version', current, expected };
-      return this.write(streamName, events);
+      // [F-DELETED] :324: the old last revision recreates a soft-deleted stream too
+      return this.write(streamName, events, softDeleted);
     }
 
     if (expected.kind === 'stream_exists' && current === undefined) return { kind: 'wrong-expected-version', current, expected };
-    // [F-IDEMPOTENT-CACHE]
+    // [F-IDEMPOTENT-CACHE] IndexWriter.cs:198-255
     const cached = events.map((event) => {
       const entry = this.idCache.get(event.id);
       return entry !== undefined && entry.streamName === streamName ? entry.index : undefined;
@@ -568,16 +658,19 @@ export class EventStoreDbWireServer {
       const last = this.log[cached[cached.length - 1]!]!;
       return { kind: 'success', revision: last.revision, commit: last.commit, prepare: last.prepare };
     }
-    return this.write(streamName, events);
+    // [F-DELETED] :223-228: so does `any`
+    return this.write(streamName, events, softDeleted);
   }
 
-  private write(streamName: string, events: readonly ProposedEvent[]): AppendOutcome {
+  /** Writes the events; `undelete`: after a soft delete, with the `$metadata` that recreates the stream. */
+  private write(streamName: string, events: readonly ProposedEvent[], undelete = false): AppendOutcome {
     const stream = this.stream(streamName);
+    const recreateFrom = stream.lastRevision === undefined ? 0n : stream.lastRevision + 1n;
     let last: LogRecord | undefined;
     for (const event of events) {
       // [F-POSITION] implicit transaction: commit = prepare = the record's own position
-      const position = this.nextPosition;
-      this.nextPosition += BigInt(RECORD_OVERHEAD_BYTES + event.data.length + event.metadata.length);
+      const size = BigInt(RECORD_OVERHEAD_BYTES + event.data.length + event.metadata.length);
+      const position = this.reserve(size);
       last = {
         streamName,
         revision: stream.lastRevision === undefined ? 0n : stream.lastRevision + 1n,
@@ -589,9 +682,12 @@ export class EventStoreDbWireServer {
         createdTicks: BigInt(Date.now()) * TICKS_PER_MS,
         commit: position,
         prepare: position,
+        size,
       };
       this.push(stream, last);
     }
+    // StorageWriterService.cs:424-428, 483-504
+    if (undelete) this.writeTruncateBefore(streamName, recreateFrom);
     return { kind: 'success', revision: last!.revision, commit: last!.commit, prepare: last!.prepare };
   }
 
@@ -612,13 +708,20 @@ export class EventStoreDbWireServer {
     return stream;
   }
 
-  private writeSystemRecord(streamName: string, type: string): void {
-    this.write(streamName, [{ id: '0b8a1c5e-5f5d-4c2b-9d3e-000000000001', type, contentType: 'application/json', data: Buffer.from('{}'), metadata: Buffer.alloc(0) }]);
+  private writeSystemRecord(streamName: string, type: string, data = '{}'): void {
+    this.write(streamName, [{ id: randomUUID(), type, contentType: 'application/json', data: Buffer.from(data), metadata: Buffer.alloc(0) }]);
+  }
+
+  /** [F-DELETED] [F-SYSTEM-RECORDS] A `$metadata` record in `$$<stream>` setting its `$tb`. */
+  private writeTruncateBefore(streamName: string, truncateBefore: bigint): void {
+    // Written as the server writes it: the number in full, which JSON.parse rounds (2^63 − 1 → 2^63).
+    this.writeSystemRecord(`$$${streamName}`, '$metadata', `{"$tb":${truncateBefore.toString()}}`);
+    this.stream(streamName).truncateBefore = truncateBefore;
   }
 
   // ---- deletes -------------------------------------------------------------------------------
 
-  /** [F-DELETED] soft delete: reads hide what is there; numbering continues. */
+  /** [F-DELETED] soft delete: `$tb` = DeletedStream in the metastream; reads hide the stream. */
   private deleteStream(request: DeleteReq, callback: grpc.sendUnaryData<DeleteResp>): void {
     const streamName = Buffer.from(request.getOptions()!.getStreamIdentifier()!.getStreamName_asU8()).toString('utf8');
     const stream = this.streams.get(streamName);
@@ -626,24 +729,39 @@ export class EventStoreDbWireServer {
       callback(streamDeletedError(streamName));
       return;
     }
-    if (stream !== undefined && stream.lastRevision !== undefined) stream.truncateBefore = stream.lastRevision + 1n;
+    if (stream !== undefined && stream.lastRevision !== undefined) this.writeTruncateBefore(streamName, WIRE_DELETED_STREAM_REVISION);
     const response = new DeleteResp();
     response.setNoPosition(new SharedEmpty());
     callback(null, response);
   }
 
-  /** [F-DELETED] tombstone: gone for good. */
+  /** [F-DELETED] tombstone: a `$streamDeleted` record at revision DeletedStream; gone for good. */
   private tombstoneStream(request: TombstoneReq, callback: grpc.sendUnaryData<TombstoneResp>): void {
     const streamName = Buffer.from(request.getOptions()!.getStreamIdentifier()!.getStreamName_asU8()).toString('utf8');
-    this.stream(streamName).tombstoned = true;
+    const stream = this.stream(streamName);
+    if (!stream.tombstoned) {
+      const size = BigInt(RECORD_OVERHEAD_BYTES);
+      const position = this.reserve(size);
+      const record: LogRecord = {
+        streamName,
+        revision: WIRE_DELETED_STREAM_REVISION,
+        id: randomUUID(),
+        type: '$streamDeleted',
+        contentType: 'application/octet-stream',
+        data: new Uint8Array(0),
+        metadata: new Uint8Array(0),
+        createdTicks: BigInt(Date.now()) * TICKS_PER_MS,
+        commit: position,
+        prepare: position,
+        size,
+      };
+      this.log.push(record);
+      stream.tombstoned = true;
+      for (const subscription of this.live) this.deliver(subscription, record);
+    }
     const response = new TombstoneResp();
     response.setNoPosition(new SharedEmpty());
     callback(null, response);
-  }
-
-  private visibleRevisions(stream: StreamState): number {
-    const from = stream.truncateBefore ?? 0n;
-    return stream.records.filter((index) => this.log[index]!.revision >= from).length;
   }
 
   // ---- reads ---------------------------------------------------------------------------------
@@ -669,11 +787,8 @@ export class EventStoreDbWireServer {
       call.emit('error', streamDeletedError(streamName));
       return;
     }
-    const visible = (stream?.records ?? [])
-      .map((index) => this.log[index]!)
-      .filter((record) => stream?.truncateBefore === undefined || record.revision >= stream.truncateBefore);
-    if (visible.length === 0) {
-      // [F-READ] missing, or soft-deleted with nothing appended since
+    // [F-READ] [F-DELETED] IndexReader.cs:222-223: no events, or soft-deleted
+    if (stream === undefined || stream.lastRevision === undefined || stream.truncateBefore === WIRE_DELETED_STREAM_REVISION) {
       const response = new ReadResp();
       const notFound = new ReadResp.StreamNotFound();
       notFound.setStreamIdentifier(streamIdentifier(streamName));
@@ -682,6 +797,10 @@ export class EventStoreDbWireServer {
       call.end();
       return;
     }
+    // IndexReader.cs:237-238: what the stream's `$tb` hides is never read
+    const visible = stream.records
+      .map((index) => this.log[index]!)
+      .filter((record) => stream.truncateBefore === undefined || record.revision >= stream.truncateBefore);
     const backwards = options.getReadDirection() === ReadReq.Options.ReadDirection.BACKWARDS;
     const count = BigInt(options.getCount());
     const revisionCase = streamOptions.getRevisionOptionCase();
@@ -694,17 +813,24 @@ export class EventStoreDbWireServer {
       selected = revisionCase === ReadReq.Options.StreamOptions.RevisionOptionCase.END ? [] : visible.filter((record) => record.revision >= from);
     }
     for (const record of selected.slice(0, Number(count < BigInt(selected.length) ? count : BigInt(selected.length)))) {
-      call.write(eventResponse(record));
+      call.write(eventResponse(record, 'stream'));
     }
     call.end();
   }
 
-  /** Index of the first record at or after (commit, prepare), or undefined when no record is exactly there. */
-  private exactIndex(position: ReadReq.Options.Position): number | undefined {
-    const commit = BigInt(position.getCommitPosition());
-    const prepare = BigInt(position.getPreparePosition());
-    const index = this.log.findIndex((record) => record.commit === commit && record.prepare === prepare);
-    return index < 0 ? undefined : index;
+  /**
+   * [F-READ-ALL] The error a read from `commit` meets, or undefined when a read can start there (the
+   * start of a record, or at or past the end of the log).
+   */
+  private unreadableAt(commit: bigint, resultName: 'ReadAllResult' | 'FilteredReadAllResult'): grpc.StatusObject | undefined {
+    if (commit >= this.nextPosition || this.recordStarts.has(commit)) return undefined;
+    const message = `Error while reading log record at actual position ${commit}: not the start of a record`;
+    if (this.options.midRecordReads === 'error') {
+      return { code: grpc.status.UNKNOWN, details: `Unexpected ${resultName}: Error >> ${message}`, metadata: new grpc.Metadata() };
+    }
+    return resultName === 'FilteredReadAllResult'
+      ? { code: grpc.status.INVALID_ARGUMENT, details: 'Trying to read from an invalid position.', metadata: new grpc.Metadata() }
+      : { code: grpc.status.UNKNOWN, details: `Unexpected ${resultName}: InvalidPosition >> ${message}`, metadata: new grpc.Metadata() };
   }
 
   private readAll(call: grpc.ServerWritableStream<ReadReq, ReadResp>, options: ReadReq.Options): void {
@@ -713,19 +839,28 @@ export class EventStoreDbWireServer {
     const count = Number(BigInt(options.getCount()) > BigInt(this.log.length) ? BigInt(this.log.length) : BigInt(options.getCount()));
     let selected: LogRecord[];
     if (all.hasPosition()) {
-      const index = this.exactIndex(all.getPosition()!);
-      if (index === undefined) {
-        call.emit('error', { code: grpc.status.UNKNOWN, details: 'Unexpected ReadAllResult: InvalidPosition' });
+      const position = positionOf(all.getPosition()!);
+      const failure = this.unreadableAt(position.commit, 'ReadAllResult');
+      if (failure !== undefined) {
+        call.emit('error', failure);
         return;
       }
-      // [F-READ] forwards inclusive, backwards exclusive
-      selected = backwards ? this.log.slice(0, index).reverse() : this.log.slice(index);
+      if (backwards) {
+        // AllReader.cs:244-245, 294-295: the keys rise with the log's order, so cut at the last one in reach
+        let end = this.log.length;
+        while (end > 0 && comparePos(backwardKey(this.log[end - 1]!), position) > 0) end--;
+        selected = this.log.slice(0, end).reverse();
+      } else {
+        // AllReader.cs:114-115, 157-158: every record at or after the position
+        const start = this.log.findIndex((record) => comparePos(record, position) >= 0);
+        selected = start < 0 ? [] : this.log.slice(start);
+      }
     } else if (all.hasEnd()) {
       selected = backwards ? [...this.log].reverse() : [];
     } else {
       selected = backwards ? [] : [...this.log];
     }
-    for (const record of selected.slice(0, count)) call.write(eventResponse(record, true));
+    for (const record of selected.slice(0, count)) call.write(eventResponse(record, 'all'));
     call.end();
   }
 
@@ -738,36 +873,33 @@ export class EventStoreDbWireServer {
       return;
     }
     const all = options.getAll()!;
-    let start = 0;
-    if (all.hasPosition()) {
-      const index = this.subscriptionFault === 'invalid-position' ? undefined : this.exactIndex(all.getPosition()!);
-      if (index === undefined) {
-        call.emit('error', { code: grpc.status.INVALID_ARGUMENT, details: 'Trying to read from an invalid position.' });
-        return;
-      }
-      start = index + 1; // [F-SUBSCRIBE] exclusive
-    } else if (all.hasEnd()) {
-      start = this.log.length;
-    }
+    const head: Pos = { commit: this.nextPosition, prepare: this.nextPosition };
+    // START: before every record; END: the head (Enumerator.AllSubscriptionFiltered.cs:147-156)
+    const from: Pos | undefined = all.hasPosition() ? positionOf(all.getPosition()!) : all.hasEnd() ? head : undefined;
     const subscription: LiveSubscription = {
       call,
       filter: options.hasFilter() ? filterOf(options.getFilter()!) : undefined,
       checkpointEvery: options.hasFilter() ? WIRE_CHECKPOINT_RECORDS * options.getFilter()!.getCheckpointintervalmultiplier() : 0,
       considered: 0,
-      live: false,
+      after: from ?? { commit: -1n, prepare: -1n },
     };
     const confirmation = new ReadResp();
     const confirmed = new ReadResp.SubscriptionConfirmation();
     confirmed.setSubscriptionId(`wire-${this.subscriptionsOpened}`);
     confirmation.setConfirmation(confirmed);
     call.write(confirmation);
-    for (const record of this.log.slice(start)) this.deliver(subscription, record);
+    // :173-175: from the head on, live at once, with no read (so no invalid position either)
+    if (from === undefined || comparePos(from, head) < 0) {
+      const failure = from === undefined ? undefined : this.unreadableAt(from.commit, 'FilteredReadAllResult');
+      if (failure !== undefined) {
+        call.emit('error', failure);
+        return;
+      }
+      this.catchUp(subscription, from);
+    }
     const caughtUp = new ReadResp();
     caughtUp.setCaughtUp(new ReadResp.CaughtUp());
     call.write(caughtUp);
-    const last = this.log[this.log.length - 1];
-    if (subscription.filter !== undefined && last !== undefined) call.write(checkpointResponse(last));
-    subscription.live = true;
     this.live.add(subscription);
     const forget = (): void => {
       this.live.delete(subscription);
@@ -776,13 +908,57 @@ export class EventStoreDbWireServer {
     call.on('close', forget);
   }
 
+  /**
+   * [F-SUBSCRIBE] Catch-up as Enumerator.AllSubscriptionFiltered.cs:265-362 does it: pages of
+   * WIRE_CHECKPOINT_RECORDS considered records read from `from` (inclusive), each event sent only when
+   * after the last one sent; the checkpoint moves to a page's start when that is later (a position
+   * between events); it is sent every interval and once more, before CaughtUp, at the end.
+   */
+  private catchUp(subscription: LiveSubscription, from: Pos | undefined): void {
+    let checkpoint: Pos = subscription.after;
+    let pageStart: Pos = from ?? { commit: 0n, prepare: 0n };
+    let index = from === undefined ? 0 : this.log.findIndex((record) => comparePos(record, from) >= 0);
+    if (index < 0) index = this.log.length;
+    let counter = 0;
+    for (;;) {
+      const page = this.log.slice(index, index + WIRE_CHECKPOINT_RECORDS);
+      for (const record of page) {
+        if (subscription.filter !== undefined && !subscription.filter(record)) continue;
+        if (comparePos(record, checkpoint) <= 0) continue;
+        subscription.call.write(eventResponse(record, 'all'));
+        checkpoint = record;
+      }
+      const last = page[page.length - 1];
+      // AllReader.cs:125, 171: where the next page starts
+      const nextPos: Pos = last === undefined ? pageStart : last.commitSize === undefined ? { commit: last.prepare + last.size, prepare: 0n } : { commit: last.commit, prepare: last.prepare + last.size };
+      if (comparePos(checkpoint, pageStart) < 0 && comparePos(pageStart, nextPos) < 0) checkpoint = pageStart;
+      counter += page.length;
+      const checkpoints = subscription.checkpointEvery > 0;
+      if (page.length < WIRE_CHECKPOINT_RECORDS) {
+        if (checkpoints && checkpoint.commit >= 0n) subscription.call.write(checkpointResponse(checkpoint));
+        return;
+      }
+      if (checkpoints && counter >= subscription.checkpointEvery) {
+        counter %= subscription.checkpointEvery;
+        subscription.call.write(checkpointResponse(checkpoint));
+      }
+      pageStart = nextPos;
+      index += page.length;
+    }
+  }
+
   private deliver(subscription: LiveSubscription, record: LogRecord): void {
     subscription.considered++;
-    if (subscription.filter === undefined || subscription.filter(record)) subscription.call.write(eventResponse(record, true));
+    const sent = comparePos(record, subscription.after) > 0 && (subscription.filter === undefined || subscription.filter(record));
+    if (sent) subscription.call.write(eventResponse(record, 'all'));
     if (subscription.checkpointEvery > 0 && subscription.considered % subscription.checkpointEvery === 0) {
       subscription.call.write(checkpointResponse(record));
     }
   }
+}
+
+function positionOf(position: ReadReq.Options.Position): Pos {
+  return { commit: BigInt(position.getCommitPosition()), prepare: BigInt(position.getPreparePosition()) };
 }
 
 function proposedEvent(message: AppendReq.ProposedMessage | BatchAppendReq.ProposedMessage): ProposedEvent {
@@ -854,16 +1030,20 @@ function streamDeletedError(streamName: string): grpc.ServiceError {
   });
 }
 
-// [F-RECORD]
-function eventResponse(record: LogRecord, withCommitPosition = false): ReadResp {
+/**
+ * [F-RECORD] One read event. [F-LEGACY-TX] From `$all` (and subscriptions) every event has its position;
+ * a stream read knows it only for a self-committed event (ResolvedEvent.cs:72-77).
+ */
+function eventResponse(record: LogRecord, read: 'stream' | 'all'): ReadResp {
+  const positionKnown = read === 'all' || record.commitSize === undefined;
   const recorded = new ReadResp.ReadEvent.RecordedEvent();
   const id = new UUID();
   id.setString(record.id);
   recorded.setId(id);
   recorded.setStreamIdentifier(streamIdentifier(record.streamName));
   recorded.setStreamRevision(record.revision.toString());
-  recorded.setCommitPosition(record.commit.toString());
-  recorded.setPreparePosition(record.prepare.toString());
+  recorded.setCommitPosition((positionKnown ? record.commit : UNKNOWN_POSITION).toString());
+  recorded.setPreparePosition((positionKnown ? record.prepare : UNKNOWN_POSITION).toString());
   recorded.getMetadataMap().set('type', record.type);
   recorded.getMetadataMap().set('content-type', record.contentType);
   recorded.getMetadataMap().set('created', record.createdTicks.toString());
@@ -871,17 +1051,18 @@ function eventResponse(record: LogRecord, withCommitPosition = false): ReadResp 
   recorded.setData(record.data);
   const event = new ReadResp.ReadEvent();
   event.setEvent(recorded);
-  if (withCommitPosition) event.setCommitPosition(record.commit.toString());
+  // Streams.Read.cs:416-423
+  if (positionKnown) event.setCommitPosition(record.commit.toString());
   else event.setNoPosition(new SharedEmpty());
   const response = new ReadResp();
   response.setEvent(event);
   return response;
 }
 
-function checkpointResponse(record: LogRecord): ReadResp {
+function checkpointResponse(position: Pos): ReadResp {
   const checkpoint = new ReadResp.Checkpoint();
-  checkpoint.setCommitPosition(record.commit.toString());
-  checkpoint.setPreparePosition(record.prepare.toString());
+  checkpoint.setCommitPosition(position.commit.toString());
+  checkpoint.setPreparePosition(position.prepare.toString());
   const response = new ReadResp();
   response.setCheckpoint(checkpoint);
   return response;

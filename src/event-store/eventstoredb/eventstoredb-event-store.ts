@@ -55,6 +55,11 @@ import {
 export const ESDB_READ_PAGE_EVENTS = 500;
 /** Most records `headPosition` reads backwards looking for the newest non-system event. */
 export const ESDB_HEAD_SCAN_MAX_EVENTS = 5_000;
+/**
+ * Most `$all` records read looking for the log position of an event a stream read returned without
+ * one (an event of a legacy TCP transaction), from the stream's previous event on.
+ */
+export const ESDB_POSITION_SCAN_MAX_EVENTS = 10_000;
 /** First wait before resubscribing after a dropped subscription, in milliseconds. */
 export const RESUBSCRIBE_INITIAL_DELAY_MS = 100;
 /** Longest wait between resubscription attempts, in milliseconds (the wait doubles up to it). */
@@ -68,6 +73,11 @@ export const ESDB_READ_RETRIES = 2;
 
 /** The server's "no position" marker (unsigned 64-bit all ones), sent where a position is unknown. */
 const NO_POSITION = (1n << 64n) - 1n;
+/**
+ * The `$tb` (truncate-before) a soft delete writes in a stream's metadata: the server's DeletedStream,
+ * 2^63 − 1, as JSON.parse reads it (rounded to 2^63; no stream gets near that many events).
+ */
+const SOFT_DELETED_TRUNCATE_BEFORE = Number((1n << 63n) - 1n);
 /** Bits of the port position that hold the prepare position (the commit position is above them). */
 const PREPARE_BITS = 64n;
 const PREPARE_MASK = (1n << PREPARE_BITS) - 1n;
@@ -177,9 +187,12 @@ function isTransient(error: unknown): boolean {
   );
 }
 
-/** The server's answer to a position that is not an event's exact (commit, prepare). */
-function isInvalidPosition(error: unknown): boolean {
-  return error instanceof UnknownError && /invalid ?position/i.test(error.message);
+/**
+ * The server's answer to a read from a position whose commit position is inside a record:
+ * InvalidPosition, or Error when the bytes there fail another way (docs/eventstoredb.md).
+ */
+function isUnreadablePosition(error: unknown): boolean {
+  return error instanceof UnknownError && /invalid ?position|ReadAllResult: Error/i.test(error.message);
 }
 
 /**
@@ -272,7 +285,7 @@ class EventStoreDbSubscription implements Subscription {
           const event = resolved.event as AnyRecordedEvent | undefined;
           if (event === undefined || isSystemRecord(event)) continue;
           const position = positionOrFail(event);
-          // Exclusive on the server already; this guards a checkpoint that was not an exact position.
+          // Exclusive on the server already; this guards a resubscription from an `after` no event has.
           if (this.position !== undefined && position <= this.position) continue;
           try {
             await this.handler(toRecordedEvent(event, position));
@@ -294,8 +307,8 @@ class EventStoreDbSubscription implements Subscription {
         await subscription.unsubscribe().catch(() => undefined);
       }
       if (this.stopped) break;
-      if (isInvalidPosition(failure) && !resolvedFrom && this.position !== undefined) {
-        // `after` was not an event's exact position: start from the last event at or before it.
+      if (isUnreadablePosition(failure) && !resolvedFrom && this.position !== undefined) {
+        // `after` was inside a record: start from the last event at or before it.
         resolvedFrom = true;
         from = await this.store.readPositionAtOrBefore(this.position);
         continue;
@@ -332,13 +345,20 @@ class EventStoreDbSubscription implements Subscription {
  * connection or server shutdown → AppendOutcomeUnknownError for an append (it may have committed; the
  * retry that is safe re-sends the same events with the same exact / `no_stream` revision, which the
  * server answers with the original result) or EventStoreUnavailableError for a read; a tombstoned
- * stream, or a soft-deleted one an append cannot create anew → DeletedStreamError; an append over the
- * server's size bound → InvalidEventStoreInputError on `events`.
+ * stream → DeletedStreamError; an append over the server's size bound → InvalidEventStoreInputError
+ * on `events`.
+ *
+ * Soft-deleted streams: the server lets `no_stream` (or the old last revision) recreate one, its new
+ * events numbered after the hidden ones. The ledger never does: a `no_stream` append first reads the
+ * stream's metadata and refuses a soft-deleted stream with DeletedStreamError; so does a read that
+ * finds the revisions it asked for hidden, or (reading on from a revision) finds the stream deleted.
  *
  * Re-appending the same ids is idempotent only with the same exact or `no_stream` revision as the
  * first time (the server compares them with the events stored after that revision, restart or not);
  * with `any` / `stream_exists` it only checks a cache a restart empties, and may write a second copy.
- * Stream reads need KurrentDB/EventStoreDB 22.6 or later, which returns each event's log position.
+ * Stream reads need KurrentDB/EventStoreDB 22.6 or later, which returns each event's log position
+ * (but for events of legacy TCP transactions, which are looked up in `$all`). docs/eventstoredb.md
+ * says what this relies on and what was checked against the server's source.
  */
 export class EventStoreDbEventStore implements EventStore {
   private readonly subscriptions = new Set<EventStoreDbSubscription>();
@@ -371,14 +391,23 @@ export class EventStoreDbEventStore implements EventStore {
         metadata: event.metadata as unknown as JSONType,
       }),
     );
+    const creating = input.expectedRevision === 'no_stream';
     try {
+      // A soft-deleted stream would accept `no_stream` and come back to life: refuse before writing.
+      if (creating && (await this.isSoftDeleted(input.streamName))) throw new DeletedStreamError(input.streamName, 'soft-deleted');
       const result = await this.client.appendToStream(input.streamName, eventData, {
         expectedRevision: toEsdbExpectedRevision(input.expectedRevision),
       });
+      const first = result.nextExpectedRevision - BigInt(eventData.length) + 1n;
+      if (creating && first !== 0n) {
+        // Deleted between the check and the append: committed after its hidden events. Say so, loudly.
+        throw new DeletedStreamError(input.streamName, 'soft-deleted', first - 1n);
+      }
       const position =
         knownPosition(result.position) ?? (await this.positionOf(input.streamName, result.nextExpectedRevision));
       return { nextExpectedRevision: result.nextExpectedRevision, position };
     } catch (error) {
+      if (error instanceof DeletedStreamError) throw error;
       if (error instanceof WrongExpectedVersionError) {
         const actual = error.actualVersion;
         if (input.expectedRevision === 'no_stream' && actual !== 'no_stream' && (await this.readsAsAbsent(input.streamName))) {
@@ -396,7 +425,7 @@ export class EventStoreDbEventStore implements EventStore {
           `exceed the server's maximum append size of ${error.maxAppendSize} bytes (UTF-8 data and metadata plus twice each type's length)`,
         );
       }
-      if (isTransient(error)) {
+      if (isTransient(error) || error instanceof EventStoreUnavailableError) {
         throw new AppendOutcomeUnknownError(
           input.streamName,
           input.expectedRevision,
@@ -421,7 +450,18 @@ export class EventStoreDbEventStore implements EventStore {
         }) as AsyncIterable<{ event?: AnyRecordedEvent }>,
       );
     const events = await this.readOrAbsent(input.streamName, read);
-    return (events ?? []).map((event) => toRecordedEvent(event, positionOrFail(event)));
+    if (events === undefined) {
+      // Reading on from a revision means the caller saw the stream: not found now, it may be soft-deleted.
+      if (input.fromRevision > 0n && (await this.isSoftDeleted(input.streamName))) throw new DeletedStreamError(input.streamName, 'soft-deleted');
+      return [];
+    }
+    const first = events[0];
+    if (first !== undefined && first.revision > input.fromRevision) {
+      // The revisions asked for are hidden (soft-deleted, then recreated by an append): never fold the rest.
+      throw new DeletedStreamError(input.streamName, 'soft-deleted', first.revision - 1n);
+    }
+    const positions = await this.streamEventPositions(input.streamName, events);
+    return events.map((event, index) => toRecordedEvent(event, positions[index]!));
   }
 
   async streamRevision(streamName: string): Promise<bigint | undefined> {
@@ -447,8 +487,8 @@ export class EventStoreDbEventStore implements EventStore {
       try {
         page = await this.readAllPage(from, FORWARDS);
       } catch (error) {
-        if (!isInvalidPosition(error) || resolvedFrom || after === undefined) throw error;
-        // `after` is not an event's exact position: read on from the last event at or before it.
+        if (!isUnreadablePosition(error) || resolvedFrom || after === undefined) throw error;
+        // `after` is inside a record: read on from the last event at or before it.
         resolvedFrom = true;
         from = await this.readPositionAtOrBefore(after);
         continue;
@@ -483,22 +523,15 @@ export class EventStoreDbEventStore implements EventStore {
    */
   async headPosition(): Promise<bigint | undefined> {
     let newest: bigint | undefined;
-    let from: ReadPosition = END;
     let scanned = 0;
-    while (scanned < ESDB_HEAD_SCAN_MAX_EVENTS) {
-      // Backwards reads exclude the record at `from`.
-      const page = await this.readAllPage(from, BACKWARDS);
-      for (const event of page) {
-        const position = positionOrFail(event);
-        newest ??= position;
-        if (!isSystemRecord(event)) return position;
-        from = fromPortPosition(position);
-      }
-      scanned += page.length;
-      // Reached the start of the log without meeting one of our events: the port's log is empty.
-      if (page.length < ESDB_READ_PAGE_EVENTS) return undefined;
+    for await (const event of this.recordsBackwards()) {
+      const position = positionOrFail(event);
+      newest ??= position;
+      if (!isSystemRecord(event)) return position;
+      if (++scanned >= ESDB_HEAD_SCAN_MAX_EVENTS) return newest;
     }
-    return newest;
+    // Reached the start of the log without meeting one of our events: the port's log is empty.
+    return undefined;
   }
 
   /** Log bytes between two positions' commit positions (the packed value itself would count 2^64 per byte). */
@@ -513,15 +546,45 @@ export class EventStoreDbEventStore implements EventStore {
    * that of the records after it, which the caller reads anyway), or the start of the log.
    */
   async readPositionAtOrBefore(after: bigint): Promise<ReadPosition> {
+    for await (const event of this.recordsBackwards()) {
+      const position = positionOrFail(event);
+      if (position <= after) return fromPortPosition(position);
+    }
+    return START;
+  }
+
+  /**
+   * Every record of `$all`, newest first, each once. A backwards read from a position takes only the
+   * records committed wholly before it, so a page that ends inside a legacy transaction goes on from
+   * the transaction's commit position, its earlier events read forwards from there (docs/eventstoredb.md).
+   */
+  private async *recordsBackwards(): AsyncGenerator<AnyRecordedEvent> {
     let from: ReadPosition = END;
     for (;;) {
       const page = await this.readAllPage(from, BACKWARDS);
+      yield* page;
+      const last = page[page.length - 1];
+      if (last === undefined || page.length < ESDB_READ_PAGE_EVENTS) return;
+      const { commit, prepare } = fromPortPosition(positionOrFail(last));
+      if (prepare !== commit) yield* (await this.transactionEventsBefore(commit, prepare)).reverse();
+      from = { commit, prepare: commit };
+    }
+  }
+
+  /** The events of the legacy transaction committed at `commit` whose prepare position is below `prepare`. */
+  private async transactionEventsBefore(commit: bigint, prepare: bigint): Promise<AnyRecordedEvent[]> {
+    const events: AnyRecordedEvent[] = [];
+    // From the commit record's own position a forward read starts with the transaction's first event.
+    let from: ReadPosition = { commit, prepare: 0n };
+    for (;;) {
+      const page = await this.readAllPage(from, FORWARDS);
       for (const event of page) {
-        const position = positionOrFail(event);
-        if (position <= after) return fromPortPosition(position);
-        from = fromPortPosition(position);
+        const position = fromPortPosition(positionOrFail(event));
+        if (position.commit !== commit || position.prepare >= prepare) return events;
+        if (events.length === 0 || position.prepare > fromPortPosition(positionOrFail(events[events.length - 1]!)).prepare) events.push(event);
+        from = position;
       }
-      if (page.length < ESDB_READ_PAGE_EVENTS) return START;
+      if (page.length < ESDB_READ_PAGE_EVENTS) return events;
     }
   }
 
@@ -566,6 +629,74 @@ export class EventStoreDbEventStore implements EventStore {
   private readFailure(operation: string, error: unknown): unknown {
     if (!isTransient(error)) return error;
     return new EventStoreUnavailableError(operation, `KurrentDB did not answer ${operation} (${(error as Error).message})${this.tlsHint}`, error);
+  }
+
+  /**
+   * Whether an operator soft-deleted the stream: its metadata's `$tb` is the server's DeletedStream
+   * (docs/eventstoredb.md). Needs metadata read permission on the stream, which users have by default.
+   */
+  private async isSoftDeleted(streamName: string): Promise<boolean> {
+    try {
+      const { metadata } = await retryingTransient(() => this.client.getStreamMetadata(streamName));
+      const truncateBefore: unknown = metadata?.truncateBefore;
+      return typeof truncateBefore === 'number' && truncateBefore >= SOFT_DELETED_TRUNCATE_BEFORE;
+    } catch (error) {
+      throw this.readFailure('getStreamMetadata', error);
+    }
+  }
+
+  /**
+   * Each event's log position. A stream read gives none for an event of a legacy transaction (the
+   * server does not know where it committed); those are looked up in `$all`, from the position of the
+   * stream's previous event on, at most ESDB_POSITION_SCAN_MAX_EVENTS records.
+   */
+  private async streamEventPositions(streamName: string, events: readonly AnyRecordedEvent[]): Promise<bigint[]> {
+    const positions = events.map((event) => knownPosition(event.position));
+    const firstMissing = positions.indexOf(undefined);
+    if (firstMissing < 0) return positions as bigint[];
+    const earlier = positions.slice(0, firstMissing).at(-1);
+    const from = earlier === undefined ? await this.positionBefore(streamName, events[firstMissing]!.revision) : fromPortPosition(earlier);
+    const wanted = new Map(events.flatMap((event, index) => (positions[index] === undefined ? [[event.id, index] as const] : [])));
+    let scanned = 0;
+    let after: bigint | undefined;
+    let next: ReadPosition = from;
+    while (wanted.size > 0 && scanned < ESDB_POSITION_SCAN_MAX_EVENTS) {
+      const page = await this.readAllPage(next, FORWARDS);
+      for (const record of page) {
+        const position = positionOrFail(record);
+        if (after !== undefined && position <= after) continue;
+        after = position;
+        next = fromPortPosition(position);
+        scanned++;
+        const index = record.streamId === streamName ? wanted.get(record.id) : undefined;
+        if (index === undefined) continue;
+        positions[index] = position;
+        wanted.delete(record.id);
+      }
+      if (page.length < ESDB_READ_PAGE_EVENTS) break;
+    }
+    const [id] = [...wanted.keys()];
+    if (id !== undefined) {
+      throw new Error(
+        `Event ${id} of "${streamName}" came without a log position (written in a legacy transaction) and was not found ` +
+          `in the ESDB_POSITION_SCAN_MAX_EVENTS (${ESDB_POSITION_SCAN_MAX_EVENTS}) records of $all after the stream's previous event`,
+      );
+    }
+    return positions as bigint[];
+  }
+
+  /** Where `$all` can be read from to meet the stream's event at `revision`: its nearest earlier event with a position, or the start. */
+  private async positionBefore(streamName: string, revision: bigint): Promise<ReadPosition> {
+    if (revision === 0n) return START;
+    const earlier = await this.readOrAbsent(streamName, () =>
+      drain<AnyRecordedEvent>(
+        this.client.readStream(streamName, { fromRevision: revision - 1n, direction: BACKWARDS, maxCount: ESDB_READ_PAGE_EVENTS }) as AsyncIterable<{
+          event?: AnyRecordedEvent;
+        }>,
+      ),
+    );
+    const position = (earlier ?? []).map((event) => knownPosition(event.position)).find((known) => known !== undefined);
+    return position === undefined ? START : fromPortPosition(position);
   }
 
   private async readsAsAbsent(streamName: string): Promise<boolean> {
