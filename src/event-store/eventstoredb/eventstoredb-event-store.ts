@@ -86,7 +86,7 @@ const PREPARE_MASK = (1n << PREPARE_BITS) - 1n;
  * The port's position of an event: its commit position and its prepare position in one bigint,
  * `commit × 2^64 + prepare`. Both are needed: events of one explicit (legacy) transaction share a
  * commit position and differ only by prepare position, so the commit alone is not an identity, and
- * the server resumes only from an event's exact (commit, prepare). The order is `$all`'s order.
+ * resuming inside such a transaction needs the pair. The order is `$all`'s order.
  */
 export function toPortPosition(position: Position): bigint {
   return (position.commit << PREPARE_BITS) | position.prepare;
