@@ -12,7 +12,8 @@
  * each peer's own CPU per call; and llm-ledger's own `ledger_gateway_overhead_seconds` from /metrics.
  *
  * Environment: BENCH_GATEWAY_SECONDS (measured, per peer and scenario; default 10),
- * BENCH_GATEWAY_WARMUP_SECONDS (3), BENCH_GATEWAY_CONCURRENCY (64), BENCH_GATEWAY_DELAYS_MS ("0,50"),
+ * BENCH_GATEWAY_WARMUP_SECONDS (3), BENCH_GATEWAY_ROUNDS (1: each round measures every scenario again,
+ * the peers after the direct calls in an order shifted by one each round), BENCH_GATEWAY_CONCURRENCY (64), BENCH_GATEWAY_DELAYS_MS ("0,50"),
  * BENCH_GATEWAY_MODES ("json,stream"), BENCH_GATEWAY_STREAM_DELTAS (20), BENCH_GATEWAY_BODY_BYTES (1024),
  * BENCH_GATEWAY_PEERS ("direct,bare,portkey,ledger"), BENCH_GATEWAY_PROFILE=<dir>: a CPU profile of
  * llm-ledger's main thread over each of its measured runs (`node dist/bench/http/cpu-profile-summary.js`).
@@ -73,6 +74,7 @@ export interface GatewayReport {
 interface Settings {
   readonly seconds: number;
   readonly warmupSeconds: number;
+  readonly rounds: number;
   readonly concurrency: number;
   readonly streamDeltas: number;
   readonly bodyBytes: number;
@@ -97,6 +99,7 @@ function readSettings(): Settings {
   return {
     seconds: Number(process.env.BENCH_GATEWAY_SECONDS ?? 10),
     warmupSeconds: Number(process.env.BENCH_GATEWAY_WARMUP_SECONDS ?? 3),
+    rounds: Number(process.env.BENCH_GATEWAY_ROUNDS ?? 1),
     concurrency: Number(process.env.BENCH_GATEWAY_CONCURRENCY ?? 64),
     streamDeltas: Number(process.env.BENCH_GATEWAY_STREAM_DELTAS ?? 20),
     bodyBytes: Number(process.env.BENCH_GATEWAY_BODY_BYTES ?? 1024),
@@ -114,14 +117,16 @@ export async function run(): Promise<GatewayReport> {
   const rows: GatewayRow[] = [];
   let failed = true;
   try {
-    for (const scenario of settings.scenarios) {
-      const peers = PEER_NAMES.map((name) => processes.peers.find((peer) => peer.name === name)).filter((peer): peer is Peer => peer !== undefined);
-      const measured: GatewayRow[] = [];
-      for (const peer of peers) {
-        measured.push(peer.available ? await measure(processes, peer, scenario, settings) : { scenario: scenario.label, peer: peer.name, available: false, reason: peer.reason });
-        console.log(progressLine(measured[measured.length - 1]!));
+    for (let round = 1; round <= settings.rounds; round++) {
+      for (const scenario of settings.scenarios) {
+        const measured: GatewayRow[] = [];
+        for (const peer of peerOrder(processes.peers, round)) {
+          const label = settings.rounds > 1 ? `${scenario.label}, round ${round}` : scenario.label;
+          measured.push(peer.available ? await measure(processes, peer, { ...scenario, label }, settings) : { scenario: label, peer: peer.name, available: false, reason: peer.reason });
+          console.log(progressLine(measured[measured.length - 1]!));
+        }
+        rows.push(...compare(measured));
       }
-      rows.push(...compare(measured));
     }
     failed = false;
   } finally {
@@ -136,6 +141,15 @@ export async function run(): Promise<GatewayReport> {
   };
   printReport(report, settings);
   return report;
+}
+
+/** The direct calls first (the baseline of the others), then the peers, each round starting one further on. */
+function peerOrder(peers: readonly Peer[], round: number): Peer[] {
+  const ordered = PEER_NAMES.map((name) => peers.find((peer) => peer.name === name)).filter((peer): peer is Peer => peer !== undefined);
+  const direct = ordered.filter((peer) => peer.name === 'direct');
+  const others = ordered.filter((peer) => peer.name !== 'direct');
+  const shift = others.length === 0 ? 0 : (round - 1) % others.length;
+  return [...direct, ...others.slice(shift), ...others.slice(0, shift)];
 }
 
 async function measure(processes: BenchProcesses, peer: Extract<Peer, { available: true }>, scenario: Scenario, settings: Settings): Promise<GatewayRow> {
@@ -270,7 +284,7 @@ function printGoals(rows: readonly GatewayRow[], settings: Settings): void {
   for (const row of ledger) {
     const parts = [`overhead p50 ${row.overheadP50Ms} ms (≤ 1: ${verdict(row.overheadP50Ms! <= 1)}), p99 ${row.overheadP99Ms} ms (≤ 3: ${verdict(row.overheadP99Ms! <= 3)})`];
     if (row.rateOverBare !== undefined) parts.push(`throughput ${row.rateOverBare} × bare (≥ 0.7: ${verdict(row.rateOverBare >= 0.7)})`);
-    if (row.scenario === '0 ms, not streamed') parts.push(`${row.load!.callsPerSecond} calls/s (≥ 1,000: ${verdict(row.load!.callsPerSecond >= 1_000)})`);
+    if (row.scenario.startsWith('0 ms, not streamed')) parts.push(`${row.load!.callsPerSecond} calls/s (≥ 1,000: ${verdict(row.load!.callsPerSecond >= 1_000)})`);
     if (row.relayAddedP99Micros !== undefined) parts.push(`event relay +${row.relayAddedP99Micros} µs p99 (≤ 100: ${verdict(row.relayAddedP99Micros <= 100)})`);
     console.log(`goals at ${settings.concurrency} concurrent, ${row.scenario}: ${parts.join('; ')}`);
   }
