@@ -1,4 +1,5 @@
 /** How the console writes numbers and times. Credits are integers and are only ever formatted. */
+import { countOf, listInWords } from '../../src/domain/wording';
 
 const integers = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
 
@@ -7,6 +8,20 @@ export const formatCount = (value: number): string => integers.format(value);
 
 /** `7 credits`, `1 credit` */
 export const formatCredits = (value: number): string => `${integers.format(value)} ${Math.abs(value) === 1 ? 'credit' : 'credits'}`;
+
+/** `+1,000,000 credits`, `−7 credits`, `0 credits`: an amount that moves a balance, with its sign. */
+export function formatSignedCredits(value: number): string {
+  const sign = value > 0 ? '+' : value < 0 ? '−' : '';
+  return `${sign}${formatCredits(Math.abs(value))}`;
+}
+
+/** `1 tool call`, `2 tool calls`, the number grouped as the console writes numbers. */
+export const formatCountOf = (count: number, singular: string, plural?: string): string => countOf(count, singular, plural, formatCount);
+
+/** The usage kinds no attempt used, as a sentence: `No attempt used any cache read tokens or web search requests.` */
+export function unusedKindsSentence(kinds: readonly string[]): string {
+  return `No attempt used any ${listInWords(kinds.map(words), 'or')}.`;
+}
 
 /** `0 ms`, `850 ms`, `1.5 s`, `2 min 5 s` */
 export function formatDuration(ms: number): string {

@@ -213,7 +213,7 @@ function setAlertThresholds({ data }: SetAlertThresholds, state: AccountState): 
   const setAt = checks.instant('setAt', data.setAt);
   checks.throwIfAny();
   // Alerts belong to an account someone funded or configured; setting them never creates one.
-  if (!state.exists) throw new IllegalTransitionError('no account', 'SetAlertThresholds', 'the organization has no account');
+  if (!state.exists) throw new IllegalTransitionError('no account', 'SetAlertThresholds');
   const same =
     thresholds.length === state.alertThresholds.length &&
     thresholds.every((threshold, index) => thresholdKey(threshold) === thresholdKey(state.alertThresholds[index]!));

@@ -11,6 +11,7 @@ import {
 import { EXIT_DIFFERENCES, EXIT_OK, writeLine, type CliIo } from './cli-io';
 import { auditLedger, type LedgerDifference } from './ledger-audit';
 import { progressReporter } from './progress';
+import { countOf } from '../domain/wording';
 
 /** Longest JSON text of a document quoted in a text-mode difference line, in characters. */
 export const MAX_QUOTED_DOCUMENT_CHARS = 300;
@@ -114,16 +115,16 @@ export async function auditVerify(options: AuditVerifyOptions): Promise<AuditVer
     events: ledger.events,
     headPosition: ledger.headPosition === undefined ? null : ledger.headPosition.toString(),
   };
-  const checked = `${summary.projections} projections rebuilt and compared; ${summary.organizations} organizations, ${summary.invocations} invocations, ${summary.events} events audited`;
-  await writeLine(
-    options.io.stdout,
-    options.json
-      ? JSON.stringify(summary)
-      : differences.length === 0
-        ? `audit verify: OK — ${checked}.`
-        : `audit verify: ${differences.length} ${differences.length === 1 ? 'difference' : 'differences'} — ${checked}.`,
-  );
+  await writeLine(options.io.stdout, options.json ? JSON.stringify(summary) : auditSummaryLine(summary));
   return { exitCode: differences.length === 0 ? EXIT_OK : EXIT_DIFFERENCES, differences };
+}
+
+/** The closing line of `audit verify`: `audit verify: OK — 8 projections rebuilt and compared; 1 organization, …`. */
+export function auditSummaryLine(summary: { differences: number; projections: number; organizations: number; invocations: number; events: number }): string {
+  const checked =
+    `${countOf(summary.projections, 'projection')} rebuilt and compared; ` +
+    `${countOf(summary.organizations, 'organization')}, ${countOf(summary.invocations, 'invocation')}, ${countOf(summary.events, 'event')} audited`;
+  return summary.differences === 0 ? `audit verify: OK — ${checked}.` : `audit verify: ${countOf(summary.differences, 'difference')} — ${checked}.`;
 }
 
 /** The read-model comparison as difference records. */

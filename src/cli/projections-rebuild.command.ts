@@ -5,6 +5,7 @@ import { rebuildProjections, type Projection, type RebuildIntoResult, type Sqlit
 import { rebuildProjectionsInParallel, type ParallelRebuildOptions } from '../projection-runner/rebuild/parallel-rebuild';
 import { EXIT_DIFFERENCES, EXIT_OK, EXIT_USAGE, writeLine, type CliIo } from './cli-io';
 import { progressReporter } from './progress';
+import { countOf } from '../domain/wording';
 
 export interface ProjectionsRebuildOptions {
   readonly eventStore: EventStore;
@@ -65,7 +66,7 @@ export async function projectionsRebuild(options: ProjectionsRebuildOptions): Pr
   const seconds = ((options.io.now() - startedMs) / 1_000).toFixed(1);
   await writeLine(
     options.io.stdout,
-    `projections rebuild: ${result.projections.length - faulted} of ${result.projections.length} projections rebuilt from ${result.events} events in ${seconds} s`,
+    `projections rebuild: ${result.projections.length - faulted} of ${countOf(result.projections.length, 'projection')} rebuilt from ${countOf(result.events, 'event')} in ${seconds} s`,
   );
   return faulted === 0 ? EXIT_OK : EXIT_DIFFERENCES;
 }

@@ -2,6 +2,7 @@ import type { EventStore } from '../event-store/event-store.port';
 import { AnthropicUsageReportClient, type UsageBucketWidth } from '../providers/anthropic/anthropic-usage-report';
 import { compareUsage, ledgerUsageByBucket, normaliseBucket, type UsageDifference } from '../reconcile/provider-reconciliation';
 import { EXIT_DIFFERENCES, EXIT_OK, writeLine, type CliIo } from './cli-io';
+import { countOf } from '../domain/wording';
 
 export interface ReconcileAnthropicOptions {
   readonly eventStore: EventStore;
@@ -58,13 +59,13 @@ export async function reconcileAnthropic(options: ReconcileAnthropicOptions): Pr
   if (options.json) {
     await writeLine(io.stdout, JSON.stringify({ record: 'summary', ...summary }));
   } else {
-    const verdict = differences.length === 0 ? 'OK — the ledger and Anthropic agree' : `${differences.length} differences`;
+    const verdict = differences.length === 0 ? 'OK — the ledger and Anthropic agree' : countOf(differences.length, 'difference');
     const tolerance = options.toleranceTokens === 0 ? 'exact' : `tolerance ${options.toleranceTokens}`;
-    await writeLine(io.stdout, `reconcile anthropic: ${verdict} (${summary.period}, ${options.bucket} buckets, ${tolerance}; ${ledger.attempts} ledger attempts, ${reported.length} report rows).`);
+    await writeLine(io.stdout, `reconcile anthropic: ${verdict} (${summary.period}, ${options.bucket} buckets, ${tolerance}; ${countOf(ledger.attempts, 'ledger attempt')}, ${countOf(reported.length, 'report row')}).`);
   }
   if (ledger.truncatedInvocations > 0) {
     // Their attempts past the 64 retained have no record: the ledger side undercounts them.
-    await writeLine(io.stderr, `reconcile anthropic: ${ledger.truncatedInvocations} invocations had attempts beyond the retained records; their usage is counted only as far as it was recorded.`);
+    await writeLine(io.stderr, `reconcile anthropic: ${countOf(ledger.truncatedInvocations, 'invocation')} had attempts beyond the retained records; their usage is counted only as far as it was recorded.`);
   }
   return { exitCode: differences.length === 0 ? EXIT_OK : EXIT_DIFFERENCES, differences };
 }

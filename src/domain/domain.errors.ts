@@ -59,9 +59,46 @@ export class ValidationError extends DomainError {
   }
 }
 
+/** What each command does, as a caller would ask for it: `Cannot cancel this invocation: …`. */
+const COMMAND_WORDS: Readonly<Record<string, { readonly action: string; readonly subject: string }>> = {
+  EstimateInvocation: { action: 'estimate', subject: 'invocation' },
+  RefuseInvocation: { action: 'refuse', subject: 'invocation' },
+  ReserveInvocation: { action: 'reserve credits for', subject: 'invocation' },
+  DispatchInvocation: { action: 'dispatch', subject: 'invocation' },
+  RecordAttempt: { action: 'record an attempt of', subject: 'invocation' },
+  CompleteInvocation: { action: 'complete', subject: 'invocation' },
+  FailInvocation: { action: 'fail', subject: 'invocation' },
+  MarkInvocationPending: { action: 'mark as pending', subject: 'invocation' },
+  SettleInvocation: { action: 'settle', subject: 'invocation' },
+  RequestCancellation: { action: 'cancel', subject: 'invocation' },
+  SetAlertThresholds: { action: 'set the alert thresholds of', subject: 'organization' },
+};
+
+/** Where the aggregate stands, as the reason a command cannot apply (docs/lifecycle.md's states). */
+const STATE_WORDS: Readonly<Record<string, string>> = {
+  initial: 'it does not exist yet',
+  estimated: 'it is awaiting admission',
+  reserved: 'its credits are held but it is not dispatched yet',
+  dispatched: 'it is in flight',
+  completed: 'its conversation has completed, and only settlement is left',
+  failed: 'its conversation has failed, and only settlement is left',
+  pending: 'its conversation has completed, and only settlement is left',
+  settled: 'it is already settled',
+  refused: 'it was refused',
+  'no account': 'it has no account',
+};
+
+/** `Cannot cancel this invocation: it is already settled.` — the message of an IllegalTransitionError. */
+export function illegalTransitionMessage(state: string, command: string, guard?: string): string {
+  const words = COMMAND_WORDS[command] ?? { action: `apply ${command} to`, subject: 'invocation' };
+  const why = STATE_WORDS[state] ?? `it is ${state}`;
+  return `Cannot ${words.action} this ${words.subject}: ${why}${guard === undefined ? '' : ` — ${guard}`}.`;
+}
+
 /**
  * A command the aggregate's current state does not allow (e.g. settling twice). `guard` says why when
- * the state allows the command in general but not in this case.
+ * the state allows the command in general but not in this case. `state` and `command` stay machine
+ * names for callers; the message is for people.
  */
 export class IllegalTransitionError extends DomainError {
   override readonly name = 'IllegalTransitionError';
@@ -71,7 +108,7 @@ export class IllegalTransitionError extends DomainError {
     readonly command: string,
     readonly guard?: string,
   ) {
-    super('illegal_transition', `${command} is not allowed in state ${state}${guard === undefined ? '' : `: ${guard}`}`);
+    super('illegal_transition', illegalTransitionMessage(state, command, guard));
   }
 }
 

@@ -14,7 +14,8 @@ export function openApiDocument(app: INestApplication): OpenAPIObject {
         `body: { statusCode, error, code, message, fields?, requestId }. Request bodies are JSON of at most ${MAX_REQUEST_BODY_BYTES} bytes.`,
     )
     .setVersion('1')
-    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'A token from LEDGER_TOKENS (or a demo token with LEDGER_DEMO=1).' })
+    // addSecurity, not addBearerAuth: that one adds `bearerFormat: "JWT"`, and these tokens are opaque strings.
+    .addSecurity('bearer', { type: 'http', scheme: 'bearer', description: 'An opaque token from LEDGER_TOKENS (or a demo token with LEDGER_DEMO=1).' })
     .build();
   return SwaggerModule.createDocument(app, config);
 }

@@ -103,7 +103,7 @@ describe('llm-ledger reconcile anthropic: the ledger’s attempts against Anthro
     admin.reply(report(), report());
     const { exitCode, io } = await reconcile();
     expect(io.stderrText).toBe('');
-    expect(io.lines).toEqual([expect.stringMatching(/^reconcile anthropic: OK — the ledger and Anthropic agree \(.*1d buckets, exact; 3 ledger attempts, 1 report rows\)\.$/)]);
+    expect(io.lines).toEqual([expect.stringMatching(/^reconcile anthropic: OK — the ledger and Anthropic agree \(.*1d buckets, exact; 3 ledger attempts, 1 report row\)\.$/)]);
     expect(exitCode).toBe(EXIT_OK);
 
     const [first, second] = admin.requests.slice(before);
@@ -124,7 +124,7 @@ describe('llm-ledger reconcile anthropic: the ledger’s attempts against Anthro
     expect(exitCode).toBe(EXIT_DIFFERENCES);
     expect(io.lines[0]).toMatch(/^bucket\s+model\s+kind\s+ledger\s+anthropic\s+difference$/);
     expect(io.lines[1]).toMatch(new RegExp(`^${today}T00:00:00Z\\s+${MODEL}\\s+outputTokens\\s+240\\s+247\\s+-7$`));
-    expect(io.lines.at(-1)).toMatch(/^reconcile anthropic: 1 differences/);
+    expect(io.lines.at(-1)).toMatch(/^reconcile anthropic: 1 difference \(/);
   });
 
   it('names a difference in 1-hour cache writes and in web searches apart, as JSON lines when asked', async () => {

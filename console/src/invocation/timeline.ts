@@ -1,5 +1,5 @@
 import type { InvocationProgress, InvocationStatus, LoggedEvent } from '../api/types';
-import { formatCredits, formatValue, words } from '../format';
+import { formatCountOf, formatCredits, formatValue, words } from '../format';
 
 /** One line of an invocation's lifecycle timeline. */
 export interface TimelineEntry {
@@ -14,6 +14,12 @@ type Data = Readonly<Record<string, unknown>>;
 
 const num = (value: unknown): number | undefined => (typeof value === 'number' ? value : undefined);
 const str = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
+
+/** `2 turns and 1 tool call`, `1 turn`; a count the event lacks reads as a dash. */
+export function turnsAndCalls(turns: number | undefined, toolCalls?: number): string {
+  const turnText = turns === undefined ? '— turns' : formatCountOf(turns, 'turn');
+  return toolCalls === undefined ? turnText : `${turnText} and ${formatCountOf(toolCalls, 'tool call')}`;
+}
 
 function figuresText(data: Data, names: readonly string[]): string {
   return Object.entries(data)
@@ -41,9 +47,9 @@ function summaryOf(type: string, data: Data): string {
     case 'AttemptRecorded':
       return `turn ${formatValue(data['turn'])}, try ${(num(data['retry']) ?? 0) + 1}: ${formatValue(data['classification'])}, ${formatCredits(num(data['priceCredits']) ?? 0)}`;
     case 'InvocationCompleted':
-      return `${formatValue(data['outcome'])} after ${formatValue(data['turnsUsed'])} turns and ${formatValue(data['toolCallsUsed'])} tool calls; spent ${formatCredits(num(data['spentCredits']) ?? 0)}`;
+      return `${formatValue(data['outcome'])} after ${turnsAndCalls(num(data['turnsUsed']), num(data['toolCallsUsed']))}; spent ${formatCredits(num(data['spentCredits']) ?? 0)}`;
     case 'InvocationFailed':
-      return `failed with ${formatValue(data['fault'])} after ${formatValue(data['turnsUsed'])} turns; spent ${formatCredits(num(data['spentCredits']) ?? 0)}`;
+      return `failed with ${formatValue(data['fault'])} after ${turnsAndCalls(num(data['turnsUsed']))}; spent ${formatCredits(num(data['spentCredits']) ?? 0)}`;
     case 'InvocationPending':
       return 'completed without reported usage: its cost is the estimate';
     case 'InvocationSettled':
@@ -86,9 +92,9 @@ function progressSummaryOf(message: InvocationProgress): string {
       return attempt === undefined ? 'an attempt' : `turn ${attempt.turn}, try ${attempt.retry + 1}: ${attempt.classification}, ${formatCredits(attempt.priceCredits)}`;
     }
     case 'InvocationCompleted':
-      return `${formatValue(message.outcome)} after ${formatValue(message.turnsUsed)} turns and ${formatValue(message.toolCallsUsed)} tool calls; spent ${formatCredits(message.spentCredits ?? 0)}`;
+      return `${formatValue(message.outcome)} after ${turnsAndCalls(message.turnsUsed, message.toolCallsUsed)}; spent ${formatCredits(message.spentCredits ?? 0)}`;
     case 'InvocationFailed':
-      return `failed with ${formatValue(message.fault)} after ${formatValue(message.turnsUsed)} turns; spent ${formatCredits(message.spentCredits ?? 0)}`;
+      return `failed with ${formatValue(message.fault)} after ${turnsAndCalls(message.turnsUsed)}; spent ${formatCredits(message.spentCredits ?? 0)}`;
     case 'InvocationPending':
       return 'completed without reported usage: its cost is the estimate';
     case 'InvocationSettled':

@@ -4,7 +4,7 @@ import { segment, withQuery } from '../api/client';
 import type { InvocationListEntry, InvocationPage } from '../api/types';
 import { useApi } from '../api/use-api';
 import { invocationHref, Section, Show, StateBadge } from '../components/common';
-import { formatCredits, formatTime } from '../format';
+import { formatCountOf, formatCredits, formatTime } from '../format';
 
 /** The newest invocations an operation page groups by version (one page of the API's list). */
 export const VERSION_INVOCATIONS_LIMIT = 200;
@@ -57,7 +57,7 @@ export function VersionInvocations({ operationId }: { operationId: string }) {
               </p>
             ) : (
               <>
-                {page.nextCursor !== null && <p class="muted">The newest {page.invocations.length} invocations are shown.</p>}
+                {page.nextCursor !== null && <p class="muted">The newest {formatCountOf(page.invocations.length, 'invocation')} {page.invocations.length === 1 ? 'is' : 'are'} shown.</p>}
                 {byVersion(page.invocations).map(([version, invocations]) => (
                   <div key={version ?? 'none'} class="callout" aria-labelledby={`under-${version ?? 'none'}`}>
                     <h3 id={`under-${version ?? 'none'}`}>

@@ -4,7 +4,7 @@ import { INVOCATION_STATUSES, OUTCOMES, type InvocationPage } from '../api/types
 import { useApi } from '../api/use-api';
 import { invocationHref, operationHref, Section, Show, StateBadge, TableScroll } from '../components/common';
 import { Pager, useCursorPages } from '../components/pager';
-import { formatCredits, formatTime } from '../format';
+import { formatCountOf, formatCredits, formatTime } from '../format';
 
 /** Invocations per page. */
 export const INVOCATIONS_PAGE_ENTRIES = 20;
@@ -76,7 +76,7 @@ export function InvocationsSection({ organizationId, operationId }: { organizati
             <>
               {filters.outcome !== '' && (
                 <p class="muted">
-                  {shown.length} of the {page.invocations.length} invocations on this page ended {filters.outcome}.
+                  {shown.length} of the {formatCountOf(page.invocations.length, 'invocation')} on this page ended {filters.outcome}.
                 </p>
               )}
               <TableScroll label="Invocations table">

@@ -5,7 +5,7 @@ import { isFinal, usageByKind } from '../api/types';
 import { useApi, type Loaded } from '../api/use-api';
 import { AttemptsWaterfall, attemptLabel } from '../charts/attempts-waterfall';
 import { ErrorMessage, Figures, ObjectFigures, operationHref, organizationHref, Section, Show, StateBadge, TableScroll, usePageTitle } from '../components/common';
-import { formatCount, formatCredits, formatDuration, formatTime, words } from '../format';
+import { formatCount, formatCountOf, formatCredits, formatDuration, formatTime, unusedKindsSentence, words } from '../format';
 import { useLifecycle } from '../invocation/use-lifecycle';
 
 /** How often a running invocation's page reads it again. */
@@ -172,7 +172,7 @@ function AttemptsView({ history, status }: { history: AttemptHistory; status: Lo
   // Only the kinds some attempt used get a column; the others are named once below the table.
   const allKinds = usageByKind(history.usageTotals);
   const totals = allKinds.filter(([, count]) => count !== 0);
-  const unused = allKinds.filter(([, count]) => count === 0).map(([kind]) => words(kind).replace(/ tokens$/, ''));
+  const unused = allKinds.filter(([, count]) => count === 0).map(([kind]) => kind);
   const kinds = totals.map(([kind]) => kind);
   const models = [...new Set(history.attempts.map((a) => a.model))];
   const perAttemptModel = models.length > 1;
@@ -182,11 +182,11 @@ function AttemptsView({ history, status }: { history: AttemptHistory; status: Lo
       <AttemptsWaterfall attempts={history.attempts} />
       {history.attemptsTruncated && (
         <p class="notice">
-          {formatCount(history.attemptCount)} attempts were made; the first {history.attempts.length} are kept. The totals count every attempt.
+          {formatCountOf(history.attemptCount, 'attempt')} were made; the first {history.attempts.length} are kept. The totals count every attempt.
         </p>
       )}
       <p class="attempts-total">
-        {formatCount(history.attemptCount)} {history.attemptCount === 1 ? 'attempt' : 'attempts'}, priced at {formatCredits(history.priceTotalCredits)}
+        {formatCountOf(history.attemptCount, 'attempt')}, priced at {formatCredits(history.priceTotalCredits)}
         {charge !== undefined && <> — charged {formatCredits(charge)}</>}
         {!perAttemptModel && <span class="muted"> · model {models[0]}</span>}
       </p>
@@ -240,7 +240,7 @@ function AttemptsView({ history, status }: { history: AttemptHistory; status: Lo
           </tfoot>
         </table>
       </TableScroll>
-      {unused.length > 0 && <p class="muted">No attempt used any {unused.join(', ')}.</p>}
+      {unused.length > 0 && <p class="muted">{unusedKindsSentence(unused)}</p>}
     </>
   );
 }
