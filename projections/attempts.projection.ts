@@ -7,13 +7,16 @@ import { currentLedgerEvent } from '../src/upcasters/ledger.upcasters';
 import { streamId } from './stream-names';
 
 export const ATTEMPTS_PROJECTION = 'attempts';
-/** One document per invocation (SPEC §10 `GET /v1/invocations/:id/attempts`), indexed by organization. */
+/** One document per invocation (docs/http.md `GET /v1/invocations/:id/attempts`), indexed by organization. */
 export const ATTEMPTS_COLLECTION = 'attempts';
 
-/** One provider attempt as the history shows it (SPEC §7): the AttemptRecord, field for field. */
+/**
+ * One provider attempt as the history shows it (docs/rules.md rule 07): the AttemptRecord, field for
+ * field.
+ */
 export type AttemptRow = AttemptRecord;
 
-/** The attempt history of one invocation (SPEC §9). */
+/** The attempt history of one invocation (docs/http.md, `GET …/attempts`). */
 export interface AttemptHistoryView {
   readonly invocationId: string;
   readonly organizationId: string;
@@ -39,7 +42,7 @@ type InvocationRecordedEvent = RecordedEvent<InvocationEvent['type']> & Invocati
  */
 export const attemptsProjection: Projection<InvocationRecordedEvent> = {
   name: ATTEMPTS_PROJECTION,
-  // 2: usage shows 1-hour cache writes and web searches (SPEC §7).
+  // 2: usage shows 1-hour cache writes and web searches (docs/rules.md rule 07).
   version: 2,
   handles: ['InvocationEstimated', 'AttemptRecorded', 'InvocationCompleted', 'InvocationFailed'],
   apply(recorded, tx) {
@@ -96,7 +99,7 @@ function applyAttemptEvent(
   }
 }
 
-/** A copy of the record with only the fields of SPEC §7, optional ones left out when absent. */
+/** A copy of the record with only the fields of docs/rules.md rule 07, optional ones left out when absent. */
 function attemptRow(record: AttemptRecord): AttemptRow {
   return {
     turn: record.turn,

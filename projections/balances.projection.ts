@@ -8,7 +8,7 @@ import { streamId } from './stream-names';
 export const BALANCES_PROJECTION = 'balances';
 export const BALANCE_COLLECTION = 'balance';
 
-/** An organization's balance (SPEC §9, §10 `GET …/balance`). `available` is derived when written. */
+/** An organization's balance (docs/http.md `GET …/balance`). `available` is derived when written. */
 export interface BalanceView extends Balance {
   readonly organizationId: string;
   readonly aiEnabled: boolean;

@@ -1,7 +1,8 @@
 /**
- * The sentence of an explanation (SPEC §9): built from the view's figures only, so a rebuild writes the
- * same words and a reader can check every number in it against the structured fields beside it.
- * Integers are printed plainly (no locale grouping), which keeps the text deterministic.
+ * The sentence of an explanation (docs/http.md, `GET …/explanation`): built from the view's figures
+ * only, so a rebuild writes the same words and a reader can check every number in it against the
+ * structured fields beside it. Integers are printed plainly (no locale grouping), which keeps the text
+ * deterministic.
  */
 import type { SettlementTransition } from '../src/invocations/invocation.events';
 import { isRetryable, type FaultClass } from '../src/runtime/faults';
@@ -46,7 +47,10 @@ export function explanationSentence(view: ExplanationFigures): string {
   }
 }
 
-/** One wording per refusal reason of SPEC §3, naming the figures behind it. */
+/**
+ * One wording per refusal reason (docs/lifecycle.md "What one run does", step 3), naming the figures
+ * behind it.
+ */
 function refusalSentence(view: ExplanationFigures, refusal: ExplanationRefusal): string {
   switch (refusal.reason) {
     case 'ai_disabled':
@@ -71,7 +75,7 @@ function refusalSentence(view: ExplanationFigures, refusal: ExplanationRefusal):
   }
 }
 
-/** One wording per outcome of SPEC §5: what ended the conversation, then every figure it reports. */
+/** One wording per outcome of docs/rules.md: what ended the conversation, then every figure it reports. */
 export function outcomeSentence(view: ExplanationFigures): string {
   const limit = view.endingLimit;
   const source = limit === undefined ? '' : ` (${limit.name} of ${limit.operationId} v${limit.publicationVersion})`;

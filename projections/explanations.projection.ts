@@ -15,7 +15,10 @@ import { explanationSentence } from './explanation-sentence';
 import { streamId } from './stream-names';
 
 export const EXPLANATIONS_PROJECTION = 'explanations';
-/** One document per invocation (SPEC §10 `GET /v1/invocations/:id/explanation`), indexed by organization. */
+/**
+ * One document per invocation (docs/http.md `GET /v1/invocations/:id/explanation`), indexed by
+ * organization.
+ */
 export const EXPLANATION_COLLECTION = 'explanation';
 /**
  * Internal to this projection: the one published figure an explanation needs that its view does not
@@ -45,7 +48,10 @@ export interface ExplanationSettlement {
   readonly chargeCredits: number;
 }
 
-/** Why an invocation was refused or how its conversation ended, in figures and in one sentence (SPEC §9). */
+/**
+ * Why an invocation was refused or how its conversation ended, in figures and in one sentence
+ * (docs/http.md).
+ */
 export interface ExplanationView {
   readonly invocationId: string;
   readonly organizationId: string;

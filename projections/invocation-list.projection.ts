@@ -7,9 +7,9 @@ import { streamId } from './stream-names';
 export const INVOCATION_LIST_PROJECTION = 'invocation-list';
 
 /**
- * The four listings of an organization's invocations (SPEC §9, §10), one collection per filter that
- * an index key can serve: all of them, by operation, by state, by operation and state. A time range
- * is served by the order itself. Each entry's id is its sort key, newest first.
+ * The four listings of an organization's invocations (docs/http.md; README.md "Invoicing"), one
+ * collection per filter that an index key can serve: all of them, by operation, by state, by operation
+ * and state. A time range is served by the order itself. Each entry's id is its sort key, newest first.
  */
 export const INVOCATION_LISTINGS = {
   all: 'by-organization',
@@ -91,7 +91,10 @@ export function listingIndexKeys(organizationId: string, operationId: string, st
   };
 }
 
-/** Invocations per organization, listable by operation, state and time, newest first (SPEC §9). */
+/**
+ * Invocations per organization, listable by operation, state and time, newest first
+ * (README.md "Invoicing").
+ */
 export const invocationListProjection: Projection<InvocationRecordedEvent> = {
   name: INVOCATION_LIST_PROJECTION,
   version: 1,

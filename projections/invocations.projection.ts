@@ -5,7 +5,7 @@ import type { EndingLimit, FaultClass, Outcome } from '../src/runtime';
 import { streamId } from './stream-names';
 
 export const INVOCATIONS_PROJECTION = 'invocations';
-/** One document per invocation (SPEC §10 `GET /v1/invocations/:id`), indexed by organization. */
+/** One document per invocation (docs/http.md `GET /v1/invocations/:id`), indexed by organization. */
 export const INVOCATION_COLLECTION = 'invocation';
 /** Invocations not yet final (refused or settled): what the sweep looks at. */
 export const OPEN_COLLECTION = 'open';

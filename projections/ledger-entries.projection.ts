@@ -12,7 +12,10 @@ const TOTALS_COLLECTION = 'totals';
 export const LEDGER_ENTRY_KINDS = ['grant', 'adjustment', 'hold', 'charge', 'release'] as const;
 export type LedgerEntryKind = (typeof LEDGER_ENTRY_KINDS)[number];
 
-/** One movement of an organization's credits (SPEC §9), naming its invocation or idempotency key. */
+/**
+ * One movement of an organization's credits (README.md "Invoicing"), naming its invocation or
+ * idempotency key.
+ */
 export interface LedgerEntryView {
   readonly organizationId: string;
   /** The entry's place in the account: `<revision>.<n>` (a settlement is a charge then a release). */

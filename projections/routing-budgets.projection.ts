@@ -6,7 +6,7 @@ import { currentLedgerEvent } from '../src/upcasters/ledger.upcasters';
 import { streamId } from './stream-names';
 
 export const ROUTING_BUDGETS_PROJECTION = 'routing-budgets';
-/** One document per operation (SPEC §10 `GET /v1/operations/:operationId/publications`). */
+/** One document per operation (docs/http.md `GET /v1/operations/:operationId/publications`). */
 export const ROUTING_BUDGETS_COLLECTION = 'operation';
 
 /** One published version and the window it was in force. */
@@ -24,7 +24,10 @@ export interface RoutingBudgetVersion {
   readonly until?: string;
 }
 
-/** Every version of an operation, oldest first: its historical routing budgets (SPEC §2, §9). */
+/**
+ * Every version of an operation, oldest first: its historical routing budgets (docs/http.md, `GET
+ * …/publications`).
+ */
 export interface RoutingBudgetsView {
   readonly operationId: string;
   readonly versions: readonly RoutingBudgetVersion[];

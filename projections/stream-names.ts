@@ -1,4 +1,4 @@
-/** The id part of a `<category>-<id>` stream name (SPEC §9), e.g. `invocation-1234` → `1234`. */
+/** The id part of a `<category>-<id>` stream name (docs/lifecycle.md), e.g. `invocation-1234` → `1234`. */
 export function streamId(streamName: string, category: string): string | undefined {
   const prefix = `${category}-`;
   return streamName.startsWith(prefix) ? streamName.slice(prefix.length) : undefined;

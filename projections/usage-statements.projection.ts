@@ -16,9 +16,9 @@ export const NO_OUTCOME = 'unfinished';
 export type StatementOutcome = Outcome | typeof NO_OUTCOME;
 
 /**
- * What an organization used on one UTC day under one operation and one model (SPEC §9). Charges are
- * counted on the day of their settlement, refusals on the day of the refusal; tokens are the settled
- * invocations' totals, by kind.
+ * What an organization used on one UTC day under one operation and one model (README.md "Invoicing").
+ * Charges are counted on the day of their settlement, refusals on the day of the refusal; tokens are
+ * the settled invocations' totals, by kind.
  */
 export interface UsageDayView {
   readonly organizationId: string;
@@ -56,7 +56,7 @@ export function usageDayId(organizationId: string, day: string, operationId: str
   return `${organizationId}\n${day}\n${operationId}\n${model}`;
 }
 
-/** Usage statements per organization, by operation, model and UTC day (SPEC §9). */
+/** Usage statements per organization, by operation, model and UTC day (README.md "Invoicing"). */
 export const usageStatementsProjection: Projection<InvocationRecordedEvent> = {
   name: USAGE_STATEMENTS_PROJECTION,
   version: 1,

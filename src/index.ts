@@ -1,6 +1,6 @@
 /**
- * llm-ledger's public surface: what a NestJS application imports from `llm-ledger` (SPEC §12). Nothing
- * else is importable from the package; everything here is supported.
+ * llm-ledger's public surface: what a NestJS application imports from `llm-ledger` (docs/embedding.md).
+ * Nothing else is importable from the package; everything here is supported.
  */
 
 // The module and its options.
@@ -110,7 +110,7 @@ export type { FaultClass } from './runtime/faults';
 export { ScriptedProvider, scriptedFault, scriptedText, scriptedToolUse } from './runtime/scripted-provider';
 export type { ScriptedFault, ScriptedOutcome, ScriptedProviderOptions, ScriptedReply, ScriptedStep } from './runtime/scripted-provider';
 
-// Read queries on the QueryBus (SPEC §12): an organization's invocations, ledger entries and usage.
+// Read queries on the QueryBus (docs/embedding.md): an organization's invocations, ledger entries and usage.
 export { ListInvocationsQuery, DEFAULT_INVOCATIONS_PAGE, MAX_INVOCATIONS_PAGE } from './queries/list-invocations.query';
 export type { InvocationFilters, InvocationPage } from './queries/list-invocations.query';
 export { ListLedgerEntriesQuery, DEFAULT_LEDGER_PAGE, MAX_LEDGER_PAGE } from './queries/list-ledger-entries.query';

@@ -12,7 +12,10 @@ export interface LedgerEntryResult {
   readonly balance: Balance;
 }
 
-/** Adds credits to an organization's account (SPEC §3). The idempotency key makes a retry harmless. */
+/**
+ * Adds credits to an organization's account (docs/lifecycle.md "Settlement and the account"). The
+ * idempotency key makes a retry harmless.
+ */
 export class GrantCreditsCommand extends Command<LedgerEntryResult> {
   constructor(
     readonly organizationId: string,
@@ -24,7 +27,7 @@ export class GrantCreditsCommand extends Command<LedgerEntryResult> {
   }
 }
 
-/** Corrects an organization's credits up or down (SPEC §3). */
+/** Corrects an organization's credits up or down (docs/lifecycle.md "Settlement and the account"). */
 export class AdjustCreditsCommand extends Command<LedgerEntryResult> {
   constructor(
     readonly organizationId: string,

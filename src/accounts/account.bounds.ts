@@ -1,4 +1,7 @@
-/** Bounds of a credit account (SPEC §3), each named once with its unit. */
+/**
+ * Bounds of a credit account (docs/lifecycle.md "Settlement and the account"), each named once with its
+ * unit.
+ */
 
 /** Running invocations an organization may have before `maxRunning` is set: its default slot count. */
 export const DEFAULT_MAX_RUNNING = 10;

@@ -1,6 +1,7 @@
 /**
- * Commands of a credit account (SPEC §3, §10). Times are ISO-8601 from the handler's clock: deciders
- * read no clock. The decider re-checks every field at run time and names the bad one.
+ * Commands of a credit account (docs/lifecycle.md "Settlement and the account"; docs/http.md). Times
+ * are ISO-8601 from the handler's clock: deciders read no clock. The decider re-checks every field at
+ * run time and names the bad one.
  */
 import type { DomainCommand } from '../domain/decider';
 import type { HoldGatewayKey } from './account.events';

@@ -1,7 +1,7 @@
 /**
- * The credit account decider (SPEC §3). Grants and adjustments are idempotent by key; holds and their
- * settlements name their invocation, so each is placed and settled at most once however often a
- * command is retried or replayed.
+ * The credit account decider (docs/lifecycle.md "Settlement and the account"). Grants and adjustments
+ * are idempotent by key; holds and their settlements name their invocation, so each is placed and
+ * settled at most once however often a command is retried or replayed.
  */
 import { MAX_CREDIT_HOLD_CREDITS } from '../catalog/publication.validation';
 import type { SnapshotCodec } from '../aggregates/aggregate-snapshots';
@@ -58,7 +58,8 @@ import { MAX_GATEWAY_KEYS_PER_ORGANIZATION, periodOf, readKeyHash, readKeySettin
  *   held, e.g. a request that stopped at estimated).
  * - SetAlertThresholds → AlertThresholdsSet, or nothing when the same thresholds are already set.
  * - An adjustment or a settlement that takes a figure past an alert threshold not already crossed is
- *   followed, in the same append, by one CreditThresholdCrossed per threshold it crossed (SPEC §13).
+ *   followed, in the same append, by one CreditThresholdCrossed per threshold it crossed
+ *   (README.md "Credit alerts").
  */
 export function decideAccount(command: AccountCommand, state: AccountState): AccountEvent[] {
   switch (command.type) {
@@ -256,8 +257,9 @@ function isRepeat(state: AccountState, key: string, request: Omit<LedgerEntry, '
 }
 
 /**
- * Totals stay exact integers (SPEC §11): refuse a change that would take any figure, or any partial
- * sum of `available`, past ±MAX_ACCOUNT_TOTAL_CREDITS. Writes nothing; names the field that would.
+ * Totals stay exact integers (docs/lifecycle.md "The exact-integer range"): refuse a change that would
+ * take any figure, or any partial sum of `available`, past ±MAX_ACCOUNT_TOTAL_CREDITS. Writes nothing;
+ * names the field that would.
  */
 function assertExact(field: string, state: AccountState, change: Partial<AccountTotals>): void {
   const next: AccountTotals = { granted: state.granted, adjustments: state.adjustments, charged: state.charged, held: heldCredits(state), ...change };

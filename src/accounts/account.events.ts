@@ -1,6 +1,7 @@
 /**
- * Events of an organization's credit account (SPEC §3). Stream: `account-<organizationId>`. None of
- * them carries `available`: it is derived (account.state.ts), never stored.
+ * Events of an organization's credit account (docs/lifecycle.md "Settlement and the account"). Stream:
+ * `account-<organizationId>`. None of them carries `available`: it is derived (account.state.ts), never
+ * stored.
  */
 import type { DomainEvent } from '../domain/decider';
 import type { AlertThreshold } from './credit-alerts';
@@ -71,7 +72,7 @@ export type GatewayKeyRevoked = DomainEvent<'GatewayKeyRevoked', { readonly keyI
 
 /**
  * Closes an invocation's hold: releases `heldCredits` and the slot, and charges `chargedCredits`
- * (which may exceed the hold by a crossing turn, SPEC §5 rule 8; or be 0).
+ * (which may exceed the hold by a crossing turn, docs/rules.md step 8; or be 0).
  */
 export type HoldSettled = DomainEvent<
   'HoldSettled',
@@ -83,7 +84,10 @@ export type HoldSettled = DomainEvent<
   }
 >;
 
-/** Replaces the organization's credit alert thresholds (SPEC §13); an empty list removes them all. */
+/**
+ * Replaces the organization's credit alert thresholds (README.md "Credit alerts"); an empty list
+ * removes them all.
+ */
 export type AlertThresholdsSet = DomainEvent<
   'AlertThresholdsSet',
   {
@@ -93,8 +97,9 @@ export type AlertThresholdsSet = DomainEvent<
 >;
 
 /**
- * A settlement or an adjustment took a figure past a threshold that was not past before (SPEC §13).
- * Appended once per crossing: again only after the figure came back (e.g. after a grant).
+ * A settlement or an adjustment took a figure past a threshold that was not past before
+ * (README.md "Credit alerts"). Appended once per crossing: again only after the figure came back (e.g.
+ * after a grant).
  */
 export type CreditThresholdCrossed = DomainEvent<
   'CreditThresholdCrossed',

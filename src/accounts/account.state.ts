@@ -40,7 +40,7 @@ export interface AccountState {
   readonly openHolds: ReadonlyMap<string, OpenHold>;
   /** idempotencyKey → the grant or adjustment it produced. */
   readonly ledgerEntries: ReadonlyMap<string, LedgerEntry>;
-  /** The credit alert thresholds in force (SPEC §13), at most MAX_ALERT_THRESHOLDS. */
+  /** The credit alert thresholds in force (README.md "Credit alerts"), at most MAX_ALERT_THRESHOLDS. */
   readonly alertThresholds: readonly AlertThreshold[];
   /**
    * Keys (thresholdKey) of the thresholds whose crossing was recorded and whose figure is still past
@@ -103,8 +103,8 @@ export function runningCount(state: AccountState): number {
 }
 
 /**
- * `granted + adjustments − charged − held` (SPEC §3). Below zero only after a settlement charged more
- * than its hold, or a negative adjustment.
+ * `granted + adjustments − charged − held` (docs/lifecycle.md "Settlement and the account"). Below zero
+ * only after a settlement charged more than its hold, or a negative adjustment.
  */
 export function availableOf(figures: Pick<Balance, 'granted' | 'adjustments' | 'charged'>, held: number): number {
   return figures.granted + figures.adjustments - figures.charged - held;
@@ -150,7 +150,7 @@ export function committedCredits(state: AccountState): number {
   return state.charged + heldCredits(state) + runningCount(state) * MAX_HOLD_OVERRUN_CREDITS;
 }
 
-/** The balance read of SPEC §10, `GET /v1/organizations/:organizationId/balance`. */
+/** The balance read of docs/http.md, `GET /v1/organizations/:organizationId/balance`. */
 export interface Balance {
   readonly granted: number;
   readonly adjustments: number;

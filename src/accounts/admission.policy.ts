@@ -1,6 +1,7 @@
 /**
- * Admission (SPEC §3) as pure functions: the account's own checks (`admit`) and the full order with
- * the catalog's (`decideAdmission`). Each refusal carries the figures an explanation shows.
+ * Admission (docs/lifecycle.md "What one run does", step 3) as pure functions: the account's own checks
+ * (`admit`) and the full order with the catalog's (`decideAdmission`). Each refusal carries the figures
+ * an explanation shows.
  */
 import type { Publication } from '../catalog/operation.events';
 import { DomainError } from '../domain/domain.errors';
@@ -9,11 +10,11 @@ import type { HoldGatewayKey } from './account.events';
 import { AccountState, availableCredits, committedCredits, keySpend, runningCount } from './account.state';
 import type { SpendPeriod } from './gateway-keys';
 
-/** Refusals of the access check: SPEC §4 transition 1. */
+/** Refusals of the access check: docs/lifecycle.md transition 1. */
 export const ACCESS_REFUSAL_REASONS = ['ai_disabled', 'operation_disabled', 'unknown_operation'] as const;
 /**
  * Refusals for want of credits or a slot, or a gateway key's limit, or because the hold and its settlement's room would not fit
- * in the exact-integer range (`ledger_totals_bound`): SPEC §4 transition 2.
+ * in the exact-integer range (`ledger_totals_bound`): docs/lifecycle.md transition 2.
  */
 export const CAPACITY_REFUSAL_REASONS = ['insufficient_credits', 'key_spend_limit', 'no_running_slot', 'ledger_totals_bound'] as const;
 export const ADMISSION_REFUSAL_REASONS = [...ACCESS_REFUSAL_REASONS, ...CAPACITY_REFUSAL_REASONS] as const;
@@ -108,8 +109,8 @@ export function totalsBoundRefusal(committed: number, creditHold: number): { rea
 }
 
 /**
- * The whole of SPEC §3 for a request resolved against `publication` (undefined when the operation was
- * never published), first refusal wins:
+ * All of admission (docs/lifecycle.md "What one run does", step 3) for a request resolved against
+ * `publication` (undefined when the operation was never published), first refusal wins:
  * 1. `ai_disabled` — the organization's switch comes first: an organization with AI off is told so
  *    whatever it asked for, and learns nothing about the catalog;
  * 2. `unknown_operation`, then `operation_disabled` — these two exclude each other (an unknown

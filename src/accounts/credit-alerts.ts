@@ -1,6 +1,6 @@
 /**
- * Credit alerts (SPEC §13): thresholds an organization sets on its account, and when a figure is past
- * one. Integer arithmetic only: the share of granted credits used is compared as
+ * Credit alerts (README.md "Credit alerts"): thresholds an organization sets on its account, and when a
+ * figure is past one. Integer arithmetic only: the share of granted credits used is compared as
  * `charged × 100 > percent × granted` in bigint, so no float touches money and no product overflows.
  */
 

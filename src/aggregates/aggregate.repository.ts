@@ -77,7 +77,7 @@ export const UNKNOWN_OUTCOME_RETRY_BASE_DELAY_MS = 50;
 
 /**
  * Loads an aggregate from its own stream, decides, and appends with the expected revision: the one
- * generic command handler of STYLE.md. Streams are serialised per name in this process, and the last
+ * generic command handler every aggregate uses. Streams are serialised per name in this process, and the last
  * known state of each stream is cached with its revision, so a load reads only the events appended
  * since — the cost of a command does not grow with the stream's history. Only a cold load (the first
  * of a stream in this process, or after eviction) folds the stream from its start.

@@ -12,7 +12,7 @@ import { AlertThresholdsDto, AlertThresholdsResultDto } from './alert-thresholds
 import { SetAlertThresholdsCommand, type AlertThresholdsResult } from './set-alert-thresholds.command';
 import { LedgerApi } from '../http-kit/ledger-api.decorator';
 
-/** Credit alerts of an organization (SPEC §13). */
+/** Credit alerts of an organization (README.md "Credit alerts"). */
 @ApiTags('alerts')
 @ApiBearerAuth()
 @ApiAuthenticatedErrors()

@@ -8,8 +8,9 @@ export interface AlertThresholdsResult {
 }
 
 /**
- * Replaces an organization's credit alert thresholds (SPEC §13): a settlement or adjustment that then
- * crosses one appends CreditThresholdCrossed to its account. An empty list removes every alert.
+ * Replaces an organization's credit alert thresholds (README.md "Credit alerts"): a settlement or
+ * adjustment that then crosses one appends CreditThresholdCrossed to its account. An empty list removes
+ * every alert.
  */
 export class SetAlertThresholdsCommand extends Command<AlertThresholdsResult> {
   constructor(

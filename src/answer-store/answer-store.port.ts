@@ -1,7 +1,7 @@
 /**
- * Where answers are kept for keyed repeats, outside the event log (SPEC §5 "The answer"): only for a
- * feature that declared a retention period, each entry deleted once that period has passed. The log
- * never holds an answer, so deleting one loses nothing the ledger accounts for.
+ * Where answers are kept for keyed repeats, outside the event log (docs/embedding.md "The answer"):
+ * only for a feature that declared a retention period, each entry deleted once that period has passed.
+ * The log never holds an answer, so deleting one loses nothing the ledger accounts for.
  */
 export interface AnswerStore {
   /**

@@ -1,9 +1,12 @@
-/** Commands of the operation catalog (SPEC §2, §10 `PUT /v1/operations/:operationId/publications`). */
+/** Commands of the operation catalog (docs/http.md `PUT /v1/operations/:operationId/publications`). */
 import type { DomainCommand } from '../domain/decider';
 import type { ConversationLimits, Prices } from '../runtime/conversation.types';
 import type { Routing } from './operation.events';
 
-/** Limits as a publisher writes them: `maxAttemptsPerTurn` may be left out (default 3, SPEC §6). */
+/**
+ * Limits as a publisher writes them: `maxAttemptsPerTurn` may be left out (default 3,
+ * docs/rules.md rule 05).
+ */
 export type PublishedLimitsInput = Omit<ConversationLimits, 'maxAttemptsPerTurn'> & {
   readonly maxAttemptsPerTurn?: number;
 };

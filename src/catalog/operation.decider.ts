@@ -1,7 +1,7 @@
 /**
- * The operation catalog decider (SPEC §2): numbered, immutable publications. The state keeps only the
- * publication in force; the whole history is in the stream (and in the historical-routing-budgets
- * projection).
+ * The operation catalog decider (docs/http.md, the publications routes): numbered, immutable
+ * publications. The state keeps only the publication in force; the whole history is in the stream (and
+ * in the historical-routing-budgets projection).
  */
 import type { Decider } from '../domain/decider';
 import { samePrices } from '../runtime/pricing';

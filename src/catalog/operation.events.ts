@@ -1,7 +1,8 @@
 /**
- * Events of the operation catalog (SPEC §2). Stream: `operation-<operationId>`. A publication is never
- * edited: each change is a new, numbered OperationPublished, and the event holds the whole version so
- * the historical-routing-budgets projection needs nothing else.
+ * Events of the operation catalog (docs/http.md, the publications routes). Stream:
+ * `operation-<operationId>`. A publication is never edited: each change is a new, numbered
+ * OperationPublished, and the event holds the whole version so the historical-routing-budgets
+ * projection needs nothing else.
  */
 import type { DomainEvent } from '../domain/decider';
 import type { ConversationLimits, Prices } from '../runtime/conversation.types';

@@ -1,6 +1,7 @@
 /**
- * What a publication may hold (SPEC §2, §11). Every bound is named once, with its unit; the messages
- * name the field by its path in the request body (e.g. `limits.maxTurns`).
+ * What a publication may hold (docs/http.md: `PUT …/publications` and "Errors"). Every bound is named
+ * once, with its unit; the messages name the field by its path in the request body (e.g.
+ * `limits.maxTurns`).
  */
 import { ValidationError } from '../domain/domain.errors';
 import { FieldChecks } from '../domain/field-checks';
@@ -48,9 +49,9 @@ export interface ValidPublication {
  * unknown fields dropped), or throws one ValidationError naming every bad field.
  *
  * `maxToolCalls` may be 0: an operation that answers with text or with its answer tool alone needs no
- * tool budget (an accepted answer consumes none, SPEC §5 step 6). `creditHold` and prices may be 0 for
+ * tool budget (an accepted answer consumes none, docs/rules.md step 6). `creditHold` and prices may be 0 for
  * a free (e.g. scripted) route. `attemptTimeoutMs` may exceed `totalTimeMs`: each attempt is clamped
- * to the time remaining anyway (SPEC §5 step 3).
+ * to the time remaining anyway (docs/rules.md step 3).
  */
 export function validatePublication(input: unknown): ValidPublication {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {

@@ -20,7 +20,10 @@ export interface PublishedVersion {
   readonly version: number;
 }
 
-/** Publishes the next immutable version of an operation (SPEC §2). Repeating the version in force writes nothing. */
+/**
+ * Publishes the next immutable version of an operation (docs/http.md, the publications routes).
+ * Repeating the version in force writes nothing.
+ */
 export class PublishOperationCommand extends Command<PublishedVersion> {
   constructor(
     readonly operationId: string,

@@ -1,8 +1,8 @@
 /**
- * The money half of `audit verify` (SPEC §9): recompute each organization's balance from its account
- * stream alone, cross-check it against the charges recorded in the invocation streams, and check the
- * balances read model against both. Everything here is read from the log or the read model; nothing
- * is written.
+ * The money half of `audit verify` (README.md "The auditors' CLI"): recompute each organization's
+ * balance from its account stream alone, cross-check it against the charges recorded in the invocation
+ * streams, and check the balances read model against both. Everything here is read from the log or the
+ * read model; nothing is written.
  *
  * One pass over the log in global order joins the two kinds of stream. The join relies on the order
  * in which an invocation's own run (or the sweep) writes: InvocationEstimated before its HoldPlaced,
@@ -84,7 +84,10 @@ export type LedgerDifference =
       readonly heldCredits: number;
     }
   | {
-      /** An attempt's recorded price differs from its usage priced at the invocation's copied rate version (SPEC §7). */
+      /**
+       * An attempt's recorded price differs from its usage priced at the invocation's copied rate
+       * version (docs/rules.md rule 07).
+       */
       readonly kind: 'attempt_price';
       readonly organizationId: string;
       readonly invocationId: string;
@@ -102,7 +105,10 @@ export type LedgerDifference =
       readonly attemptCredits: number;
     }
   | {
-      /** A usage statement's credits for a day differ from the charges its invocation streams settled that day (SPEC §9). */
+      /**
+       * A usage statement's credits for a day differ from the charges its invocation streams settled
+       * that day (README.md "The auditors' CLI").
+       */
       readonly kind: 'statement_credits';
       readonly organizationId: string;
       readonly day: string;
@@ -110,7 +116,7 @@ export type LedgerDifference =
       readonly invocationCharges: number;
     }
   | {
-      /** A balances document breaks its own arithmetic (SPEC §3). */
+      /** A balances document breaks its own arithmetic (docs/lifecycle.md "Settlement and the account"). */
       readonly kind: 'balance_identity';
       readonly organizationId: string;
       readonly rule: 'available = granted + adjustments - charged - held' | 'held = sum of open holds' | 'running = open holds';
@@ -126,7 +132,10 @@ export type LedgerDifference =
       readonly accountStream: number;
     }
   | {
-      /** An account total left the exact-integer range (SPEC §11); its figures can no longer be trusted. */
+      /**
+       * An account total left the exact-integer range (docs/lifecycle.md "The exact-integer range");
+       * its figures can no longer be trusted.
+       */
       readonly kind: 'total_out_of_range';
       readonly organizationId: string;
       /** The account stream's revision-order event count at which it first left the range. */

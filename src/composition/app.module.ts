@@ -14,7 +14,7 @@ export interface AppModuleOptions {
 /**
  * The standalone service: LedgerModule configured from the environment with the HTTP API on, its
  * logging (pino, one line per request), the demo seeded when LEDGER_DEMO=1, and `demo.arithmetic`
- * registered either way (SPEC §10: the service ships it).
+ * registered either way (README.md "The demo": the service ships it).
  */
 @Module({})
 export class AppModule {

@@ -67,7 +67,7 @@ import { ListLedgerEntriesHandler } from '../queries/list-ledger-entries.query';
         return new ProjectionRunner({ eventStore, store, projections: ALL_PROJECTIONS, logger });
       },
     },
-    // The read queries of the QueryBus (SPEC §12); the HTTP routes execute the same ones.
+    // The read queries of the QueryBus (docs/embedding.md); the HTTP routes execute the same ones.
     ListInvocationsHandler,
     ListLedgerEntriesHandler,
     GetUsageHandler,

@@ -6,8 +6,9 @@ import { readModelPathFor } from '../projection-runner/read-model.store';
 import { WEBHOOK_ADDRESS_POLICIES, type WebhookAddresses } from '../webhooks/webhook-address.policy';
 
 /**
- * The service's configuration, read from the environment once at start (SPEC §10) and validated, so a
- * bad value stops the process with a message naming the variable instead of failing on first use.
+ * The service's configuration, read from the environment once at start (README.md "Configuration") and
+ * validated, so a bad value stops the process with a message naming the variable instead of failing on
+ * first use.
  */
 
 export const ROLES = ['system', 'auditor', 'org_admin', 'org_member'] as const;
@@ -56,9 +57,10 @@ export interface LedgerConfig {
   /** Bearer token → grant. */
   readonly tokens: ReadonlyMap<string, TokenGrant>;
   /**
-   * `LEDGER_IDEMPOTENCY_SECRET`: the key of request fingerprints (SPEC §10), shared by every instance
-   * on one log. Unset: generated once and kept in a file beside the embedded store (or beside the read
-   * store with EventStoreDB, where each instance then has its own: set it there).
+   * `LEDGER_IDEMPOTENCY_SECRET`: the key of request fingerprints (docs/http.md "Idempotency keys"),
+   * shared by every instance on one log. Unset: generated once and kept in a file beside the embedded
+   * store (or beside the read store with EventStoreDB, where each instance then has its own: set it
+   * there).
    */
   readonly idempotencySecret?: string;
   /**

@@ -1,7 +1,7 @@
 /**
- * What `LEDGER_DEMO=1` seeds (SPEC §10): the `demo.arithmetic` publication, one funded organization,
- * and a token per role. DEMO ONLY: the tokens are well-known strings printed at start, so an
- * instance with the demo on must never hold real data or face a network it does not trust.
+ * What `LEDGER_DEMO=1` seeds (README.md "The demo"): the `demo.arithmetic` publication, one funded
+ * organization, and a token per role. DEMO ONLY: the tokens are well-known strings printed at start, so
+ * an instance with the demo on must never hold real data or face a network it does not trust.
  */
 import type { TokenGrant } from '../config/ledger.config';
 import type { PublicationRequest } from '../catalog/publish-operation.command';

@@ -39,9 +39,9 @@ export interface DemoSeedReport {
 }
 
 /**
- * `LEDGER_DEMO=1` (SPEC §10): seeds the demo on start and prints how to try it. Seeding only adds:
- * `demo.arithmetic` is published only when it never was, the organization's grant carries a fixed
- * idempotency key so it happens once per store, and demo tokens are added beside LEDGER_TOKENS. A
+ * `LEDGER_DEMO=1` (README.md "The demo"): seeds the demo on start and prints how to try it. Seeding
+ * only adds: `demo.arithmetic` is published only when it never was, the organization's grant carries a
+ * fixed idempotency key so it happens once per store, and demo tokens are added beside LEDGER_TOKENS. A
  * restart therefore keeps the demo's history and whatever an operator changed since.
  */
 @Injectable()

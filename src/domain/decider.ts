@@ -1,7 +1,7 @@
 /**
- * The shape of every aggregate (STYLE.md, after Emmett): three pure functions and plain records.
- * Deciders import only types and tiny pure helpers; loading a stream, deciding and appending with the
- * expected revision happen once, in the generic command handler (src/aggregates/).
+ * The shape of every aggregate (after Emmett's decide/evolve/initialState): three pure functions and
+ * plain records. Deciders import only types and tiny pure helpers; loading a stream, deciding and
+ * appending with the expected revision happen once, in the generic command handler (src/aggregates/).
  */
 
 /**

@@ -33,8 +33,9 @@ export interface IntegerBounds {
 }
 
 /**
- * What is wrong with an idempotency key (SPEC §10): printable ASCII, 1 to MAX_IDEMPOTENCY_KEY_CHARS
- * characters, and not only spaces (a blank key is almost always a client's bug, not a key).
+ * What is wrong with an idempotency key (docs/http.md "Idempotency keys"): printable ASCII, 1 to
+ * MAX_IDEMPOTENCY_KEY_CHARS characters, and not only spaces (a blank key is almost always a client's
+ * bug, not a key).
  */
 export function idempotencyKeyProblem(value: unknown): string | undefined {
   if (value === undefined || value === null) return value === undefined ? 'is required' : 'must not be null';

@@ -1,7 +1,7 @@
 import { HttpException, HttpStatus } from '@nestjs/common';
 
 /**
- * The one shape of every error the HTTP API returns (SPEC §10, §11). Clients branch on `code`;
+ * The one shape of every error the HTTP API returns (docs/http.md "Errors"). Clients branch on `code`;
  * `message` is for people; `fields` names each bad input field by its dotted path in the body
  * (`limits.maxTurns`) with what is wrong with it; `requestId` is the id the request's log line carries.
  */
@@ -46,7 +46,7 @@ export class InvalidRequestException extends HttpException {
 
 /**
  * A read-model or resource that does not exist, or that belongs to another organization: both read
- * the same, so a caller cannot tell whether another organization's resource exists (SPEC §10).
+ * the same, so a caller cannot tell whether another organization's resource exists (docs/http.md "Errors").
  */
 export class ResourceNotFoundException extends HttpException {
   constructor(kind: string, id: string) {

@@ -105,7 +105,10 @@ export class HttpErrorFilter implements ExceptionFilter {
   }
 }
 
-/** The one error shape (SPEC §10), also for the answers Node gives before the platform sees a request. */
+/**
+ * The one error shape (docs/http.md "Errors"), also for the answers Node gives before the platform sees
+ * a request.
+ */
 export function errorBodyOf(status: number, message: string, fields: FieldProblems | undefined, requestId: string): HttpErrorBody {
   return {
     statusCode: status,

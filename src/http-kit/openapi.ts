@@ -4,7 +4,7 @@ import { MAX_REQUEST_BODY_BYTES } from './http.bounds';
 
 export const OPENAPI_PATH = 'docs';
 
-/** The OpenAPI document of SPEC §10's API. */
+/** The OpenAPI document of the API docs/http.md describes. */
 export function openApiDocument(app: INestApplication): OpenAPIObject {
   const config = new DocumentBuilder()
     .setTitle('llm-ledger')

@@ -31,7 +31,7 @@ const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
 const MAX_LAST_EVENT_ID_DIGITS = 19;
 const LAST_EVENT_ID = new RegExp(`^\\d{1,${MAX_LAST_EVENT_ID_DIGITS}}$`);
 
-/** Invocations (SPEC §4): run one, and read its state, attempts and explanation. */
+/** Invocations (docs/lifecycle.md): run one, and read its state, attempts and explanation. */
 @ApiTags('invocations')
 @ApiBearerAuth()
 @ApiAuthenticatedErrors()
@@ -145,7 +145,7 @@ export class InvocationsController {
 
   /**
    * Asks a running invocation to stop: the request is recorded in its stream, so whichever instance
-   * runs the conversation ends it `cancelled` at its next boundary and settles it (SPEC §4).
+   * runs the conversation ends it `cancelled` at its next boundary and settles it (docs/lifecycle.md).
    */
   @Post(':invocationId/cancel')
   @HttpCode(HttpStatus.ACCEPTED)
@@ -178,7 +178,10 @@ export class InvocationsController {
     return statusOf(await this.reader.invocation(caller, invocationId));
   }
 
-  /** Every provider attempt with its turn, retry, classification, wait, usage and price (SPEC §7). */
+  /**
+   * Every provider attempt with its turn, retry, classification, wait, usage and price
+   * (docs/rules.md rule 07).
+   */
   @Get(':invocationId/attempts')
   @Roles('system', 'auditor', 'org_admin', 'org_member')
   @ApiOperation({
@@ -236,7 +239,7 @@ function idempotencyKeyOf(fromBody: string | undefined, header: string | undefin
   return key;
 }
 
-/** SPEC §10's result fields, and nothing of the runner's internals. */
+/** The result fields docs/http.md lists for `POST /v1/invocations`, and nothing of the runner's internals. */
 function resultOf(summary: InvocationResult): RunInvocationResultDto {
   return {
     invocationId: summary.invocationId,

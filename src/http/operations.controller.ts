@@ -13,7 +13,10 @@ import type { RoutingBudgetsView } from '../../projections';
 import { GetPublicationsQuery } from '../queries/ledger.queries';
 import { LedgerApi } from '../http-kit/ledger-api.decorator';
 
-/** The operation catalog (SPEC §2): publications and their historical routing budgets. */
+/**
+ * The operation catalog (docs/http.md, the publications routes): publications and their historical
+ * routing budgets.
+ */
 @ApiTags('operations')
 @ApiBearerAuth()
 @ApiAuthenticatedErrors()

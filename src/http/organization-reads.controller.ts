@@ -17,8 +17,9 @@ import { usageStatementCsv } from './usage-statement.csv';
 import { LedgerApi } from '../http-kit/ledger-api.decorator';
 
 /**
- * What finance reads about an organization (SPEC §9, §10): its invocations, its ledger entries and
- * its usage statement. Each route executes the QueryBus query a NestJS product would (SPEC §12).
+ * What finance reads about an organization (docs/http.md; README.md "Invoicing"): its invocations, its
+ * ledger entries and its usage statement. Each route executes the QueryBus query a NestJS product would
+ * (docs/embedding.md).
  */
 @ApiTags('organizations')
 @ApiBearerAuth()

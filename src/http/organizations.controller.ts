@@ -22,7 +22,10 @@ import { GetBalanceQuery } from '../queries/ledger.queries';
 import { ReadModelReader } from './read-model.reader';
 import { LedgerApi } from '../http-kit/ledger-api.decorator';
 
-/** Organizations' credit accounts (SPEC §3): grants, adjustments, settings and the balance. */
+/**
+ * Organizations' credit accounts (docs/lifecycle.md "Settlement and the account"): grants, adjustments,
+ * settings and the balance.
+ */
 @ApiTags('organizations')
 @ApiBearerAuth()
 @ApiAuthenticatedErrors()

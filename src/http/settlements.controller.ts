@@ -7,7 +7,7 @@ import { Roles } from '../http-kit/auth/roles.decorator';
 import { SweepDto, SweepReportDto } from './dto/sweep.dto';
 import { LedgerApi } from '../http-kit/ledger-api.decorator';
 
-/** Recovery (SPEC §4 transitions 9, 12–14): settling what a crash left in flight. */
+/** Recovery (docs/lifecycle.md transitions 9, 12–14): settling what a crash left in flight. */
 @ApiTags('settlements')
 @ApiBearerAuth()
 @ApiAuthenticatedErrors()

@@ -8,7 +8,7 @@ import { MAX_STREAM_PAGE_EVENTS, RecordedEventDto, StreamPageDto, StreamQueryDto
 import { InvalidRequestException, ResourceNotFoundException } from '../http-kit/http-error.body';
 import { LedgerApi } from '../http-kit/ledger-api.decorator';
 
-/** The event log itself, for operators and auditors replaying it (SPEC §9). */
+/** The event log itself, for operators and auditors replaying it (docs/http.md "Routes"). */
 @ApiTags('streams')
 @ApiBearerAuth()
 @ApiAuthenticatedErrors()

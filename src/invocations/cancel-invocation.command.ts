@@ -13,11 +13,12 @@ export interface CancellationRequested {
 }
 
 /**
- * Asks a running invocation to stop (SPEC §10): appends InvocationCancellationRequested to its
- * stream, so whichever instance runs its conversation, this process or another one on the same
- * store, ends it `cancelled` at its next boundary and settles it as SPEC §4 says. Refused with
- * IllegalTransitionError (409 over HTTP) once the conversation has ended; UnknownInvocationError when
- * there is no such invocation, or (with `organizationId`) it is another organization's.
+ * Asks a running invocation to stop (docs/http.md "Cancelling"): appends
+ * InvocationCancellationRequested to its stream, so whichever instance runs its conversation, this
+ * process or another one on the same store, ends it `cancelled` at its next boundary and settles it as
+ * docs/lifecycle.md says. Refused with IllegalTransitionError (409 over HTTP) once the conversation has
+ * ended; UnknownInvocationError when there is no such invocation, or (with `organizationId`) it is
+ * another organization's.
  */
 export class CancelInvocationCommand extends Command<CancellationRequested> {
   constructor(

@@ -46,7 +46,10 @@ export class KeyedRequestInProgressError extends DomainError {
   }
 }
 
-/** An idempotency key reused for a different request: another operation, or another input (SPEC §10). */
+/**
+ * An idempotency key reused for a different request: another operation, or another input
+ * (docs/http.md "Idempotency keys").
+ */
 export class IdempotencyKeyReusedError extends DomainError {
   override readonly name = 'IdempotencyKeyReusedError';
 

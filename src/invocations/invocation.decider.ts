@@ -1,7 +1,8 @@
 /**
- * The invocation decider: STATE-PFM-LLM-001 (SPEC §4) and attempt records (§7). Exactly the fourteen
- * transitions of the table; any other command in a state throws IllegalTransitionError naming both
- * and emits nothing. Settlement charges are computed here, from the state, never taken from a caller.
+ * The invocation decider: STATE-PFM-LLM-001 (docs/lifecycle.md) and attempt records
+ * (docs/rules.md rule 07). Exactly the fourteen transitions of the table; any other command in a state
+ * throws IllegalTransitionError naming both and emits nothing. Settlement charges are computed here,
+ * from the state, never taken from a caller.
  */
 import { ACCESS_REFUSAL_REASONS, ADMISSION_REFUSAL_REASONS } from '../accounts/admission.policy';
 import { MAX_CREDIT_HOLD_CREDITS } from '../catalog/publication.validation';
@@ -160,7 +161,7 @@ function recordAttempt({ data }: RecordAttempt, state: InvocationState): Invocat
   const last = state.lastAttempt;
   // The same attempt again is a retried append, not a new attempt.
   if (last !== undefined && last.turn === turn && last.retry === retry) return [];
-  // Past the bound the attempt still counts, in the loop's totals at completion (SPEC §7).
+  // Past the bound the attempt still counts, in the loop's totals at completion (docs/rules.md rule 07).
   if (state.attemptsRecorded >= MAX_RETAINED_ATTEMPTS) return [];
   const inOrder =
     last === undefined
@@ -220,7 +221,10 @@ function settle({ data }: SettleInvocation, state: InvocationState): InvocationE
   return [{ type: 'InvocationSettled', data: { transition, chargeCredits, heldCredits, settledBy: by, settledAt } }];
 }
 
-/** SPEC §4's settlement rows: which transition closes this state for this closer, and its charge. */
+/**
+ * docs/lifecycle.md's settlement rows: which transition closes this state for this closer, and its
+ * charge.
+ */
 function settlementRule(state: InvocationState, by: SettledBy): { transition: SettlementTransition; chargeCredits: number } {
   const refuse = (guard: string): never => {
     throw new IllegalTransitionError(state.status, 'SettleInvocation', guard);
@@ -255,7 +259,10 @@ function instantOrThrow(field: string, value: unknown): string {
   return instant;
 }
 
-/** The attempt's price at the invocation's rate version (SPEC §7), by the runtime's own formula. */
+/**
+ * The attempt's price at the invocation's rate version (docs/rules.md rule 07), by the runtime's own
+ * formula.
+ */
 function priceOf(usage: AttemptRecord['usage'], prices: Prices): number {
   try {
     return priceAttempt(usage, prices);

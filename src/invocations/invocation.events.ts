@@ -1,7 +1,8 @@
 /**
- * Events of an invocation (SPEC §4, §7). Stream: `invocation-<invocationId>`. Every transition of the
- * lifecycle is one event; AttemptRecorded is not a transition but the record of one provider attempt.
- * No event holds a prompt, a message, tool arguments or tool results.
+ * Events of an invocation (docs/lifecycle.md; attempts: docs/rules.md rule 07). Stream:
+ * `invocation-<invocationId>`. Every transition of the lifecycle is one event; AttemptRecorded is not a
+ * transition but the record of one provider attempt. No event holds a prompt, a message, tool arguments
+ * or tool results.
  */
 import type { AdmissionRefusal } from '../accounts/admission.policy';
 import type { Publication } from '../catalog/operation.events';
@@ -25,7 +26,7 @@ export const INVOCATION_STATUSES = [
 ] as const;
 export type InvocationStatus = (typeof INVOCATION_STATUSES)[number];
 
-/** The fourteen transitions of STATE-PFM-LLM-001 (SPEC §4), by number. There are no others. */
+/** The fourteen transitions of STATE-PFM-LLM-001 (docs/lifecycle.md), by number. There are no others. */
 export const TRANSITIONS = {
   1: { from: 'estimated', to: 'refused' },
   2: { from: 'estimated', to: 'refused' },
@@ -100,7 +101,10 @@ export type InvocationReserved = DomainEvent<'InvocationReserved', { readonly cr
 /** Transition 4: request capture returned and was written; no provider call was made before it. */
 export type InvocationDispatched = DomainEvent<'InvocationDispatched', { readonly dispatchedAt: string }>;
 
-/** One provider attempt (SPEC §7), only while dispatched, at most MAX_RETAINED_ATTEMPTS per stream. */
+/**
+ * One provider attempt (docs/rules.md rule 07), only while dispatched, at most MAX_RETAINED_ATTEMPTS
+ * per stream.
+ */
 export type AttemptRecorded = DomainEvent<'AttemptRecorded', AttemptRecord>;
 
 /** Transition 5. `endingLimit` is present exactly when the outcome is a limit's. */
@@ -123,8 +127,8 @@ export type InvocationFailed = DomainEvent<
 export type InvocationPending = DomainEvent<'InvocationPending', { readonly pendingAt: string }>;
 
 /**
- * Transitions 8–14. `chargeCredits` is computed by the decider from the state (SPEC §4); the account
- * releases `heldCredits` (0 when no hold was placed) and the slot, and charges `chargeCredits`.
+ * Transitions 8–14. `chargeCredits` is computed by the decider from the state (docs/lifecycle.md); the
+ * account releases `heldCredits` (0 when no hold was placed) and the slot, and charges `chargeCredits`.
  */
 export type InvocationSettled = DomainEvent<
   'InvocationSettled',
@@ -138,8 +142,9 @@ export type InvocationSettled = DomainEvent<
 >;
 
 /**
- * Someone asked the running conversation to stop (SPEC §10). Not a lifecycle transition: the state is
- * unchanged, and the instance running the conversation ends it `cancelled` at its next boundary.
+ * Someone asked the running conversation to stop (docs/http.md "Cancelling"). Not a lifecycle
+ * transition: the state is unchanged, and the instance running the conversation ends it `cancelled` at
+ * its next boundary.
  */
 export type InvocationCancellationRequested = DomainEvent<
   'InvocationCancellationRequested',

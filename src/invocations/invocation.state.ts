@@ -132,7 +132,7 @@ export function isStale(state: InvocationState, nowMs: number, olderThanMs: numb
   return true;
 }
 
-/** The figures of SPEC §10's invocation result. */
+/** The figures of the invocation result (docs/http.md, `POST /v1/invocations`). */
 export interface InvocationSummary {
   readonly invocationId: string;
   readonly state: InvocationStatus;

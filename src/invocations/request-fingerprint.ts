@@ -7,10 +7,10 @@ export const REQUEST_FINGERPRINT_CHARS = 64;
 export const IDEMPOTENCY_SECRET = Symbol('IDEMPOTENCY_SECRET');
 
 /**
- * A keyed fingerprint of a request's operation and input (SPEC §10): a repeat of an idempotency key
- * is recognised as the same request, or refused as another one, without the input ever being
- * stored. Keyed (HMAC) so that nobody reading the log can test a guessed input against it. Objects
- * are read with their keys in sorted order, so `{a,b}` and `{b,a}` are the same input.
+ * A keyed fingerprint of a request's operation and input (docs/http.md "Idempotency keys"): a repeat of
+ * an idempotency key is recognised as the same request, or refused as another one, without the input
+ * ever being stored. Keyed (HMAC) so that nobody reading the log can test a guessed input against it.
+ * Objects are read with their keys in sorted order, so `{a,b}` and `{b,a}` are the same input.
  */
 export function requestFingerprint(secret: Buffer, operationId: string, input: unknown): string {
   return createHmac('sha256', secret).update(JSON.stringify([operationId, canonical(input)])).digest('hex');

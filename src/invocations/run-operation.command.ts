@@ -25,9 +25,9 @@ export interface RunOperationRequest {
 
 /**
  * Runs a published operation for an organization and resolves once the invocation is settled or
- * refused (SPEC §4): estimate → admission → reserve → dispatch → the bounded conversation → completed or
- * failed (→ pending) → settled, hold and slot released. The result carries the accepted answer of a
- * completed conversation (SPEC §5 "The answer").
+ * refused (docs/lifecycle.md): estimate → admission → reserve → dispatch → the bounded conversation →
+ * completed or failed (→ pending) → settled, hold and slot released. The result carries the accepted
+ * answer of a completed conversation (docs/embedding.md "The answer").
  */
 export class RunOperationCommand extends Command<InvocationResult> {
   constructor(readonly request: RunOperationRequest) {

@@ -33,7 +33,7 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
   private readonly logger = new Logger(RunOperationHandler.name);
   private readonly settledLog = new Logger('Invocations');
   /** Keyed requests running in this process, so a repeat waits for the first instead of racing it. */
-  // A repeat that joins shares the first's promise, and so its answer (SPEC §5 "The answer").
+  // A repeat that joins shares the first's promise, and so its answer (docs/embedding.md "The answer").
   // `estimated` resolves once the first's stream exists, so an async repeat (onEstimated) answers then.
   private readonly inFlight = new Map<
     string,
@@ -60,7 +60,8 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
     const fingerprint = requestFingerprint(this.idempotencySecret, request.operationId, request.input);
     const running = this.inFlight.get(invocationId);
     if (running !== undefined) {
-      // A repeat while the first still runs here waits for it (SPEC §10), if it is the same request.
+      // A repeat while the first still runs here waits for it (docs/http.md "Idempotency keys"), if it
+      // is the same request.
       const differs = differenceOf(running, request.operationId, fingerprint);
       if (differs !== undefined) return Promise.reject(new IdempotencyKeyReusedError(request.idempotencyKey, differs));
       void running.estimated.then(() => request.onEstimated?.(invocationId));
@@ -192,7 +193,7 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
       settled = await this.close(result, invokeAll);
       if (result.outcome === 'completed') answer = result.answer;
     } catch (error) {
-      // SPEC §4 transition 11: something escaped the protected block; the real cost is unknown.
+      // docs/lifecycle.md transition 11: something escaped the protected block; the real cost is unknown.
       this.logger.error({ message: 'invocation failed outside the conversation', invocationId, error: describe(error) });
       settled = (await invokeAll(this.settlement('exception', isoAt(this.clock)))).state;
     }
@@ -293,9 +294,9 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
   /**
    * A keyed repeat whose first request is in the log but runs elsewhere (another process on the same
    * store; this process's own runs are joined in `execute`): waits for the first to settle, observing
-   * the log, at most MAX_KEYED_REPEAT_WAIT_MS by the clock, then answers with its result (SPEC §10 "a
-   * concurrent repeat waits for the first"). Never runs the request a second time, never answers with
-   * a result the first has not reached yet.
+   * the log, at most MAX_KEYED_REPEAT_WAIT_MS by the clock, then answers with its result (docs/http.md
+   * "Idempotency keys": a concurrent repeat waits for the first). Never runs the request a second time,
+   * never answers with a result the first has not reached yet.
    */
   private async afterFirst(
     invocationId: string,

@@ -18,7 +18,10 @@ export interface ReleasedHold {
 
 export interface SweepReport {
   readonly olderThanMs: number;
-  /** Invocations this sweep settled (SPEC §4 transitions 12–14, and 8–10 for results left unsettled). */
+  /**
+   * Invocations this sweep settled (docs/lifecycle.md transitions 12–14, and 8–10 for results left
+   * unsettled).
+   */
   readonly settled: readonly SweptInvocation[];
   /** Holds of already-settled invocations that a crash had left open, now settled on the account. */
   readonly releasedHolds: readonly ReleasedHold[];

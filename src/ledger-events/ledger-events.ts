@@ -29,7 +29,7 @@ import type {
 } from '../invocations/invocation.events';
 
 /**
- * A committed ledger event as Nest's EventBus carries it (SPEC §12): one class per event type, named
+ * A committed ledger event as Nest's EventBus carries it (docs/embedding.md): one class per event type, named
  * after it, with the event's `data`, its stream, revision and log position. Published only once the
  * event is in the log, so an @EventsHandler never reacts to something a crash could undo.
  */

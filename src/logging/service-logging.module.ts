@@ -38,7 +38,7 @@ export function nonBlockingDestination(dest: number | string = 1, maxBacklogByte
  * not mounted: it added a child logger per request and, on Node 20, promise hooks on every promise
  * of the process, for a request id that the request line already carries.
  *
- * Lines written inside an invocation's span carry its `traceId` and `spanId` (SPEC §13).
+ * Lines written inside an invocation's span carry its `traceId` and `spanId` (README.md "Traces").
  */
 @Module({})
 export class ServiceLoggingModule {

@@ -1,5 +1,5 @@
 /**
- * Traces of an invocation, after the OpenTelemetry GenAI semantic conventions (SPEC §13), and the
+ * Traces of an invocation, after the OpenTelemetry GenAI semantic conventions (README.md "Traces"), and the
  * timing behind `ledger_accounting_overhead_seconds`. Only `@opentelemetry/api`: without an SDK
  * registered (the library embedded, or the service with no `OTEL_*` export asked for) every span is
  * the API's no-op and costs next to nothing.

@@ -1,8 +1,8 @@
 /**
- * The Prometheus metrics of SPEC §13, on a registry of their own (so two applications in one process,
- * as in the tests, never share series). Units are in the names; labels are bounded: operations,
- * providers and models come from the catalog, outcomes, reasons and fault classes from closed sets.
- * Organization ids appear only when the operator turned on organization labels.
+ * The Prometheus metrics of README.md "Metrics", on a registry of their own (so two applications in one
+ * process, as in the tests, never share series). Units are in the names; labels are bounded:
+ * operations, providers and models come from the catalog, outcomes, reasons and fault classes from
+ * closed sets. Organization ids appear only when the operator turned on organization labels.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
@@ -13,7 +13,7 @@ export const ACCOUNTING_BUCKETS_SECONDS = [0.0001, 0.0005, 0.001, 0.0025, 0.005,
 
 /** `outcome` of an invocation settled without a conversation outcome (an exception or the sweep closed it). */
 export const NO_OUTCOME = 'none';
-/** `outcome` of a refused invocation (SPEC §13). */
+/** `outcome` of a refused invocation (README.md "Metrics"). */
 export const REFUSED_OUTCOME = 'refused';
 
 export interface LedgerMetricsOptions {

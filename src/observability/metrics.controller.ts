@@ -6,7 +6,7 @@ import type { HttpResponse } from '../http-kit/http.types';
 import { LedgerMetrics } from './ledger-metrics';
 import { LedgerApi } from '../http-kit/ledger-api.decorator';
 
-/** `GET /metrics` on the API's own port, for the `system` role (SPEC §13). */
+/** `GET /metrics` on the API's own port, for the `system` role (README.md "Metrics"). */
 @ApiTags('observability')
 @ApiBearerAuth()
 @ApiAuthenticatedErrors()

@@ -1,5 +1,5 @@
 /**
- * The tokenless metrics listener on `METRICS_PORT` (SPEC §13): a bare node:http server answering
+ * The tokenless metrics listener on `METRICS_PORT` (README.md "Metrics"): a bare node:http server answering
  * `GET /metrics` and nothing else, so a scrape network never reaches the API.
  */
 import { createServer, type Server } from 'node:http';

@@ -2,8 +2,8 @@ import type { FactoryProvider } from '@nestjs/common';
 import { ConfigurationError } from '../config/ledger.config';
 
 /**
- * What an operator chooses about metrics, read from the environment at start (SPEC §13). Kept apart
- * from the ledger's own configuration: none of it changes what the ledger records.
+ * What an operator chooses about metrics, read from the environment at start (README.md "Metrics").
+ * Kept apart from the ledger's own configuration: none of it changes what the ledger records.
  */
 
 export interface ObservabilityConfig {

@@ -20,7 +20,7 @@ function* heldByOrganization(store: SqliteReadModelStore): Iterable<{ organizati
 }
 
 /**
- * Metrics (SPEC §13): the registry, the log follower that feeds its counters after commit, the
+ * Metrics (README.md "Metrics"): the registry, the log follower that feeds its counters after commit, the
  * timings the core publishes, and the tokenless listener on METRICS_PORT when one is set. The
  * `GET /metrics` route on the API's port belongs to the HTTP module (MetricsController). Its
  * configuration (OBSERVABILITY_CONFIG) is provided by the composition root.

@@ -1,5 +1,5 @@
 /**
- * The service's trace export (SPEC §13): the OpenTelemetry Node SDK with its OTLP exporter, started
+ * The service's trace export (README.md "Traces"): the OpenTelemetry Node SDK with its OTLP exporter, started
  * only when the standard variables ask for it. The library itself uses only `@opentelemetry/api`; an
  * application embedding it brings its own SDK.
  */

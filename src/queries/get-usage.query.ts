@@ -46,7 +46,10 @@ export interface UsageStatement {
   readonly totals: UsageStatementRow;
 }
 
-/** An organization's usage statement for whole UTC days (SPEC §9, §10, §12). Trusted: no caller check. */
+/**
+ * An organization's usage statement for whole UTC days (docs/embedding.md "The queries"; docs/http.md).
+ * Trusted: no caller check.
+ */
 export class GetUsageQuery extends Query<UsageStatement> {
   constructor(
     readonly organizationId: string,

@@ -2,7 +2,7 @@ import { Query } from '@nestjs/cqrs';
 import type { AttemptHistoryView, BalanceView, ExplanationView, InvocationView, RoutingBudgetsView } from '../../projections';
 
 /**
- * The read side's queries on Nest's QueryBus (SPEC §12), for in-process readers and the HTTP API
+ * The read side's queries on Nest's QueryBus (docs/embedding.md), for in-process readers and the HTTP API
  * alike. They are trusted (no caller check: the HTTP API scopes by organization itself) and answer once
  * the read models have reached the log's head as of the query, so a caller reads its own writes.
  * Each resolves to the document, or undefined when there is none.
@@ -15,14 +15,17 @@ export class GetInvocationQuery extends Query<InvocationView | undefined> {
   }
 }
 
-/** An invocation's attempt history (SPEC §7). */
+/** An invocation's attempt history (docs/rules.md rule 07). */
 export class GetAttemptsQuery extends Query<AttemptHistoryView | undefined> {
   constructor(readonly invocationId: string) {
     super();
   }
 }
 
-/** Why an invocation was refused or how it ended, with the figures behind it (SPEC §9). */
+/**
+ * Why an invocation was refused or how it ended, with the figures behind it 
+ * (docs/embedding.md "The queries").
+ */
 export class GetExplanationQuery extends Query<ExplanationView | undefined> {
   constructor(readonly invocationId: string) {
     super();

@@ -17,7 +17,7 @@ import { catchUp } from './read-model-catch-up';
 
 /** Invocations one page lists when the caller names no `limit`. */
 export const DEFAULT_INVOCATIONS_PAGE = 100;
-/** Most invocations one page may list (SPEC §10). */
+/** Most invocations one page may list (docs/http.md "Routes"). */
 export const MAX_INVOCATIONS_PAGE = 500;
 const INVOCATIONS_PAGE = { default: DEFAULT_INVOCATIONS_PAGE, max: MAX_INVOCATIONS_PAGE, unit: 'invocations' } as const;
 
@@ -41,7 +41,10 @@ export interface InvocationPage {
   readonly nextCursor: string | null;
 }
 
-/** An organization's invocations, newest first, filtered and paged (SPEC §9, §10, §12). Trusted: no caller check. */
+/**
+ * An organization's invocations, newest first, filtered and paged (docs/embedding.md "The queries";
+ * docs/http.md). Trusted: no caller check.
+ */
 export class ListInvocationsQuery extends Query<InvocationPage> {
   constructor(
     readonly organizationId: string,

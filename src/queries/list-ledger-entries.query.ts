@@ -23,7 +23,10 @@ export interface LedgerEntryPage {
   readonly nextCursor: string | null;
 }
 
-/** An organization's ledger entries, in order, paged (SPEC §9, §10). Trusted: no caller check. */
+/**
+ * An organization's ledger entries, in order, paged (docs/http.md; README.md "Invoicing"). Trusted: no
+ * caller check.
+ */
 export class ListLedgerEntriesQuery extends Query<LedgerEntryPage> {
   constructor(
     readonly organizationId: string,

@@ -11,7 +11,7 @@ export class ReadModelsUnavailableError extends Error {
 
 /**
  * Waits until `projections` have applied the log up to its head as of the call, so a query answers
- * with the caller's own writes (SPEC §12), and throws ReadModelsUnavailableError past the timeout.
+ * with the caller's own writes (docs/embedding.md), and throws ReadModelsUnavailableError past the timeout.
  */
 export async function catchUp(runner: LiveProjections, projections: readonly string[]): Promise<void> {
   const installed = new Set(runner.status().projections.map((status) => status.name));

@@ -1,5 +1,5 @@
 /**
- * Inputs and results of a bounded conversation (SPEC §5, §7). Plain data: the accounting core copies
+ * Inputs and results of a bounded conversation (docs/rules.md). Plain data: the accounting core copies
  * limits and prices from the publication, and records attempts and outcomes as events.
  */
 import type { FaultClass } from './faults';
@@ -7,8 +7,8 @@ import type { OptionalRate, ReplaceableRate, RequiredRate } from './price-kinds'
 import type { Usage } from './provider.port';
 
 /**
- * Attempt records kept per invocation (SPEC §7): in a conversation's result and in its stream; later
- * attempts still count in the totals and still cost.
+ * Attempt records kept per invocation (docs/rules.md rule 07): in a conversation's result and in its
+ * stream; later attempts still count in the totals and still cost.
  */
 export const MAX_RETAINED_ATTEMPTS = 64;
 
@@ -19,7 +19,7 @@ export interface ConversationLimits {
   readonly totalTimeMs: number;
   readonly attemptTimeoutMs: number;
   readonly maxOutputTokens: number;
-  /** Default 3 (SPEC §6). */
+  /** Default 3 (docs/rules.md rule 05). */
   readonly maxAttemptsPerTurn: number;
 }
 
@@ -84,7 +84,7 @@ export const LIMIT_OF_OUTCOME: Readonly<Partial<Record<Outcome, EndingLimit>>> =
 
 export type AttemptClassification = 'ok' | FaultClass;
 
-/** One provider attempt (SPEC §7). Carries no conversation body. */
+/** One provider attempt (docs/rules.md rule 07). Carries no conversation body. */
 export interface AttemptRecord {
   /** 1-based turn number. */
   readonly turn: number;

@@ -1,5 +1,5 @@
 /**
- * One turn's provider request with retries (SPEC §5 step 4, §6; BR-CAP-PFM-LLM-002-05/06/07).
+ * One turn's provider request with retries (docs/rules.md step 4; BR-CAP-PFM-LLM-002-05/06/07).
  *
  * Every attempt is raced against a timer on the injected clock set to
  * `min(attemptTimeoutMs, time left before the deadline)`; when the timer wins, the provider's signal is

@@ -1,6 +1,7 @@
 /**
- * The closed set of provider fault classes (SPEC §6). A fault is classified once, at the edge (the
- * provider adapter), and the rest of the code branches on this name, never on a provider's text.
+ * The closed set of provider fault classes (docs/rules.md rules 05–06). A fault is classified once, at
+ * the edge (the provider adapter), and the rest of the code branches on this name, never on a
+ * provider's text.
  */
 export const FAULT_CLASSES = [
   'timeout',
@@ -26,7 +27,7 @@ const RETRYABLE: ReadonlySet<FaultClass> = new Set<FaultClass>([
   'conflict',
 ]);
 
-/** SPEC §6 "retried" column. */
+/** Whether a fault class is retried (docs/rules.md rule 05). */
 export function isRetryable(fault: FaultClass): boolean {
   return RETRYABLE.has(fault);
 }
@@ -59,7 +60,7 @@ export class ProviderFault extends Error {
   }
 }
 
-/** Text in an error body that says the provider account itself is out of money (SPEC §6, BR-06). */
+/** Text in an error body that says the provider account itself is out of money (docs/rules.md rule 06). */
 const DEPLETED_BALANCE = /credit balance is too low|insufficient[_ ]quota|billing|balance is (depleted|exhausted)|quota (exceeded|exhausted)|out of credits|insufficient credits/i;
 
 export interface HttpFaultEvidence {
@@ -71,9 +72,9 @@ export interface HttpFaultEvidence {
 }
 
 /**
- * Maps an HTTP failure to its class (SPEC §6). The depleted-balance check comes first: a 429, 400, 402
- * or 403 that says the account is out of money is `credit_exhausted` and must not be retried, because
- * retrying it reads a purchase problem as load.
+ * Maps an HTTP failure to its class (docs/rules.md rules 05–06). The depleted-balance check comes
+ * first: a 429, 400, 402 or 403 that says the account is out of money is `credit_exhausted` and must
+ * not be retried, because retrying it reads a purchase problem as load.
  */
 export function classifyHttpFault({ status, errorType, message }: HttpFaultEvidence): FaultClass {
   const text = `${errorType ?? ''} ${message ?? ''}`;

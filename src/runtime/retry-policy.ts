@@ -1,11 +1,11 @@
 /**
- * When a failed provider attempt is tried again, and after how long (SPEC §6, BR-CAP-PFM-LLM-002-05/06).
- * Whether a class is retryable is `isRetryable` in faults.ts; this file adds the attempt budget and the
- * waits. Pure: randomness is injected so tests can pin the jitter.
+ * When a failed provider attempt is tried again, and after how long (docs/rules.md,
+ * BR-CAP-PFM-LLM-002-05/06). Whether a class is retryable is `isRetryable` in faults.ts; this file adds
+ * the attempt budget and the waits. Pure: randomness is injected so tests can pin the jitter.
  */
 import { isRetryable, type FaultClass } from './faults';
 
-/** Attempts per turn when the publication names none (SPEC §6). */
+/** Attempts per turn when the publication names none (docs/rules.md rule 05). */
 export const DEFAULT_MAX_ATTEMPTS_PER_TURN = 3;
 /** The wait before the first retry; each later retry doubles it. */
 export const BASE_RETRY_WAIT_MS = 500;

@@ -1,8 +1,8 @@
 /**
- * The bounded conversation (SPEC §5, BR-CAP-PFM-LLM-002-01…15): a model/tool loop that cannot run away
+ * The bounded conversation (docs/rules.md, BR-CAP-PFM-LLM-002-01…15): a model/tool loop that cannot run away
  * with turns, tool calls, time or credits, and that reports every provider attempt as it happens.
  *
- * Each turn runs the eleven steps of SPEC §5 in order; the step numbers in the comments below are the
+ * Each turn runs the eleven steps of docs/rules.md in order; the step numbers in the comments below are the
  * spec's. Time decisions (documented here because the spec leaves them open):
  * - Handlers and judges are raced against the conversation deadline and the caller's cancellation; the
  *   signal they get fires at that moment. One still running then ends the conversation at once with

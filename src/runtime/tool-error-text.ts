@@ -1,5 +1,5 @@
 /**
- * Error text that reaches the model (SPEC §5 step 11): bounded, and never a stack trace or an internal
+ * Error text that reaches the model (docs/rules.md step 11): bounded, and never a stack trace or an internal
  * error structure, whatever a handler or validator threw.
  */
 

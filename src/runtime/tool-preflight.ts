@@ -1,7 +1,8 @@
 /**
- * The per-call preflight (SPEC §5 step 10, seed 003): ONE side-effect-free classification pass over a
- * tool batch exactly as the model requested it, before anything runs. It either rejects the whole batch
- * (batch-fatal, nothing runs) or gives every call a status that the run phase consumes as is.
+ * The per-call preflight (docs/rules.md step 10 and "Rules for a batch of tool calls"): ONE
+ * side-effect-free classification pass over a tool batch exactly as the model requested it, before
+ * anything runs. It either rejects the whole batch (batch-fatal, nothing runs) or gives every call a
+ * status that the run phase consumes as is.
  *
  * Recoverability is a positive whitelist of exactly two kinds; any other fault, including one nobody
  * foresaw (a validator that throws), is batch-fatal, so a new kind can never become silently repairable.

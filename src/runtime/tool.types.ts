@@ -1,5 +1,5 @@
 /**
- * What an operation hands the runtime about its tools and its final answer (SPEC §5).
+ * What an operation hands the runtime about its tools and its final answer (docs/rules.md).
  */
 import type { CacheTtl } from './provider.port';
 

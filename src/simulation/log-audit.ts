@@ -3,15 +3,16 @@
  * crashed process), folds it with its own accounting — written apart from the deciders so a bug in one
  * is not repeated in the other — and checks, event by event:
  *
- * - lifecycle: only the transitions of SPEC §4's table, nothing after `settled` or `refused`;
+ * - lifecycle: only the transitions of docs/lifecycle.md's table, nothing after `settled` or `refused`;
  * - per organization: `granted + adjustments − charged − held == available`, `held` is the sum of the
  *   open holds, a hold is admitted only with the switch on, the credits available and a slot free
  *   (`running < maxRunning`), and each invocation's hold is placed, charged and released at most once;
- * - settlement: each charge is what SPEC §4 says for its path (the sum of attempt prices, the
+ * - settlement: each charge is what docs/lifecycle.md says for its path (the sum of attempt prices, the
  *   estimate, or 0) and the account charges exactly what the invocation settled at;
- * - attempts: priced at the invocation's own rate version (SPEC §7), in order, within the bounds;
+ * - attempts: priced at the invocation's own rate version (docs/rules.md rule 07), in order, within the
+ *   bounds;
  * - conversations: no more turns or tool calls than published, no more handler runs than answered
- *   calls, and `spent > creditHold` only by the turn that crossed it (the credit guard of SPEC §5
+ *   calls, and `spent > creditHold` only by the turn that crossed it (the credit guard of docs/rules.md
  *   step 8, checked against what the model really answered);
  * - the ledger's own fold (its deciders' `evolve`) agrees with this one after every event.
  */
@@ -218,7 +219,8 @@ export class LogAudit {
 
   /**
    * After the final sweep: every invocation settled or refused, no hold left open, and each account's
-   * charges equal to what its invocations settled at (SPEC §9's cross-check of balances against charges).
+   * charges equal to what its invocations settled at (the read side's cross-check of balances against
+   * charges, README.md "Invoicing").
    */
   finalChecks(): Violation | undefined {
     for (const invocation of this.invocations.values()) {
@@ -353,7 +355,8 @@ export class LogAudit {
     if (account.holds.has(invocationId)) {
       broken('account.hold-placed-once', `a second hold for invocation ${invocationId} (the first at position ${account.holds.get(invocationId)!.placedAt})`, streams, [invocationId]);
     }
-    // Admission (SPEC §3), judged on the account as it was just before this hold.
+    // Admission (docs/lifecycle.md "What one run does", step 3), judged on the account as it was just
+    // before this hold.
     if (!account.aiEnabled) broken('account.admission', `hold placed for ${invocationId} while AI is switched off`, streams, [invocationId]);
     if (account.available < credits) {
       broken('account.admission', `hold of ${credits} placed for ${invocationId} with only ${account.available} available`, streams, [invocationId]);
@@ -576,7 +579,7 @@ export class LogAudit {
       const lastTurn = invocation.attempts[invocation.attempts.length - 1]?.turn;
       const spentBeforeLastTurn = invocation.attempts.filter((attempt) => attempt.turn !== lastTurn).reduce((sum, attempt) => sum + attempt.priceCredits, 0);
       if (spentBeforeLastTurn > creditHold) {
-        // SPEC §5 step 8 guards every turn that continues (tool, reminder and pause_turn turns alike).
+        // docs/rules.md step 8 guards every turn that continues (tool, reminder and pause_turn turns alike).
         fail(
           'conversation.spend-over-hold-only-by-last-turn',
           `${result.outcome} after ${result.turnsUsed} turns: ${spentBeforeLastTurn} credits were spent before its last turn, over a hold of ${creditHold}`,
@@ -601,7 +604,8 @@ export class LogAudit {
     if (episode.modelCalls.length > limits.maxTurns * limits.maxAttemptsPerTurn) {
       fail('conversation.requests-within-limit', `${episode.modelCalls.length} model requests; at most ${limits.maxTurns} × ${limits.maxAttemptsPerTurn}`);
     }
-    // Credit guard (SPEC §5 step 8): a tool-requesting turn that the loop went on from had spent at most the hold.
+    // Credit guard (docs/rules.md step 8): a tool-requesting turn that the loop went on from had spent
+    // at most the hold.
     if (episode.modelCalls.length !== invocation.attempts.length || result.attemptCount !== invocation.attempts.length) return;
     let spent = 0;
     for (let index = 0; index < invocation.attempts.length; index++) {
@@ -642,7 +646,7 @@ export class LogAudit {
     const expected = expectedCharge(invocation, transition);
     const charge = data.chargeCredits as number;
     if (charge !== expected.credits) {
-      fail('settlement.charge-per-spec', `transition ${transition} charged ${charge}; SPEC §4 says ${expected.credits} (${expected.rule})`);
+      fail('settlement.charge-per-spec', `transition ${transition} charged ${charge}; docs/lifecycle.md says ${expected.credits} (${expected.rule})`);
     }
     const held = invocation.reservedCredits ?? 0;
     if (data.heldCredits !== held) {
@@ -654,7 +658,7 @@ export class LogAudit {
   }
 }
 
-/** SPEC §4: the charge of each settlement path. */
+/** docs/lifecycle.md: the charge of each settlement path. */
 function expectedCharge(invocation: InvocationAudit, transition: number): { credits: number; rule: string } {
   switch (transition) {
     case 8:

@@ -1,8 +1,8 @@
 /**
  * The read side's invariant: replaying the whole log into fresh projections gives exactly the live
- * read models (SPEC §9), and the live balances and invocation views say what the audit's own fold says.
- * Run when the node is quiet (between waves, after restarts, at the end), so both sides stand at the
- * same log position.
+ * read models (README.md "Invoicing"), and the live balances and invocation views say what the audit's
+ * own fold says. Run when the node is quiet (between waves, after restarts, at the end), so both sides
+ * stand at the same log position.
  */
 import {
   ALL_PROJECTIONS,

@@ -122,7 +122,7 @@ export interface ScenarioPlan {
 
 /**
  * Every boundary between lifecycle transitions where a process can die, named by the event whose
- * append it dies beside (SPEC §4; HoldPlaced and HoldSettled are the account's side of 3 and 8–14).
+ * append it dies beside (docs/lifecycle.md; HoldPlaced and HoldSettled are the account's side of 3 and 8–14).
  */
 export const CRASH_BOUNDARIES = [
   'InvocationEstimated',
@@ -156,9 +156,10 @@ const DEADLINE_SWEEP_PERCENT = 10;
 /** Staleness thresholds a sweep is given, from reckless (0: anything idle at all) to cautious. */
 const SWEEP_THRESHOLDS_MS = [0, 1_000, 10_000, 60_000, 300_000] as const;
 
-/** The terms of a publication, drawn so every outcome of SPEC §5 is reachable. */
+/** The terms of a publication, drawn so every outcome of docs/rules.md is reachable. */
 export function drawPublication(prng: Prng, enabled = true): PublicationRequest {
-  // Now and then a long conversation, so a chatty or faulty model passes the 64 retained attempts (SPEC §7).
+  // Now and then a long conversation, so a chatty or faulty model passes the 64 retained attempts
+  // (docs/rules.md rule 07).
   const long = prng.chance(LONG_PUBLICATION_PERCENT);
   const drawnHold = (): number => prng.pick([0, 50, 200, 500, 500, 2_000, 2_000, 10_000]);
   return {

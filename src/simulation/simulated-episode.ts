@@ -1,9 +1,9 @@
 /**
  * What one invocation's conversation meets: a model that answers call by call (replies of every kind,
- * provider faults of every SPEC §6 class, usage reported or not, latency past the attempt timeout,
- * retry-after past the deadline), tools that answer, throw or take their time (with or without
- * honouring their signal), and a judge that accepts, rejects, throws or dawdles. Each draws from its
- * own seeded stream, so the episode replays exactly under the same seed.
+ * provider faults of every fault class of docs/rules.md rules 05–06, usage reported or not, latency
+ * past the attempt timeout, retry-after past the deadline), tools that answer, throw or take their time
+ * (with or without honouring their signal), and a judge that accepts, rejects, throws or dawdles. Each
+ * draws from its own seeded stream, so the episode replays exactly under the same seed.
  *
  * The episode also keeps what the ledger cannot tell from its events (they hold no conversation body):
  * the kind of every model response and how many handlers ran, for the conversation invariants.
@@ -30,7 +30,7 @@ const OVERSIZED_ERROR_CHARS = 5_000;
 /** What one model call produced, as the credit-guard check needs it. */
 export interface ModelCallRecord {
   readonly move: ModelMove;
-  /** A reply whose content asks for at least one tool call (SPEC §5 step 8 applies to its turn). */
+  /** A reply whose content asks for at least one tool call (docs/rules.md step 8 applies to its turn). */
   readonly toolRequesting: boolean;
 }
 
@@ -94,7 +94,7 @@ interface EpisodeProfile {
   readonly chattiness: number;
   /**
    * Only text and faults, never an answer or a tool: the conversation runs to its turn limit, and on
-   * a long publication past the 64 retained attempts (SPEC §7).
+   * a long publication past the 64 retained attempts (docs/rules.md rule 07).
    */
   readonly marathon: boolean;
   /** Percent of replies and faults that report no usage. */

@@ -1,5 +1,5 @@
 /**
- * Every bound of the simulator, named once with its unit (STYLE.md, TIGER_STYLE). Times are virtual
+ * Every bound of the simulator, named once with its unit (after TigerBeetle's TIGER_STYLE). Times are virtual
  * milliseconds on the simulation clock unless the name says otherwise.
  */
 

@@ -1,6 +1,7 @@
 /**
- * How events written before the rate version grew are read today (SPEC §2, §7). The log is never
- * rewritten: each step below turns the data of one schema version into the next, on read.
+ * How events written before the rate version grew are read today (README.md "Prices: the rate version
+ * and an attempt's price"). The log is never rewritten: each step below turns the data of one schema
+ * version into the next, on read.
  *
  * Version 2 of the publication-carrying events (OperationPublished, and InvocationEstimated which
  * copies the publication) holds complete prices: `cacheWrite1hPerMTok` (absent before: the 5-minute

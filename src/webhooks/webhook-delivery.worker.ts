@@ -1,6 +1,6 @@
 /**
- * Follows the log from its checkpoint and delivers the deliverable events (SPEC §13) to the webhooks
- * of their organization: a signed POST per delivery, retried with doubling waits up to
+ * Follows the log from its checkpoint and delivers the deliverable events (README.md "Webhooks") to the
+ * webhooks of their organization: a signed POST per delivery, retried with doubling waits up to
  * MAX_DELIVERY_ATTEMPTS, then dead-lettered. Waits run on the injected clock.
  */
 import { createHash } from 'node:crypto';

@@ -1,7 +1,7 @@
 /**
- * `Ledger-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, t + "." + raw body)>` (SPEC §13).
- * The timestamp is signed with the body, so a receiver can refuse old replays; the secret never
- * travels.
+ * `Ledger-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, t + "." + raw body)>`
+ * (README.md "Webhooks"). The timestamp is signed with the body, so a receiver can refuse old replays;
+ * the secret never travels.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 

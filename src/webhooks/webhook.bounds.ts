@@ -1,4 +1,4 @@
-/** Bounds of webhook delivery (SPEC §13), each named once with its unit. */
+/** Bounds of webhook delivery (README.md "Webhooks"), each named once with its unit. */
 
 /** Event types a webhook may subscribe to. */
 export const DELIVERABLE_EVENT_TYPES = ['CreditThresholdCrossed', 'InvocationRefused', 'InvocationSettled'] as const;

@@ -11,7 +11,7 @@ import { WebhooksService } from './webhooks.service';
 import type { DeliveryView, WebhookEndpoint } from './webhook.store';
 import { LedgerApi } from '../http-kit/ledger-api.decorator';
 
-/** An organization's webhooks and their deliveries (SPEC §13). */
+/** An organization's webhooks and their deliveries (README.md "Webhooks"). */
 @ApiTags('webhooks')
 @ApiBearerAuth()
 @ApiAuthenticatedErrors()

@@ -9,9 +9,9 @@ import { WebhookStore, webhookStorePathFor } from './webhook.store';
 import { WebhooksService } from './webhooks.service';
 
 /**
- * Webhooks (SPEC §13): their SQLite file beside the read models, the delivery worker that follows the
- * log, and the service behind the routes (WebhooksController, mounted with the HTTP API). The worker
- * starts after the read side and stops before the event store closes.
+ * Webhooks (README.md "Webhooks"): their SQLite file beside the read models, the delivery worker that
+ * follows the log, and the service behind the routes (WebhooksController, mounted with the HTTP API).
+ * The worker starts after the read side and stops before the event store closes.
  */
 @Global()
 @Module({

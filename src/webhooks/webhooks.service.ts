@@ -14,7 +14,7 @@ import { registrationProblem } from './webhook-address.policy';
 import { newWebhookSecret } from './webhook-signature';
 import { WebhookStore, type DeliveryView, type WebhookEndpoint } from './webhook.store';
 
-/** Registering, listing and removing an organization's webhooks (SPEC §13). */
+/** Registering, listing and removing an organization's webhooks (README.md "Webhooks"). */
 @Injectable()
 export class WebhooksService {
   constructor(

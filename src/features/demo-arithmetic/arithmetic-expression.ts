@@ -1,5 +1,5 @@
 /**
- * The demo's arithmetic (SPEC §10): find the expression in a question and evaluate it exactly as
+ * The demo's arithmetic (README.md "The demo"): find the expression in a question and evaluate it exactly as
  * written, with a small recursive-descent parser (never `eval`).
  */
 

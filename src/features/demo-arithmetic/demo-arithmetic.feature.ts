@@ -35,8 +35,9 @@ const SUBMIT_ANSWER_INPUT_SCHEMA = {
 } as const;
 
 /**
- * `demo.arithmetic` (SPEC §10): the worked example of a feature. The model may call `calculate`, and
- * answers by calling `submit_answer`, which the judge accepts exactly when the value is right.
+ * `demo.arithmetic` (README.md "The demo"): the worked example of a feature. The model may call
+ * `calculate`, and answers by calling `submit_answer`, which the judge accepts exactly when the value
+ * is right.
  */
 export const demoArithmeticFeature: OperationFeature = {
   operationId: DEMO_OPERATION_ID,

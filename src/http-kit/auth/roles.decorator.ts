@@ -5,8 +5,9 @@ export const ROLES_METADATA = 'llm-ledger:roles';
 export const PUBLIC_METADATA = 'llm-ledger:public';
 
 /**
- * The roles allowed on a route (SPEC §10 "who"). A valid token of another role gets 403. A route
- * with neither @Roles nor @Public is refused to everyone: access is never granted by omission.
+ * The roles allowed on a route (docs/http.md "Listening, tokens, roles"). A valid token of another role
+ * gets 403. A route with neither @Roles nor @Public is refused to everyone: access is never granted by
+ * omission.
  */
 export const Roles = (...roles: readonly Role[]): MethodDecorator & ClassDecorator => SetMetadata(ROLES_METADATA, roles);
 

@@ -22,7 +22,8 @@ export class TokenRegistry {
 
   /**
    * Adds a token beside the configured ones. A token already known keeps its grant (configuration
-   * always wins: SPEC §10 "demo tokens are added beside them, never instead"); returns whether it was added.
+   * always wins: docs/http.md says demo tokens are added beside the configured ones, never instead);
+   * returns whether it was added.
    */
   addIfAbsent(token: string, grant: TokenGrant): boolean {
     const key = digest(token);

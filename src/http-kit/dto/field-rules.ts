@@ -22,7 +22,7 @@ export interface FieldSchema {
 
 /** An id's schema, in a body, a query or a path: the same charset and length as idProblem checks. */
 export const ID_SCHEMA = { type: 'string', minLength: 1, maxLength: MAX_ID_CHARS, pattern: ID_PATTERN_TEXT } as const;
-/** An idempotency key's schema (SPEC §10), as idempotencyKeyProblem checks it. */
+/** An idempotency key's schema (docs/http.md "Idempotency keys"), as idempotencyKeyProblem checks it. */
 export const IDEMPOTENCY_KEY_SCHEMA = { type: 'string', minLength: 1, maxLength: MAX_IDEMPOTENCY_KEY_CHARS, pattern: IDEMPOTENCY_KEY_PATTERN_TEXT } as const;
 
 export interface WholeNumberBounds {
@@ -82,7 +82,10 @@ export function Text(maxChars: number, options?: ValidationOptions): PropertyDec
   );
 }
 
-/** A required idempotency key: printable ASCII, 1 to MAX_IDEMPOTENCY_KEY_CHARS characters (SPEC §10). */
+/**
+ * A required idempotency key: printable ASCII, 1 to MAX_IDEMPOTENCY_KEY_CHARS characters
+ * (docs/http.md "Idempotency keys").
+ */
 export function IdempotencyKey(options?: ValidationOptions): PropertyDecorator {
   return fieldRule('idempotencyKey', options, idempotencyKeyProblem, IDEMPOTENCY_KEY_SCHEMA);
 }

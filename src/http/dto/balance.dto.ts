@@ -1,6 +1,9 @@
 import { ApiProperty } from '@nestjs/swagger';
 
-/** An organization's credits (SPEC §3): `available = granted + adjustments − charged − held`. All integers. */
+/**
+ * An organization's credits (docs/lifecycle.md "Settlement and the account"): `available = granted +
+ * adjustments − charged − held`. All integers.
+ */
 export class BalanceDto {
   @ApiProperty({ type: 'integer', description: 'Credits granted, in total.' })
   readonly granted!: number;

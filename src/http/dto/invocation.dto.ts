@@ -35,7 +35,7 @@ export class RunInvocationDto {
   readonly idempotencyKey?: string;
 }
 
-/** Result of `POST /v1/invocations` (SPEC §10), once the invocation is settled or refused. */
+/** Result of `POST /v1/invocations` (docs/http.md), once the invocation is settled or refused. */
 export class InvocationResultDto {
   @ApiProperty({ format: 'uuid' })
   readonly invocationId!: string;
@@ -95,7 +95,7 @@ export class InvocationStatusDto extends InvocationResultDto {
   @ApiPropertyOptional({ description: 'The published bound that ended the conversation, e.g. `maxTurns`.' })
   readonly endingLimit?: string;
 
-  @ApiPropertyOptional({ description: 'The fault classification of a failed conversation (SPEC §6).' })
+  @ApiPropertyOptional({ description: 'The fault classification of a failed conversation (docs/rules.md rules 05–06).' })
   readonly fault?: string;
 
   @ApiProperty({ type: 'integer', description: 'Integer credits the conversation’s attempts cost.' })
@@ -143,7 +143,7 @@ export class AttemptProgressDto {
   @ApiProperty({ type: 'integer', minimum: 0, description: '0 for the first try of the turn.' })
   readonly retry!: number;
 
-  @ApiProperty({ description: '`ok` or the fault classification of SPEC §6.' })
+  @ApiProperty({ description: '`ok` or the fault classification of docs/rules.md rules 05–06.' })
   readonly classification!: string;
 
   @ApiProperty()
@@ -203,7 +203,7 @@ export class InvocationProgressDto {
   @ApiPropertyOptional({ description: '`InvocationCompleted`: the published bound that ended it.' })
   readonly endingLimit?: string;
 
-  @ApiPropertyOptional({ description: '`InvocationFailed`: the fault classification (SPEC §6).' })
+  @ApiPropertyOptional({ description: '`InvocationFailed`: the fault classification (docs/rules.md rules 05–06).' })
   readonly fault?: string;
 
   @ApiPropertyOptional({ type: 'integer', minimum: 0, description: '`InvocationCompleted`, `InvocationFailed`.' })
@@ -221,7 +221,7 @@ export class InvocationProgressDto {
   @ApiPropertyOptional({ type: 'integer', minimum: 0, description: '`InvocationSettled`: integer credits charged.' })
   readonly charge?: number;
 
-  @ApiPropertyOptional({ type: 'integer', minimum: 8, maximum: 14, description: '`InvocationSettled`: the lifecycle transition that settled it (SPEC §4).' })
+  @ApiPropertyOptional({ type: 'integer', minimum: 8, maximum: 14, description: '`InvocationSettled`: the lifecycle transition that settled it (docs/lifecycle.md).' })
   readonly settlementTransition?: number;
 
   @ApiPropertyOptional({ description: '`InvocationCancellationRequested`: the role and organization that asked.' })

@@ -30,7 +30,7 @@ export class RoutingDto {
   readonly model!: string;
 }
 
-/** The bounds of each conversation run under the publication (SPEC §5). */
+/** The bounds of each conversation run under the publication (docs/rules.md). */
 export class LimitsDto {
   @ApiProperty({ description: 'Model requests per conversation.' })
   @WholeNumber({ min: 1, max: MAX_TURNS_LIMIT, unit: 'turns' })

@@ -18,7 +18,7 @@ export class UsageDto {
 export interface UsageDto extends UsageCounts {}
 declareUsageFields(UsageDto);
 
-/** One provider attempt (SPEC §7). */
+/** One provider attempt (docs/rules.md rule 07). */
 export class AttemptRowDto {
   @ApiProperty({ type: 'integer', description: '1-based turn number.' })
   readonly turn!: number;
@@ -35,7 +35,7 @@ export class AttemptRowDto {
   @ApiProperty({ type: 'integer', description: 'The wait before this attempt, in ms (0 for a first try).' })
   readonly waitBeforeMs!: number;
 
-  @ApiProperty({ description: '`ok` or the fault classification of SPEC §6, e.g. `overloaded`.' })
+  @ApiProperty({ description: '`ok` or the fault classification of docs/rules.md rules 05–06, e.g. `overloaded`.' })
   readonly classification!: string;
 
   @ApiProperty({ description: 'The attempt ran out of its own time.' })
@@ -101,7 +101,7 @@ export class RefusalDto {
   @ApiProperty({ type: 'object', additionalProperties: true, example: { available: 120, creditHold: 500 } })
   readonly figures!: Record<string, unknown>;
 
-  @ApiProperty({ type: 'integer', description: 'SPEC §4 transition 1 (access) or 2 (capacity).' })
+  @ApiProperty({ type: 'integer', description: 'docs/lifecycle.md transition 1 (access) or 2 (capacity).' })
   readonly transition!: number;
 }
 
@@ -116,7 +116,7 @@ export class ExplanationCreditsDto {
   @ApiPropertyOptional({ type: 'integer' }) readonly charge?: number;
 }
 
-/** Result of `GET /v1/invocations/:id/explanation` (SPEC §9). */
+/** Result of `GET /v1/invocations/:id/explanation` (docs/http.md). */
 export class ExplanationDto {
   @ApiProperty() readonly invocationId!: string;
   @ApiProperty() readonly organizationId!: string;

@@ -29,7 +29,7 @@ export class SweptInvocationDto {
   @ApiProperty({ description: 'The state it was left in.' })
   readonly from!: string;
 
-  @ApiProperty({ type: 'integer', description: 'The SPEC §4 transition that settled it.' })
+  @ApiProperty({ type: 'integer', description: 'The docs/lifecycle.md transition that settled it.' })
   readonly transition!: number;
 
   @ApiProperty({ type: 'integer', description: 'Integer credits charged.' })

@@ -1,7 +1,7 @@
 /**
- * Classifies every failure of one Messages API attempt into the closed fault set of SPEC §6. This is
- * the one place that reads the SDK's error classes and the provider's error bodies; the runtime
- * branches only on the resulting classification.
+ * Classifies every failure of one Messages API attempt into the closed fault set of
+ * docs/rules.md rules 05–06. This is the one place that reads the SDK's error classes and the
+ * provider's error bodies; the runtime branches only on the resulting classification.
  */
 import {
   AnthropicError,
@@ -21,7 +21,10 @@ export const MAX_FAULT_MESSAGE_CHARS = 500;
  */
 const SPEND_LIMIT_ERROR_CODE = /(^|_)spend_limit_reached$/;
 
-/** Node and undici codes that say the connection itself failed (SPEC §6 `connection`). */
+/**
+ * Node and undici codes that say the connection itself failed (the `connection` class;
+ * docs/rules.md rule 05).
+ */
 const CONNECTION_ERROR_CODES: ReadonlySet<string> = new Set([
   'ECONNRESET',
   'ECONNREFUSED',

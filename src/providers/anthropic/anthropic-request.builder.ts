@@ -1,5 +1,6 @@
 /**
- * Builds the Messages API body from the runtime's provider-neutral request (SPEC §8).
+ * Builds the Messages API body from the runtime's provider-neutral request
+ * (src/providers/anthropic/README.md).
  */
 import type {
   CacheControlEphemeral,

@@ -1,5 +1,6 @@
 /**
- * Maps a Messages API response into the runtime's terms (SPEC §8): stop reason, content, usage.
+ * Maps a Messages API response into the runtime's terms (src/providers/anthropic/README.md): stop
+ * reason, content, usage.
  */
 import type { Message as ApiMessage, StopReason as ApiStopReason } from '@anthropic-ai/sdk/resources/messages';
 import { ProviderFault } from '../../runtime/faults';

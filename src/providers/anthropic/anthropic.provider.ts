@@ -1,7 +1,8 @@
 /**
- * The Anthropic adapter behind the runtime's provider port (SPEC §8, BR-CAP-PFM-LLM-002-12), built on
- * `@anthropic-ai/sdk`. One `send` is one HTTP request: the SDK's own retries are off, because every
- * retry must be the runtime's and be recorded (SPEC §6).
+ * The Anthropic adapter behind the runtime's provider port (src/providers/anthropic/README.md,
+ * BR-CAP-PFM-LLM-002-12), built on `@anthropic-ai/sdk`. One `send` is one HTTP request: the SDK's own
+ * retries are off, because every retry must be the runtime's and be recorded
+ * (docs/rules.md rules 05–06).
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { MAX_TIMER_DELAY_MS } from '../../runtime/clock';
