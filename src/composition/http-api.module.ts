@@ -4,6 +4,7 @@ import { TerminusModule } from '@nestjs/terminus';
 import { AlertsController } from '../alerts/alerts.controller';
 import { HealthController } from '../http/health.controller';
 import { InvocationsController } from '../http/invocations.controller';
+import { MeController } from '../http/me.controller';
 import { OperationsController } from '../http/operations.controller';
 import { OrganizationReadsController } from '../http/organization-reads.controller';
 import { OrganizationsController } from '../http/organizations.controller';
@@ -26,6 +27,7 @@ export const LEDGER_CONTROLLERS: readonly Type[] = [
   InvocationsController,
   StreamsController,
   SettlementsController,
+  MeController,
   HealthController,
   MetricsController,
   AlertsController,
