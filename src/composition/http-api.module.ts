@@ -2,6 +2,7 @@ import { Module, type Type } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { TerminusModule } from '@nestjs/terminus';
 import { AlertsController } from '../alerts/alerts.controller';
+import { GATEWAY_CONTROLLERS, GatewayModule } from '../gateway/gateway.module';
 import { HealthController } from '../http/health.controller';
 import { InvocationsController } from '../http/invocations.controller';
 import { MeController } from '../http/me.controller';
@@ -32,6 +33,7 @@ export const LEDGER_CONTROLLERS: readonly Type[] = [
   MetricsController,
   AlertsController,
   WebhooksController,
+  ...GATEWAY_CONTROLLERS,
 ];
 
 /**
@@ -42,7 +44,7 @@ export const LEDGER_CONTROLLERS: readonly Type[] = [
  * read models: it decides nothing.
  */
 @Module({
-  imports: [CqrsModule, TerminusModule.forRoot({ errorLogStyle: 'json' }), HttpKitModule],
+  imports: [CqrsModule, TerminusModule.forRoot({ errorLogStyle: 'json' }), HttpKitModule, GatewayModule],
   controllers: [...LEDGER_CONTROLLERS],
   providers: [ReadModelReader],
 })

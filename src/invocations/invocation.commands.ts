@@ -4,6 +4,7 @@
  */
 import type { AdmissionRefusal } from '../accounts/admission.policy';
 import type { Publication } from '../catalog/operation.events';
+import type { GatewayCallFacts } from './invocation.events';
 import type { DomainCommand } from '../domain/decider';
 import type { AttemptRecord, EndingLimit, Outcome } from '../runtime/conversation.types';
 import type { FaultClass } from '../runtime/faults';
@@ -24,6 +25,8 @@ export type EstimateInvocation = DomainCommand<
     readonly idempotencyKey?: string;
     /** With a key: the keyed fingerprint of operation and input (request-fingerprint.ts). */
     readonly requestFingerprint?: string;
+    /** A gateway call's key, model and rate card version. */
+    readonly gateway?: GatewayCallFacts;
     readonly estimatedAt: string;
   }
 >;

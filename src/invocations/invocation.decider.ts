@@ -5,7 +5,8 @@
  * from the state, never taken from a caller.
  */
 import { ACCESS_REFUSAL_REASONS, ADMISSION_REFUSAL_REASONS } from '../accounts/admission.policy';
-import { MAX_CREDIT_HOLD_CREDITS } from '../catalog/publication.validation';
+import { MAX_GATEWAY_KEY_NAME_CHARS } from '../accounts/gateway-keys';
+import { MAX_CREDIT_HOLD_CREDITS, MAX_MODEL_NAME_CHARS } from '../catalog/publication.validation';
 import type { Decider } from '../domain/decider';
 import { IllegalTransitionError, ValidationError } from '../domain/domain.errors';
 import { FieldChecks, isoToMs } from '../domain/field-checks';
@@ -22,7 +23,7 @@ import type {
   RefuseInvocation,
   SettleInvocation,
 } from './invocation.commands';
-import { InvocationEvent, InvocationStatus, MAX_RETAINED_ATTEMPTS, SETTLED_BY, SettledBy, SettlementTransition } from './invocation.events';
+import { GatewayCallFacts, InvocationEvent, InvocationStatus, MAX_RETAINED_ATTEMPTS, SETTLED_BY, SettledBy, SettlementTransition } from './invocation.events';
 import { evolveInvocation, initialInvocationState, InvocationState, isStale, isUnmeasured } from './invocation.state';
 import { readAttempt, readReport, refusalFromState } from './invocation.validation';
 
@@ -117,6 +118,7 @@ function estimate({ data }: EstimateInvocation): InvocationEvent[] {
   const requestFingerprint =
     data.requestFingerprint === undefined ? undefined : checks.text('requestFingerprint', data.requestFingerprint, REQUEST_FINGERPRINT_CHARS);
   const estimatedAt = checks.instant('estimatedAt', data.estimatedAt);
+  const gateway = data.gateway === undefined ? undefined : readGatewayFacts(checks, data.gateway);
   if (data.publication === undefined) checks.add('publication', 'is required (null for an operation never published)');
   else if (data.publication !== null) {
     const publication = checks.object('publication', data.publication);
@@ -134,10 +136,23 @@ function estimate({ data }: EstimateInvocation): InvocationEvent[] {
         publication: data.publication,
         ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
         ...(requestFingerprint === undefined ? {} : { requestFingerprint }),
+        ...(gateway === undefined ? {} : { gateway }),
         estimatedAt,
       },
     },
   ];
+}
+
+/** A gateway call's facts, rebuilt field by field: nothing else rides along into the event. */
+function readGatewayFacts(checks: FieldChecks, value: unknown): GatewayCallFacts {
+  const facts = checks.object('gateway', value);
+  return {
+    keyId: checks.id('gateway.keyId', facts.keyId),
+    keyName: checks.text('gateway.keyName', facts.keyName, MAX_GATEWAY_KEY_NAME_CHARS),
+    model: checks.text('gateway.model', facts.model, MAX_MODEL_NAME_CHARS),
+    rateCardVersion: checks.integer('gateway.rateCardVersion', facts.rateCardVersion, { min: 1, max: Number.MAX_SAFE_INTEGER, unit: 'versions' }),
+    stream: checks.boolean('gateway.stream', facts.stream),
+  };
 }
 
 function refuse({ data }: RefuseInvocation, state: InvocationState): InvocationEvent[] {

@@ -69,6 +69,20 @@ export interface ConversationFigures {
   readonly usageReported: boolean;
 }
 
+/**
+ * A gateway call (docs/gateway.md): the key that made it, the model and the rate card version it was
+ * priced at. Its `publication` is the rate card version as a one-turn, one-attempt publication whose
+ * `creditHold` is the call's worst-case hold.
+ */
+export interface GatewayCallFacts {
+  readonly keyId: string;
+  /** The key's name when the call was made, for explanations and statements. */
+  readonly keyName: string;
+  readonly model: string;
+  readonly rateCardVersion: number;
+  readonly stream: boolean;
+}
+
 /** First event: the request, and the publication in force copied in full (null: never published). */
 export type InvocationEstimated = DomainEvent<
   'InvocationEstimated',
@@ -85,6 +99,8 @@ export type InvocationEstimated = DomainEvent<
      * repeat with another input is refused. Never the input itself. Absent in events written before it.
      */
     readonly requestFingerprint?: string;
+    /** Present for a gateway call. */
+    readonly gateway?: GatewayCallFacts;
     readonly estimatedAt: string;
   }
 >;

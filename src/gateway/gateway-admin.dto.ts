@@ -1,0 +1,85 @@
+/**
+ * Bodies of the gateway's administration routes (docs/gateway.md). The DTOs check each field's form
+ * and document it; the domain checks every field again and names the bad one by its path.
+ */
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsArray } from 'class-validator';
+import { MAX_LEDGER_ENTRY_CREDITS } from '../accounts/account.bounds';
+import { MAX_GATEWAY_KEY_NAME_CHARS, MAX_GATEWAY_KEY_OUTPUT_TOKENS, SPEND_PERIODS, type SpendLimit, type SpendPeriod } from '../accounts/gateway-keys';
+import { Bool, JsonObject, Optional, Text, WholeNumber } from '../http-kit/dto/field-rules';
+import { MAX_GATEWAY_ATTEMPT_TIMEOUT_MS, MAX_GATEWAY_OUTPUT_TOKENS } from './rate-card';
+
+export class SpendLimitDto implements SpendLimit {
+  @ApiProperty({ type: 'integer', minimum: 0, maximum: MAX_LEDGER_ENTRY_CREDITS, description: 'Integer credits the key may spend (charged plus held) in one period.' })
+  readonly credits!: number;
+
+  @ApiProperty({ enum: SPEND_PERIODS, description: 'A UTC calendar `day` or `month`, or the key’s whole life (`total`).' })
+  readonly period!: SpendPeriod;
+}
+
+/** `POST …/gateway-keys` and `PATCH …/gateway-keys/:keyId`: the key's settings, whole. */
+export class GatewayKeySettingsDto {
+  @ApiProperty({ example: 'ci-bot' })
+  @Text(MAX_GATEWAY_KEY_NAME_CHARS)
+  readonly name!: string;
+
+  @ApiPropertyOptional({ type: [String], description: 'The models the key may call; absent: every model on the rate card.' })
+  @Optional()
+  @IsArray({ message: 'must be an array of model names' })
+  readonly models?: string[];
+
+  @ApiPropertyOptional({ description: 'The largest `max_tokens` a call with this key may ask for.' })
+  @Optional()
+  @WholeNumber({ min: 1, max: MAX_GATEWAY_KEY_OUTPUT_TOKENS, unit: 'tokens' })
+  readonly maxOutputTokens?: number;
+
+  @ApiPropertyOptional({ type: SpendLimitDto, description: 'What the key may spend per UTC day, month, or in total; absent: no limit but the organization’s credits.' })
+  @Optional()
+  @JsonObject()
+  readonly spendLimit?: SpendLimitDto;
+}
+
+/** A key as listed: settings and figures, never the key. */
+export class GatewayKeyDto extends GatewayKeySettingsDto {
+  @ApiProperty() readonly keyId!: string;
+  @ApiProperty() readonly issuedAt!: string;
+  @ApiPropertyOptional() readonly revokedAt?: string;
+  @ApiProperty({ description: 'The period counted now: `2026-12-01`, `2026-12` or `total`.' }) readonly period!: string;
+  @ApiProperty({ type: 'integer', description: 'Credits charged for the key’s calls admitted in the period.' }) readonly spentCredits!: number;
+  @ApiProperty({ type: 'integer', description: 'Credits the key’s calls in flight hold in the period.' }) readonly heldCredits!: number;
+}
+
+/** The answer of `POST …/gateway-keys`: the key, shown this once. */
+export class IssuedGatewayKeyDto extends GatewayKeyDto {
+  @ApiProperty({ description: '`llk_…`: shown only in this answer; only its SHA-256 is kept.' }) readonly key!: string;
+}
+
+/** `PUT /v1/gateway/models/:model`: the model's next rate card version. */
+export class PriceGatewayModelDto {
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: true,
+    description:
+      'The rate version (the same fields as a publication’s `prices`), plus, optionally: `fast` (a whole rate version for `speed: "fast"`), ' +
+      '`inferenceGeo` (`{ "<geo>": basisPoints }`, at least 10000, applied to the whole price) and `webSearchMaxUsesDefault` (searches a web-search tool without `max_uses` may make).',
+  })
+  @JsonObject()
+  readonly prices!: Record<string, unknown>;
+
+  @ApiProperty({ description: 'The largest `max_tokens` a call may ask for.' })
+  @WholeNumber({ min: 1, max: MAX_GATEWAY_OUTPUT_TOKENS, unit: 'tokens' })
+  readonly maxOutputTokens!: number;
+
+  @ApiProperty({ description: 'The call’s time bound, its stream included.' })
+  @WholeNumber({ min: 1, max: MAX_GATEWAY_ATTEMPT_TIMEOUT_MS, unit: 'ms' })
+  readonly attemptTimeoutMs!: number;
+
+  @ApiProperty({ description: 'A disabled model is refused (404) and left out of the models list.' })
+  @Bool()
+  readonly enabled!: boolean;
+}
+
+export class PricedModelDto {
+  @ApiProperty() readonly model!: string;
+  @ApiProperty({ type: 'integer', minimum: 1 }) readonly version!: number;
+}

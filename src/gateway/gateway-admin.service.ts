@@ -1,0 +1,124 @@
+/**
+ * What operators and an organization's administrators do to the gateway (docs/gateway.md): price a
+ * model on the rate card, and issue, list, change and revoke the organization's keys. Each change is
+ * an event: keys in the organization's account stream, prices in the rate card's stream.
+ */
+import { Inject, Injectable } from '@nestjs/common';
+import { accountDecider } from '../accounts/account.decider';
+import { accountStreamName } from '../accounts/account.events';
+import { keySpend } from '../accounts/account.state';
+import { readKeySettings, UnknownGatewayKeyError, type GatewayKey, type GatewayKeySettings } from '../accounts/gateway-keys';
+import { AggregateRepository } from '../aggregates/aggregate.repository';
+import { CLOCK, isoAt } from '../domain/clock.token';
+import { FieldChecks } from '../domain/field-checks';
+import { UnknownOrganizationError } from '../invocations/invocation-errors';
+import { newEventId } from '../event-store/event-id.generator';
+import type { Clock } from '../runtime';
+import { gatewayKeyHash, newGatewayKey } from './gateway-keys.codec';
+import { RATE_CARD_STREAM, rateCardDecider, UnknownGatewayModelError, type RateCardVersion } from './rate-card';
+
+/** A key as the API lists it: its settings and figures, never the key. */
+export interface GatewayKeyView extends GatewayKeySettings {
+  readonly keyId: string;
+  readonly issuedAt: string;
+  readonly revokedAt?: string;
+  /** The period counted now (`2026-12-01`, `2026-12` or `total`), what the key spent in it and what it holds. */
+  readonly period: string;
+  readonly spentCredits: number;
+  readonly heldCredits: number;
+}
+
+@Injectable()
+export class GatewayAdmin {
+  constructor(
+    private readonly repository: AggregateRepository,
+    @Inject(CLOCK) private readonly clock: Clock,
+  ) {}
+
+  async priceModel(model: string, body: Record<string, unknown>): Promise<{ readonly model: string; readonly version: number }> {
+    const { events } = await this.repository.handle(RATE_CARD_STREAM, rateCardDecider, {
+      type: 'PriceGatewayModel',
+      data: { model, prices: body.prices, maxOutputTokens: body.maxOutputTokens, attemptTimeoutMs: body.attemptTimeoutMs, enabled: body.enabled, pricedAt: isoAt(this.clock) },
+    });
+    return { model, version: events[0]!.data.version };
+  }
+
+  async rateCard(): Promise<readonly { readonly model: string; readonly versions: readonly RateCardVersion[] }[]> {
+    const { state } = await this.repository.load(RATE_CARD_STREAM, rateCardDecider);
+    return [...state.models].sort(([a], [b]) => a.localeCompare(b)).map(([model, versions]) => ({ model, versions }));
+  }
+
+  async rateCardOf(model: string): Promise<{ readonly model: string; readonly versions: readonly RateCardVersion[] }> {
+    const versions = (await this.repository.load(RATE_CARD_STREAM, rateCardDecider)).state.models.get(model);
+    if (versions === undefined) throw new UnknownGatewayModelError(model);
+    return { model, versions };
+  }
+
+  /** Issues a key; the answer is the only place the key is ever shown. */
+  async issueKey(organizationId: string, body: Record<string, unknown>): Promise<GatewayKeyView & { readonly key: string }> {
+    await this.existingAccount(organizationId);
+    const settings = settingsOf(body);
+    const key = newGatewayKey(organizationId);
+    const keyId = newEventId();
+    await this.repository.handle(accountStreamName(organizationId), accountDecider, {
+      type: 'IssueGatewayKey',
+      data: { keyId, keyHash: gatewayKeyHash(key), ...settings, issuedAt: isoAt(this.clock) },
+    });
+    return { ...(await this.keyView(organizationId, keyId)), key };
+  }
+
+  async listKeys(organizationId: string): Promise<readonly GatewayKeyView[]> {
+    const account = await this.existingAccount(organizationId);
+    const at = isoAt(this.clock);
+    return [...account.gatewayKeys.values()].sort((a, b) => a.issuedAt.localeCompare(b.issuedAt) || a.keyId.localeCompare(b.keyId)).map((key) => viewOf(key, keySpend(account, key, at)));
+  }
+
+  async changeKey(organizationId: string, keyId: string, body: Record<string, unknown>): Promise<GatewayKeyView> {
+    await this.existingAccount(organizationId);
+    const settings = settingsOf(body);
+    await this.repository.handle(accountStreamName(organizationId), accountDecider, { type: 'ChangeGatewayKey', data: { keyId, ...settings, changedAt: isoAt(this.clock) } });
+    return this.keyView(organizationId, keyId);
+  }
+
+  async revokeKey(organizationId: string, keyId: string): Promise<GatewayKeyView> {
+    await this.existingAccount(organizationId);
+    await this.repository.handle(accountStreamName(organizationId), accountDecider, { type: 'RevokeGatewayKey', data: { keyId, revokedAt: isoAt(this.clock) } });
+    return this.keyView(organizationId, keyId);
+  }
+
+  private async keyView(organizationId: string, keyId: string): Promise<GatewayKeyView> {
+    const account = (await this.repository.load(accountStreamName(organizationId), accountDecider, false)).state;
+    const key = account.gatewayKeys.get(keyId);
+    if (key === undefined) throw new UnknownGatewayKeyError(keyId);
+    return viewOf(key, keySpend(account, key, isoAt(this.clock)));
+  }
+
+  private async existingAccount(organizationId: string) {
+    const { state } = await this.repository.load(accountStreamName(organizationId), accountDecider);
+    if (!state.exists) throw new UnknownOrganizationError(organizationId);
+    return state;
+  }
+}
+
+/** The settings of a key request, refused whole (every bad field named) before a key is made. */
+function settingsOf(body: Record<string, unknown>): GatewayKeySettings {
+  const checks = new FieldChecks();
+  const settings = readKeySettings(checks, body);
+  checks.throwIfAny();
+  return settings;
+}
+
+function viewOf(key: GatewayKey, spend: { readonly period: string; readonly spent: number; readonly held: number }): GatewayKeyView {
+  return {
+    keyId: key.keyId,
+    name: key.name,
+    ...(key.models === undefined ? {} : { models: key.models }),
+    ...(key.maxOutputTokens === undefined ? {} : { maxOutputTokens: key.maxOutputTokens }),
+    ...(key.spendLimit === undefined ? {} : { spendLimit: key.spendLimit }),
+    issuedAt: key.issuedAt,
+    ...(key.revokedAt === undefined ? {} : { revokedAt: key.revokedAt }),
+    period: spend.period,
+    spentCredits: spend.spent,
+    heldCredits: spend.held,
+  };
+}

@@ -1,0 +1,256 @@
+/**
+ * The accounting side of a gateway call (docs/gateway.md): admission with the worst-case hold, then
+ * settlement at Anthropic's own usage. A call is an invocation with the lifecycle of
+ * docs/lifecycle.md: estimated (the rate card version copied in as a one-attempt publication), the
+ * hold placed on the account with the key's limit checked in the same decision, reserved and
+ * dispatched in one append; after the one upstream attempt, the attempt, the result and the
+ * settlement in one append, then the hold settled.
+ */
+import { Inject, Injectable } from '@nestjs/common';
+import { accountDecider } from '../accounts/account.decider';
+import { accountStreamName } from '../accounts/account.events';
+import type { AccountState } from '../accounts/account.state';
+import { AdmissionRefusedError, type AccountRefusal } from '../accounts/admission.policy';
+import { UnknownGatewayKeyError, type GatewayKey } from '../accounts/gateway-keys';
+import { AggregateRepository, type CommandContext, type CommandStep } from '../aggregates/aggregate.repository';
+import type { Publication } from '../catalog/operation.events';
+import { CLOCK, isoAt } from '../domain/clock.token';
+import type { InvocationCommand } from '../invocations/invocation.commands';
+import { invocationDecider } from '../invocations/invocation.decider';
+import { invocationStreamName } from '../invocations/invocation.events';
+import { invocationIdFor } from '../invocations/invocation-ids';
+import { isUnmeasured, type InvocationState } from '../invocations/invocation.state';
+import type { Clock } from '../runtime';
+import { priceAttempt } from '../runtime/pricing';
+import { NO_USAGE } from '../runtime/usage';
+import type {
+  GatewayAccounting,
+  GatewayAdmission,
+  GatewayCallOutcome,
+  GatewayCallRequest,
+  GatewayModelInfo,
+  GatewayRefusal,
+} from './gateway-call.port';
+import { gatewayKeyHash, organizationOfKey } from './gateway-keys.codec';
+import { RATE_CARD_STREAM, rateCardDecider, rateCardInForce, type RateCardVersion } from './rate-card';
+import { worstCaseHold } from './worst-case-hold';
+
+/** The operation every gateway call is recorded under, beside the published operations. */
+export const GATEWAY_OPERATION_ID = 'gateway.anthropic-messages';
+/** What a 429 tells the caller to wait before trying again, in whole seconds. */
+export const GATEWAY_RETRY_AFTER_SECONDS = 1;
+
+type Admitted = Extract<GatewayAdmission, { admitted: true }>;
+type KnownKey = { readonly ok: true; readonly organizationId: string; readonly key: GatewayKey; readonly account: AccountState };
+
+const refusal = (status: GatewayRefusal['status'], errorType: GatewayRefusal['errorType'], message: string, extra: Partial<GatewayRefusal> = {}): GatewayRefusal => ({
+  admitted: false,
+  status,
+  errorType,
+  message,
+  ...extra,
+});
+const INVALID_KEY = refusal(401, 'authentication_error', 'invalid x-api-key');
+
+@Injectable()
+export class GatewayCalls implements GatewayAccounting {
+  constructor(
+    private readonly repository: AggregateRepository,
+    @Inject(CLOCK) private readonly clock: Clock,
+  ) {}
+
+  async authenticate(presentedKey: string): Promise<{ readonly ok: true; readonly organizationId: string; readonly keyId: string } | GatewayRefusal> {
+    const found = await this.findKey(presentedKey);
+    return 'ok' in found ? { ok: true, organizationId: found.organizationId, keyId: found.key.keyId } : found;
+  }
+
+  async models(presentedKey: string): Promise<{ readonly ok: true; readonly models: readonly GatewayModelInfo[] } | GatewayRefusal> {
+    const found = await this.findKey(presentedKey);
+    if (!('ok' in found)) return found;
+    const card = (await this.repository.load(RATE_CARD_STREAM, rateCardDecider, false)).state;
+    const models: GatewayModelInfo[] = [];
+    for (const [model, versions] of [...card.models].sort(([a], [b]) => a.localeCompare(b))) {
+      if (!versions[versions.length - 1]!.enabled || !allows(found.key, model)) continue;
+      models.push({ type: 'model', id: model, display_name: model, created_at: versions[0]!.pricedAt });
+    }
+    return { ok: true, models };
+  }
+
+  async admit({ presentedKey, facts }: GatewayCallRequest): Promise<GatewayAdmission> {
+    const found = await this.findKey(presentedKey);
+    if (!('ok' in found)) return found;
+    const { key, organizationId } = found;
+    const card = rateCardInForce((await this.repository.load(RATE_CARD_STREAM, rateCardDecider, false)).state, facts.model);
+    if (card === undefined || !card.enabled) return refusal(404, 'not_found_error', `model: ${facts.model}`);
+    if (!allows(key, facts.model)) return refusal(403, 'permission_error', `key "${key.name}" may not call ${facts.model}`);
+    const cap = Math.min(card.maxOutputTokens, key.maxOutputTokens ?? Number.MAX_SAFE_INTEGER);
+    if (facts.maxTokens > cap) {
+      const whose = cap === key.maxOutputTokens ? `key "${key.name}"'s maxOutputTokens` : `the rate card's maxOutputTokens for ${facts.model}`;
+      return refusal(400, 'invalid_request_error', `max_tokens: ${facts.maxTokens} is over ${cap}, ${whose}`);
+    }
+    const hold = worstCaseHold(facts, card);
+    if (!Number.isFinite(hold.credits)) return refusal(400, 'invalid_request_error', 'the request could cost more than one call may hold');
+    return this.hold(organizationId, key, card, facts.stream, hold.credits);
+  }
+
+  async settle(admission: Admitted, outcome: GatewayCallOutcome): Promise<void> {
+    const stream = invocationStreamName(admission.invocationId);
+    const context: CommandContext = { correlationId: admission.invocationId };
+    const current = (await this.repository.load(stream, invocationDecider, false)).state;
+    const publication = current.publication!;
+    const usage = outcome.usage === undefined ? undefined : { ...outcome.usage };
+    const priceCredits = priceAttempt(usage, publication.prices);
+    const at = isoAt(this.clock);
+    const figures = {
+      turnsUsed: 1,
+      toolCallsUsed: 0,
+      spentCredits: priceCredits,
+      attemptCount: 1,
+      usageTotals: usage === undefined ? NO_USAGE : stripMode(usage),
+      usageReported: usage !== undefined,
+    };
+    // An error answer is failed and charged what it reported (Anthropic bills no failed request
+    // otherwise); anything else with no usage is unmeasured and settles at its hold (transition 9).
+    const fault = outcome.classification === 'ok' ? undefined : outcome.classification;
+    const failed = fault !== undefined && (outcome.usage !== undefined || (outcome.httpStatus !== undefined && outcome.httpStatus >= 400));
+    const ended: InvocationCommand =
+      failed && fault !== undefined
+        ? { type: 'FailInvocation', data: { ...figures, fault, failedAt: at } }
+        : { type: 'CompleteInvocation', data: { ...figures, outcome: 'completed', completedAt: at } };
+    const steps: CommandStep<InvocationCommand, InvocationState>[] = [
+      {
+        type: 'RecordAttempt',
+        data: {
+          turn: 1,
+          retry: 0,
+          startedAtMs: outcome.startedAtMs,
+          durationMs: outcome.durationMs,
+          waitBeforeMs: 0,
+          classification: outcome.classification,
+          timedOut: outcome.timedOut,
+          ...(outcome.httpStatus === undefined ? {} : { httpStatus: outcome.httpStatus }),
+          ...(outcome.providerRequestId === undefined ? {} : { providerRequestId: outcome.providerRequestId }),
+          model: outcome.responseModel ?? publication.routing.model,
+          ...(usage === undefined ? {} : { usage }),
+          priceCredits,
+        },
+      },
+      ended,
+      (state) => (state.status === 'completed' && isUnmeasured(state) ? { type: 'MarkInvocationPending', data: { pendingAt: at } } : undefined),
+      { type: 'SettleInvocation', data: { by: 'runtime', settledAt: at } },
+    ];
+    const settled = (await this.repository.handleAll(stream, invocationDecider, steps, context)).state;
+    await this.repository.handle(
+      accountStreamName(admission.organizationId),
+      accountDecider,
+      { type: 'SettleHold', data: { invocationId: admission.invocationId, chargeCredits: settled.settlement?.chargeCredits ?? 0, settledAt: at } },
+      context,
+    );
+    this.repository.forget(stream);
+  }
+
+  /** The key the caller presented, from its organization's account as the stream has it (revocation included). */
+  private async findKey(presentedKey: string): Promise<KnownKey | GatewayRefusal> {
+    const organizationId = organizationOfKey(presentedKey);
+    if (organizationId === undefined) return INVALID_KEY;
+    const stream = accountStreamName(organizationId);
+    const hash = gatewayKeyHash(presentedKey);
+    let account = (await this.repository.load(stream, accountDecider, false)).state;
+    // A key issued by another instance since this one cached the account: read the stream again.
+    if (!account.gatewayKeyHashes.has(hash)) account = (await this.repository.load(stream, accountDecider)).state;
+    const key = account.gatewayKeys.get(account.gatewayKeyHashes.get(hash) ?? '');
+    if (key === undefined || key.revokedAt !== undefined) return INVALID_KEY;
+    return { ok: true, organizationId, key, account };
+  }
+
+  /** Estimated, held (or refused and recorded), reserved and dispatched. */
+  private async hold(organizationId: string, key: GatewayKey, card: RateCardVersion, stream: boolean, holdCredits: number): Promise<GatewayAdmission> {
+    const invocationId = invocationIdFor(organizationId, undefined);
+    const streamName = invocationStreamName(invocationId);
+    const context: CommandContext = { correlationId: invocationId, newStream: true };
+    const invoke = (steps: readonly CommandStep<InvocationCommand, InvocationState>[]) => this.repository.handleAll(streamName, invocationDecider, steps, context);
+    const at = isoAt(this.clock);
+    const gateway = { keyId: key.keyId, keyName: key.name, model: card.model, rateCardVersion: card.version, stream };
+    await invoke([
+      {
+        type: 'EstimateInvocation',
+        data: { invocationId, operationId: GATEWAY_OPERATION_ID, organizationId, publication: publicationOf(card, holdCredits), gateway, estimatedAt: at },
+      },
+    ]);
+    try {
+      await this.repository.handle(
+        accountStreamName(organizationId),
+        accountDecider,
+        { type: 'PlaceHold', data: { invocationId, credits: holdCredits, placedAt: at, gatewayKey: { keyId: key.keyId, period: '' } } },
+        { correlationId: invocationId },
+      );
+    } catch (error) {
+      if (error instanceof UnknownGatewayKeyError) {
+        // Revoked between the key check and the hold: nothing is held; the sweep closes the estimate at 0.
+        return { ...INVALID_KEY, invocationId };
+      }
+      if (!(error instanceof AdmissionRefusedError)) throw error;
+      await invoke([{ type: 'RefuseInvocation', data: { ...error.refusal, refusedAt: isoAt(this.clock) } }]);
+      this.repository.forget(streamName);
+      return refusalOfAccount(error.refusal, invocationId, key);
+    }
+    await invoke([
+      { type: 'ReserveInvocation', data: { reservedAt: at } },
+      { type: 'DispatchInvocation', data: { dispatchedAt: at } },
+    ]);
+    return { admitted: true, invocationId, organizationId, keyId: key.keyId, holdCredits, attemptTimeoutMs: card.attemptTimeoutMs };
+  }
+}
+
+function allows(key: GatewayKey, model: string): boolean {
+  return key.models === undefined || key.models.includes(model);
+}
+
+/** Usage totals hold the counts only; the served mode stays on the attempt. */
+function stripMode<U extends object>(usage: U): U {
+  const { serviceTier: _t, speed: _s, inferenceGeo: _g, ...counts } = usage as U & { serviceTier?: string; speed?: string; inferenceGeo?: string };
+  return counts as U;
+}
+
+/** The rate card version as the one-turn, one-attempt publication the invocation copies. */
+export function publicationOf(card: RateCardVersion, holdCredits: number): Publication {
+  return {
+    version: card.version,
+    routing: { provider: 'anthropic', model: card.model },
+    limits: {
+      maxTurns: 1,
+      maxToolCalls: 0,
+      totalTimeMs: card.attemptTimeoutMs,
+      attemptTimeoutMs: card.attemptTimeoutMs,
+      maxOutputTokens: card.maxOutputTokens,
+      maxAttemptsPerTurn: 1,
+    },
+    prices: card.prices,
+    creditHold: holdCredits,
+    enabled: card.enabled,
+    publishedAt: card.pricedAt,
+  };
+}
+
+/** An account refusal as Anthropic's error: 402 for money (the organization's or the key's), 429 for a slot, 403 for AI off. */
+function refusalOfAccount(refused: AccountRefusal, invocationId: string, key: GatewayKey): GatewayRefusal {
+  switch (refused.reason) {
+    case 'ai_disabled':
+      return refusal(403, 'permission_error', 'AI is switched off for this organization', { invocationId });
+    case 'insufficient_credits':
+      return refusal(402, 'billing_error', `insufficient credits: available ${refused.figures.available} < hold ${refused.figures.creditHold}`, { invocationId });
+    case 'key_spend_limit': {
+      const f = refused.figures;
+      const period = f.period === 'total' ? 'in total' : `per UTC ${f.period} (${f.periodStart})`;
+      const remaining = Math.max(0, f.limitCredits - f.spentCredits - f.heldCredits);
+      return refusal(402, 'billing_error', `key "${key.name}" spend limit: ${f.limitCredits} credits ${period}; spent ${f.spentCredits}, held ${f.heldCredits}, ${remaining} remain < hold ${f.creditHold}`, { invocationId });
+    }
+    case 'no_running_slot':
+      return refusal(429, 'rate_limit_error', `no running slot: running ${refused.figures.running} of ${refused.figures.maxRunning}`, {
+        invocationId,
+        retryAfterSeconds: GATEWAY_RETRY_AFTER_SECONDS,
+      });
+    case 'ledger_totals_bound':
+      return refusal(402, 'billing_error', 'the account cannot hold this call within its exact-integer bound', { invocationId });
+  }
+}

@@ -1,0 +1,73 @@
+import { Body, Controller, Delete, Get, HttpCode, HttpStatus, Patch, Post } from '@nestjs/common';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound, ApiUnavailable, ApiWrite } from '../http-kit/api-docs.decorators';
+import { mayAccessOrganization, type Caller } from '../http-kit/auth/caller';
+import { CurrentCaller } from '../http-kit/auth/current-caller.decorator';
+import { Roles } from '../http-kit/auth/roles.decorator';
+import { ResourceNotFoundException } from '../http-kit/http-error.body';
+import { IdParam } from '../http-kit/id-param.pipe';
+import { LedgerApi } from '../http-kit/ledger-api.decorator';
+import { GatewayAdmin, type GatewayKeyView } from './gateway-admin.service';
+import { GatewayKeyDto, GatewayKeySettingsDto, IssuedGatewayKeyDto } from './gateway-admin.dto';
+
+/** An organization's gateway keys (docs/gateway.md). */
+@ApiTags('gateway')
+@ApiBearerAuth()
+@ApiAuthenticatedErrors()
+@ApiUnavailable()
+@Roles('system', 'org_admin')
+@LedgerApi()
+@Controller('v1/organizations/:organizationId/gateway-keys')
+export class GatewayKeysController {
+  constructor(private readonly gateway: GatewayAdmin) {}
+
+  @Post()
+  @HttpCode(HttpStatus.OK)
+  @ApiOperation({ summary: 'Issue a gateway key', description: 'The key (`llk_…`) is in this answer only; the log keeps its SHA-256.' })
+  @ApiOkResponse({ type: IssuedGatewayKeyDto })
+  @ApiWrite()
+  @ApiNotFound('No such organization, or not the caller’s.')
+  issue(@CurrentCaller() caller: Caller, @IdParam('organizationId') organizationId: string, @Body() body: GatewayKeySettingsDto): Promise<GatewayKeyView & { key: string }> {
+    this.scope(caller, organizationId);
+    return this.gateway.issueKey(organizationId, { ...body });
+  }
+
+  @Get()
+  @ApiOperation({ summary: 'List the gateway keys', description: 'Every key, revoked ones included, without the key: what each spent in its current period and what it holds.' })
+  @ApiOkResponse({ type: [GatewayKeyDto] })
+  @ApiInvalidRequest()
+  @ApiNotFound('No such organization, or not the caller’s.')
+  async list(@CurrentCaller() caller: Caller, @IdParam('organizationId') organizationId: string): Promise<{ keys: readonly GatewayKeyView[] }> {
+    this.scope(caller, organizationId);
+    return { keys: await this.gateway.listKeys(organizationId) };
+  }
+
+  @Patch(':keyId')
+  @ApiOperation({ summary: 'Change a gateway key', description: 'Replaces its settings whole: a cap or limit left out is removed.' })
+  @ApiOkResponse({ type: GatewayKeyDto })
+  @ApiWrite()
+  @ApiNotFound('No such organization or live key, or not the caller’s.')
+  change(
+    @CurrentCaller() caller: Caller,
+    @IdParam('organizationId') organizationId: string,
+    @IdParam('keyId') keyId: string,
+    @Body() body: GatewayKeySettingsDto,
+  ): Promise<GatewayKeyView> {
+    this.scope(caller, organizationId);
+    return this.gateway.changeKey(organizationId, keyId, { ...body });
+  }
+
+  @Delete(':keyId')
+  @ApiOperation({ summary: 'Revoke a gateway key', description: 'Refused from now on by every instance on the log: admission reads the account stream.' })
+  @ApiOkResponse({ type: GatewayKeyDto })
+  @ApiWrite()
+  @ApiNotFound('No such organization or key, or not the caller’s.')
+  revoke(@CurrentCaller() caller: Caller, @IdParam('organizationId') organizationId: string, @IdParam('keyId') keyId: string): Promise<GatewayKeyView> {
+    this.scope(caller, organizationId);
+    return this.gateway.revokeKey(organizationId, keyId);
+  }
+
+  private scope(caller: Caller, organizationId: string): void {
+    if (!mayAccessOrganization(caller, organizationId)) throw new ResourceNotFoundException('organization', organizationId);
+  }
+}

@@ -1,0 +1,132 @@
+/**
+ * The gateway's rate card (docs/gateway.md): what a model's calls cost, versioned like publications.
+ * One stream, `gateway-rate-card`, holds every model's versions: writes are rare operator actions and
+ * the state is small (models × versions), so admission reads it from one cached aggregate, and the
+ * models list needs no index. A version is never edited; each change is a new one.
+ */
+import { readPrices } from '../catalog/publication.validation';
+import type { Decider, DomainCommand, DomainEvent } from '../domain/decider';
+import { DomainError, ValidationError } from '../domain/domain.errors';
+import { FieldChecks } from '../domain/field-checks';
+import { BASIS_POINTS_PER_MULTIPLE, type GatewayPrices } from '../runtime/conversation.types';
+
+export const RATE_CARD_STREAM = 'gateway-rate-card';
+/** Models the rate card may hold. */
+export const MAX_RATE_CARD_MODELS = 1_000;
+/** Longest model name, in characters (Anthropic's own ids are far shorter). */
+export const MAX_GATEWAY_MODEL_CHARS = 200;
+/** Largest `max_tokens` a rate card may allow, in tokens. */
+export const MAX_GATEWAY_OUTPUT_TOKENS = 1_000_000;
+/** Longest a gateway call may take, upstream stream included: ten minutes. */
+export const MAX_GATEWAY_ATTEMPT_TIMEOUT_MS = 600_000;
+/** Largest geography multiplier, in basis points (10×). */
+export const MAX_GEO_BASIS_POINTS = 100_000;
+/** Geographies one rate card version may price. */
+export const MAX_GEOS = 20;
+/** Largest default bound on one web-search tool's searches, when it sets no `max_uses`. */
+export const MAX_WEB_SEARCH_USES_DEFAULT = 1_000;
+/** What a web-search tool without `max_uses` may search when the card names no default. */
+export const DEFAULT_WEB_SEARCH_MAX_USES = 10;
+
+export interface RateCardVersion {
+  readonly model: string;
+  /** 1-based, per model. */
+  readonly version: number;
+  readonly prices: GatewayPrices;
+  /** The largest `max_tokens` a call may ask for. */
+  readonly maxOutputTokens: number;
+  /** The call's time bound, its stream included. */
+  readonly attemptTimeoutMs: number;
+  readonly enabled: boolean;
+  /** ISO-8601; the start of this version's window (it ends where the next version's starts). */
+  readonly pricedAt: string;
+}
+
+export type GatewayModelPriced = DomainEvent<'GatewayModelPriced', RateCardVersion>;
+export type RateCardEvent = GatewayModelPriced;
+
+export type PriceGatewayModel = DomainCommand<
+  'PriceGatewayModel',
+  { readonly model: string; readonly prices: unknown; readonly maxOutputTokens: unknown; readonly attemptTimeoutMs: unknown; readonly enabled: unknown; readonly pricedAt: string }
+>;
+export type RateCardCommand = PriceGatewayModel;
+
+export interface RateCardState {
+  /** model → its versions, oldest first. */
+  readonly models: ReadonlyMap<string, readonly RateCardVersion[]>;
+}
+
+/** The model is not on the rate card: nothing is written. */
+export class UnknownGatewayModelError extends DomainError {
+  override readonly name = 'UnknownGatewayModelError';
+
+  constructor(readonly model: string) {
+    super('unknown_gateway_model', `model "${model}" is not on the gateway's rate card`);
+  }
+}
+
+/** The version in force: the model's latest. */
+export function rateCardInForce(state: RateCardState, model: string): RateCardVersion | undefined {
+  const versions = state.models.get(model);
+  return versions?.[versions.length - 1];
+}
+
+/** A rate card version's prices: a rate version, plus the optional fast rates, geography multipliers and search default. */
+export function readGatewayPrices(checks: FieldChecks, value: unknown): GatewayPrices {
+  const pricesIn = checks.object('prices', value);
+  const base = readPrices(checks, 'prices', pricesIn);
+  const fast = pricesIn.fast === undefined ? undefined : readPrices(checks, 'prices.fast', checks.object('prices.fast', pricesIn.fast));
+  let inferenceGeo: Record<string, number> | undefined;
+  if (pricesIn.inferenceGeo !== undefined) {
+    const geos = Object.entries(checks.object('prices.inferenceGeo', pricesIn.inferenceGeo));
+    if (geos.length > MAX_GEOS) checks.add('prices.inferenceGeo', `must name at most ${MAX_GEOS} geographies`);
+    inferenceGeo = {};
+    for (const [geo, basisPoints] of geos.slice(0, MAX_GEOS)) {
+      if (!/^[a-z][a-z0-9_-]{0,31}$/.test(geo)) checks.add(`prices.inferenceGeo.${geo}`, 'must be a geography name: lower-case letters, digits, _ and -');
+      // A geography is never cheaper than the ordinary rates: the worst-case hold relies on it.
+      inferenceGeo[geo] = checks.integer(`prices.inferenceGeo.${geo}`, basisPoints, { min: BASIS_POINTS_PER_MULTIPLE, max: MAX_GEO_BASIS_POINTS, unit: 'basis points' });
+    }
+  }
+  const webSearchMaxUsesDefault =
+    pricesIn.webSearchMaxUsesDefault === undefined
+      ? undefined
+      : checks.integer('prices.webSearchMaxUsesDefault', pricesIn.webSearchMaxUsesDefault, { min: 0, max: MAX_WEB_SEARCH_USES_DEFAULT, unit: 'searches' });
+  return {
+    ...base,
+    ...(fast === undefined ? {} : { fast }),
+    ...(inferenceGeo === undefined ? {} : { inferenceGeo }),
+    ...(webSearchMaxUsesDefault === undefined ? {} : { webSearchMaxUsesDefault }),
+  };
+}
+
+function price({ data }: PriceGatewayModel, state: RateCardState): RateCardEvent[] {
+  const checks = new FieldChecks();
+  const model = checks.text('model', data.model, MAX_GATEWAY_MODEL_CHARS);
+  const prices = readGatewayPrices(checks, data.prices);
+  const maxOutputTokens = checks.integer('maxOutputTokens', data.maxOutputTokens, { min: 1, max: MAX_GATEWAY_OUTPUT_TOKENS, unit: 'tokens' });
+  const attemptTimeoutMs = checks.integer('attemptTimeoutMs', data.attemptTimeoutMs, { min: 1, max: MAX_GATEWAY_ATTEMPT_TIMEOUT_MS, unit: 'ms' });
+  const enabled = checks.boolean('enabled', data.enabled);
+  const pricedAt = checks.instant('pricedAt', data.pricedAt);
+  checks.throwIfAny();
+  const versions = state.models.get(model) ?? [];
+  if (versions.length === 0 && state.models.size >= MAX_RATE_CARD_MODELS) {
+    throw ValidationError.of('model', `the rate card holds ${MAX_RATE_CARD_MODELS} models, the most it may`);
+  }
+  return [{ type: 'GatewayModelPriced', data: { model, version: versions.length + 1, prices, maxOutputTokens, attemptTimeoutMs, enabled, pricedAt } }];
+}
+
+function evolve(state: RateCardState, event: RateCardEvent): RateCardState {
+  if (event.type !== 'GatewayModelPriced') return state;
+  const models = new Map(state.models);
+  models.set(event.data.model, [...(state.models.get(event.data.model) ?? []), event.data]);
+  return { models };
+}
+
+export const rateCardDecider: Decider<RateCardCommand, RateCardEvent, RateCardState> = {
+  decide: (command, state) => {
+    if (command.type !== 'PriceGatewayModel') throw ValidationError.of('type', `unknown rate card command ${String((command as { type: unknown }).type)}`);
+    return price(command, state);
+  },
+  evolve,
+  initialState: () => ({ models: new Map() }),
+};

@@ -1,0 +1,126 @@
+/**
+ * The gateway's accounting side (docs/gateway.md) through the real service: the rate card and keys
+ * over the API, then admission and settlement of calls through GATEWAY_ACCOUNTING as the `/anthropic`
+ * routes call them. Money: a call's charge never exceeds its hold, and concurrent calls never take
+ * the organization's credits or a key's limit below zero.
+ */
+import { GATEWAY_ACCOUNTING, type GatewayAccounting, type GatewayAdmission, type MessagesBodyFacts } from '../../src/gateway/gateway-call.port';
+import { NO_USAGE } from '../../src/runtime/usage';
+import { bearer, HttpLedger, startHttpLedger, TOKENS } from '../http/support/http-ledger';
+
+const MODEL = 'claude-sonnet-5-5';
+const PRICES = { inputPerMTok: 3_000, outputPerMTok: 15_000, cacheWritePerMTok: 3_750, cacheWrite1hPerMTok: 6_000, cacheReadPerMTok: 300 };
+const facts = (overrides: Partial<MessagesBodyFacts> = {}): MessagesBodyFacts => ({
+  bodyBytes: 1_000,
+  model: MODEL,
+  maxTokens: 1_000,
+  stream: false,
+  imageBlocks: 0,
+  documentBlocks: 0,
+  webSearchMaxUses: [],
+  ...overrides,
+});
+const OK = (usage = { ...NO_USAGE, inputTokens: 1_234, outputTokens: 56 }) => ({
+  startedAtMs: 0,
+  durationMs: 5,
+  classification: 'ok' as const,
+  httpStatus: 200,
+  usage,
+  timedOut: false,
+  callerDisconnected: false,
+});
+
+describe('gateway calls are admitted at their worst-case hold and settled at Anthropic’s usage (docs/gateway.md)', () => {
+  let ledger: HttpLedger;
+  let accounting: GatewayAccounting;
+
+  const balance = async (organizationId: string) =>
+    (await ledger.http().get(`/v1/organizations/${organizationId}/balance`).set(bearer(TOKENS.system)).expect(200)).body as { available: number; held: number; charged: number; running: number };
+  const grant = (organizationId: string, credits: number, idempotencyKey: string) =>
+    ledger.http().post(`/v1/organizations/${organizationId}/grants`).set(bearer(TOKENS.system)).send({ credits, reason: 'test', idempotencyKey }).expect(200);
+  const issue = async (organizationId: string, body: Record<string, unknown>) =>
+    (await ledger.http().post(`/v1/organizations/${organizationId}/gateway-keys`).set(bearer(TOKENS.system)).send(body).expect(200)).body as { key: string; keyId: string };
+
+  beforeAll(async () => {
+    ledger = await startHttpLedger({ env: { LEDGER_MAX_RUNNING: '1000' } });
+    accounting = ledger.app.get<GatewayAccounting>(GATEWAY_ACCOUNTING);
+    await ledger.http().put(`/v1/gateway/models/${MODEL}`).set(bearer(TOKENS.system)).send({ prices: PRICES, maxOutputTokens: 64_000, attemptTimeoutMs: 60_000, enabled: true }).expect(200, { model: MODEL, version: 1 });
+  });
+  afterAll(() => ledger.close());
+
+  it('prices a model on a versioned rate card that operators and auditors can read', async () => {
+    const { body } = await ledger.http().get(`/v1/gateway/models/${MODEL}`).set(bearer(TOKENS.auditor)).expect(200);
+    expect(body.versions).toHaveLength(1);
+    expect(body.versions[0]).toMatchObject({ version: 1, maxOutputTokens: 64_000, enabled: true, prices: { ...PRICES, webSearchPerThousand: 0 } });
+    await ledger.http().put(`/v1/gateway/models/${MODEL}`).set(bearer(TOKENS.system)).send({ prices: { ...PRICES, inferenceGeo: { us: 9_000 } }, maxOutputTokens: 1, attemptTimeoutMs: 1, enabled: true }).expect(400);
+  });
+
+  it('holds the worst case, charges the price of the usage reported, and releases the rest', async () => {
+    await grant('acme', 1_000_000, 'g-acme');
+    const { key, keyId } = await issue('acme', { name: 'ci-bot' });
+    expect(key).toMatch(/^llk_[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43,}$/);
+    const admission = await accounting.admit({ presentedKey: key, facts: facts(), requestId: 'r-1' });
+    expect(admission).toMatchObject({ admitted: true, keyId, organizationId: 'acme' });
+    const admitted = admission as Extract<GatewayAdmission, { admitted: true }>;
+    // Input at the highest input-side rate (1-hour cache writes): (1,000 bytes + 4,096 framing) × 6,000
+    // + 1,000 × 15,000 millionths = 45.576 credits → 46.
+    expect(admitted.holdCredits).toBe(46);
+    expect((await balance('acme')).held).toBe(46);
+    await accounting.settle(admitted, OK());
+    // 1,234 × 3,000 + 56 × 15,000 = 4,542,000 millionths → 5 credits.
+    expect(await balance('acme')).toMatchObject({ held: 0, running: 0, charged: 5, available: 999_995 });
+    const { body } = await ledger.http().get(`/v1/invocations/${admitted.invocationId}`).set(bearer(TOKENS.system)).expect(200);
+    expect(body).toMatchObject({ state: 'settled', outcome: 'completed', estimate: 46, charge: 5 });
+  });
+
+  it('refuses an unknown or revoked key (401), an unknown model (404), a model the key may not use (403) and max_tokens over a cap (400), holding nothing', async () => {
+    await grant('refusals', 1_000, 'g-refusals');
+    const { key, keyId } = await issue('refusals', { name: 'narrow', models: ['other-model'], maxOutputTokens: 100 });
+    const wide = await issue('refusals', { name: 'wide', maxOutputTokens: 100 });
+    const admit = (presentedKey: string, f: Partial<MessagesBodyFacts> = {}) => accounting.admit({ presentedKey, facts: facts(f), requestId: 'r' });
+    expect(await admit('sk-ant-not-ours')).toMatchObject({ admitted: false, status: 401, errorType: 'authentication_error' });
+    expect(await admit(`${key}x`)).toMatchObject({ admitted: false, status: 401 });
+    expect(await admit(wide.key, { model: 'nope' })).toMatchObject({ admitted: false, status: 404, errorType: 'not_found_error' });
+    expect(await admit(key)).toMatchObject({ admitted: false, status: 403, errorType: 'permission_error' });
+    expect(await admit(wide.key, { maxTokens: 101 })).toMatchObject({ admitted: false, status: 400, errorType: 'invalid_request_error', message: expect.stringContaining('maxOutputTokens') });
+    await ledger.http().delete(`/v1/organizations/refusals/gateway-keys/${wide.keyId}`).set(bearer(TOKENS.system)).expect(200);
+    expect(await admit(wide.key, { maxTokens: 1 })).toMatchObject({ admitted: false, status: 401 });
+    expect(await balance('refusals')).toMatchObject({ held: 0, charged: 0, running: 0 });
+    void keyId;
+  });
+
+  it('refuses a call the organization cannot hold with 402 billing_error, recorded and explained', async () => {
+    await grant('poor', 10, 'g-poor');
+    const { key } = await issue('poor', { name: 'bot' });
+    const refused = await accounting.admit({ presentedKey: key, facts: facts(), requestId: 'r' });
+    expect(refused).toMatchObject({ admitted: false, status: 402, errorType: 'billing_error', message: 'insufficient credits: available 10 < hold 46' });
+    const { invocationId } = refused as { invocationId: string };
+    const { body } = await ledger.http().get(`/v1/invocations/${invocationId}`).set(bearer(TOKENS.system)).expect(200);
+    expect(body).toMatchObject({ state: 'refused' });
+  });
+
+  it('never lets 200 concurrent calls on one organization take its credits or a key’s day limit below zero; charged = Σ prices, every hold released', async () => {
+    // Credits for 5 worst cases of 46, and a key limit of 4 worst cases a day.
+    await grant('crowd', 230, 'g-crowd');
+    const { key } = await issue('crowd', { name: 'crowd-bot', spendLimit: { credits: 184, period: 'day' } });
+    const calls = await Promise.all(
+      Array.from({ length: 200 }, async () => {
+        const admission = await accounting.admit({ presentedKey: key, facts: facts(), requestId: 'r' });
+        if (!admission.admitted) return { admitted: false as const, status: admission.status, price: 0 };
+        const seen = await balance('crowd');
+        expect(seen.available).toBeGreaterThanOrEqual(0);
+        await accounting.settle(admission, OK());
+        return { admitted: true as const, status: 200, price: 5 };
+      }),
+    );
+    const admitted = calls.filter((call) => call.admitted);
+    expect(admitted.length).toBeGreaterThan(0);
+    expect(calls.every((call) => call.admitted || call.status === 402 || call.status === 429)).toBe(true);
+    const after = await balance('crowd');
+    expect(after).toMatchObject({ held: 0, running: 0, charged: admitted.reduce((sum, call) => sum + call.price, 0) });
+    expect(after.available).toBeGreaterThanOrEqual(0);
+    const { body } = await ledger.http().get('/v1/organizations/crowd/gateway-keys').set(bearer(TOKENS.system)).expect(200);
+    expect(body.keys[0].spentCredits).toBe(after.charged);
+    expect(body.keys[0].spentCredits + body.keys[0].heldCredits).toBeLessThanOrEqual(184);
+  });
+});
