@@ -9,7 +9,7 @@
  *
  * Environment: BENCH_GATEWAY_SOAK_MINUTES (default 10; e.g. 1 to try it), BENCH_GATEWAY_SOAK_PEER
  * (ledger, bare or portkey), BENCH_GATEWAY_SOAK_SAMPLE_SECONDS (default 60, or a tenth of the soak
- * when that is shorter), BENCH_GATEWAY_CONCURRENCY (64), BENCH_GATEWAY_STREAM_DELTAS (20),
+ * when that is shorter), BENCH_GATEWAY_SOAK_CONCURRENCY (64), BENCH_GATEWAY_STREAM_DELTAS (20),
  * BENCH_GATEWAY_BODY_BYTES (1024), BENCH_GATEWAY_SOAK_DELAY_MS (50).
  */
 import { loadavg } from 'node:os';
@@ -51,7 +51,7 @@ export async function run(): Promise<GatewaySoakReport> {
   const peerName = PEER_KEYS[peerKey];
   if (peerName === undefined || peerName === 'direct') throw new Error(`BENCH_GATEWAY_SOAK_PEER: expected ledger, bare or portkey, got "${peerKey}"`);
   const sampleSeconds = Number(process.env.BENCH_GATEWAY_SOAK_SAMPLE_SECONDS ?? Math.min(60, (minutes * 60) / 10));
-  const concurrency = Number(process.env.BENCH_GATEWAY_CONCURRENCY ?? 64);
+  const concurrency = Number(process.env.BENCH_GATEWAY_SOAK_CONCURRENCY ?? 64);
   const body = requestBody({ stream: true, bytes: Number(process.env.BENCH_GATEWAY_BODY_BYTES ?? 1024) });
   const upstreamSettings: UpstreamSettings = {
     delayMs: Number(process.env.BENCH_GATEWAY_SOAK_DELAY_MS ?? 50),
