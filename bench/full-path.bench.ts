@@ -38,7 +38,7 @@ import type { OperationFeature } from '../src/features/operation-feature';
 import { RunOperationCommand } from '../src/invocations/run-operation.command';
 import { LiveProjections } from '../src/projection-runner';
 import { ProjectionWorkerHost } from '../src/projection-runner/worker/projection-worker.host';
-import { appendTimingChannel, invocationOverheadChannel, type AppendTiming, type InvocationOverheadTiming } from '../src/observability/timing.channels';
+import { appendTimingChannel, invocationOverheadChannel, type AppendTiming, type InvocationOverheadTiming } from '../src/domain/timing.channels';
 import { ScriptedProvider, scriptedToolUse, type ScriptedStep } from '../src/runtime';
 
 const OPERATION_ID = 'bench.three-turns';

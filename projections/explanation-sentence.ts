@@ -6,7 +6,7 @@
  */
 import type { SettlementTransition } from '../src/invocations/invocation.events';
 import { isRetryable, type FaultClass } from '../src/runtime/faults';
-import type { ExplanationFigures, ExplanationRefusal } from './explanations.projection';
+import type { ExplanationFigures, ExplanationRefusal } from './explanation.view';
 
 /** What each provider fault means to a reader of a `failed` explanation. */
 export const FAULT_WORDING: Readonly<Record<FaultClass, string>> = {

@@ -11,6 +11,7 @@ import { USAGE_STATEMENTS_PROJECTION, usageStatementsProjection } from './usage-
 export * from './attempts.projection';
 export * from './balances.projection';
 export * from './explanation-sentence';
+export * from './explanation.view';
 export * from './explanations.projection';
 export * from './invocation-list.projection';
 export * from './invocations.projection';

@@ -10,7 +10,7 @@ import {
   RecordedEvent,
 } from '../event-store/event-store.port';
 import { crossesSnapshotPoint, readLatestSnapshot, writeSnapshot, type SnapshotCodec } from './aggregate-snapshots';
-import { appendTimingChannel } from '../observability/timing.channels';
+import { appendTimingChannel } from '../domain/timing.channels';
 import { KeyedLock } from './keyed-lock';
 import type { UpcasterRegistry } from '../event-store/upcasting';
 import type { Decider, DomainEvent } from '../domain/decider';

@@ -7,6 +7,7 @@ import { DemoArithmeticModule } from '../features/demo-arithmetic/demo-arithmeti
 import { HTTP_ROUTE_PREFIX, routePrefixPath } from '../http-kit/http-route-prefix';
 import { ObservabilityModule } from '../observability/observability.module';
 import { WebhooksModule } from '../webhooks/webhooks.module';
+import { WEBHOOKS_CONFIG, webhooksConfigProvider } from '../webhooks/webhooks.config';
 import { OBSERVABILITY_CONFIG, observabilityConfigProvider } from '../observability/observability.config';
 import { EventStoreModule } from './event-store.module';
 import { ledgerConfigProvider } from './ledger-config.provider';
@@ -63,8 +64,9 @@ function compose(definition: DynamicModule, extras: LedgerModuleExtras): Dynamic
       ...(definition.providers ?? []),
       ledgerConfigProvider(MODULE_OPTIONS_TOKEN, extras),
       observabilityConfigProvider(MODULE_OPTIONS_TOKEN),
+      webhooksConfigProvider(MODULE_OPTIONS_TOKEN),
       ...(http === false ? [] : [{ provide: HTTP_ROUTE_PREFIX, useValue: routePrefixPath(http.prefix) }]),
     ],
-    exports: [...(definition.exports ?? []), LEDGER_CONFIG, OBSERVABILITY_CONFIG, ...(http === false ? [] : [HTTP_ROUTE_PREFIX])],
+    exports: [...(definition.exports ?? []), LEDGER_CONFIG, OBSERVABILITY_CONFIG, WEBHOOKS_CONFIG, ...(http === false ? [] : [HTTP_ROUTE_PREFIX])],
   };
 }

@@ -4,6 +4,7 @@ import { dirname } from 'node:path';
 import pino from 'pino';
 import { ConfigurationError, loadLedgerConfig, type LedgerConfig } from '../config/ledger.config';
 import { loadObservabilityConfig, type ObservabilityConfig } from '../observability/observability.config';
+import { loadWebhooksConfig, type WebhooksConfig } from '../webhooks/webhooks.config';
 import { ReadStoreLock, ReadStoreLockedError, readStoreLockPath } from '../projection-runner/read-store.lock';
 
 /*
@@ -59,10 +60,11 @@ export class AddressUnavailableError extends Error {
 export interface ServiceConfiguration {
   readonly ledger: LedgerConfig;
   readonly observability: ObservabilityConfig;
+  readonly webhooks: WebhooksConfig;
 }
 
 /**
- * Everything a start can find wrong before it writes anything: the variables (ledger and metrics
+ * Everything a start can find wrong before it writes anything: the variables (ledger, webhooks and
  * together, one ConfigurationError naming all), then each port, then the read models' lock.
  */
 export async function preflight(env: Readonly<Record<string, string | undefined>>): Promise<ServiceConfiguration> {
@@ -77,12 +79,13 @@ export async function preflight(env: Readonly<Record<string, string | undefined>
     }
   };
   const ledger = attempt(() => loadLedgerConfig(env));
+  const webhooks = attempt(() => loadWebhooksConfig(env));
   const observability = attempt(() => loadObservabilityConfig(env));
-  if (ledger === undefined || observability === undefined) throw new ConfigurationError(problems);
+  if (ledger === undefined || webhooks === undefined || observability === undefined) throw new ConfigurationError(problems);
   await ensurePortFree('PORT', ledger.host, ledger.port);
   if (observability.metricsPort !== undefined) await ensurePortFree('METRICS_PORT', observability.metricsHost, observability.metricsPort);
   ensureReadStoreFree(ledger.readStorePath);
-  return { ledger, observability };
+  return { ledger, observability, webhooks };
 }
 
 /**

@@ -3,7 +3,6 @@ import { InvalidStoreUrlError, parseStoreUrl, type StoreLocation } from '../even
 import type { SqliteSynchronous } from '../event-store/sqlite/sqlite-synchronous';
 import { pathBesideLog } from '../event-store/sqlite/path-beside-log';
 import { readModelPathFor } from '../projection-runner/read-model.store';
-import { WEBHOOK_ADDRESS_POLICIES, type WebhookAddresses } from '../webhooks/webhook-address.policy';
 
 /**
  * The service's configuration, read from the environment once at start (README.md "Configuration") and
@@ -63,11 +62,6 @@ export interface LedgerConfig {
    * there).
    */
   readonly idempotencySecret?: string;
-  /**
-   * `LEDGER_WEBHOOK_ADDRESSES`: `public` (default) delivers webhooks to public addresses only;
-   * `any` also to loopback and private ones (a receiver on the operator's own network).
-   */
-  readonly webhookAddresses: WebhookAddresses;
   /** `LEDGER_DEMO=1`: seed the demo catalog, organization and tokens, and print them. */
   readonly demo: boolean;
 }
@@ -169,11 +163,6 @@ export function loadLedgerConfig(
     problems.push(`LEDGER_IDEMPOTENCY_SECRET: expected at least ${MIN_IDEMPOTENCY_SECRET_CHARS} characters, got ${idempotencySecret.length}`);
   }
 
-  const webhookAddresses = (nonEmpty(env.LEDGER_WEBHOOK_ADDRESSES) ?? 'public').toLowerCase() as WebhookAddresses;
-  if (!WEBHOOK_ADDRESS_POLICIES.includes(webhookAddresses)) {
-    problems.push(`LEDGER_WEBHOOK_ADDRESSES: expected public or any, got "${env.LEDGER_WEBHOOK_ADDRESSES}"`);
-  }
-
   if (problems.length > 0) throw new ConfigurationError(problems);
   return {
     host,
@@ -187,7 +176,6 @@ export function loadLedgerConfig(
     ...(idempotencySecret === undefined ? {} : { idempotencySecret }),
     anthropicBaseUrl,
     tokens,
-    webhookAddresses,
     demo: demoFlag === '1' || demoFlag === 'true',
   };
 }

@@ -1,4 +1,4 @@
-import { Inject, Logger } from '@nestjs/common';
+import { Inject, Logger, Optional } from '@nestjs/common';
 import { CommandHandler, ICommandHandler } from '@nestjs/cqrs';
 import { ANSWER_STORE, type AnswerStore } from '../answer-store/answer-store.port';
 import { accountDecider } from '../accounts/account.decider';
@@ -13,7 +13,6 @@ import { FeatureRegistry } from '../features/feature.registry';
 import type { OperationFeature, PreparedConversation } from '../features/operation-feature';
 import { CLOCK, isoAt } from '../domain/clock.token';
 import { RETRY_JITTER } from '../domain/retry-jitter.token';
-import { activeTraceFields, InvocationTelemetry } from '../observability/invocation-telemetry';
 import { ProviderRegistry } from '../providers/provider.registry';
 import { runToolLoop, type Clock, type RandomSource, type ToolLoopResult } from '../runtime';
 import type { InvocationCommand } from './invocation.commands';
@@ -24,6 +23,7 @@ import type { InvocationResult } from './invocation-result';
 import { IdempotencyKeyReusedError, KeyedRequestInProgressError, UnknownOperationError, UnknownOrganizationError } from './invocation-errors';
 import { InvocationEndings, MAX_KEYED_REPEAT_WAIT_MS } from './invocation-endings';
 import { invocationIdFor } from './invocation-ids';
+import { INVOCATION_INSTRUMENTATION, UNOBSERVED, type InvocationInstrumentation, type ObservedInvocation } from './invocation-instrumentation.port';
 import { IDEMPOTENCY_SECRET, requestFingerprint } from './request-fingerprint';
 import { RunningInvocations } from './running-invocations';
 import { RunOperationCommand, type RunOperationRequest } from './run-operation.command';
@@ -50,6 +50,7 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
     @Inject(IDEMPOTENCY_SECRET) private readonly idempotencySecret: Buffer,
     private readonly running: RunningInvocations,
     private readonly endings: InvocationEndings,
+    @Optional() @Inject(INVOCATION_INSTRUMENTATION) private readonly instrumentation: InvocationInstrumentation = UNOBSERVED,
   ) {}
 
   execute({ request }: RunOperationCommand): Promise<InvocationResult> {
@@ -84,7 +85,7 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
     request: RunOperationRequest,
     fingerprint: string | undefined,
   ): Promise<InvocationResult> {
-    const telemetry = InvocationTelemetry.start({ invocationId, operationId: request.operationId, organizationId: request.organizationId });
+    const telemetry = this.instrumentation.start({ invocationId, operationId: request.operationId, organizationId: request.organizationId });
     // Registered before the first append: a cancellation recorded in the log from then on reaches it.
     const local = this.running.register(invocationId);
     const signal = request.signal === undefined ? local.signal : AbortSignal.any([request.signal, local.signal]);
@@ -108,7 +109,7 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
     feature: OperationFeature,
     request: RunOperationRequest,
     fingerprint: string | undefined,
-    telemetry: InvocationTelemetry,
+    telemetry: ObservedInvocation,
   ): Promise<InvocationResult> {
     const stream = invocationStreamName(invocationId);
     // Only the invocation's own run writes its stream; an unkeyed id was made just now, so its stream is new.
@@ -207,7 +208,7 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
     const summary = invocationSummary(settled);
     // One line per settled invocation, figures only. Written here, inside the invocation's span, so it
     // names the trace; the public InvocationSettled reaches the EventBus later, from the log.
-    this.settledLog.log({ message: 'invocation settled', organizationId: request.organizationId, operationId: request.operationId, ...summary, ...activeTraceFields() });
+    this.settledLog.log({ message: 'invocation settled', organizationId: request.organizationId, operationId: request.operationId, ...summary, ...this.instrumentation.traceFields() });
     if (answer === undefined) return summary;
     this.keepAnswer(invocationId, answer, feature);
     return { ...summary, answer };
@@ -230,7 +231,7 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
     dispatchedAtMs: number,
     signal: AbortSignal | undefined,
     invoke: (command: InvocationCommand) => Promise<unknown>,
-    telemetry: InvocationTelemetry,
+    telemetry: ObservedInvocation,
   ): Promise<ToolLoopResult> {
     return runToolLoop(telemetry.instrument({
       ...conversation,

@@ -36,7 +36,8 @@ import { INPUT_USAGE_KINDS } from '../runtime/price-kinds';
 import type { Provider, ProviderRequest, ProviderResponse, SendOptions, Usage } from '../runtime/provider.port';
 import type { ToolLoopInput } from '../runtime/run-tool-loop';
 import type { ToolContext, ToolSpec } from '../runtime/tool.types';
-import { invocationOverheadChannel, type InvocationOverheadTiming } from './timing.channels';
+import { invocationOverheadChannel, type InvocationOverheadTiming } from '../domain/timing.channels';
+import type { InvocationEnd, InvocationInfo, InvocationInstrumentation, ObservedInvocation } from '../invocations/invocation-instrumentation.port';
 
 /** The instrumentation scope of every span llm-ledger makes. */
 export const TRACER_NAME = 'llm-ledger';
@@ -51,21 +52,6 @@ export const LEDGER_ATTRIBUTES = {
   turn: 'llm_ledger.attempt.turn',
   retry: 'llm_ledger.attempt.retry',
 } as const;
-
-/** What an invocation span is opened with. */
-export interface InvocationInfo {
-  readonly invocationId: string;
-  readonly operationId: string;
-  readonly organizationId: string;
-}
-
-/** What it is closed with: the invocation's summary figures. */
-export interface InvocationEnd {
-  readonly state: string;
-  readonly outcome?: string;
-  readonly refusalReason?: string;
-  readonly charge: number;
-}
 
 /**
  * Time spent outside the ledger (provider calls, tool handlers, judges), counted once however many
@@ -112,7 +98,7 @@ function usageAttributes(usage: Usage | undefined): Attributes {
  * {model}` for each provider attempt, `execute_tool {name}` for each tool call. Children name their
  * parent explicitly, so the tree holds even where no context manager carries the active span.
  */
-export class InvocationTelemetry {
+export class InvocationTelemetry implements ObservedInvocation {
   private readonly span: Span;
   private readonly spanContext: Context;
   private readonly startedAt = performance.now();
@@ -319,3 +305,9 @@ export function activeTraceFields(): { readonly traceId?: string; readonly spanI
   if (spanContext === undefined || !trace.isSpanContextValid(spanContext)) return {};
   return { traceId: spanContext.traceId, spanId: spanContext.spanId };
 }
+
+/** The core's InvocationInstrumentation port, implemented with the spans above (ObservabilityModule provides it). */
+export const OPEN_TELEMETRY_INSTRUMENTATION: InvocationInstrumentation = {
+  start: (info) => InvocationTelemetry.start(info),
+  traceFields: activeTraceFields,
+};

@@ -2,11 +2,13 @@ import { BeforeApplicationShutdown, Global, Inject, Logger, Module, OnApplicatio
 import { BALANCE_COLLECTION, BALANCES_PROJECTION, type BalanceView } from '../../projections';
 import { EVENT_STORE, type EventStore } from '../event-store/event-store.port';
 import { LiveProjections, MAX_LIST_LIMIT, READ_MODEL_STORE, type SqliteReadModelStore } from '../projection-runner';
+import { INVOCATION_INSTRUMENTATION } from '../invocations/invocation-instrumentation.port';
+import { OPEN_TELEMETRY_INSTRUMENTATION } from './invocation-telemetry';
 import { LedgerMetrics, type GaugeSources } from './ledger-metrics';
 import { LogMetricsFollower } from './log-metrics.follower';
 import { MetricsServer } from './metrics.server';
 import { OBSERVABILITY_CONFIG, type ObservabilityConfig } from './observability.config';
-import { appendTimingChannel, invocationOverheadChannel, type AppendTiming, type InvocationOverheadTiming } from './timing.channels';
+import { appendTimingChannel, invocationOverheadChannel, type AppendTiming, type InvocationOverheadTiming } from '../domain/timing.channels';
 
 /** Credits held per organization, paged through the balances read model. */
 function* heldByOrganization(store: SqliteReadModelStore): Iterable<{ organizationId: string; held: number }> {
@@ -20,10 +22,12 @@ function* heldByOrganization(store: SqliteReadModelStore): Iterable<{ organizati
 }
 
 /**
- * Metrics (README.md "Metrics"): the registry, the log follower that feeds its counters after commit, the
- * timings the core publishes, and the tokenless listener on METRICS_PORT when one is set. The
- * `GET /metrics` route on the API's port belongs to the HTTP module (MetricsController). Its
- * configuration (OBSERVABILITY_CONFIG) is provided by the composition root.
+ * Metrics (README.md "Metrics") and traces (README.md "Traces"): the registry, the log follower that
+ * feeds its counters after commit, the timings the core publishes on its channels
+ * (src/domain/timing.channels.ts), the core's INVOCATION_INSTRUMENTATION port, and the tokenless
+ * listener on METRICS_PORT when one is set. The `GET /metrics` route on the API's port is
+ * MetricsController, mounted with the other routes (LEDGER_CONTROLLERS). Its configuration
+ * (OBSERVABILITY_CONFIG) is provided by the composition root.
  */
 @Global()
 @Module({
@@ -51,8 +55,10 @@ function* heldByOrganization(store: SqliteReadModelStore): Iterable<{ organizati
         );
       },
     },
+    // The core's port for observing its runs (traces and the accounting overhead).
+    { provide: INVOCATION_INSTRUMENTATION, useValue: OPEN_TELEMETRY_INSTRUMENTATION },
   ],
-  exports: [LedgerMetrics],
+  exports: [LedgerMetrics, INVOCATION_INSTRUMENTATION],
 })
 export class ObservabilityModule implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('Metrics');

@@ -12,10 +12,9 @@ import {
   catchUp,
   lowestCheckpoint,
   trackOf,
-  type ProjectionFault,
   type ProjectionTrack,
 } from './projection-replay';
-import type { LiveProjections } from './live-projections';
+import type { LiveProjections, ProjectionLag, ProjectionRunnerState, ProjectionRunnerStatus, ProjectionStatus, WaitOptions } from './live-projections';
 import { PositionWaiters } from './position-waiters';
 import type { Projection } from './projection.types';
 import { assertProjectionName, type SqliteReadModelStore } from './read-model.store';
@@ -36,40 +35,6 @@ export const DEFAULT_LIVE_BATCH_MAX_EVENTS = DEFAULT_CATCH_UP_PAGE_EVENTS;
  * once; a caller in `waitFor`/`caughtUp` is never kept waiting for the window.
  */
 export const DEFAULT_LIVE_BATCH_INTERVAL_MS = 50;
-
-/** What the runner is doing. */
-export type ProjectionRunnerState = 'idle' | 'catching-up' | 'live' | 'rebuilding' | 'stopped' | 'failed';
-
-/** Where a projection stands, as the runner sees it. */
-export interface ProjectionStatus {
-  readonly name: string;
-  readonly version: number;
-  /** Last position committed for it; undefined when none yet. */
-  readonly checkpoint: bigint | undefined;
-  /** Set when its `apply` failed: it stays at `checkpoint` until the runner restarts or rebuilds it. */
-  readonly fault: ProjectionFault | undefined;
-}
-
-export interface ProjectionRunnerStatus {
-  readonly state: ProjectionRunnerState;
-  /** The error that stopped the whole runner (state `failed`), e.g. the read-model file failing. */
-  readonly error: Error | undefined;
-  readonly projections: readonly ProjectionStatus[];
-}
-
-/** How far a projection is behind the log. */
-export interface ProjectionLag {
-  readonly projection: string;
-  readonly checkpoint: bigint | undefined;
-  readonly headPosition: bigint | undefined;
-  /**
-   * `headPosition − checkpoint` in log positions (0 for an empty log; an unset checkpoint counts
-   * as 0). The embedded store numbers events 1, 2, 3…, so there it is a number of events; EventStoreDB
-   * positions are byte offsets, so there it is only "0 when caught up, growing when behind".
-   */
-  readonly lag: bigint;
-  readonly faulted: boolean;
-}
 
 /** A transaction the runner committed. */
 export interface CommittedBatch {
@@ -104,13 +69,6 @@ export interface RebuildResult {
   /** Events read from the log. */
   readonly events: number;
   readonly projections: readonly ProjectionStatus[];
-}
-
-export interface WaitOptions {
-  /** Wait for these projections only; default every one. */
-  readonly projections?: readonly string[];
-  /** Rejects the wait with the signal's reason, e.g. `AbortSignal.timeout(ms)` for an HTTP read. */
-  readonly signal?: AbortSignal;
 }
 
 /** The subset of a logger the runner uses (Nest's Logger fits). */

@@ -23,7 +23,7 @@ export class GetAttemptsQuery extends Query<AttemptHistoryView | undefined> {
 }
 
 /**
- * Why an invocation was refused or how it ended, with the figures behind it 
+ * Why an invocation was refused or how it ended, with the figures behind it
  * (docs/embedding.md "The queries").
  */
 export class GetExplanationQuery extends Query<ExplanationView | undefined> {

@@ -27,6 +27,7 @@ import type { OperationFeature } from '../features/operation-feature';
 import type { InvocationSummary } from '../invocations/invocation.state';
 import { RunOperationCommand, type RunOperationRequest } from '../invocations/run-operation.command';
 import { RunOperationHandler } from '../invocations/run-operation.handler';
+import { INVOCATION_INSTRUMENTATION, type InvocationInstrumentation } from '../invocations/invocation-instrumentation.port';
 import { SweepStaleInvocationsCommand, type SweepReport } from '../invocations/sweep-stale-invocations.command';
 import { SWEEP_CANDIDATES, type SweepCandidates } from '../invocations/sweep-candidates.port';
 import { SweepStaleInvocationsHandler } from '../invocations/sweep-stale-invocations.handler';
@@ -115,6 +116,8 @@ export class LedgerNode {
       new RunningInvocations(),
       // The app's own, which its log watcher tells when an invocation ends, whichever node ended it.
       app.get(InvocationEndings),
+      // The app's own observation of runs, as the Nest-built handler has it.
+      app.get<InvocationInstrumentation>(INVOCATION_INSTRUMENTATION),
     );
     const sweepHandler = new SweepStaleInvocationsHandler(repository, app.get<SweepCandidates>(SWEEP_CANDIDATES), options.clock);
     return new LedgerNode(app, store, {

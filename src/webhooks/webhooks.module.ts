@@ -6,6 +6,7 @@ import type { Clock } from '../runtime';
 import { WebhookDeliveryWorker } from './webhook-delivery.worker';
 import { createHttpWebhookSender } from './webhook-sender';
 import { WebhookStore, webhookStorePathFor } from './webhook.store';
+import { WEBHOOKS_CONFIG, type WebhooksConfig } from './webhooks.config';
 import { WebhooksService } from './webhooks.service';
 
 /**
@@ -23,8 +24,8 @@ import { WebhooksService } from './webhooks.service';
     },
     {
       provide: WebhookDeliveryWorker,
-      inject: [EVENT_STORE, WebhookStore, CLOCK, LEDGER_CONFIG],
-      useFactory: (eventStore: EventStore, webhooks: WebhookStore, clock: Clock, config: LedgerConfig) => {
+      inject: [EVENT_STORE, WebhookStore, CLOCK, WEBHOOKS_CONFIG],
+      useFactory: (eventStore: EventStore, webhooks: WebhookStore, clock: Clock, config: WebhooksConfig) => {
         const logger = new Logger('Webhooks');
         return new WebhookDeliveryWorker({
           eventStore,

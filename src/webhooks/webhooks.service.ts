@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { accountDecider } from '../accounts/account.decider';
 import { accountStreamName } from '../accounts/account.events';
 import { AggregateRepository } from '../aggregates/aggregate.repository';
-import { LEDGER_CONFIG, type LedgerConfig } from '../config/ledger.config';
+import { WEBHOOKS_CONFIG, type WebhooksConfig } from './webhooks.config';
 import { CLOCK, isoAt } from '../domain/clock.token';
 import { ValidationError } from '../domain/domain.errors';
 import { EVENT_STORE, type EventStore } from '../event-store/event-store.port';
@@ -22,7 +22,7 @@ export class WebhooksService {
     private readonly repository: AggregateRepository,
     @Inject(EVENT_STORE) private readonly eventStore: EventStore,
     @Inject(CLOCK) private readonly clock: Clock,
-    @Inject(LEDGER_CONFIG) private readonly config: LedgerConfig,
+    @Inject(WEBHOOKS_CONFIG) private readonly config: WebhooksConfig,
   ) {}
 
   /**

@@ -11,7 +11,7 @@ import { OUTCOMES } from '../../../src/runtime/conversation.types';
 import { USAGE_KINDS } from '../../../src/runtime/price-kinds';
 
 export type { AttemptHistoryView as AttemptHistory } from '../../../projections/attempts.projection';
-export type { ExplanationView as Explanation } from '../../../projections/explanations.projection';
+export type { ExplanationView as Explanation } from '../../../projections/explanation.view';
 export type { RoutingBudgetsView as RoutingBudgets, RoutingBudgetVersion as PublicationWindow } from '../../../projections/routing-budgets.projection';
 export type { AttemptRecord as AttemptRow } from '../../../src/runtime/conversation.types';
 

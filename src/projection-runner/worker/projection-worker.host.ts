@@ -2,14 +2,8 @@ import { join } from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import type { SqliteEventStore } from '../../event-store/sqlite/sqlite-event-store';
 import { startModuleWorker } from '../../worker/start-module-worker';
-import type { LiveProjections } from '../live-projections';
-import type {
-  ProjectionLag,
-  ProjectionRunnerLogger,
-  ProjectionRunnerStatus,
-  ProjectionStatus,
-  WaitOptions,
-} from '../projection-runner';
+import type { LiveProjections, ProjectionLag, ProjectionRunnerStatus, ProjectionStatus, WaitOptions } from '../live-projections';
+import type { ProjectionRunnerLogger } from '../projection-runner';
 import { ProjectionFaultedError, ProjectionRunnerStoppedError, messageOf } from '../projection-runner.errors';
 import { PositionWaiters } from '../position-waiters';
 import type { Projection } from '../projection.types';

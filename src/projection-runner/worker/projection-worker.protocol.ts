@@ -1,4 +1,4 @@
-import type { ProjectionRunnerStatus } from '../projection-runner';
+import type { ProjectionRunnerStatus } from '../live-projections';
 import type { ProjectionsModule } from '../projections-module';
 
 /**

@@ -1,6 +1,7 @@
 /**
  * Timings the accounting core publishes for the metrics, on Node's diagnostics channels: publishing
- * costs nothing while nobody listens, and the core imports no metrics library.
+ * costs nothing while nobody listens, and the core imports no metrics library. The core owns the
+ * channels; the observability room subscribes to them.
  */
 import { channel } from 'node:diagnostics_channel';
 
