@@ -5,7 +5,7 @@ import type { HttpResponse as Response } from '../http-kit/http.types';
 import type { InvocationStatus } from '../invocations/invocation.events';
 import { GetUsageQuery, type UsageGroupBy, type UsageStatement } from '../queries/get-usage.query';
 import { ListInvocationsQuery, type InvocationPage } from '../queries/list-invocations.query';
-import { ListLedgerEntriesQuery, type LedgerEntryPage } from '../queries/list-ledger-entries.query';
+import { ListLedgerEntriesQuery, type LedgerEntryPage, type LedgerOrder } from '../queries/list-ledger-entries.query';
 import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound, ApiUnavailable } from '../http-kit/api-docs.decorators';
 import { mayAccessOrganization, type Caller } from '../http-kit/auth/caller';
 import { CurrentCaller } from '../http-kit/auth/current-caller.decorator';
@@ -64,8 +64,8 @@ export class OrganizationReadsController {
   @ApiOperation({
     summary: 'An organization’s ledger entries',
     description:
-      'Every grant, adjustment, hold, charge and release in the account’s order, each naming its invocation or idempotency key, ' +
-      'with the available credits after it; paged with `limit` (≤ 500) and the opaque `nextCursor`.',
+      'Every grant, adjustment, hold, charge and release in the account’s order (or newest first with `order=newest`), each naming its ' +
+      'invocation or idempotency key, with the available credits after it; paged with `limit` (≤ 500) and the opaque `nextCursor`.',
   })
   @ApiOkResponse({ description: '`{ entries: [{ sequence, kind, credits, invocationId?, idempotencyKey?, reason?, at, availableAfter }], nextCursor }`' })
   @ApiInvalidRequest()
@@ -76,6 +76,7 @@ export class OrganizationReadsController {
       new ListLedgerEntriesQuery(organizationId, {
         ...(query.limit === undefined ? {} : { limit: Number(query.limit) }),
         ...(query.cursor === undefined ? {} : { cursor: query.cursor }),
+        ...(query.order === undefined ? {} : { order: query.order as LedgerOrder }),
       }),
     );
   }

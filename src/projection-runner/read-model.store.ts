@@ -79,8 +79,10 @@ export interface StoredDocument {
 export interface ListOptions {
   /** Only documents written with this index key. */
   readonly indexKey?: string;
-  /** Page after this id (ids are returned in ascending order). */
+  /** Page after this id, in the listing's order (ids ascending, or descending with `descending`). */
   readonly afterId?: string;
+  /** Ids in descending order (newest first, where ids grow with time); only with `indexKey`. */
+  readonly descending?: boolean;
   /** At most this many documents; default and maximum MAX_LIST_LIMIT. */
   readonly limit?: number;
 }
@@ -162,6 +164,7 @@ export class SqliteReadModelStore {
   private readonly selectDocument: Statement<[string, string, string], string>;
   private readonly listAll: Statement<[string, string, string, number], DocumentRow>;
   private readonly listByIndexKey: Statement<[string, string, string, string, number], DocumentRow>;
+  private readonly listByIndexKeyDescending: Statement<[string, string, string, string, string, number], DocumentRow>;
   private readonly countAll: Statement<[string], number>;
   private readonly countCollection: Statement<[string, string], number>;
   private readonly selectCheckpoint: Statement<[string], CheckpointRow>;
@@ -205,6 +208,10 @@ export class SqliteReadModelStore {
     this.listByIndexKey = db.prepare(
       `SELECT collection, id, body, index_key FROM documents
        WHERE projection = ? AND collection = ? AND index_key = ? AND id > ? ORDER BY id LIMIT ?`,
+    );
+    this.listByIndexKeyDescending = db.prepare(
+      `SELECT collection, id, body, index_key FROM documents
+       WHERE projection = ? AND collection = ? AND index_key = ? AND (? = '' OR id < ?) ORDER BY id DESC LIMIT ?`,
     );
     this.countAll = db.prepare<[string], number>('SELECT count(*) FROM documents WHERE projection = ?').pluck();
     this.countCollection = db
@@ -277,10 +284,13 @@ export class SqliteReadModelStore {
     }
     // Ids are non-empty, so '' sorts before every one of them.
     const afterId = options.afterId ?? '';
+    if (options.descending === true && options.indexKey === undefined) throw new RangeError('a descending listing needs an indexKey');
     const rows =
       options.indexKey === undefined
         ? this.listAll.all(projection, collection, afterId, limit)
-        : this.listByIndexKey.all(projection, collection, options.indexKey, afterId, limit);
+        : options.descending === true
+          ? this.listByIndexKeyDescending.all(projection, collection, options.indexKey, afterId, afterId, limit)
+          : this.listByIndexKey.all(projection, collection, options.indexKey, afterId, limit);
     return rows.map((row) => ({
       id: row.id,
       document: JSON.parse(row.body) as T,

@@ -12,13 +12,19 @@ export const DEFAULT_LEDGER_PAGE = 100;
 export const MAX_LEDGER_PAGE = 500;
 const LEDGER_PAGE = { default: DEFAULT_LEDGER_PAGE, max: MAX_LEDGER_PAGE, unit: 'entries' } as const;
 
+/** The two orders the ledger is listed in: the account's own (`oldest` first, the default) or `newest` first. */
+export const LEDGER_ORDERS = ['oldest', 'newest'] as const;
+export type LedgerOrder = (typeof LEDGER_ORDERS)[number];
+
 export interface LedgerEntryFilters {
   readonly limit?: number;
+  /** A cursor resumes the order it was returned in: pass the same `order` with it. */
   readonly cursor?: string;
+  readonly order?: LedgerOrder;
 }
 
 export interface LedgerEntryPage {
-  /** In the account's order, oldest first. */
+  /** In the account's order, oldest first, or newest first when asked (`order`). */
   readonly entries: readonly LedgerEntryView[];
   readonly nextCursor: string | null;
 }
@@ -48,11 +54,13 @@ export class ListLedgerEntriesHandler implements IQueryHandler<ListLedgerEntries
     // A cursor names an entry of this organization only; another's would resume nowhere.
     const isKey = (key: string): boolean => key.startsWith(`${organizationId}\n`) && /\n\d{20}\.\d$/.test(key);
     const { limit, afterKey: cursorKey } = readPageRequest(checks, filters, LEDGER_PAGE, isKey);
+    const order = filters.order === undefined ? 'oldest' : checks.oneOf('order', filters.order, LEDGER_ORDERS);
     checks.throwIfAny();
     await catchUp(this.runner, [LEDGER_ENTRIES_PROJECTION]);
     const rows = this.store.list<LedgerEntryView>(LEDGER_ENTRIES_PROJECTION, LEDGER_ENTRY_COLLECTION, {
       indexKey: organizationId,
       limit: limit + 1,
+      descending: order === 'newest',
       ...(cursorKey === undefined ? {} : { afterId: cursorKey }),
     });
     const { documents, nextCursor } = pageOf(rows, limit);

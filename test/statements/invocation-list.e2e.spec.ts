@@ -147,6 +147,29 @@ describe('SPEC §9, §10 an organization’s invocations and ledger entries, pag
     expect(new Set(entries.map((entry) => entry.sequence)).size).toBe(entries.length);
   });
 
+  it('lists the same entries newest first with order=newest, paged by cursors that continue that order (issue 26, finding 6)', async () => {
+    const read = async (order: string): Promise<LedgerEntryPage['entries'][number][]> => {
+      const entries: LedgerEntryPage['entries'][number][] = [];
+      let cursor: string | null = null;
+      do {
+        const response = await get(`/v1/organizations/acme/ledger?limit=4&order=${order}${cursor === null ? '' : `&cursor=${cursor}`}`, TOKENS.acmeAdmin);
+        expect(response.status).toBe(200);
+        entries.push(...(response.body as LedgerEntryPage).entries);
+        cursor = (response.body as LedgerEntryPage).nextCursor;
+      } while (cursor !== null);
+      return entries;
+    };
+    const oldest = await read('oldest');
+    const newest = await read('newest');
+    expect(oldest.length).toBeGreaterThan(8);
+    expect(newest.map((entry) => entry.sequence)).toEqual([...oldest].reverse().map((entry) => entry.sequence));
+    const balance = await get('/v1/organizations/acme/balance', TOKENS.acmeAdmin);
+    expect(newest[0]!.availableAfter).toBe(balance.body.available);
+    const bad = await get('/v1/organizations/acme/ledger?order=sideways', TOKENS.acmeAdmin);
+    expect(bad.status).toBe(400);
+    expect(Object.keys(bad.body.fields)).toEqual(['order']);
+  });
+
   it('keeps the ledger for the organization’s admin, the operator and auditors', async () => {
     expect((await get('/v1/organizations/acme/ledger', TOKENS.acmeMember)).status).toBe(403);
     expect((await get('/v1/organizations/acme/ledger', TOKENS.globexAdmin)).status).toBe(404);

@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Allow, type ValidationOptions } from 'class-validator';
 import { INVOCATION_STATUSES } from '../../invocations/invocation.events';
 import { DEFAULT_INVOCATIONS_PAGE, MAX_INVOCATIONS_PAGE } from '../../queries/list-invocations.query';
-import { DEFAULT_LEDGER_PAGE, MAX_LEDGER_PAGE } from '../../queries/list-ledger-entries.query';
+import { DEFAULT_LEDGER_PAGE, LEDGER_ORDERS, MAX_LEDGER_PAGE } from '../../queries/list-ledger-entries.query';
 import { USAGE_GROUP_BY } from '../../queries/get-usage.query';
 import { absent, fieldRule, Id, OneOf, Optional, QueryWholeNumber } from '../../http-kit/dto/field-rules';
 import { CURSOR_PATTERN, MAX_CURSOR_CHARS } from '../../queries/list-cursor';
@@ -65,10 +65,15 @@ export class LedgerQueryDto {
   @QueryWholeNumber({ min: 1, max: MAX_LEDGER_PAGE, unit: 'entries' })
   readonly limit?: string;
 
-  @ApiPropertyOptional({ description: 'The `nextCursor` of the previous page (opaque).' })
+  @ApiPropertyOptional({ description: 'The `nextCursor` of the previous page (opaque), with the same `order`.' })
   @Optional()
   @Cursor()
   readonly cursor?: string;
+
+  @ApiPropertyOptional({ enum: LEDGER_ORDERS, default: 'oldest', description: 'The account’s order (`oldest` first) or `newest` first.' })
+  @Optional()
+  @OneOf(LEDGER_ORDERS)
+  readonly order?: string;
 }
 
 /** Query of `GET /v1/organizations/:organizationId/usage`. */
