@@ -10,7 +10,8 @@ const here = fileURLToPath(new URL('.', import.meta.url));
 export default defineConfig({
   root: here,
   base: '/console/',
-  publicDir: false,
+  // The favicon, copied as it is to the build's root (serve-console.ts serves it at /favicon.ico).
+  publicDir: 'public',
   build: {
     outDir: fileURLToPath(new URL('../dist/console', import.meta.url)),
     emptyOutDir: true,

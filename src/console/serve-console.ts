@@ -9,6 +9,11 @@ import { join } from 'node:path';
 /** Where the console is served; its pages live under it (`/console/invocations/:id`, …). */
 export const CONSOLE_PATH = '/console';
 
+/** The console's icon in the build, served at the root where browsers ask for it. */
+const FAVICON_FILE = 'favicon.ico';
+/** The icon changes with a release at most: a day, in s. */
+const FAVICON_MAX_AGE_SECONDS = 24 * 60 * 60;
+
 /** Vite's folder of hashed assets inside the build. */
 const ASSETS_FOLDER = 'assets';
 
@@ -59,6 +64,15 @@ export function serveConsole(app: NestFastifyApplication, directory: string): vo
     await reply.type('text/html; charset=utf-8').send(html);
   };
   const fastify = app.getHttpAdapter().getInstance();
+  // Every browser asks for /favicon.ico on its own; without it each page load logged a 404.
+  fastify.get(`/${FAVICON_FILE}`, async (_request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    const icon = await readFile(join(directory, FAVICON_FILE)).catch(() => undefined);
+    if (icon === undefined) {
+      await reply.status(404).type('text/plain; charset=utf-8').send('The console is not built: run npm run build.');
+      return;
+    }
+    await reply.headers({ 'X-Content-Type-Options': 'nosniff', 'Cache-Control': `public, max-age=${FAVICON_MAX_AGE_SECONDS}` }).type('image/x-icon').send(icon);
+  });
   // GET routes answer HEAD as well.
   fastify.get(CONSOLE_PATH, page);
   fastify.get(`${CONSOLE_PATH}/*`, page);

@@ -358,21 +358,32 @@ describe('The console (issue 18) in headless Chromium: pages read from the publi
         cursor = response.body.nextCursor;
       } while (cursor !== null);
       expect(entries.length).toBeGreaterThan(20);
-      const ledgerRegion = page.getByRole('region', { name: 'Ledger', exact: true });
+      // Newest first, as every list of the console, each amount signed by what it does to the available credits.
+      expect(entries.length).toBeLessThanOrEqual(40);
+      const balanceNow = await ledger.http().get(`/v1/organizations/${DEMO_ORG}/balance`).set(auditor).expect(200);
+      const ledgerRegion = page.getByRole('region', { name: 'Ledger, newest first', exact: true });
       const rows = ledgerRegion.locator('tbody tr');
       await rows.first().waitFor();
       expect(await rows.count()).toBe(20);
-      await expect(rows.first().textContent()).resolves.toContain('grant');
+      expect(integer((await rows.first().locator('td').last().textContent()) ?? '')).toBe(balanceNow.body.available);
+      for (const row of await rows.all()) {
+        const [kind, credits] = [await row.locator('td').nth(1).textContent(), await row.locator('td.credits').textContent()];
+        if (kind === 'hold' || kind === 'charge') expect(credits).toMatch(/^(−\d|0 )/);
+        if (kind === 'release') expect(credits).toMatch(/^\+/);
+      }
       await ledgerRegion.getByRole('button', { name: 'Next page' }).click();
       await ledgerRegion.getByText('Page 2', { exact: true }).waitFor();
-      await until(() => rows.count(), Math.min(20, entries.length - 20));
+      await until(() => rows.count(), entries.length - 20);
+      // The oldest entry, last of the last page: the demo's grant, signed as money in.
+      await expect(rows.last().textContent()).resolves.toContain('grant');
+      await expect(rows.last().locator('td.credits').textContent()).resolves.toBe('+1,000,000 credits');
       await ledgerRegion.getByRole('button', { name: 'Previous page' }).click();
       await ledgerRegion.getByText('Page 1', { exact: true }).waitFor();
-      await expect(rows.first().textContent()).resolves.toContain('grant');
+      expect(integer((await rows.first().locator('td').last().textContent()) ?? '')).toBe(balanceNow.body.available);
       await browser.screenshot(page, 'organization-auditor');
 
       // The invocations, filtered by operation, each linking to its own page.
-      const invocations = page.getByRole('region', { name: 'Recent invocations' });
+      const invocations = page.getByRole('region', { name: 'Invocations, newest first' });
       await invocations.getByLabel('Operation id').fill(RETRYING_OPERATION);
       await invocations.getByRole('button', { name: 'Apply filters' }).click();
       await until(() => invocations.locator('tbody tr').count(), 1);
@@ -427,7 +438,7 @@ describe('The console (issue 18) in headless Chromium: pages read from the publi
 
       // The organization page, as the member sees it: its invocations, and what its role may not read.
       await page.goto(`${base}/console/organizations/${DEMO_ORG}`);
-      await page.getByRole('region', { name: 'Recent invocations' }).locator('tbody tr').first().waitFor();
+      await page.getByRole('region', { name: 'Invocations, newest first' }).locator('tbody tr').first().waitFor();
       await expect(page.getByRole('region', { name: 'Balance' }).getByRole('note').textContent()).resolves.toBe('Your token’s role may not read the balance.');
       await expect(page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth')).resolves.toBe(0);
       await expect(accessibilityViolations(page)).resolves.toEqual([]);

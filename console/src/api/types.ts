@@ -47,3 +47,6 @@ export type { LedgerEntryView as LedgerEntry } from '../../../projections/ledger
 export type { InvocationPage } from '../../../src/queries/list-invocations.query';
 export type { LedgerEntryPage } from '../../../src/queries/list-ledger-entries.query';
 export type { UsageStatement, UsageStatementRow } from '../../../src/queries/get-usage.query';
+
+/** `GET /v1/me`: who the signed-in token is. */
+export type { MeDto as Me } from '../../../src/http/dto/me.dto';

@@ -1,10 +1,10 @@
 import type { ComponentChildren } from 'preact';
 import { useLocation } from 'preact-iso';
 import { useEffect, useRef } from 'preact/hooks';
-import { useSession } from '../session/session';
+import { useSession, whoIs } from '../session/session';
 
 export function Layout({ children }: { children: ComponentChildren }) {
-  const { signOut } = useSession();
+  const { signOut, me } = useSession();
   const { path } = useLocation();
   const main = useRef<HTMLElement>(null);
   const firstPath = useRef(path);
@@ -22,9 +22,12 @@ export function Layout({ children }: { children: ComponentChildren }) {
         <a class="brand" href="/console">
           llm-ledger console
         </a>
-        <button type="button" class="secondary" onClick={signOut}>
-          Sign out
-        </button>
+        <span class="signed-in">
+          <span class="who">Signed in as {whoIs(me)}</span>
+          <button type="button" class="secondary" onClick={signOut}>
+            Sign out
+          </button>
+        </span>
       </header>
       <main id="main" tabIndex={-1} ref={main}>
         {children}

@@ -51,7 +51,7 @@ export function InvocationsSection({ organizationId, operationId }: { organizati
     }),
   );
   return (
-    <Section id="invocations" title="Recent invocations">
+    <Section id="invocations" title="Invocations, newest first">
       <form
         class="filters"
         aria-label="Invocation filters"
@@ -79,43 +79,51 @@ export function InvocationsSection({ organizationId, operationId }: { organizati
                   {shown.length} of the {formatCountOf(page.invocations.length, 'invocation')} on this page ended {filters.outcome}.
                 </p>
               )}
-              <TableScroll label="Invocations table">
-                <table>
-                  <caption class="visually-hidden">Invocations, newest first, page {pages.pageNumber}</caption>
-                  <thead>
-                    <tr>
-                      <th scope="col">Invocation</th>
-                      <th scope="col">Operation</th>
-                      <th scope="col">State</th>
-                      <th scope="col">Outcome or refusal</th>
-                      <th scope="col" class="num">Charge</th>
-                      <th scope="col">Started</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {shown.map((invocation) => (
-                      <tr key={invocation.invocationId}>
-                        <td>
-                          <a href={invocationHref(invocation.invocationId)}>
-                            <code>{invocation.invocationId}</code>
-                          </a>
-                        </td>
-                        <td>
-                          <a href={operationHref(invocation.operationId)}>{invocation.operationId}</a>
-                          {invocation.publicationVersion !== undefined && <span class="muted"> v{invocation.publicationVersion}</span>}
-                        </td>
-                        <td>
-                          <StateBadge state={invocation.state} />
-                        </td>
-                        <td>{invocation.outcome ?? invocation.refusalReason ?? '—'}</td>
-                        <td class="num">{formatCredits(invocation.charge)}</td>
-                        <td>{formatTime(invocation.estimatedAt)}</td>
+              {shown.length > 0 && (
+                <TableScroll label="Invocations table">
+                  <table>
+                    <caption class="visually-hidden">Invocations, newest first, page {pages.pageNumber}</caption>
+                    <thead>
+                      <tr>
+                        <th scope="col">Invocation</th>
+                        <th scope="col">Operation</th>
+                        <th scope="col">State</th>
+                        <th scope="col">Outcome or refusal</th>
+                        <th scope="col" class="num">Charge</th>
+                        <th scope="col">Started</th>
                       </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </TableScroll>
-              {shown.length === 0 && <p class="muted">No invocation matches.</p>}
+                    </thead>
+                    <tbody>
+                      {shown.map((invocation) => (
+                        <tr key={invocation.invocationId}>
+                          <td>
+                            <a href={invocationHref(invocation.invocationId)}>
+                              <code>{invocation.invocationId}</code>
+                            </a>
+                          </td>
+                          <td>
+                            <a href={operationHref(invocation.operationId)}>{invocation.operationId}</a>
+                            {invocation.publicationVersion !== undefined && <span class="muted"> v{invocation.publicationVersion}</span>}
+                          </td>
+                          <td>
+                            <StateBadge state={invocation.state} />
+                          </td>
+                          <td>{invocation.outcome ?? invocation.refusalReason ?? '—'}</td>
+                          <td class="num">{formatCredits(invocation.charge)}</td>
+                          <td>{formatTime(invocation.estimatedAt)}</td>
+                        </tr>
+                      ))}
+                    </tbody>
+                  </table>
+                </TableScroll>
+              )}
+              {shown.length === 0 && (
+                <p class="empty">
+                  {page.invocations.length === 0 && pages.pageNumber === 1 && filters.state === '' && filters.operationId === '' && filters.outcome === ''
+                    ? `No invocations yet: nothing has run for ${organizationId}.`
+                    : 'No invocation matches these filters.'}
+                </p>
+              )}
               <Pager label="Invocations" pageNumber={pages.pageNumber} nextCursor={page.nextCursor ?? undefined} onNext={pages.next} onPrevious={pages.previous} />
             </>
           );

@@ -1,10 +1,14 @@
 import { useState } from 'preact/hooks';
 import { segment, withQuery } from '../api/client';
-import type { UsageStatement } from '../api/types';
+import type { LedgerEntryPage, UsageStatement } from '../api/types';
 import { useApi } from '../api/use-api';
+import { AvailableCreditsChart, availableSteps } from '../charts/available-credits-chart';
 import { CreditsPerDayChart } from '../charts/credits-per-day-chart';
 import { Section, Show, TableScroll } from '../components/common';
-import { formatCount } from '../format';
+import { formatCount, formatCountOf } from '../format';
+
+/** Most ledger entries the available-credits chart reads: the API's largest page, newest first. */
+const AVAILABLE_CHART_ENTRIES = 500;
 
 /** How many days the chart covers when the page opens, today included. */
 const DEFAULT_PERIOD_DAYS = 30;
@@ -24,8 +28,9 @@ export function UsageSection({ organizationId }: { organizationId: string }) {
   const usage = useApi<UsageStatement>(
     withQuery(`/v1/organizations/${segment(organizationId)}/usage`, { from: period.from, to: period.to, groupBy: 'day,operation' }),
   );
+  const ledger = useApi<LedgerEntryPage>(withQuery(`/v1/organizations/${segment(organizationId)}/ledger`, { order: 'newest', limit: AVAILABLE_CHART_ENTRIES }));
   return (
-    <Section id="usage" title="Credits used per day by operation">
+    <Section id="usage" title="Credits over time">
       <form
         class="filters"
         onSubmit={(event) => {
@@ -47,9 +52,24 @@ export function UsageSection({ organizationId }: { organizationId: string }) {
         {(statement) => (
           <>
             <p class="attempts-total">
-              {formatCount(statement.totals.credits)} credits charged over {formatCount(statement.totals.settled)} settled invocations
+              {formatCountOf(statement.totals.credits, 'credit')} charged over {formatCountOf(statement.totals.settled, 'settled invocation')}
             </p>
-            <CreditsPerDayChart rows={statement.rows} from={statement.from} to={statement.to} />
+            <div class="charts">
+              <div role="region" aria-labelledby="per-day-heading">
+                <h3 id="per-day-heading">Credits used per day by operation</h3>
+                {statement.totals.credits === 0 ? (
+                  <p class="empty">No usage in this period: no invocation was charged from {statement.from} to {statement.to}.</p>
+                ) : (
+                  <CreditsPerDayChart rows={statement.rows} from={statement.from} to={statement.to} />
+                )}
+              </div>
+              <div role="region" aria-labelledby="available-heading">
+                <h3 id="available-heading">Available credits</h3>
+                <Show loaded={ledger} what="the ledger">
+                  {(page) => <AvailableView entries={page.entries} truncated={page.nextCursor !== null} from={statement.from} to={statement.to} />}
+                </Show>
+              </div>
+            </div>
             <details>
               <summary>The same figures as a table</summary>
               <TableScroll label="Usage table">
@@ -80,5 +100,23 @@ export function UsageSection({ organizationId }: { organizationId: string }) {
         )}
       </Show>
     </Section>
+  );
+}
+
+/** The available credits over the period from the newest ledger entries, or why there is no line. */
+function AvailableView({ entries, truncated, from, to }: { entries: LedgerEntryPage['entries']; truncated: boolean; from: string; to: string }) {
+  const start = new Date(`${from}T00:00:00Z`);
+  const end = new Date(Math.min(Date.now(), Date.parse(`${to}T00:00:00Z`) + 86_400_000));
+  const points = availableSteps(entries, start, end);
+  if (entries.length === 0) return <p class="empty">No credits yet: nothing was ever granted to this organization.</p>;
+  if (points.length === 0) return <p class="empty">No ledger entry before {to}: the organization had no credits in this period.</p>;
+  const oldest = entries.at(-1);
+  return (
+    <>
+      <AvailableCreditsChart points={points} from={from} to={to} start={start} end={end} />
+      {truncated && oldest !== undefined && new Date(oldest.at) > start && (
+        <p class="muted">Drawn from the newest {formatCount(entries.length)} ledger entries, back to {oldest.at.slice(0, 10)}.</p>
+      )}
+    </>
   );
 }

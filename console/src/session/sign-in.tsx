@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 
 /** One labelled input for the bearer token; the page asked for shows once it is given. */
-export function SignIn({ notice, onToken }: { notice: string | undefined; onToken: (token: string) => void }) {
+export function SignIn({ notice, checking, onToken }: { notice: string | undefined; checking: boolean; onToken: (token: string) => void }) {
   const [value, setValue] = useState('');
   const input = useRef<HTMLInputElement>(null);
   useEffect(() => input.current?.focus(), []);
@@ -18,7 +18,7 @@ export function SignIn({ notice, onToken }: { notice: string | undefined; onToke
         onSubmit={(event) => {
           event.preventDefault();
           const token = value.trim();
-          if (token !== '') onToken(token);
+          if (token !== '' && !checking) onToken(token);
         }}
       >
         <label for="token">Bearer token</label>
@@ -33,7 +33,9 @@ export function SignIn({ notice, onToken }: { notice: string | undefined; onToke
           value={value}
           onInput={(event) => setValue(event.currentTarget.value)}
         />
-        <button type="submit">Sign in</button>
+        <button type="submit" disabled={checking}>
+          {checking ? 'Checking the token…' : 'Sign in'}
+        </button>
       </form>
     </main>
   );

@@ -8,6 +8,11 @@ export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 /** Where screenshots go: a test artifact, ignored by git. */
 export const ARTIFACTS_DIRECTORY = join(__dirname, '..', '..', '..', 'test-artifacts', 'console');
 
+/** Where the README's and docs' screenshots go: made by the browser tests from the demo, so they show what it does. */
+export const DOCS_DIRECTORY = join(__dirname, '..', '..', '..', 'docs');
+/** Largest screenshot written into docs/, in bytes: the repository carries every version of it. */
+export const MAX_DOCS_SCREENSHOT_BYTES = 250 * 1024;
+
 /** 1280×800, and a phone's width. */
 export const DESKTOP = { width: 1280, height: 800 } as const;
 export const PHONE = { width: 390, height: 844 } as const;
@@ -69,6 +74,10 @@ export async function launchBrowser(): Promise<TestBrowser> {
       // Script errors and refused content (a Content-Security-Policy violation) are defects.
       const problems: string[] = [];
       page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+      // A file the page asked for and did not get (a favicon, an asset) is a defect too; the API's own 404s are answers.
+      page.on('response', (response) => {
+        if (response.status() === 404 && !new URL(response.url()).pathname.startsWith('/v1/')) problems.push(`404: ${response.url()}`);
+      });
       page.on('console', (message) => {
         if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) problems.push(`console: ${message.text()}`);
       });
