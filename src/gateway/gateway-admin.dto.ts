@@ -3,17 +3,20 @@
  * and document it; the domain checks every field again and names the bad one by its path.
  */
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsArray } from 'class-validator';
+import { Type } from 'class-transformer';
+import { IsArray, ValidateNested } from 'class-validator';
 import { MAX_LEDGER_ENTRY_CREDITS } from '../accounts/account.bounds';
 import { MAX_GATEWAY_KEY_NAME_CHARS, MAX_GATEWAY_KEY_OUTPUT_TOKENS, SPEND_PERIODS, type SpendLimit, type SpendPeriod } from '../accounts/gateway-keys';
-import { Bool, JsonObject, Optional, Text, WholeNumber } from '../http-kit/dto/field-rules';
+import { Bool, JsonObject, OneOf, Optional, Text, WholeNumber } from '../http-kit/dto/field-rules';
 import { MAX_GATEWAY_ATTEMPT_TIMEOUT_MS, MAX_GATEWAY_OUTPUT_TOKENS } from './rate-card';
 
 export class SpendLimitDto implements SpendLimit {
-  @ApiProperty({ type: 'integer', minimum: 0, maximum: MAX_LEDGER_ENTRY_CREDITS, description: 'Integer credits the key may spend (charged plus held) in one period.' })
+  @ApiProperty({ description: 'Integer credits the key may spend (charged plus held) in one period.' })
+  @WholeNumber({ min: 0, max: MAX_LEDGER_ENTRY_CREDITS, unit: 'credits' })
   readonly credits!: number;
 
   @ApiProperty({ enum: SPEND_PERIODS, description: 'A UTC calendar `day` or `month`, or the key’s whole life (`total`).' })
+  @OneOf(SPEND_PERIODS)
   readonly period!: SpendPeriod;
 }
 
@@ -36,6 +39,8 @@ export class GatewayKeySettingsDto {
   @ApiPropertyOptional({ type: SpendLimitDto, description: 'What the key may spend per UTC day, month, or in total; absent: no limit but the organization’s credits.' })
   @Optional()
   @JsonObject()
+  @ValidateNested()
+  @Type(() => SpendLimitDto)
   readonly spendLimit?: SpendLimitDto;
 }
 

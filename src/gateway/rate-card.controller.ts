@@ -37,7 +37,7 @@ export class RateCardController {
 
   @Get(':model')
   @Roles('system', 'auditor')
-  @ApiOperation({ summary: 'A model’s rate card versions' })
+  @ApiOperation({ summary: 'A model’s rate card versions', description: 'Every version of the model’s prices, oldest first, each window starting at its `pricedAt`.' })
   @ApiInvalidRequest()
   @ApiNotFound('The model is not on the rate card.')
   modelVersions(@IdParam('model') model: string): Promise<{ model: string; versions: readonly RateCardVersion[] }> {

@@ -9,6 +9,7 @@ import type { Decider, DomainCommand, DomainEvent } from '../domain/decider';
 import { DomainError, ValidationError } from '../domain/domain.errors';
 import { FieldChecks } from '../domain/field-checks';
 import { BASIS_POINTS_PER_MULTIPLE, type GatewayPrices } from '../runtime/conversation.types';
+import { RATE_FIELDS } from '../runtime/price-kinds';
 
 export const RATE_CARD_STREAM = 'gateway-rate-card';
 /** Models the rate card may hold. */
@@ -74,8 +75,11 @@ export function rateCardInForce(state: RateCardState, model: string): RateCardVe
 /** A rate card version's prices: a rate version, plus the optional fast rates, geography multipliers and search default. */
 export function readGatewayPrices(checks: FieldChecks, value: unknown): GatewayPrices {
   const pricesIn = checks.object('prices', value);
+  refuseUnknown(checks, 'prices', pricesIn, [...RATE_FIELDS, 'longContext', 'fast', 'inferenceGeo', 'webSearchMaxUsesDefault']);
   const base = readPrices(checks, 'prices', pricesIn);
-  const fast = pricesIn.fast === undefined ? undefined : readPrices(checks, 'prices.fast', checks.object('prices.fast', pricesIn.fast));
+  const fastIn = pricesIn.fast === undefined ? undefined : checks.object('prices.fast', pricesIn.fast);
+  if (fastIn !== undefined) refuseUnknown(checks, 'prices.fast', fastIn, [...RATE_FIELDS, 'longContext']);
+  const fast = fastIn === undefined ? undefined : readPrices(checks, 'prices.fast', fastIn);
   let inferenceGeo: Record<string, number> | undefined;
   if (pricesIn.inferenceGeo !== undefined) {
     const geos = Object.entries(checks.object('prices.inferenceGeo', pricesIn.inferenceGeo));
@@ -97,6 +101,11 @@ export function readGatewayPrices(checks: FieldChecks, value: unknown): GatewayP
     ...(inferenceGeo === undefined ? {} : { inferenceGeo }),
     ...(webSearchMaxUsesDefault === undefined ? {} : { webSearchMaxUsesDefault }),
   };
+}
+
+/** A misspelt optional rate would silently take its fallback: every field must be one the card knows. */
+function refuseUnknown(checks: FieldChecks, path: string, value: Record<string, unknown>, known: readonly string[]): void {
+  for (const field of Object.keys(value)) if (!known.includes(field)) checks.add(`${path}.${field}`, 'is not a field of a rate card version');
 }
 
 function price({ data }: PriceGatewayModel, state: RateCardState): RateCardEvent[] {

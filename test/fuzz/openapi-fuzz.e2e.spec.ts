@@ -315,8 +315,9 @@ describe('fuzzing every route of the OpenAPI document (SPEC §11): no 5xx, every
     const routes = operations.map((operation) => `${operation.method} ${operation.path}`);
     expect(routes.length).toBeGreaterThan(20);
     // Every route is fuzzed; every GET route with query parameters gets them fuzzed; nested fields and tenants are in the sample.
-    // The health probes, /metrics and /v1/me take no parameter and no body: nothing to derive a case from.
-    const parameterless = (route: string): boolean => route.startsWith('GET /health') || route === 'GET /metrics' || route === 'GET /v1/me';
+    // The health probes, /metrics, /v1/me and the whole rate card take no parameter and no body: nothing to derive a case from.
+    const parameterless = (route: string): boolean =>
+      route.startsWith('GET /health') || route === 'GET /metrics' || route === 'GET /v1/me' || route === 'GET /v1/gateway/models';
     expect(routes.filter((route) => !chosen.some((item) => item.route === route) && !parameterless(route))).toEqual([]);
     expect(chosen.some((item) => item.description.includes(' with limits.maxTurns=') || item.description.includes(' with prices.'))).toBe(true);
     expect(chosen.some((item) => item.description.includes(' with input.question='))).toBe(true);

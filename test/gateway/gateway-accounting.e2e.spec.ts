@@ -52,7 +52,12 @@ describe('gateway calls are admitted at their worst-case hold and settled at Ant
     const { body } = await ledger.http().get(`/v1/gateway/models/${MODEL}`).set(bearer(TOKENS.auditor)).expect(200);
     expect(body.versions).toHaveLength(1);
     expect(body.versions[0]).toMatchObject({ version: 1, maxOutputTokens: 64_000, enabled: true, prices: { ...PRICES, webSearchPerThousand: 0 } });
-    await ledger.http().put(`/v1/gateway/models/${MODEL}`).set(bearer(TOKENS.system)).send({ prices: { ...PRICES, inferenceGeo: { us: 9_000 } }, maxOutputTokens: 1, attemptTimeoutMs: 1, enabled: true }).expect(400);
+    // A geography cheaper than 1× would let a call cost more than its hold; a misspelt optional rate would silently take its fallback.
+    const refused = (prices: Record<string, unknown>) =>
+      ledger.http().put(`/v1/gateway/models/${MODEL}`).set(bearer(TOKENS.system)).send({ prices, maxOutputTokens: 1, attemptTimeoutMs: 1, enabled: true }).expect(400);
+    expect((await refused({ ...PRICES, inferenceGeo: { us: 9_000 } })).body.fields).toHaveProperty(['prices.inferenceGeo.us']);
+    expect((await refused({ ...PRICES, cacheWrite1hPerMtok: 6_000 })).body.fields).toHaveProperty(['prices.cacheWrite1hPerMtok']);
+    expect((await refused({ ...PRICES, fast: { ...PRICES, turbo: 1 } })).body.fields).toHaveProperty(['prices.fast.turbo']);
   });
 
   it('holds the worst case, charges the price of the usage reported, and releases the rest', async () => {
