@@ -1,3 +1,5 @@
+import { UnknownGatewayKeyError } from '../../src/accounts/gateway-keys';
+import { UnknownGatewayModelError } from '../../src/gateway/rate-card';
 import { Logger, type ArgumentsHost } from '@nestjs/common';
 import { AdmissionRefusedError } from '../../src/accounts/admission.policy';
 import {
@@ -64,6 +66,8 @@ const DOMAIN_ERRORS: readonly DomainError[] = [
   new IdempotencyConflictError('inv-1', 'invocation inv-1 already holds 10 credits'),
   new IdempotencyKeyReusedError('key-1', 'input'),
   new KeyedRequestInProgressError('key-1', 60_000),
+  new UnknownGatewayKeyError('key-1'),
+  new UnknownGatewayModelError('claude-nothing'),
 ];
 
 describe('HTTP error filter: errors are mapped by their code', () => {
