@@ -1,3 +1,4 @@
+import { IllegalTransitionError } from '../../src/domain/domain.errors';
 import { accountDecider } from '../../src/accounts/account.decider';
 import { accountStreamName } from '../../src/accounts/account.events';
 import { availableCredits } from '../../src/accounts/account.state';
@@ -97,7 +98,7 @@ describe('AggregateRepository — a cached state decides, the expected revision 
     // Another repository (another process) believes the same stream is new: the append's no_stream
     // check fails, the command is decided again on the stream as read, and the transition is refused.
     const other = new AggregateRepository(store);
-    await expect(other.handle('invocation-inv-1', invocationDecider, estimate, { newStream: true })).rejects.toThrow(/initial|estimated/);
+    await expect(other.handle('invocation-inv-1', invocationDecider, estimate, { newStream: true })).rejects.toThrow(IllegalTransitionError);
     expect(await store.streamRevision('invocation-inv-1')).toBe(0n);
   });
 
