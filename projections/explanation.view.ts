@@ -1,6 +1,6 @@
 import type { AdmissionRefusal } from '../src/accounts/admission.policy';
-import type { InvocationStatus, RefusalTransition, SettledBy, SettlementTransition } from '../src/invocations/invocation.events';
-import type { EndingLimit, FaultClass, Outcome } from '../src/runtime';
+import type { GatewayCallFacts, InvocationStatus, RefusalTransition, SettledBy, SettlementTransition } from '../src/invocations/invocation.events';
+import type { AttemptClassification, EndingLimit, FaultClass, Outcome, UsageCounts } from '../src/runtime';
 
 /**
  * The explanation of an invocation as its read model stores it: what explanations.projection.ts
@@ -30,6 +30,20 @@ export interface ExplanationSettlement {
 }
 
 /**
+ * A gateway call's facts (docs/gateway.md), as its InvocationEstimated names them, and how its one
+ * upstream attempt went once it is recorded.
+ */
+export interface ExplanationGateway extends GatewayCallFacts {
+  /** The attempt's classification: `ok`, or the fault of the upstream answer. */
+  readonly classification?: AttemptClassification;
+  readonly httpStatus?: number;
+  /** The call ran out of its time bound. */
+  readonly timedOut?: boolean;
+  /** Anthropic's usage report, counts by kind; absent until the attempt is recorded, and when it reported none. */
+  readonly usage?: UsageCounts;
+}
+
+/**
  * Why an invocation was refused or how its conversation ended, in figures and in one sentence
  * (docs/http.md).
  */
@@ -37,8 +51,10 @@ export interface ExplanationView {
   readonly invocationId: string;
   readonly organizationId: string;
   readonly operationId: string;
-  /** Absent for an operation that was never published. */
+  /** Absent for an operation that was never published; a gateway call's rate card version. */
   readonly publicationVersion?: number;
+  /** Present for a gateway call only. */
+  readonly gateway?: ExplanationGateway;
   readonly state: InvocationStatus;
   /** Set once the conversation ended (`failed` included). */
   readonly outcome?: Outcome;
@@ -58,7 +74,7 @@ export interface ExplanationView {
   readonly settlement?: ExplanationSettlement;
   /** Who asked the conversation to stop, and when (POST /v1/invocations/:id/cancel, CancelInvocationCommand). */
   readonly cancellation?: { readonly requestedBy: string; readonly requestedAt: string };
-  /** What a person reads, built from the figures above only (see explanation-sentence.ts). */
+  /** What a person reads, built from the figures above only (explanation-sentence.ts; a gateway call's: gateway-explanation-sentence.ts). */
   readonly sentence: string;
 }
 

@@ -1,10 +1,12 @@
 import type { RecordedEvent } from '../src/event-store/event-store.port';
 import { INVOCATION_EVENT_TYPES, type InvocationEvent } from '../src/invocations/invocation.events';
 import type { Projection, ReadModelTx } from '../src/projection-runner';
-import type { EndingLimit, Outcome } from '../src/runtime';
+import type { AttemptRecord, EndingLimit, Outcome } from '../src/runtime';
 import { LIMIT_OF_OUTCOME } from '../src/runtime/conversation.types';
+import { addUsage, NO_USAGE } from '../src/runtime/usage';
 import { explanationSentence } from './explanation-sentence';
-import type { ExplanationEndingLimit, ExplanationFigures, ExplanationRefusal, ExplanationView } from './explanation.view';
+import type { ExplanationEndingLimit, ExplanationFigures, ExplanationGateway, ExplanationRefusal, ExplanationView } from './explanation.view';
+import { gatewaySentence } from './gateway-explanation-sentence';
 import { streamId } from './stream-names';
 
 export const EXPLANATIONS_PROJECTION = 'explanations';
@@ -29,7 +31,8 @@ type InvocationRecordedEvent = RecordedEvent<InvocationEvent['type']> & Invocati
 /** Explanations per invocation, folded from the invocation streams alone. */
 export const explanationsProjection: Projection<InvocationRecordedEvent> = {
   name: EXPLANATIONS_PROJECTION,
-  version: 1,
+  // 2: gateway calls explained as such (their documents alone changed).
+  version: 2,
   handles: INVOCATION_EVENT_TYPES,
   apply(event, tx) {
     const invocationId = streamId(event.streamName, 'invocation');
@@ -37,7 +40,8 @@ export const explanationsProjection: Projection<InvocationRecordedEvent> = {
     const before = tx.get<ExplanationView>(EXPLANATION_COLLECTION, invocationId);
     const figures = applyExplanationEvent(before, invocationId, event, tx);
     if (figures === undefined) return;
-    const view: ExplanationView = { ...figures, sentence: explanationSentence(figures) };
+    const sentence = figures.gateway === undefined ? explanationSentence(figures) : gatewaySentence(figures, figures.gateway);
+    const view: ExplanationView = { ...figures, sentence };
     tx.put(EXPLANATION_COLLECTION, invocationId, view, { indexKey: view.organizationId });
     if (view.state === 'refused' || view.state === 'settled') tx.delete(EXPLANATION_BASIS_COLLECTION, invocationId);
   },
@@ -50,7 +54,7 @@ function applyExplanationEvent(
   tx: ReadModelTx,
 ): ExplanationFigures | undefined {
   if (event.type === 'InvocationEstimated') {
-    const { organizationId, operationId, publication } = event.data;
+    const { organizationId, operationId, publication, gateway } = event.data;
     if (publication !== null) {
       const basis: ExplanationBasis = { totalTimeMs: publication.limits.totalTimeMs };
       tx.put(EXPLANATION_BASIS_COLLECTION, invocationId, basis);
@@ -60,6 +64,7 @@ function applyExplanationEvent(
       organizationId,
       operationId,
       ...(publication === null ? {} : { publicationVersion: publication.version }),
+      ...(gateway === undefined ? {} : { gateway: { ...gateway } }),
       state: 'estimated',
       turns: withLimit(0, publication?.limits.maxTurns),
       toolCalls: withLimit(0, publication?.limits.maxToolCalls),
@@ -83,6 +88,7 @@ function applyExplanationEvent(
       const attempt = event.data;
       return {
         ...figures,
+        ...(figures.gateway === undefined ? {} : { gateway: withAttempt(figures.gateway, attempt) }),
         turns: { ...figures.turns, used: Math.max(figures.turns.used, attempt.turn) },
         credits: { ...figures.credits, spent: figures.credits.spent + attempt.priceCredits },
         retries: figures.retries + (attempt.retry > 0 ? 1 : 0),
@@ -149,6 +155,17 @@ function limitValue(name: EndingLimit, figures: ExplanationFigures, tx: ReadMode
     case 'totalTimeMs':
       return tx.get<ExplanationBasis>(EXPLANATION_BASIS_COLLECTION, figures.invocationId)?.totalTimeMs;
   }
+}
+
+/** The gateway call's facts with its one attempt's: how it ended and the counts Anthropic reported. */
+function withAttempt(gateway: ExplanationGateway, attempt: AttemptRecord): ExplanationGateway {
+  return {
+    ...gateway,
+    classification: attempt.classification,
+    ...(attempt.httpStatus === undefined ? {} : { httpStatus: attempt.httpStatus }),
+    timedOut: attempt.timedOut,
+    ...(attempt.usage === undefined ? {} : { usage: addUsage(NO_USAGE, attempt.usage) }),
+  };
 }
 
 function withLimit(used: number, limit: number | undefined): { used: number; limit?: number } {

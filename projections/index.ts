@@ -13,6 +13,7 @@ export * from './balances.projection';
 export * from './explanation-sentence';
 export * from './explanation.view';
 export * from './explanations.projection';
+export * from './gateway-explanation-sentence';
 export * from './invocation-list.projection';
 export * from './invocations.projection';
 export * from './ledger-entries.projection';

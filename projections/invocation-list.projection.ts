@@ -26,6 +26,7 @@ export const INVOCATION_LIST_FIELDS = [
   'invocationId',
   'organizationId',
   'operationId',
+  'gateway',
   'state',
   'publicationVersion',
   'estimate',
@@ -97,7 +98,8 @@ export function listingIndexKeys(organizationId: string, operationId: string, st
  */
 export const invocationListProjection: Projection<InvocationRecordedEvent> = {
   name: INVOCATION_LIST_PROJECTION,
-  version: 1,
+  // 2: a gateway call's key and model.
+  version: 2,
   handles: INVOCATION_EVENT_TYPES,
   apply(event, tx) {
     const invocationId = streamId(event.streamName, 'invocation');

@@ -10,10 +10,20 @@ export const INVOCATION_COLLECTION = 'invocation';
 /** Invocations not yet final (refused or settled): what the sweep looks at. */
 export const OPEN_COLLECTION = 'open';
 
+/** Which gateway key made a gateway call, and the model it asked for (docs/gateway.md). */
+export interface InvocationGatewayView {
+  readonly keyId: string;
+  /** The key's name when the call was made. */
+  readonly keyName: string;
+  readonly model: string;
+}
+
 export interface InvocationView {
   readonly invocationId: string;
   readonly organizationId: string;
   readonly operationId: string;
+  /** Present for a gateway call only. */
+  readonly gateway?: InvocationGatewayView;
   readonly state: InvocationStatus;
   readonly publicationVersion?: number;
   readonly estimate: number;
@@ -41,6 +51,7 @@ export const INVOCATION_STATUS_FIELDS = [
   'invocationId',
   'organizationId',
   'operationId',
+  'gateway',
   'state',
   'outcome',
   'refusalReason',
@@ -76,8 +87,8 @@ export type InvocationRecordedEvent = RecordedEvent<InvocationEvent['type']> & I
 /** The state of every invocation, and the set still open. */
 export const invocationsProjection: Projection<InvocationRecordedEvent> = {
   name: INVOCATIONS_PROJECTION,
-  // 2: lastActivityAt from the events' own times instead of the store's recordedAt.
-  version: 2,
+  // 2: lastActivityAt from the events' own times instead of the store's recordedAt. 3: a gateway call's key and model.
+  version: 3,
   handles: INVOCATION_EVENT_TYPES,
   apply(event, tx) {
     const invocationId = streamId(event.streamName, 'invocation');
@@ -108,11 +119,12 @@ export function applyInvocationEvent(
 ): InvocationView | undefined {
   const at = activityAt(event);
   if (event.type === 'InvocationEstimated') {
-    const { organizationId, operationId, publication, estimatedAt } = event.data;
+    const { organizationId, operationId, publication, estimatedAt, gateway } = event.data;
     return {
       invocationId,
       organizationId,
       operationId,
+      ...(gateway === undefined ? {} : { gateway: { keyId: gateway.keyId, keyName: gateway.keyName, model: gateway.model } }),
       state: 'estimated',
       ...(publication === null ? {} : { publicationVersion: publication.version }),
       estimate: publication?.creditHold ?? 0,

@@ -6,7 +6,7 @@ import type { InvocationRecordedEvent } from './invocations.projection';
 import { streamId } from './stream-names';
 
 export const USAGE_STATEMENTS_PROJECTION = 'usage-statements';
-/** One document per organization, UTC day, operation and model: an invoice line's makings. */
+/** One document per organization, UTC day, operation, model and gateway key: an invoice line's makings. */
 export const USAGE_DAY_COLLECTION = 'day';
 /** Invocations not yet settled or refused: what they will bring to their day's line. */
 const OPEN_COLLECTION = 'open';
@@ -27,6 +27,10 @@ export interface UsageDayView {
   readonly operationId: string;
   /** The model its publication routed to; empty for a never-published operation. */
   readonly model: string;
+  /** The gateway key of a gateway call's line (docs/gateway.md); absent on operations' lines. */
+  readonly keyId?: string;
+  /** That key's name as its latest call on the line named it. */
+  readonly keyName?: string;
   /** Integer credits charged by the settlements of the day. */
   readonly credits: number;
   /** Settled invocations, and how many ended with each outcome. */
@@ -42,6 +46,8 @@ interface OpenInvocation {
   readonly organizationId: string;
   readonly operationId: string;
   readonly model: string;
+  readonly keyId?: string;
+  readonly keyName?: string;
   readonly outcome?: Outcome;
   readonly usage: Usage;
 }
@@ -51,23 +57,28 @@ export function utcDay(instant: string): string {
   return new Date(Date.parse(instant)).toISOString().slice(0, 10);
 }
 
-/** The id of a day's line; organization first, then day, so an organization's lines list by day. */
-export function usageDayId(organizationId: string, day: string, operationId: string, model: string): string {
-  return `${organizationId}\n${day}\n${operationId}\n${model}`;
+/**
+ * The id of a day's line; organization first, then day, so an organization's lines list by day. A
+ * gateway call's line ends with its key id; an operation's has no key part, as before keys existed.
+ */
+export function usageDayId(organizationId: string, day: string, operationId: string, model: string, keyId?: string): string {
+  return `${organizationId}\n${day}\n${operationId}\n${model}${keyId === undefined ? '' : `\n${keyId}`}`;
 }
 
-/** Usage statements per organization, by operation, model and UTC day (README.md "Invoicing"). */
+/** Usage statements per organization, by operation, model, gateway key and UTC day (README.md "Invoicing"). */
 export const usageStatementsProjection: Projection<InvocationRecordedEvent> = {
   name: USAGE_STATEMENTS_PROJECTION,
-  version: 1,
+  // 2: a gateway call's line is its key's.
+  version: 2,
   handles: ['InvocationEstimated', 'InvocationRefused', 'InvocationCompleted', 'InvocationFailed', 'InvocationSettled'],
   apply(recorded, tx) {
     const event = currentLedgerEvent(recorded);
     const invocationId = streamId(event.streamName, 'invocation');
     if (invocationId === undefined) return;
     if (event.type === 'InvocationEstimated') {
-      const { organizationId, operationId, publication } = event.data;
-      tx.put(OPEN_COLLECTION, invocationId, { organizationId, operationId, model: publication?.routing.model ?? '', usage: NO_USAGE } satisfies OpenInvocation);
+      const { organizationId, operationId, publication, gateway } = event.data;
+      const key = gateway === undefined ? {} : { keyId: gateway.keyId, keyName: gateway.keyName };
+      tx.put(OPEN_COLLECTION, invocationId, { organizationId, operationId, model: publication?.routing.model ?? '', ...key, usage: NO_USAGE } satisfies OpenInvocation);
       return;
     }
     const open = tx.get<OpenInvocation>(OPEN_COLLECTION, invocationId);
@@ -110,26 +121,27 @@ export const usageStatementsProjection: Projection<InvocationRecordedEvent> = {
 };
 
 function idOf(open: OpenInvocation, instant: string): string {
-  return usageDayId(open.organizationId, utcDay(instant), open.operationId, open.model);
+  return usageDayId(open.organizationId, utcDay(instant), open.operationId, open.model, open.keyId);
 }
 
+/** The day's line this invocation adds to; a key's line takes the name its latest call had. */
 function lineOf(existing: UsageDayView | undefined, open: OpenInvocation, instant: string): UsageDayView {
-  return (
-    existing ?? {
-      organizationId: open.organizationId,
-      day: utcDay(instant),
-      operationId: open.operationId,
-      model: open.model,
-      credits: 0,
-      settled: 0,
-      outcomes: {},
-      refused: 0,
-      refusals: {},
-      tokens: NO_USAGE,
-    }
-  );
+  if (existing !== undefined) return open.keyName === undefined || existing.keyName === open.keyName ? existing : { ...existing, keyName: open.keyName };
+  return {
+    organizationId: open.organizationId,
+    day: utcDay(instant),
+    operationId: open.operationId,
+    model: open.model,
+    ...(open.keyId === undefined ? {} : { keyId: open.keyId, keyName: open.keyName }),
+    credits: 0,
+    settled: 0,
+    outcomes: {},
+    refused: 0,
+    refusals: {},
+    tokens: NO_USAGE,
+  };
 }
 
 function put(tx: Parameters<Projection['apply']>[1], line: UsageDayView): void {
-  tx.put(USAGE_DAY_COLLECTION, usageDayId(line.organizationId, line.day, line.operationId, line.model), line, { indexKey: line.organizationId });
+  tx.put(USAGE_DAY_COLLECTION, usageDayId(line.organizationId, line.day, line.operationId, line.model, line.keyId), line, { indexKey: line.organizationId });
 }

@@ -38,7 +38,7 @@ export class OrganizationReadsController {
       'Newest first (by estimate time), filtered by `operationId`, `state`, `from` (included) and `to` (excluded); ' +
       'at most `limit` (≤ 500) per page. Follow `nextCursor` for the next page: pages never repeat or skip an invocation, whatever is written meanwhile.',
   })
-  @ApiOkResponse({ description: '`{ invocations: [{ invocationId, operationId, state, outcome?, refusalReason?, publicationVersion?, estimate, charge, estimatedAt, settledAt? }], nextCursor }`' })
+  @ApiOkResponse({ description: '`{ invocations: [{ invocationId, operationId, gateway?: { keyId, keyName, model }, state, outcome?, refusalReason?, publicationVersion?, estimate, charge, estimatedAt, settledAt? }], nextCursor }`' })
   @ApiInvalidRequest()
   @ApiNotFound('Not the caller’s organization.')
   invocations(
@@ -87,10 +87,10 @@ export class OrganizationReadsController {
     summary: 'An organization’s usage statement',
     description:
       'Credits charged (on the day of settlement), invocations by outcome and refusal reason, and usage by kind, for the UTC days `from`–`to` ' +
-      '(both included, at most 366), grouped by any of `operation`, `model`, `day`. `Accept: text/csv` gives the same rows as CSV.',
+      '(both included, at most 366), grouped by any of `operation`, `model`, `day`, `key` (a gateway call\'s key). `Accept: text/csv` gives the same rows as CSV, text cells never read as spreadsheet formulas.',
   })
   @ApiProduces('application/json', 'text/csv')
-  @ApiOkResponse({ description: '`{ organizationId, from, to, groupBy, rows: [{ day?, operationId?, model?, credits, settled, outcomes, refused, refusals, tokens }], totals }`' })
+  @ApiOkResponse({ description: '`{ organizationId, from, to, groupBy, rows: [{ day?, operationId?, model?, keyId?, keyName?, credits, settled, outcomes, refused, refusals, tokens }], totals }`' })
   @ApiInvalidRequest()
   @ApiNotFound('Not the caller’s organization.')
   async usage(

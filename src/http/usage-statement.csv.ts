@@ -2,19 +2,31 @@
  * A usage statement as `text/csv` (RFC 4180): one line per row of the JSON answer, in the same order,
  * with the same figures. Key columns are the grouped ones; every outcome, refusal reason and token
  * kind has its own column, so the header does not depend on the data.
+ *
+ * Text cells come from people: model names from operators, gateway key names from customers'
+ * administrators. A cell a spreadsheet would read as a formula (starting with `=`, `+`, `-`, `@`, a
+ * tab or a CR) is written with a leading `'`, as OWASP recommends, by csv-stringify's
+ * `escape_formulas`; the JSON answer keeps the value unchanged.
  */
+import { stringify } from 'csv-stringify/sync';
 import { ADMISSION_REFUSAL_REASONS } from '../accounts/admission.policy';
 import { NO_OUTCOME } from '../../projections';
-import type { UsageStatement, UsageStatementRow } from '../queries/get-usage.query';
+import type { UsageGroupBy, UsageStatement, UsageStatementRow } from '../queries/get-usage.query';
 import { OUTCOMES } from '../runtime/conversation.types';
 import { USAGE_KINDS } from '../runtime/provider.port';
 
 const OUTCOME_COLUMNS = [...OUTCOMES, NO_OUTCOME] as const;
 
+/** The text columns of each grouping, in the rows' order. */
+const KEY_COLUMNS: readonly (readonly [UsageGroupBy, readonly ('day' | 'operationId' | 'model' | 'keyId' | 'keyName')[]])[] = [
+  ['day', ['day']],
+  ['operation', ['operationId']],
+  ['model', ['model']],
+  ['key', ['keyId', 'keyName']],
+];
+
 export function usageStatementCsv(statement: UsageStatement): string {
-  const keys = (['day', 'operationId', 'model'] as const).filter((key) =>
-    statement.groupBy.includes(key === 'operationId' ? 'operation' : key),
-  );
+  const keys = KEY_COLUMNS.filter(([group]) => statement.groupBy.includes(group)).flatMap(([, columns]) => columns);
   const header = [
     ...keys,
     'credits',
@@ -24,18 +36,19 @@ export function usageStatementCsv(statement: UsageStatement): string {
     ...ADMISSION_REFUSAL_REASONS.map((reason) => `refused_${reason}`),
     ...USAGE_KINDS,
   ];
-  const line = (row: UsageStatementRow): string[] => [
+  const line = (row: UsageStatementRow): (string | number)[] => [
     ...keys.map((key) => row[key] ?? ''),
-    String(row.credits),
-    String(row.settled),
-    ...OUTCOME_COLUMNS.map((outcome) => String(row.outcomes[outcome] ?? 0)),
-    String(row.refused),
-    ...ADMISSION_REFUSAL_REASONS.map((reason) => String(row.refusals[reason] ?? 0)),
-    ...USAGE_KINDS.map((kind) => String(row.tokens[kind])),
+    row.credits,
+    row.settled,
+    ...OUTCOME_COLUMNS.map((outcome) => row.outcomes[outcome] ?? 0),
+    row.refused,
+    ...ADMISSION_REFUSAL_REASONS.map((reason) => row.refusals[reason] ?? 0),
+    ...USAGE_KINDS.map((kind) => row.tokens[kind]),
   ];
-  return [header, ...statement.rows.map(line)].map((fields) => fields.map(csvField).join(',')).join('\r\n') + '\r\n';
-}
-
-function csvField(value: string): string {
-  return /[",\r\n]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value;
+  return stringify([header, ...statement.rows.map(line)], {
+    escape_formulas: true,
+    record_delimiter: 'windows',
+    // A lone CR or LF inside a cell is quoted too, so every reader sees one record per line.
+    quoted_match: /[\r\n]/,
+  });
 }

@@ -10,8 +10,8 @@ import { catchUp } from './read-model-catch-up';
 
 /** The longest period one statement covers, in days. */
 export const MAX_STATEMENT_DAYS = 366;
-/** Ways a statement's rows may be grouped. */
-export const USAGE_GROUP_BY = ['operation', 'model', 'day'] as const;
+/** Ways a statement's rows may be grouped; `key`: by gateway key (docs/gateway.md). */
+export const USAGE_GROUP_BY = ['operation', 'model', 'day', 'key'] as const;
 export type UsageGroupBy = (typeof USAGE_GROUP_BY)[number];
 
 export interface UsagePeriod {
@@ -19,7 +19,7 @@ export interface UsagePeriod {
   readonly from: string;
   /** Last UTC day, `YYYY-MM-DD`, included. */
   readonly to: string;
-  /** Any subset, in any order; empty: one row of totals. Rows are always ordered day, operation, model. */
+  /** Any subset, in any order; empty: one row of totals. Rows are always ordered day, operation, model, key. */
   readonly groupBy?: readonly UsageGroupBy[];
 }
 
@@ -28,6 +28,10 @@ export interface UsageStatementRow {
   readonly day?: string;
   readonly operationId?: string;
   readonly model?: string;
+  /** Grouped by `key`: the gateway key's id, empty for invocations no key made (operations'). */
+  readonly keyId?: string;
+  /** Grouped by `key`: the key's name on its latest line in the period, empty with an empty `keyId`. */
+  readonly keyName?: string;
   readonly credits: number;
   readonly settled: number;
   readonly outcomes: Readonly<Partial<Record<StatementOutcome, number>>>;
@@ -75,20 +79,17 @@ export class GetUsageHandler implements IQueryHandler<GetUsageQuery, UsageStatem
     const lines = this.store.readSnapshot(() => this.linesOf(organizationId, from, to));
     const grouped = new Map<string, UsageStatementRow>();
     for (const line of lines) {
-      const keys: Pick<UsageStatementRow, 'day' | 'operationId' | 'model'> = {
-        ...(groupBy.includes('day') ? { day: line.day } : {}),
-        ...(groupBy.includes('operation') ? { operationId: line.operationId } : {}),
-        ...(groupBy.includes('model') ? { model: line.model } : {}),
-      };
-      const id = JSON.stringify([keys.day, keys.operationId, keys.model]);
-      grouped.set(id, sum(grouped.get(id) ?? emptyRow(keys), line));
+      const keys = rowKeys(line, groupBy);
+      const id = JSON.stringify([keys.day, keys.operationId, keys.model, keys.keyId]);
+      // Lines come in day order: a key's row takes the name of its latest line.
+      grouped.set(id, { ...sum(grouped.get(id) ?? emptyRow(keys), line), ...(keys.keyName === undefined ? {} : { keyName: keys.keyName }) });
     }
     const rows = [...grouped.values()].sort(compareRows);
     const totals = lines.reduce<UsageStatementRow>((total, line) => sum(total, line), emptyRow({}));
     return { organizationId, from, to, groupBy, rows, totals };
   }
 
-  /** The organization's day lines from `from` to `to`, in id order (day, operation, model). */
+  /** The organization's day lines from `from` to `to`, in id order (day, operation, model, key). */
   private linesOf(organizationId: string, from: string, to: string): UsageDayView[] {
     const lines: UsageDayView[] = [];
     // Every line of `from` sorts after this id (its operation id is never empty).
@@ -129,7 +130,19 @@ function readPeriod(period: UsagePeriod): { from: string; to: string; groupBy: U
   return { from, to, groupBy };
 }
 
-function emptyRow(keys: Pick<UsageStatementRow, 'day' | 'operationId' | 'model'>): UsageStatementRow {
+type RowKeys = Pick<UsageStatementRow, 'day' | 'operationId' | 'model' | 'keyId' | 'keyName'>;
+
+/** The grouped keys of the row a line adds to. */
+function rowKeys(line: UsageDayView, groupBy: readonly UsageGroupBy[]): RowKeys {
+  return {
+    ...(groupBy.includes('day') ? { day: line.day } : {}),
+    ...(groupBy.includes('operation') ? { operationId: line.operationId } : {}),
+    ...(groupBy.includes('model') ? { model: line.model } : {}),
+    ...(groupBy.includes('key') ? { keyId: line.keyId ?? '', keyName: line.keyName ?? '' } : {}),
+  };
+}
+
+function emptyRow(keys: RowKeys): UsageStatementRow {
   return { ...keys, credits: 0, settled: 0, outcomes: {}, refused: 0, refusals: {}, tokens: NO_USAGE };
 }
 
@@ -154,7 +167,7 @@ function addCounts<K extends string>(a: Readonly<Partial<Record<K, number>>>, b:
 }
 
 function compareRows(a: UsageStatementRow, b: UsageStatementRow): number {
-  for (const key of ['day', 'operationId', 'model'] as const) {
+  for (const key of ['day', 'operationId', 'model', 'keyId'] as const) {
     const x = a[key] ?? '';
     const y = b[key] ?? '';
     if (x !== y) return x < y ? -1 : 1;

@@ -84,13 +84,28 @@ export class RunInvocationResultDto extends InvocationResultDto {
   readonly answerUnavailable?: string;
 }
 
+/** A gateway call's key and model (docs/gateway.md), in the invocation's status and in the list. */
+export class InvocationGatewayDto {
+  @ApiProperty({ description: 'The gateway key that made the call.' })
+  readonly keyId!: string;
+
+  @ApiProperty({ example: 'ci-bot', description: 'The key’s name when the call was made.' })
+  readonly keyName!: string;
+
+  @ApiProperty({ example: 'claude-sonnet-5-5', description: 'The model asked for, as the rate card names it.' })
+  readonly model!: string;
+}
+
 /** Result of `GET /v1/invocations/:id`: where the invocation is in its lifecycle. */
 export class InvocationStatusDto extends InvocationResultDto {
   @ApiProperty()
   readonly organizationId!: string;
 
-  @ApiProperty()
+  @ApiProperty({ description: '`gateway.anthropic-messages` for a gateway call.' })
   readonly operationId!: string;
+
+  @ApiPropertyOptional({ type: InvocationGatewayDto, description: 'Present for a gateway call only: its key and model.' })
+  readonly gateway?: InvocationGatewayDto;
 
   @ApiPropertyOptional({ description: 'The published bound that ended the conversation, e.g. `maxTurns`.' })
   readonly endingLimit?: string;

@@ -116,12 +116,26 @@ export class ExplanationCreditsDto {
   @ApiPropertyOptional({ type: 'integer' }) readonly charge?: number;
 }
 
+/** A gateway call's facts in its explanation (docs/gateway.md). */
+export class ExplanationGatewayDto {
+  @ApiProperty({ description: 'The gateway key that made the call.' }) readonly keyId!: string;
+  @ApiProperty({ example: 'ci-bot', description: 'The key’s name when the call was made.' }) readonly keyName!: string;
+  @ApiProperty({ example: 'claude-sonnet-5-5', description: 'The model asked for, as the rate card names it.' }) readonly model!: string;
+  @ApiProperty({ type: 'integer', minimum: 1, description: 'The rate card version the call was held and priced at.' }) readonly rateCardVersion!: number;
+  @ApiProperty({ description: 'The caller asked for a streamed answer.' }) readonly stream!: boolean;
+  @ApiPropertyOptional({ description: 'The upstream attempt’s classification, once recorded: `ok` or a fault (docs/rules.md rules 05–06).' }) readonly classification?: string;
+  @ApiPropertyOptional({ type: 'integer', description: 'The upstream answer’s HTTP status, once recorded.' }) readonly httpStatus?: number;
+  @ApiPropertyOptional({ description: 'The call ran out of its time bound, once recorded.' }) readonly timedOut?: boolean;
+  @ApiPropertyOptional({ type: UsageDto, description: 'Anthropic’s usage report; absent until recorded, and when it reported none.' }) readonly usage?: UsageDto;
+}
+
 /** Result of `GET /v1/invocations/:id/explanation` (docs/http.md). */
 export class ExplanationDto {
   @ApiProperty() readonly invocationId!: string;
   @ApiProperty() readonly organizationId!: string;
   @ApiProperty() readonly operationId!: string;
-  @ApiPropertyOptional({ type: 'integer' }) readonly publicationVersion?: number;
+  @ApiPropertyOptional({ type: 'integer', description: 'The publication version; a gateway call’s rate card version.' }) readonly publicationVersion?: number;
+  @ApiPropertyOptional({ type: ExplanationGatewayDto, description: 'Present for a gateway call only.' }) readonly gateway?: ExplanationGatewayDto;
   @ApiProperty({ enum: INVOCATION_STATUSES }) readonly state!: string;
   @ApiPropertyOptional({ enum: OUTCOMES }) readonly outcome?: string;
   @ApiPropertyOptional({ type: RefusalDto }) readonly refusal?: RefusalDto;

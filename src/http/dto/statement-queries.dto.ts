@@ -90,7 +90,7 @@ export class UsageQueryDto {
   @ApiPropertyOptional({
     enum: USAGE_GROUP_BY,
     isArray: true,
-    description: 'Group rows by any of operation, model, day: repeated (`groupBy=day&groupBy=model`) or comma-separated. None: one row of totals.',
+    description: 'Group rows by any of operation, model, day, key (the gateway key: `keyId` and `keyName`): repeated (`groupBy=day&groupBy=model`) or comma-separated. None: one row of totals.',
   })
   @Allow()
   readonly groupBy?: string | string[];

@@ -12,6 +12,7 @@ import type {
   ConversationFigures,
   InvocationCompleted,
   InvocationDispatched,
+  GatewayCallFacts,
   InvocationEstimated,
   InvocationFailed,
   InvocationPending,
@@ -89,6 +90,18 @@ export function estimated(
       estimatedAt: at(0),
     },
   };
+}
+
+/** A gateway call's first event (docs/gateway.md): its rate card version as a one-attempt publication holding `creditHold`. */
+export function gatewayEstimated(creditHold: number, facts: Partial<GatewayCallFacts> = {}, ids: { invocationId?: string; organizationId?: string } = {}): InvocationEstimated {
+  const gateway: GatewayCallFacts = { keyId: 'key-1', keyName: 'ci-bot', model: 'claude-sonnet-5-5', rateCardVersion: 2, stream: false, ...facts };
+  const publication = publicationV(gateway.rateCardVersion, {
+    routing: { provider: 'anthropic', model: gateway.model },
+    limits: { maxTurns: 1, maxToolCalls: 0, totalTimeMs: 60_000, attemptTimeoutMs: 60_000, maxOutputTokens: 64_000, maxAttemptsPerTurn: 1 },
+    creditHold,
+  });
+  const event = estimated(publication, { ...ids, operationId: 'gateway.anthropic-messages' });
+  return { ...event, data: { ...event.data, gateway } };
 }
 
 export function refused(refusal: AdmissionRefusal, transition: RefusalTransition): InvocationRefused {

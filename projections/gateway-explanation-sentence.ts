@@ -1,0 +1,122 @@
+/**
+ * The sentence of a gateway call's explanation (docs/gateway.md): it reads like an operation's, but
+ * in the gateway's terms: the key, the model, Anthropic's usage, the hold and the charge. Built from
+ * the view's figures only, as explanation-sentence.ts is; numbers are grouped by thousands with a
+ * fixed rule (no locale), so a rebuild writes the same words.
+ */
+import type { ExplanationFigures, ExplanationGateway, ExplanationRefusal } from './explanation.view';
+import { FAULT_WORDING } from './explanation-sentence';
+
+/** What each refusal answers the caller with (docs/gateway.md "Admission"). */
+const REFUSAL_STATUS: Readonly<Record<ExplanationRefusal['reason'], number>> = {
+  ai_disabled: 403,
+  unknown_operation: 404,
+  operation_disabled: 404,
+  insufficient_credits: 402,
+  key_spend_limit: 402,
+  no_running_slot: 429,
+  ledger_totals_bound: 402,
+};
+
+/** The explanation's sentence for a gateway call's figures. */
+export function gatewaySentence(view: ExplanationFigures, gateway: ExplanationGateway): string {
+  const call = `Gateway call by key "${gateway.keyName}" to ${gateway.model}`;
+  const hold = grouped(view.credits.hold);
+  if (view.refusal !== undefined) return `${call} refused (${REFUSAL_STATUS[view.refusal.reason]} ${view.refusal.reason}): ${refusalClause(view, view.refusal)}.`;
+  switch (view.state) {
+    case 'estimated':
+      return `${call}: awaiting admission for a ${hold}-credit hold.`;
+    case 'reserved':
+      return `${call}: ${hold} credits held; not yet sent upstream.`;
+    case 'dispatched':
+      return `${call}: in flight${gateway.stream ? ', streamed' : ''}, holding ${hold} credits.`;
+    case 'completed':
+    case 'failed':
+      return `${call}${failure(view, gateway)}: ${usageClause(gateway)}; held ${hold}; awaiting settlement.`;
+    case 'pending':
+      return `${call}: ${unmeasured(gateway)}, so it will be charged its ${hold}-credit hold.`;
+    case 'settled':
+      return settledSentence(call, view, gateway);
+    case 'refused':
+      return `${call} refused.`;
+  }
+}
+
+function settledSentence(call: string, view: ExplanationFigures, gateway: ExplanationGateway): string {
+  const settlement = view.settlement;
+  // A settled state always carries its settlement; reaching here means the log said otherwise.
+  if (settlement === undefined) return `${call}: settled.`;
+  const hold = grouped(view.credits.hold);
+  const charged = grouped(settlement.chargeCredits);
+  switch (settlement.transition) {
+    case 8:
+    case 10:
+      return `${call}${failure(view, gateway)}: ${usageClause(gateway)}; held ${hold}, charged ${charged}.`;
+    case 9:
+      return `${call}: ${unmeasured(gateway)}, so it was charged its ${hold}-credit hold.`;
+    case 11:
+      return `${call}: an error escaped the call's accounting, so it was charged its ${hold}-credit hold (settled by ${settlement.by}).`;
+    case 12:
+      return `${call}: abandoned before admission; nothing was sent upstream and ${charged} credits were charged (settled by ${settlement.by}).`;
+    case 13:
+      return `${call}: abandoned while held; nothing was sent upstream and the hold was released (settled by ${settlement.by}).`;
+    case 14:
+      return `${call}: the service stopped while the call was in flight, so its usage was never learned and it was charged its ${hold}-credit hold (settled by ${settlement.by}).`;
+  }
+}
+
+/** ` failed: overloaded — the provider was overloaded (HTTP 529)` for a failed call; nothing otherwise. */
+function failure(view: ExplanationFigures, gateway: ExplanationGateway): string {
+  if (view.outcome !== 'failed' || view.fault === undefined) return '';
+  const status = gateway.httpStatus !== undefined && gateway.httpStatus >= 400 ? ` (HTTP ${gateway.httpStatus})` : '';
+  return ` failed: ${view.fault} — ${FAULT_WORDING[view.fault]}${status}`;
+}
+
+/** Why a call had no usage to price: what its attempt says. */
+function unmeasured(gateway: ExplanationGateway): string {
+  if (gateway.timedOut === true) return 'it timed out before any usage was reported';
+  if (gateway.classification !== undefined && gateway.classification !== 'ok') return `no usage was reported (${gateway.classification} — ${FAULT_WORDING[gateway.classification]})`;
+  return 'no usage was reported';
+}
+
+/** `1,234 input and 56 output tokens`, with the cache kinds and web searches where there were any. */
+function usageClause(gateway: ExplanationGateway): string {
+  const usage = gateway.usage;
+  if (usage === undefined) return 'no usage was reported';
+  const tokens = [
+    `${grouped(usage.inputTokens)} input`,
+    ...(usage.cacheWriteTokens > 0 ? [`${grouped(usage.cacheWriteTokens)} cache-write`] : []),
+    ...(usage.cacheWrite1hTokens > 0 ? [`${grouped(usage.cacheWrite1hTokens)} 1-hour cache-write`] : []),
+    ...(usage.cacheReadTokens > 0 ? [`${grouped(usage.cacheReadTokens)} cache-read`] : []),
+  ];
+  const output = `${grouped(usage.outputTokens)} output tokens`;
+  const searches = usage.webSearchRequests === 0 ? '' : `, ${grouped(usage.webSearchRequests)} web ${usage.webSearchRequests === 1 ? 'search' : 'searches'}`;
+  return `${tokens.join(', ')} and ${output}${searches}`;
+}
+
+function refusalClause(view: ExplanationFigures, refusal: ExplanationRefusal): string {
+  switch (refusal.reason) {
+    case 'ai_disabled':
+      return `AI is switched off for organization ${view.organizationId}`;
+    case 'unknown_operation':
+    case 'operation_disabled':
+      return `${view.operationId} is not accepting calls`;
+    case 'insufficient_credits':
+      return `available ${grouped(refusal.figures.available)} < hold ${grouped(refusal.figures.creditHold)}`;
+    case 'no_running_slot':
+      return `running ${grouped(refusal.figures.running)} of ${grouped(refusal.figures.maxRunning)}`;
+    case 'ledger_totals_bound':
+      return `the account cannot hold ${grouped(refusal.figures.creditHold)} more credits within its exact-integer bound`;
+    case 'key_spend_limit': {
+      const key = refusal.figures;
+      const period = key.period === 'total' ? 'in total' : `in ${key.periodStart} (UTC ${key.period})`;
+      const remaining = Math.max(0, key.limitCredits - key.spentCredits - key.heldCredits);
+      return `the key may spend ${grouped(key.limitCredits)} credits ${period}; it spent ${grouped(key.spentCredits)} and holds ${grouped(key.heldCredits)}, so ${grouped(remaining)} remain < hold ${grouped(key.creditHold)}`;
+    }
+  }
+}
+
+/** `1234567` → `1,234,567`: digits grouped by thousands with a comma, the same on every machine. */
+export function grouped(amount: number): string {
+  return String(amount).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+}
