@@ -12,7 +12,8 @@ import type { InvocationSummary } from '../../src/invocations/invocation.state';
 import type { SweepReport } from '../../src/invocations/sweep-stale-invocations.command';
 import { MemoryIo } from '../cli/support/memory-io';
 import { EventStoreDbWireServer } from '../support/eventstoredb-wire-server';
-import { CONCURRENT_CHARGE, CONCURRENT_HOLD, CONCURRENT_MAX_RUNNING, type InstanceRequest } from './fixtures/ledger-instance.child';
+import { keyHoldsByPeriod } from '../../src/accounts/account.state';
+import { CONCURRENT_CHARGE, CONCURRENT_HOLD, CONCURRENT_MAX_RUNNING, GATEWAY_CHARGE, GATEWAY_HOLD, type InstanceRequest } from './fixtures/ledger-instance.child';
 
 // Each instance is a process that compiles the sources on start, and 200 invocations race on one
 // account stream from two of them: on a shared, loaded machine that takes longer than jest's default.
@@ -159,6 +160,33 @@ describe.each<[string, () => Promise<SharedLog>]>([
     const final = balanceOf(state);
     expect(final).toMatchObject({ held: 0, running: 0, charged: settled.length * CONCURRENT_CHARGE });
     expect(final.available).toBe(final.granted + final.adjustments - final.charged);
+  });
+
+  it('gateway: 200 concurrent calls on one key, split across both, never take the credits or the key\'s day limit below zero (docs/gateway.md)', async () => {
+    // Credits for 20 worst cases, and a key limit of 8 worst cases a day.
+    const { key } = await a.ask<{ key: string }>({ kind: 'gateway-setup', organizationId: 'gw-two', credits: 20 * GATEWAY_HOLD, keyLimitCredits: 8 * GATEWAY_HOLD });
+    const [onA, onB] = await Promise.all([
+      a.ask<{ admitted: boolean; status: number }[]>({ kind: 'gateway-calls', key, count: REQUESTS / 2 }),
+      b.ask<{ admitted: boolean; status: number }[]>({ kind: 'gateway-calls', key, count: REQUESTS / 2 }),
+    ]);
+    const results = [...onA, ...onB];
+    for (const result of results) expect([200, 402]).toContain(result.status);
+    const admitted = results.filter((result) => result.admitted).length;
+    expect(admitted).toBeGreaterThanOrEqual(8);
+
+    let state = accountDecider.initialState();
+    for (const event of await store.readStream('account-gw-two')) {
+      state = accountDecider.evolve(state, { type: event.type, data: event.data } as AccountEvent);
+      const balance = balanceOf(state);
+      expect(balance.available).toBeGreaterThanOrEqual(0);
+      // The instances' clock runs a day ahead: check the key's own period, whatever day that is.
+      for (const gatewayKey of state.gatewayKeys.values()) {
+        const held = gatewayKey.spendPeriod === undefined ? 0 : (keyHoldsByPeriod(state, gatewayKey.keyId).get(gatewayKey.spendPeriod) ?? 0);
+        expect(gatewayKey.spentInPeriod + held).toBeLessThanOrEqual(8 * GATEWAY_HOLD);
+      }
+    }
+    expect(balanceOf(state)).toMatchObject({ held: 0, running: 0, charged: admitted * GATEWAY_CHARGE });
+    expect([...state.gatewayKeys.values()][0]!.spentInPeriod).toBe(admitted * GATEWAY_CHARGE);
   });
 
   it('reads on B what was written on A, B\'s read waiting for B\'s own projections', async () => {
