@@ -3,6 +3,7 @@
  * imports: nothing of the service is bundled but three lists of names). The read views are the
  * projections' documents as the API returns them; the rest are the HTTP layer's answer shapes.
  */
+import type { GatewayKeyView } from '../../../src/gateway/gateway-admin.service';
 import type { InvocationStatusDto } from '../../../src/http/dto/invocation.dto';
 import type { OrganizationBalanceDto } from '../../../src/http/dto/balance.dto';
 import type { RecordedEventDto, StreamPageDto } from '../../../src/http/dto/stream.dto';
@@ -11,7 +12,7 @@ import { OUTCOMES } from '../../../src/runtime/conversation.types';
 import { USAGE_KINDS } from '../../../src/runtime/price-kinds';
 
 export type { AttemptHistoryView as AttemptHistory } from '../../../projections/attempts.projection';
-export type { ExplanationView as Explanation } from '../../../projections/explanation.view';
+export type { ExplanationView as Explanation, ExplanationGateway } from '../../../projections/explanation.view';
 export type { RoutingBudgetsView as RoutingBudgets, RoutingBudgetVersion as PublicationWindow } from '../../../projections/routing-budgets.projection';
 export type { AttemptRecord as AttemptRow } from '../../../src/runtime/conversation.types';
 
@@ -19,6 +20,8 @@ export { INVOCATION_STATUSES, OUTCOMES, type InvocationState };
 
 /** `GET /v1/invocations/:id` */
 export type InvocationStatus = InvocationStatusDto;
+/** One key of `GET /v1/organizations/:id/gateway-keys` (system and org_admin only). */
+export type GatewayKey = GatewayKeyView;
 /** `GET /v1/organizations/:id/balance` */
 export type Balance = OrganizationBalanceDto;
 /** `GET /v1/streams/:streamName`, and one event of it. */

@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { segment } from '../api/client';
-import type { AttemptHistory, AttemptRow, Explanation, InvocationStatus } from '../api/types';
+import type { ComponentChildren } from 'preact';
+import type { AttemptHistory, AttemptRow, Explanation, ExplanationGateway, InvocationStatus } from '../api/types';
 import { isFinal, usageByKind } from '../api/types';
 import { useApi, type Loaded } from '../api/use-api';
 import { AttemptsWaterfall, attemptLabel } from '../charts/attempts-waterfall';
@@ -96,6 +97,7 @@ function Header({ status, running }: { status: InvocationStatus; running: boolea
     <div class="summary">
       <StateBadge state={status.state} />
       {status.outcome !== undefined && <span class="badge">{status.outcome}</span>}
+      {status.gateway !== undefined && <span class="badge">gateway call</span>}
       {running && (
         <span class="live" role="status">
           live — updating as it runs
@@ -104,10 +106,18 @@ function Header({ status, running }: { status: InvocationStatus; running: boolea
       <Figures
         label="Invocation"
         entries={[
-          ['Operation', <a href={`${operationHref(status.operationId)}?organization=${encodeURIComponent(status.organizationId)}`}>{status.operationId}</a>],
-          ['Publication version', status.publicationVersion ?? '—'],
+          ...(status.gateway === undefined
+            ? ([
+                ['Operation', <a href={`${operationHref(status.operationId)}?organization=${encodeURIComponent(status.organizationId)}`}>{status.operationId}</a>],
+                ['Publication version', status.publicationVersion ?? '—'],
+              ] as const)
+            : ([
+                ['Gateway key', <>{status.gateway.keyName} <code class="id">{status.gateway.keyId}</code></>],
+                ['Model', status.gateway.model],
+                ['Rate card version', status.publicationVersion ?? '—'],
+              ] as const)),
           ['Organization', <a href={organizationHref(status.organizationId)}>{status.organizationId}</a>],
-          ['Estimate (hold)', formatCredits(status.estimate)],
+          [status.gateway === undefined ? 'Estimate (hold)' : 'Hold (worst case)', formatCredits(status.estimate)],
           ['Charge', isFinal(status.state) ? formatCredits(status.charge) : 'not settled yet'],
           ['Started', formatTime(status.estimatedAt)],
           ...(status.settledAt === undefined ? [] : [['Settled', formatTime(status.settledAt)] as const]),
@@ -128,10 +138,15 @@ function ExplanationView({ explanation: e }: { explanation: Explanation }) {
           ['State', e.state],
           ...(e.outcome === undefined ? [] : [['Outcome', e.outcome] as const]),
           ...(e.fault === undefined ? [] : [['Fault', e.fault] as const]),
-          ['Turns', usedOf(e.turns.used, e.turns.limit)],
-          ['Tool calls', usedOf(e.toolCalls.used, e.toolCalls.limit)],
+          // A gateway call is one upstream attempt: its turns, tool calls and retries say nothing.
+          ...(e.gateway === undefined
+            ? ([
+                ['Turns', usedOf(e.turns.used, e.turns.limit)],
+                ['Tool calls', usedOf(e.toolCalls.used, e.toolCalls.limit)],
+              ] as const)
+            : gatewayFigures(e.gateway)),
           ['Credits spent', `${formatCount(e.credits.spent)} of a ${formatCount(e.credits.hold)}-credit hold`],
-          ['Retries', formatCount(e.retries)],
+          ...(e.gateway === undefined ? [['Retries', formatCount(e.retries)] as const] : []),
         ]}
       />
       {e.refusal !== undefined && (
@@ -165,6 +180,19 @@ function ExplanationView({ explanation: e }: { explanation: Explanation }) {
       )}
     </>
   );
+}
+
+/** What the explanation knows of a gateway call: its key, model, rate card version and how its attempt went. */
+function gatewayFigures(gateway: ExplanationGateway): ReadonlyArray<readonly [string, ComponentChildren]> {
+  return [
+    ['Gateway key', `${gateway.keyName} (${gateway.keyId})`],
+    ['Model', gateway.model],
+    ['Rate card version', formatCount(gateway.rateCardVersion)],
+    ['Streamed', gateway.stream ? 'yes' : 'no'],
+    ...(gateway.classification === undefined
+      ? []
+      : ([['Upstream answer', `${gateway.classification}${gateway.httpStatus === undefined ? '' : `, HTTP ${gateway.httpStatus}`}${gateway.timedOut === true ? ', timed out' : ''}`]] as const)),
+  ];
 }
 
 function AttemptsView({ history, status }: { history: AttemptHistory; status: Loaded<InvocationStatus> }) {

@@ -1,0 +1,163 @@
+/**
+ * The console shows gateway calls (docs/gateway.md) in headless Chromium: a call's invocation page
+ * names its key, model and rate card version, its hold and charge and its one attempt; the
+ * organization page lists the gateway keys with what each spent in its period and holds, to the
+ * roles that may read them (system, the organization's admin) and to no other.
+ */
+import { rmSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import type { Locator, Page } from 'playwright-core';
+import { serveConsole } from '../../src/console/serve-console';
+import { GATEWAY_ACCOUNTING, type GatewayAccounting, type GatewayAdmission, type MessagesBodyFacts } from '../../src/gateway/gateway-call.port';
+import { systemClock } from '../../src/runtime';
+import { NO_USAGE } from '../../src/runtime/usage';
+import { bearer, startHttpLedger, type HttpLedger } from '../http/support/http-ledger';
+import { accessibilityViolations, launchBrowser, type TestBrowser } from './support/browser';
+import { buildConsole } from './support/console-build';
+
+const DEMO_ORG = 'demo-org';
+const DEMO_SYSTEM = 'demo-system-token';
+const DEMO_ADMIN = 'demo-admin-token';
+const DEMO_AUDITOR = 'demo-auditor-token';
+const DEMO_MEMBER = 'demo-member-token';
+const MODEL = 'claude-sonnet-5-5';
+const PRICES = { inputPerMTok: 3_000, outputPerMTok: 15_000, cacheWritePerMTok: 3_750, cacheWrite1hPerMTok: 6_000, cacheReadPerMTok: 300 };
+const FACTS: MessagesBodyFacts = { bodyBytes: 1_000, model: MODEL, maxTokens: 1_000, stream: true, imageBlocks: 0, documentBlocks: 0, webSearchMaxUses: [] };
+
+type Admitted = Extract<GatewayAdmission, { admitted: true }>;
+
+async function signIn(page: Page, token: string): Promise<void> {
+  const input = page.getByLabel('Bearer token');
+  await input.waitFor();
+  await input.fill(token);
+  await page.keyboard.press('Enter');
+  await input.waitFor({ state: 'detached' });
+}
+
+/** A definition list's figures as name → text. */
+async function figures(list: Locator): Promise<Record<string, string>> {
+  const names = await list.locator('dt').allTextContents();
+  const values = await list.locator('dd').allTextContents();
+  return Object.fromEntries(names.map((name, index) => [name, values[index] ?? '']));
+}
+
+describe('The console shows gateway calls and keys (docs/gateway.md), in headless Chromium', () => {
+  let ledger: HttpLedger;
+  let consoleDirectory: string;
+  let browser: TestBrowser;
+  let base: string;
+  let settled: Admitted;
+  const keys: { ciBot?: { key: string; keyId: string }; revoked?: { keyId: string } } = {};
+
+  beforeAll(async () => {
+    consoleDirectory = buildConsole();
+    ledger = await startHttpLedger({ env: { LEDGER_DEMO: '1' }, configure: (app) => serveConsole(app, consoleDirectory) });
+    await ledger.app.listen(0, '127.0.0.1');
+    base = `http://127.0.0.1:${(ledger.app.getHttpServer().address() as AddressInfo).port}`;
+    browser = await launchBrowser();
+
+    const system = bearer(DEMO_SYSTEM);
+    await ledger.http().put(`/v1/gateway/models/${MODEL}`).set(system).send({ prices: PRICES, maxOutputTokens: 64_000, attemptTimeoutMs: 60_000, enabled: true }).expect(200);
+    const issue = async (body: Record<string, unknown>) => (await ledger.http().post(`/v1/organizations/${DEMO_ORG}/gateway-keys`).set(bearer(DEMO_ADMIN)).send(body).expect(200)).body as { key: string; keyId: string };
+    keys.ciBot = await issue({ name: 'ci-bot', spendLimit: { credits: 100_000, period: 'day' } });
+    keys.revoked = await issue({ name: 'old-laptop' });
+    await ledger.http().delete(`/v1/organizations/${DEMO_ORG}/gateway-keys/${keys.revoked.keyId}`).set(bearer(DEMO_ADMIN)).expect(200);
+
+    const accounting = ledger.app.get<GatewayAccounting>(GATEWAY_ACCOUNTING);
+    const admit = async () => (await accounting.admit({ presentedKey: keys.ciBot!.key, facts: FACTS, requestId: 'r' })) as Admitted;
+    settled = await admit();
+    await accounting.settle(settled, {
+      startedAtMs: systemClock.now(),
+      durationMs: 840,
+      classification: 'ok',
+      httpStatus: 200,
+      responseModel: `${MODEL}-20261001`,
+      usage: { ...NO_USAGE, inputTokens: 1_234, outputTokens: 56 },
+      timedOut: false,
+      callerDisconnected: false,
+    });
+    // A call still in flight: its hold counts against the key.
+    expect((await admit()).admitted).toBe(true);
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await ledger?.close();
+    if (consoleDirectory !== undefined) rmSync(consoleDirectory, { recursive: true, force: true });
+  });
+
+  it('shows a gateway call’s key, model, rate card version, hold and charge, its explanation and its one attempt', async () => {
+    await browser.withPage(async (page) => {
+      await page.goto(`${base}/console/invocations/${settled.invocationId}`);
+      await signIn(page, DEMO_MEMBER);
+      const summary = page.getByLabel('Invocation', { exact: true });
+      await summary.waitFor();
+      await expect(figures(summary)).resolves.toMatchObject({
+        'Gateway key': `ci-bot ${keys.ciBot!.keyId}`,
+        Model: MODEL,
+        'Rate card version': '1',
+        'Hold (worst case)': '46 credits',
+        Charge: '5 credits',
+      });
+      await expect(page.locator('.summary .badge', { hasText: 'gateway call' }).count()).resolves.toBe(1);
+
+      const explanation = (await ledger.http().get(`/v1/invocations/${settled.invocationId}/explanation`).set(bearer(DEMO_MEMBER)).expect(200)).body;
+      const region = page.getByRole('region', { name: 'Explanation' });
+      await expect(region.locator('.sentence').textContent()).resolves.toBe(explanation.sentence);
+      expect(explanation.sentence).toBe(`Gateway call by key "ci-bot" to ${MODEL}: 1,234 input and 56 output tokens; held 46, charged 5.`);
+      const explained = await figures(region.getByLabel('Figures'));
+      expect(explained).toMatchObject({ 'Gateway key': `ci-bot (${keys.ciBot!.keyId})`, Model: MODEL, 'Rate card version': '1', Streamed: 'yes', 'Upstream answer': 'ok, HTTP 200' });
+      expect(Object.keys(explained)).not.toContain('Retries');
+
+      const attempts = page.getByRole('region', { name: 'Attempts', exact: true });
+      await attempts.locator('.attempt-bars rect').first().waitFor();
+      expect(await attempts.locator('.attempt-bars rect').count()).toBe(1);
+      expect(await attempts.locator('tbody tr').count()).toBe(1);
+      await expect(attempts.locator('.attempts-total').textContent()).resolves.toBe(`1 attempt, priced at 5 credits — charged 5 credits · model ${MODEL}-20261001`);
+      await expect(accessibilityViolations(page)).resolves.toEqual([]);
+      await browser.screenshot(page, 'gateway-invocation-member');
+    });
+  });
+
+  it('lists the organization’s gateway keys for its admin, each with what it spent in its period and what it holds, as the API says', async () => {
+    const { keys: listed } = (await ledger.http().get(`/v1/organizations/${DEMO_ORG}/gateway-keys`).set(bearer(DEMO_ADMIN)).expect(200)).body as {
+      keys: { keyId: string; name: string; spentCredits: number; heldCredits: number; period: string }[];
+    };
+    const ciBot = listed.find((key) => key.name === 'ci-bot')!;
+    expect(ciBot).toMatchObject({ spentCredits: 5, heldCredits: 46 });
+    await browser.withPage(async (page) => {
+      await page.goto(`${base}/console/organizations/${DEMO_ORG}`);
+      await signIn(page, DEMO_ADMIN);
+      const section = page.getByRole('region', { name: 'Gateway keys', exact: true });
+      const rows = section.locator('tbody tr');
+      await rows.first().waitFor();
+      expect(await rows.count()).toBe(2);
+      const row = rows.filter({ hasText: 'ci-bot' });
+      await expect(row.locator('td.spent').textContent()).resolves.toBe('5');
+      await expect(row.locator('td.held').textContent()).resolves.toBe('46');
+      await expect(row.textContent()).resolves.toContain(ciBot.period);
+      await expect(row.textContent()).resolves.toContain('100,000 credits a UTC day');
+      await expect(rows.filter({ hasText: 'old-laptop' }).textContent()).resolves.toContain('revoked');
+      await expect(accessibilityViolations(page)).resolves.toEqual([]);
+      await browser.screenshot(page, 'gateway-keys-admin');
+    });
+  });
+
+  it.each([
+    ['the auditor', DEMO_AUDITOR, 'Ledger, newest first'],
+    ['a member', DEMO_MEMBER, 'Invocations, newest first'],
+  ])('does not show the gateway keys to %s, whose role may not read them, and does not ask for them', async (_who, token, loadedRegion) => {
+    await browser.withPage(async (page) => {
+      const asked: string[] = [];
+      page.on('request', (request) => {
+        if (request.url().includes('/gateway-keys')) asked.push(request.url());
+      });
+      await page.goto(`${base}/console/organizations/${DEMO_ORG}`);
+      await signIn(page, token);
+      // The role is known from sign-in on, before any section renders: once another section shows its rows, this one would have too.
+      await page.getByRole('region', { name: loadedRegion, exact: true }).locator('tbody tr').first().waitFor();
+      await expect(page.getByRole('region', { name: 'Gateway keys', exact: true }).count()).resolves.toBe(0);
+      expect(asked).toEqual([]);
+    });
+  });
+});
