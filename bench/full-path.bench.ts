@@ -1,6 +1,6 @@
 /**
  * Fully-accounted invocations per second through RunOperationCommand on the embedded store (issue 7):
- * every lifecycle transition and every attempt durably in the log (WAL, synchronous=NORMAL), a
+ * every lifecycle transition and every attempt durably in the log (WAL, synchronous=FULL, the default), a
  * scripted provider, conversations of 3 turns with 2 tool calls, 100 organizations, the projections
  * following live in the same process, a fixed number of invocations in flight.
  *
@@ -11,7 +11,9 @@
  *   at 50 ms and 64 in flight (below saturation, so what is left is the accounting path itself);
  * - the raw limit: the very events of the zero-latency run inserted by bare better-sqlite3 into the
  *   same schema with the same pragmas and in as many transactions as the run committed, and the ratio;
- * - peak RSS of the process during each measured run (sampled every RSS_SAMPLE_INTERVAL_MS).
+ * - peak RSS of the process during each measured run (sampled every RSS_SAMPLE_INTERVAL_MS);
+ * - what FULL costs: the zero-latency run and the 64-in-flight latent run again with synchronous=NORMAL
+ *   (the opt-in), right after their FULL runs, and FULL over NORMAL as ratios.
  * Each measured run ends when the read models have caught up with the log, not only when the last
  * invocation settled. The projections run where the service runs them (a worker thread by default;
  * LEDGER_PROJECTIONS_THREAD=main puts them on the event loop).
@@ -33,6 +35,7 @@ import { PublishOperationCommand } from '../src/catalog/publish-operation.comman
 import { EVENT_STORE, type RecordedEvent } from '../src/event-store/event-store.port';
 import { migrateSqliteSchema } from '../src/event-store/sqlite/sqlite-schema.migrations';
 import { SQLITE_BUSY_TIMEOUT_MS, SqliteEventStore, WAL_AUTOCHECKPOINT_PAGES } from '../src/event-store/sqlite/sqlite-event-store';
+import { DEFAULT_LOG_SYNCHRONOUS, type SqliteSynchronous } from '../src/event-store/sqlite/sqlite-synchronous';
 import { LedgerFeaturesModule } from '../src/features/ledger-features.module';
 import type { OperationFeature } from '../src/features/operation-feature';
 import { RunOperationCommand } from '../src/invocations/run-operation.command';
@@ -116,6 +119,8 @@ export interface FullPathResult {
   readonly peakRssMiB: number;
   /** Where the projections ran (see LEDGER_PROJECTIONS_THREAD). */
   readonly projectionsThread: 'worker' | 'main';
+  /** How the log committed (LEDGER_SQLITE_SYNCHRONOUS). */
+  readonly synchronous: SqliteSynchronous;
   /**
    * How far the read models were behind the log when the last invocation settled, in events, and how
    * long they took to catch up from there, in ms; the measured run (`seconds`) includes that catch-up.
@@ -139,6 +144,8 @@ export interface MeasureOptions {
   readonly warmupInvocations?: number;
   /** Keep the events for the raw replay ('window': the measured run's) or as a sample log ('all'). */
   readonly keepEvents?: 'window' | 'all';
+  /** How the log commits; DEFAULT_LOG_SYNCHRONOUS (FULL) unless given. */
+  readonly synchronous?: SqliteSynchronous;
 }
 
 export async function measure(options: MeasureOptions): Promise<FullPathResult> {
@@ -149,8 +156,10 @@ async function measureWithEvents(options: MeasureOptions): Promise<Measured> {
   const directory = mkdtempSync(join(tmpdir(), 'llm-ledger-bench-'));
   @Module({ imports: [LedgerFeaturesModule.register(benchFeature(options.providerLatencyMs))] })
   class BenchFeatureModule {}
+  const synchronous = options.synchronous ?? DEFAULT_LOG_SYNCHRONOUS;
+  const env = { LEDGER_STORE: `sqlite:${join(directory, 'ledger.sqlite')}`, LEDGER_SQLITE_SYNCHRONOUS: synchronous, ...projectionsThreadEnv() };
   const app = await NestFactory.createApplicationContext(
-    AppModule.forRoot({ env: { LEDGER_STORE: `sqlite:${join(directory, 'ledger.sqlite')}`, ...projectionsThreadEnv() }, imports: [BenchFeatureModule] }),
+    AppModule.forRoot({ env, imports: [BenchFeatureModule] }),
     { logger: false },
   );
   try {
@@ -232,6 +241,7 @@ async function measureWithEvents(options: MeasureOptions): Promise<Measured> {
       overheadP99Ms: round(at(0.99)),
       peakRssMiB: Math.round(peakRss / 2 ** 20),
       projectionsThread: projections instanceof ProjectionWorkerHost ? 'worker' : 'main',
+      synchronous: store.synchronous,
       readModelLagAtEndEvents: Number(behind.reduce((most, lag) => (lag > most ? lag : most), 0n)),
       readModelCatchUpMs: round(catchUpMs),
       shape: {
@@ -299,12 +309,12 @@ export interface RawLimit {
  * transactions (events split evenly among them, in log order), JSON serialised per event as the store
  * does, and nothing else (no validation, no revision check, no savepoint, no promise).
  */
-export function rawLimit(events: readonly RecordedEvent[], transactions: number): RawLimit {
+export function rawLimit(events: readonly RecordedEvent[], transactions: number, synchronous: SqliteSynchronous = DEFAULT_LOG_SYNCHRONOUS): RawLimit {
   const directory = mkdtempSync(join(tmpdir(), 'llm-ledger-raw-'));
   const db = new Database(join(directory, 'raw.sqlite'), { timeout: SQLITE_BUSY_TIMEOUT_MS });
   try {
     db.pragma('journal_mode = WAL');
-    db.pragma('synchronous = NORMAL');
+    db.pragma(`synchronous = ${synchronous}`);
     db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
     db.pragma('temp_store = MEMORY');
     migrateSqliteSchema(db);
@@ -358,7 +368,7 @@ function round(value: number): number {
 /** The zero-latency run, and the same events inserted by bare better-sqlite3 right after it. */
 async function zeroLatencyAndRaw(invocations: number, warmupInvocations: number): Promise<{ zeroLatency: FullPathResult; raw: RawLimit }> {
   const zero = await measureWithEvents({ invocations, inFlight: 64, providerLatencyMs: 0, warmupInvocations, keepEvents: 'window' });
-  return { zeroLatency: zero.result, raw: rawLimit(zero.events, zero.result.shape.transactions) };
+  return { zeroLatency: zero.result, raw: rawLimit(zero.events, zero.result.shape.transactions, zero.result.synchronous) };
 }
 
 /** How late three 50 ms timers in a row end, with nothing else running: the floor under "overhead". */
@@ -404,6 +414,21 @@ export interface FullPathReport {
   readonly timerFloor1000: TimerFloor;
   /** The highest of the measured runs' peaks (the raw replay's copy of the events not included). */
   readonly peakRssMiB: number;
+  /** The zero-latency and 64-in-flight runs again with synchronous=NORMAL, and FULL over NORMAL. */
+  readonly durability: DurabilityCost;
+}
+
+/** What synchronous=FULL costs over NORMAL, measured in the same run. */
+export interface DurabilityCost {
+  readonly zeroLatencyNormal: FullPathResult;
+  readonly latent64Normal: FullPathResult;
+  /** FULL's figure over NORMAL's: below 1 for rates, above 1 for costs. */
+  readonly fullOverNormal: {
+    readonly invocationsPerSecond: number;
+    readonly invocationsPerCpuSecond: number;
+    readonly latent64OverheadP50: number;
+    readonly latent64OverheadP99: number;
+  };
 }
 
 export async function run(): Promise<FullPathReport> {
@@ -413,10 +438,13 @@ export async function run(): Promise<FullPathReport> {
   // The latent runs first: the zero-latency run keeps its events for the raw replay, which would
   // otherwise sit in memory during them and inflate their resident set.
   const latent64 = await measure({ invocations: Math.ceil(latentInvocations / 5), inFlight: 64, providerLatencyMs: 50, warmupInvocations });
+  const latent64Normal = await measure({ invocations: latent64.invocations, inFlight: 64, providerLatencyMs: 50, warmupInvocations, synchronous: 'NORMAL' });
   const latent1000 = await measure({ invocations: latentInvocations, inFlight: 1_000, providerLatencyMs: 50, warmupInvocations });
   const timerFloor64 = await timerFloor(latent64.invocations, 64, 50);
   const timerFloor1000 = await timerFloor(latent1000.invocations, 1_000, 50);
-  const { zeroLatency, raw } = await zeroLatencyAndRaw(Number(process.env.BENCH_INVOCATIONS ?? 20_000), warmupInvocations);
+  const zeroLatencyInvocations = Number(process.env.BENCH_INVOCATIONS ?? 20_000);
+  const zeroLatencyNormal = await measure({ invocations: zeroLatencyInvocations, inFlight: 64, providerLatencyMs: 0, warmupInvocations, synchronous: 'NORMAL' });
+  const { zeroLatency, raw } = await zeroLatencyAndRaw(zeroLatencyInvocations, warmupInvocations);
   const eventsPerSecond = zeroLatency.shape.events / zeroLatency.seconds;
   const eventsPerCpuSecond = zeroLatency.shape.events / zeroLatency.cpuSeconds;
   const report: FullPathReport = {
@@ -430,6 +458,16 @@ export async function run(): Promise<FullPathReport> {
     timerFloor64,
     timerFloor1000,
     peakRssMiB: Math.max(zeroLatency.peakRssMiB, latent1000.peakRssMiB, latent64.peakRssMiB),
+    durability: {
+      zeroLatencyNormal,
+      latent64Normal,
+      fullOverNormal: {
+        invocationsPerSecond: round(zeroLatency.invocationsPerSecond / zeroLatencyNormal.invocationsPerSecond),
+        invocationsPerCpuSecond: round(zeroLatency.invocationsPerCpuSecond / zeroLatencyNormal.invocationsPerCpuSecond),
+        latent64OverheadP50: round(latent64.overheadP50Ms / latent64Normal.overheadP50Ms),
+        latent64OverheadP99: round(latent64.overheadP99Ms / latent64Normal.overheadP99Ms),
+      },
+    },
   };
   const row = (result: FullPathResult, goal: string) => ({
     'in flight': result.inFlight,
@@ -448,7 +486,14 @@ export async function run(): Promise<FullPathReport> {
     'zero latency': row(zeroLatency, '≥ 2,000 invocations/s'),
     '50 ms, 1,000 in flight': row(latent1000, 'overhead p99 ≤ 2 ms'),
     '50 ms, 64 in flight': row(latent64, '(below saturation)'),
+    'zero latency, NORMAL': row(zeroLatencyNormal, '(synchronous=NORMAL)'),
+    '50 ms, 64 in flight, NORMAL': row(latent64Normal, '(synchronous=NORMAL)'),
   });
+  const cost = report.durability.fullOverNormal;
+  console.log(
+    `synchronous=FULL over NORMAL: invocations/s ×${cost.invocationsPerSecond}, per CPU-s ×${cost.invocationsPerCpuSecond}, ` +
+      `64-in-flight overhead p50 ×${cost.latent64OverheadP50}, p99 ×${cost.latent64OverheadP99}`,
+  );
   const phases = (result: FullPathResult) => ({
     'appends/invocation': result.phases.appendsPerInvocation,
     'append p50 ms': result.phases.appendP50Ms,

@@ -10,6 +10,9 @@
  * Each level's CPU window runs from its first request until the read models have caught up after
  * its last, as the in-process side's does.
  *
+ * The levels run against the service as it ships (synchronous=FULL); the reference level then runs
+ * again against a service with LEDGER_SQLITE_SYNCHRONOUS=NORMAL, and the report gives FULL over NORMAL.
+ *
  * Environment: BENCH_HTTP_SECONDS (per level, default 15), BENCH_HTTP_WARMUP_SECONDS (5),
  * BENCH_HTTP_CONNECTIONS (e.g. "64"; default "16,64,256"), BENCH_HTTP_IN_PROCESS_INVOCATIONS (10,000),
  * BENCH_HTTP_PROFILE=<dir>: write a CPU profile of the service's main thread during the 64-connection
@@ -58,23 +61,31 @@ export interface HttpReport {
   readonly cpuPerInvocationHttpOverInProcess: number;
   /** At REFERENCE_CONNECTIONS: HTTP invocations/s over in-process invocations/s. */
   readonly rateHttpOverInProcess: number;
+  /** The reference level against a service with synchronous=NORMAL (the levels above run FULL, the default). */
+  readonly normalAtReference: HttpLevel | undefined;
+  /** At REFERENCE_CONNECTIONS, FULL's figure over NORMAL's. */
+  readonly fullOverNormal:
+    | { readonly rate: number; readonly cpuPerInvocation: number; readonly latencyP50: number; readonly latencyP99: number }
+    | undefined;
   readonly rss: readonly RssSample[];
 }
 
-export async function run(): Promise<HttpReport> {
-  const loadAverage1mAtStart = round(loadavg()[0]!);
-  const seconds = Number(process.env.BENCH_HTTP_SECONDS ?? 15);
-  const warmupSeconds = Number(process.env.BENCH_HTTP_WARMUP_SECONDS ?? 5);
-  const connectionLevels = process.env.BENCH_HTTP_CONNECTIONS?.split(',').map(Number) ?? DEFAULT_CONNECTIONS;
-  const profileDir = process.env.BENCH_HTTP_PROFILE === undefined ? undefined : resolve(process.env.BENCH_HTTP_PROFILE);
+interface LevelsRun {
+  readonly organizations: ReturnType<typeof benchOrganizations>;
+  readonly connectionLevels: readonly number[];
+  readonly seconds: number;
+  readonly warmupSeconds: number;
+  readonly profileDir: string | undefined;
+  /** Where the service's resident set is sampled to; `tag` names the service in each sample. */
+  readonly rss: RssSample[];
+  readonly tag: string;
+}
 
-  const inProcessInvocations = Number(process.env.BENCH_HTTP_IN_PROCESS_INVOCATIONS ?? 10_000);
-  const inProcess = await measureInProcess({ invocations: inProcessInvocations, warmupInvocations: 1_000, inFlight: REFERENCE_CONNECTIONS });
-
-  const organizations = benchOrganizations();
-  const service = await ServiceProcess.start({ env: { LEDGER_TOKENS: tokensEnv(organizations) } });
-  const rss: RssSample[] = [];
-  let level = 'setup';
+/** Starts a service with `env`, warms it up and measures each connection level against it. */
+async function measureService(env: Readonly<Record<string, string>>, options: LevelsRun): Promise<HttpLevel[]> {
+  const { organizations, connectionLevels, seconds, warmupSeconds, profileDir, rss, tag } = options;
+  const service = await ServiceProcess.start({ env: { LEDGER_TOKENS: tokensEnv(organizations), ...env } });
+  let level = `${tag}setup`;
   const startedAt = performance.now();
   const sample = async (): Promise<ServiceUsage> => {
     const usage = await service.usage();
@@ -85,11 +96,11 @@ export async function run(): Promise<HttpReport> {
   const levels: HttpLevel[] = [];
   try {
     await fundOrganizations(service.baseUrl, organizations);
-    level = 'warm-up';
+    level = `${tag}warm-up`;
     await runLoad({ baseUrl: service.baseUrl, organizations, connections: REFERENCE_CONNECTIONS, durationSeconds: warmupSeconds });
     await waitForReadModels(service.baseUrl, organizations[0]!);
     for (const connections of connectionLevels) {
-      level = `${connections} connections`;
+      level = `${tag}${connections} connections`;
       const profile = profileDir !== undefined && connections === REFERENCE_CONNECTIONS;
       if (profile) await service.request({ kind: 'profile-start' });
       const before = await sample();
@@ -120,6 +131,25 @@ export async function run(): Promise<HttpReport> {
     clearInterval(sampler);
     await service.stop();
   }
+  return levels;
+}
+
+export async function run(): Promise<HttpReport> {
+  const loadAverage1mAtStart = round(loadavg()[0]!);
+  const seconds = Number(process.env.BENCH_HTTP_SECONDS ?? 15);
+  const warmupSeconds = Number(process.env.BENCH_HTTP_WARMUP_SECONDS ?? 5);
+  const connectionLevels = process.env.BENCH_HTTP_CONNECTIONS?.split(',').map(Number) ?? DEFAULT_CONNECTIONS;
+  const profileDir = process.env.BENCH_HTTP_PROFILE === undefined ? undefined : resolve(process.env.BENCH_HTTP_PROFILE);
+
+  const inProcessInvocations = Number(process.env.BENCH_HTTP_IN_PROCESS_INVOCATIONS ?? 10_000);
+  const inProcess = await measureInProcess({ invocations: inProcessInvocations, warmupInvocations: 1_000, inFlight: REFERENCE_CONNECTIONS });
+
+  const organizations = benchOrganizations();
+  const rss: RssSample[] = [];
+  const shared = { organizations, seconds, warmupSeconds, rss };
+  // The service as it ships (synchronous=FULL), then the NORMAL opt-in at the reference level, to price the fsyncs.
+  const levels = await measureService({ LEDGER_SQLITE_SYNCHRONOUS: 'FULL' }, { ...shared, connectionLevels, profileDir, tag: '' });
+  const [normal] = await measureService({ LEDGER_SQLITE_SYNCHRONOUS: 'NORMAL' }, { ...shared, connectionLevels: [REFERENCE_CONNECTIONS], profileDir: undefined, tag: 'NORMAL, ' });
 
   const reference = levels.find((entry) => entry.connections === REFERENCE_CONNECTIONS);
   const report: HttpReport = {
@@ -129,6 +159,16 @@ export async function run(): Promise<HttpReport> {
     levels,
     cpuPerInvocationHttpOverInProcess: reference === undefined ? NaN : round(reference.serviceCpuMsPerInvocation / inProcess.cpuMsPerInvocation),
     rateHttpOverInProcess: reference === undefined ? NaN : round(reference.completedPerSecond / inProcess.invocationsPerSecond),
+    normalAtReference: normal,
+    fullOverNormal:
+      reference === undefined || normal === undefined
+        ? undefined
+        : {
+            rate: round(reference.completedPerSecond / normal.completedPerSecond),
+            cpuPerInvocation: round(reference.serviceCpuMsPerInvocation / normal.serviceCpuMsPerInvocation),
+            latencyP50: round(reference.latencyP50Ms / normal.latencyP50Ms),
+            latencyP99: round(reference.latencyP99Ms / normal.latencyP99Ms),
+          },
     rss,
   };
   console.table({
@@ -141,8 +181,8 @@ export async function run(): Promise<HttpReport> {
       errors: 0,
     },
     ...Object.fromEntries(
-      levels.map((entry) => [
-        `HTTP, ${entry.connections} connections`,
+      [...levels.map((entry) => [`HTTP, ${entry.connections} connections`, entry] as const), ...(normal === undefined ? [] : [[`HTTP, ${normal.connections} connections, NORMAL`, normal] as const])].map(([name, entry]) => [
+        name,
         {
           'invocations/s': entry.completedPerSecond,
           'p50 ms': entry.latencyP50Ms,
@@ -160,6 +200,10 @@ export async function run(): Promise<HttpReport> {
       `(goal ≤ 1.4); HTTP rate / in-process rate = ${report.rateHttpOverInProcess} (goal: ≥ 1,500 invocations/s over HTTP); ` +
       `load average ${loadAverage1mAtStart} at start, ${report.loadAverage1mAtEnd} at end`,
   );
+  const cost = report.fullOverNormal;
+  if (cost !== undefined) {
+    console.log(`synchronous=FULL over NORMAL at ${REFERENCE_CONNECTIONS} connections: invocations/s ×${cost.rate}, CPU/invocation ×${cost.cpuPerInvocation}, p50 ×${cost.latencyP50}, p99 ×${cost.latencyP99}`);
+  }
   return report;
 }
 

@@ -22,7 +22,11 @@ export interface LedgerModuleOptions {
    * (`var/ledger.sqlite` → `var/ledger.answers.sqlite`), or `./var/answers.sqlite` with EventStoreDB.
    */
   readonly answerStore?: string;
-  /** Durability of the embedded store. `LEDGER_SQLITE_SYNCHRONOUS`, default `NORMAL`. */
+  /**
+   * Durability of the embedded store. `LEDGER_SQLITE_SYNCHRONOUS`, default `FULL`: an acknowledged
+   * append survives power loss. `NORMAL` skips the fsync: it survives a killed process, but an
+   * operating-system crash or power loss may lose the latest acknowledged appends.
+   */
   readonly synchronous?: SqliteSynchronous;
   /**
    * Where the projections run. `LEDGER_PROJECTIONS_THREAD`, default `worker` for the embedded store in

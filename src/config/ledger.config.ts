@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { InvalidStoreUrlError, parseStoreUrl, type StoreLocation } from '../event-store/open-event-store';
-import type { SqliteSynchronous } from '../event-store/sqlite/sqlite-synchronous';
+import { DEFAULT_LOG_SYNCHRONOUS, type SqliteSynchronous } from '../event-store/sqlite/sqlite-synchronous';
 import { pathBesideLog } from '../event-store/sqlite/path-beside-log';
 import { readModelPathFor } from '../projection-runner/read-model.store';
 
@@ -49,7 +49,7 @@ export interface LedgerConfig {
    * file per instance with EventStoreDB. `LEDGER_ANSWER_STORE` overrides it.
    */
   readonly answerStorePath: string;
-  /** SQLite durability (see README "Durability"). */
+  /** SQLite durability of the embedded log: `FULL` unless LEDGER_SQLITE_SYNCHRONOUS says NORMAL (README "Durability"). */
   readonly sqliteSynchronous: SqliteSynchronous;
   readonly anthropicApiKey?: string;
   readonly anthropicBaseUrl?: string;
@@ -143,7 +143,7 @@ export function loadLedgerConfig(
 
   const projectionsThread = parseProjectionsThread(env.LEDGER_PROJECTIONS_THREAD, store, readStorePath, problems);
 
-  const synchronous = (nonEmpty(env.LEDGER_SQLITE_SYNCHRONOUS) ?? 'NORMAL').toUpperCase();
+  const synchronous = (nonEmpty(env.LEDGER_SQLITE_SYNCHRONOUS) ?? DEFAULT_LOG_SYNCHRONOUS).toUpperCase();
   if (synchronous !== 'NORMAL' && synchronous !== 'FULL') {
     problems.push(`LEDGER_SQLITE_SYNCHRONOUS: expected NORMAL or FULL, got "${env.LEDGER_SQLITE_SYNCHRONOUS}"`);
   }

@@ -51,7 +51,7 @@ export function parseStoreUrl(value: string): StoreLocation {
 }
 
 export interface OpenEventStoreOptions {
-  /** Durability of the embedded store (ignored for EventStoreDB). Default 'NORMAL'. */
+  /** Durability of the embedded store (ignored for EventStoreDB). Default 'FULL' (DEFAULT_LOG_SYNCHRONOUS). */
   readonly synchronous?: SqliteSynchronous;
   /** See SqliteEventStoreOptions.eagerCommitsPerTurn (ignored for EventStoreDB). */
   readonly eagerCommitsPerTurn?: number;

@@ -7,9 +7,15 @@ describe('configuration from the environment (SPEC §10)', () => {
     expect(config.host).toBe(DEFAULT_HOST);
     expect(config.store).toEqual({ kind: 'sqlite', path: DEFAULT_STORE.slice('sqlite:'.length) });
     expect(config.readStorePath).toBe('./var/ledger.read.sqlite');
-    expect(config.sqliteSynchronous).toBe('NORMAL');
+    expect(config.sqliteSynchronous).toBe('FULL');
     expect(config.tokens.size).toBe(0);
     expect(config.demo).toBe(false);
+  });
+
+  it('commits the embedded log with synchronous=FULL by default; NORMAL only when asked for (issue 24)', () => {
+    expect(loadLedgerConfig({ LEDGER_SQLITE_SYNCHRONOUS: 'normal' }).sqliteSynchronous).toBe('NORMAL');
+    expect(loadLedgerConfig({}, { synchronous: 'NORMAL' }).sqliteSynchronous).toBe('NORMAL');
+    expect(loadLedgerConfig({ LEDGER_SQLITE_SYNCHRONOUS: 'NORMAL' }, { synchronous: 'FULL' }).sqliteSynchronous).toBe('FULL');
   });
 
   it('runs the projections on a worker thread for the embedded store in a file, on the event loop otherwise', () => {

@@ -55,6 +55,19 @@ describe('opening the store LEDGER_STORE names', () => {
     }
   });
 
+  it('commits with synchronous=FULL unless NORMAL is asked for, so an acknowledged append is on disk (issue 24)', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'ledger-open-store-'));
+    try {
+      const durable = await openEventStore(`sqlite:${join(directory, 'full.sqlite')}`);
+      const fast = await openEventStore(`sqlite:${join(directory, 'normal.sqlite')}`, { synchronous: 'NORMAL' });
+      expect((durable as SqliteEventStore).synchronous).toBe('FULL');
+      expect((fast as SqliteEventStore).synchronous).toBe('NORMAL');
+      await Promise.all([durable.close(), fast.close()]);
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
+  });
+
   it('opens the EventStoreDB adapter for a connection string, without connecting until first use', async () => {
     const store = await openEventStore('esdb://localhost:2113?tls=false');
     expect(store).toBeInstanceOf(EventStoreDbEventStore);

@@ -26,13 +26,13 @@ import {
 } from '../event-store-input.validation';
 import { migrateSqliteSchema } from './sqlite-schema.migrations';
 import { SqliteSubscription, type CommittedEvents } from './sqlite-subscription';
-import type { SqliteSynchronous } from './sqlite-synchronous';
+import { DEFAULT_LOG_SYNCHRONOUS, type SqliteSynchronous } from './sqlite-synchronous';
 
 
 export interface SqliteEventStoreOptions {
   /** Database file (its directory is created if missing), or ':memory:' for a private, throw-away store. */
   readonly path: string;
-  /** Default 'NORMAL'. */
+  /** Default 'FULL' (DEFAULT_LOG_SYNCHRONOUS). */
   readonly synchronous?: SqliteSynchronous;
   /**
    * Commits per event-loop turn that start right after the task that queued them (default
@@ -305,12 +305,12 @@ function isDuplicateEventId(error: unknown): boolean {
  * stale one fails alone with ConcurrencyError while the others commit. An append's promise settles only after COMMIT returned.
  *
  * **What an acknowledged append means.** A resolved `append` has been committed to the WAL file.
- * - `synchronous=NORMAL` (default): the commit is written to the WAL with write(2) but not fsynced.
+ * - `synchronous=FULL` (default): the WAL is fsynced before COMMIT returns, so an acknowledged append
+ *   also survives power loss, as far as the disk honours fsync. It costs one fsync per group commit.
+ * - `synchronous=NORMAL` (opt-in): the commit is written to the WAL with write(2) but not fsynced.
  *   It survives the process being killed (SIGKILL, a crash, an OOM kill), because the operating system
  *   already holds the bytes; an operating-system crash or a power loss may lose the most recent
- *   commits (never part of one: the log reopens at an earlier, consistent commit).
- * - `synchronous=FULL`: the WAL is fsynced before COMMIT returns, so an acknowledged append also
- *   survives power loss, as far as the disk honours fsync. It costs one fsync per group commit.
+ *   acknowledged commits (never part of one: the log reopens at an earlier, consistent commit).
  *
  * **Idempotency** compares ids, order and expected revision with the stored append (not the
  * content): a batch whose ids only partly match, or match with another expected revision or stream,
@@ -473,6 +473,13 @@ export class SqliteEventStore implements EventStore {
    */
   pollNow(): void {
     for (const subscription of this.subscriptions) subscription.poll();
+  }
+
+  /** The `synchronous` level this store's writing connection commits with, as SQLite reports it. */
+  get synchronous(): SqliteSynchronous {
+    this.assertOpen();
+    // SQLite answers 1 for NORMAL and 2 for FULL; nothing else is ever set here.
+    return this.db.pragma('synchronous', { simple: true }) === 2 ? 'FULL' : 'NORMAL';
   }
 
   /**
@@ -688,7 +695,7 @@ export class SqliteEventStore implements EventStore {
  * `synchronous` level, and the schema migrated to this build's version.
  */
 export function openSqliteEventStore(options: SqliteEventStoreOptions): SqliteEventStore {
-  const synchronous = options.synchronous ?? 'NORMAL';
+  const synchronous = options.synchronous ?? DEFAULT_LOG_SYNCHRONOUS;
   if (synchronous !== 'NORMAL' && synchronous !== 'FULL') {
     throw new InvalidEventStoreInputError('synchronous', `must be 'NORMAL' or 'FULL', got ${String(synchronous)}`);
   }
