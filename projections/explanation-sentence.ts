@@ -40,7 +40,7 @@ export function explanationSentence(view: ExplanationFigures): string {
     case 'pending':
       return `${outcomeSentence(view)} Pending: no attempt reported usage, so it will be charged its ${view.credits.hold}-credit estimate.`;
     case 'settled':
-      return [settledBeforeSentence(view), settlementSentence(view)].filter((part) => part !== '').join(' ');
+      return [settledBeforeSentence(view), settlementSentence(view), holdReleaseSentence(view)].filter((part) => part !== '').join(' ');
     case 'refused':
       // A refused state always carries its refusal; reaching here means the log said otherwise.
       return 'Refused.';
@@ -130,11 +130,23 @@ const SETTLEMENT_WORDING: Readonly<Record<SettlementTransition, (charge: string)
   14: (charge) => `abandoned in flight; its real cost was never learned, so charged the estimate, ${charge}.`,
 };
 
+/** Why recovery ran: the process running the request was gone (restarted, or killed and not back). */
+const RECOVERY_CAUSE = 'after a restart or a lost process';
+
 function settlementSentence(view: ExplanationFigures): string {
   const settlement = view.settlement;
   if (settlement === undefined) return '';
   const wording = SETTLEMENT_WORDING[settlement.transition](credits(settlement.chargeCredits));
+  if (settlement.by === 'recovery') return `Settled by recovery ${RECOVERY_CAUSE} (transition ${settlement.transition}): ${wording}`;
   return `Settled (transition ${settlement.transition}, by ${settlement.by}): ${wording}`;
+}
+
+/** A hold released by the sweep or recovery after the invocation's own run settled it and was cut off. */
+function holdReleaseSentence(view: ExplanationFigures): string {
+  const release = view.holdRelease;
+  if (release === undefined) return '';
+  const by = release.by === 'recovery' ? `recovery ${RECOVERY_CAUSE}` : 'the sweep';
+  return `Its ${release.heldCredits}-credit hold was released by ${by}.`;
 }
 
 function turns(view: ExplanationFigures): string {

@@ -1,3 +1,4 @@
+import type { HoldSettler } from '../src/accounts/account.events';
 import type { AdmissionRefusal } from '../src/accounts/admission.policy';
 import type { GatewayCallFacts, InvocationStatus, RefusalTransition, SettledBy, SettlementTransition } from '../src/invocations/invocation.events';
 import type { AttemptClassification, EndingLimit, FaultClass, Outcome, UsageCounts } from '../src/runtime';
@@ -72,6 +73,11 @@ export interface ExplanationView {
   /** Attempts with retry > 0 among the retained attempt records. */
   readonly retries: number;
   readonly settlement?: ExplanationSettlement;
+  /**
+   * Set when the sweep or recovery released the hold of an invocation its own run had settled (a
+   * crash between the invocation's settlement and its account's): who, and the credits released.
+   */
+  readonly holdRelease?: { readonly by: HoldSettler; readonly heldCredits: number };
   /** Who asked the conversation to stop, and when (POST /v1/invocations/:id/cancel, CancelInvocationCommand). */
   readonly cancellation?: { readonly requestedBy: string; readonly requestedAt: string };
   /** What a person reads, built from the figures above only (explanation-sentence.ts; a gateway call's: gateway-explanation-sentence.ts). */

@@ -1,3 +1,4 @@
+import type { HoldSettled } from '../src/accounts/account.events';
 import type { RecordedEvent } from '../src/event-store/event-store.port';
 import { INVOCATION_EVENT_TYPES, type InvocationEvent } from '../src/invocations/invocation.events';
 import type { Projection, ReadModelTx } from '../src/projection-runner';
@@ -27,25 +28,49 @@ interface ExplanationBasis {
 }
 
 type InvocationRecordedEvent = RecordedEvent<InvocationEvent['type']> & InvocationEvent;
+type HoldSettledRecordedEvent = RecordedEvent<'HoldSettled'> & HoldSettled;
 
-/** Explanations per invocation, folded from the invocation streams alone. */
-export const explanationsProjection: Projection<InvocationRecordedEvent> = {
+/**
+ * Explanations per invocation, folded from the invocation streams, and from the account's
+ * HoldSettled only where the sweep or recovery released a hold its invocation's run did not.
+ */
+export const explanationsProjection: Projection<InvocationRecordedEvent | HoldSettledRecordedEvent> = {
   name: EXPLANATIONS_PROJECTION,
   // 2: gateway calls explained as such (their documents alone changed).
   version: 2,
-  handles: INVOCATION_EVENT_TYPES,
+  handles: [...INVOCATION_EVENT_TYPES, 'HoldSettled'],
   apply(event, tx) {
+    if (event.type === 'HoldSettled') return applyHoldRelease(event, tx);
     const invocationId = streamId(event.streamName, 'invocation');
     if (invocationId === undefined) return;
     const before = tx.get<ExplanationView>(EXPLANATION_COLLECTION, invocationId);
     const figures = applyExplanationEvent(before, invocationId, event, tx);
     if (figures === undefined) return;
-    const sentence = figures.gateway === undefined ? explanationSentence(figures) : gatewaySentence(figures, figures.gateway);
-    const view: ExplanationView = { ...figures, sentence };
+    const view: ExplanationView = { ...figures, sentence: sentenceOf(figures) };
     tx.put(EXPLANATION_COLLECTION, invocationId, view, { indexKey: view.organizationId });
     if (view.state === 'refused' || view.state === 'settled') tx.delete(EXPLANATION_BASIS_COLLECTION, invocationId);
   },
 };
+
+/**
+ * A hold the sweep or recovery released for an invocation its own run had settled (events written
+ * before `settledBy` existed, and the run's own releases, carry none and change nothing).
+ */
+function applyHoldRelease(event: HoldSettledRecordedEvent, tx: ReadModelTx): void {
+  const { invocationId, settledBy, heldCredits } = event.data;
+  if (settledBy === undefined) return;
+  const view = tx.get<ExplanationView>(EXPLANATION_COLLECTION, invocationId);
+  // Settled by the same closer in the same pass: its settlement already says who.
+  if (view === undefined || view.settlement === undefined || view.settlement.by === settledBy) return;
+  const { sentence: _sentence, ...figures } = view;
+  const released: ExplanationFigures = { ...figures, holdRelease: { by: settledBy, heldCredits } };
+  tx.put(EXPLANATION_COLLECTION, invocationId, { ...released, sentence: sentenceOf(released) }, { indexKey: view.organizationId });
+}
+
+/** A gateway call's sentence, or an invocation's. */
+function sentenceOf(figures: ExplanationFigures): string {
+  return figures.gateway === undefined ? explanationSentence(figures) : gatewaySentence(figures, figures.gateway);
+}
 
 function applyExplanationEvent(
   view: ExplanationView | undefined,

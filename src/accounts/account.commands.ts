@@ -4,7 +4,7 @@
  * run time and names the bad one.
  */
 import type { DomainCommand } from '../domain/decider';
-import type { HoldGatewayKey } from './account.events';
+import type { HoldGatewayKey, HoldSettler } from './account.events';
 import type { AlertThreshold } from './credit-alerts';
 import type { GatewayKeySettings } from './gateway-keys';
 
@@ -59,13 +59,17 @@ export type PlaceHold = DomainCommand<
   }
 >;
 
-/** Closes the invocation's open hold with its charge; a no-op when it has none. */
+/**
+ * Closes the invocation's open hold with its charge; a no-op when it has none. `by` names a closer
+ * other than the invocation's own run (the sweep, or recovery after a crash); left out, its run.
+ */
 export type SettleHold = DomainCommand<
   'SettleHold',
   {
     readonly invocationId: string;
     readonly chargeCredits: number;
     readonly settledAt: string;
+    readonly by?: HoldSettler;
   }
 >;
 

@@ -21,7 +21,7 @@ import type {
   SetAlertThresholds,
   SettleHold,
 } from './account.commands';
-import type { AccountEvent, CreditThresholdCrossed, HoldGatewayKey } from './account.events';
+import { HOLD_SETTLERS, type AccountEvent, type CreditThresholdCrossed, type HoldGatewayKey } from './account.events';
 import {
   AccountState,
   AccountTotals,
@@ -174,11 +174,16 @@ function settleHold({ data }: SettleHold, state: AccountState): AccountEvent[] {
     unit: 'credits',
   });
   const settledAt = checks.instant('settledAt', data.settledAt);
+  const settledBy = data.by === undefined ? undefined : checks.oneOf('by', data.by, HOLD_SETTLERS);
   checks.throwIfAny();
   const open = state.openHolds.get(invocationId);
   if (open === undefined) return [];
   assertExact('chargeCredits', state, { charged: state.charged + chargeCredits, held: heldCredits(state) - open.credits });
-  return withCrossings(state, [{ type: 'HoldSettled', data: { invocationId, heldCredits: open.credits, chargedCredits: chargeCredits, settledAt } }], {
+  const settled: AccountEvent = {
+    type: 'HoldSettled',
+    data: { invocationId, heldCredits: open.credits, chargedCredits: chargeCredits, settledAt, ...(settledBy === undefined ? {} : { settledBy }) },
+  };
+  return withCrossings(state, [settled], {
     cause: { kind: 'settlement', invocationId },
     at: settledAt,
   });

@@ -70,9 +70,15 @@ export type GatewayKeyChanged = DomainEvent<'GatewayKeyChanged', GatewayKeySetti
 /** The key is refused from now on, on every instance: admission reads this stream. */
 export type GatewayKeyRevoked = DomainEvent<'GatewayKeyRevoked', { readonly keyId: string; readonly revokedAt: string }>;
 
+/** Who settles a hold when the invocation's own run did not: the sweep, or recovery after a crash. */
+export const HOLD_SETTLERS = ['sweep', 'recovery'] as const;
+export type HoldSettler = (typeof HOLD_SETTLERS)[number];
+
 /**
  * Closes an invocation's hold: releases `heldCredits` and the slot, and charges `chargedCredits`
- * (which may exceed the hold by a crossing turn, docs/rules.md step 8; or be 0).
+ * (which may exceed the hold by a crossing turn, docs/rules.md step 8; or be 0). `settledBy` is
+ * present only when the sweep or recovery settled it, not the invocation's own run (and in no event
+ * written before it existed).
  */
 export type HoldSettled = DomainEvent<
   'HoldSettled',
@@ -81,6 +87,7 @@ export type HoldSettled = DomainEvent<
     readonly heldCredits: number;
     readonly chargedCredits: number;
     readonly settledAt: string;
+    readonly settledBy?: HoldSettler;
   }
 >;
 

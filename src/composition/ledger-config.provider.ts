@@ -22,6 +22,8 @@ export function ledgerConfigProvider(optionsToken: string | symbol, extras: Ledg
         anthropicBaseUrl: options.anthropic?.baseURL,
         tokens: extras.http === false || extras.http === undefined ? undefined : extras.http.tokens,
         demo: extras.demo === true,
+        recoveryIntervalMs: options.recovery === false ? 0 : options.recovery?.intervalMs,
+        recoveryStaleAfterMs: options.recovery === false ? undefined : options.recovery?.staleAfterMs,
       }),
   };
 }

@@ -15,6 +15,8 @@ import { CancellationWatcher } from '../invocations/cancellation-watcher';
 import { RunningInvocations } from '../invocations/running-invocations';
 import { InvocationEndings } from '../invocations/invocation-endings';
 import { SweepStaleInvocationsHandler } from '../invocations/sweep-stale-invocations.handler';
+import { InvocationRecovery } from '../invocations/invocation-recovery';
+import { RECOVERY_SETTINGS, type RecoverySettings } from '../domain/recovery.settings';
 import { ProviderRegistry } from '../providers/provider.registry';
 import { ANSWER_STORE, type AnswerStore } from '../answer-store/answer-store.port';
 import { SqliteAnswerStore } from '../answer-store/sqlite-answer-store';
@@ -75,6 +77,19 @@ const retryJitterProvider: FactoryProvider<RandomSource> = {
     CancelInvocationHandler,
     CancellationWatcher,
     SweepStaleInvocationsHandler,
+    {
+      provide: RECOVERY_SETTINGS,
+      inject: [LEDGER_CONFIG],
+      useFactory: (config: LedgerConfig): RecoverySettings => config.recovery,
+    },
+    {
+      // The manual sweep's own handler and command, called directly: the command bus registers its
+      // handlers during bootstrap, and the first pass may come due before it has.
+      provide: InvocationRecovery,
+      inject: [SweepStaleInvocationsHandler, CLOCK, RECOVERY_SETTINGS],
+      useFactory: (sweep: SweepStaleInvocationsHandler, clock: Clock, settings: RecoverySettings) =>
+        new InvocationRecovery((command) => sweep.execute(command), clock, settings),
+    },
     SetAlertThresholdsHandler,
   ],
   exports: [clockProvider, idempotencySecretProvider, AggregateRepository, FeatureRegistry],

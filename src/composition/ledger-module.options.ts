@@ -35,6 +35,13 @@ export interface LedgerModuleOptions {
   readonly projectionsThread?: ProjectionsThread;
   /** The Anthropic account. `ANTHROPIC_API_KEY` and `ANTHROPIC_BASE_URL`; without a key, Anthropic routings fail as `unauthorized`. */
   readonly anthropic?: { readonly apiKey?: string; readonly baseURL?: string };
+  /**
+   * Recovery on start and on a period: every instance settles what a crash left in flight
+   * (docs/lifecycle.md "Recovery"). `intervalMs`: `LEDGER_RECOVERY_INTERVAL_MS`, default 60,000
+   * (1,000–86,400,000); `staleAfterMs`: `LEDGER_RECOVERY_STALE_AFTER_MS`, default 300,000
+   * (1,000–604,800,000). `false` (or an interval of 0) turns it off: only the manual sweep then settles.
+   */
+  readonly recovery?: false | { readonly intervalMs?: number; readonly staleAfterMs?: number };
   /** Where the fallbacks are read from; `process.env` by default. */
   readonly env?: Readonly<Record<string, string | undefined>>;
 }

@@ -3,6 +3,15 @@ import { InvalidStoreUrlError, parseStoreUrl, type StoreLocation } from '../even
 import { DEFAULT_LOG_SYNCHRONOUS, type SqliteSynchronous } from '../event-store/sqlite/sqlite-synchronous';
 import { pathBesideLog } from '../event-store/sqlite/path-beside-log';
 import { readModelPathFor } from '../projection-runner/read-model.store';
+import {
+  DEFAULT_RECOVERY_INTERVAL_MS,
+  DEFAULT_RECOVERY_STALE_AFTER_MS,
+  MAX_RECOVERY_INTERVAL_MS,
+  MAX_RECOVERY_STALE_AFTER_MS,
+  MIN_RECOVERY_INTERVAL_MS,
+  MIN_RECOVERY_STALE_AFTER_MS,
+  type RecoverySettings,
+} from '../domain/recovery.settings';
 
 /**
  * The service's configuration, read from the environment once at start (README.md "Configuration") and
@@ -64,6 +73,11 @@ export interface LedgerConfig {
   readonly idempotencySecret?: string;
   /** `LEDGER_DEMO=1`: seed the demo catalog, organization and tokens, and print them. */
   readonly demo: boolean;
+  /**
+   * Recovery on start and on a period (docs/lifecycle.md "Recovery"): `LEDGER_RECOVERY_INTERVAL_MS`
+   * (default 60,000; 0 turns it off) and `LEDGER_RECOVERY_STALE_AFTER_MS` (default 300,000).
+   */
+  readonly recovery: RecoverySettings;
 }
 
 export const DEFAULT_HOST = '127.0.0.1';
@@ -110,6 +124,10 @@ export interface LedgerSettings {
   readonly tokens?: Readonly<Record<string, TokenGrant>>;
   /** `LEDGER_DEMO`. */
   readonly demo?: boolean;
+  /** `LEDGER_RECOVERY_INTERVAL_MS` (0: off). */
+  readonly recoveryIntervalMs?: number;
+  /** `LEDGER_RECOVERY_STALE_AFTER_MS`. */
+  readonly recoveryStaleAfterMs?: number;
 }
 
 /**
@@ -140,7 +158,6 @@ export function loadLedgerConfig(
   const answerStorePath =
     nonEmpty(env.LEDGER_ANSWER_STORE) ??
     (store.kind === 'sqlite' ? pathBesideLog(store.path, 'answers') : DEFAULT_EVENTSTOREDB_ANSWER_STORE);
-
   const projectionsThread = parseProjectionsThread(env.LEDGER_PROJECTIONS_THREAD, store, readStorePath, problems);
 
   const synchronous = (nonEmpty(env.LEDGER_SQLITE_SYNCHRONOUS) ?? DEFAULT_LOG_SYNCHRONOUS).toUpperCase();
@@ -163,6 +180,7 @@ export function loadLedgerConfig(
     problems.push(`LEDGER_IDEMPOTENCY_SECRET: expected at least ${MIN_IDEMPOTENCY_SECRET_CHARS} characters, got ${idempotencySecret.length}`);
   }
 
+  const recovery = parseRecovery(env, problems);
   if (problems.length > 0) throw new ConfigurationError(problems);
   return {
     host,
@@ -177,7 +195,38 @@ export function loadLedgerConfig(
     anthropicBaseUrl,
     tokens,
     demo: demoFlag === '1' || demoFlag === 'true',
+    recovery,
   };
+}
+
+/** The recovery period (0: off, else MIN_…–MAX_RECOVERY_INTERVAL_MS) and its staleness threshold. */
+function parseRecovery(env: Readonly<Record<string, string | undefined>>, problems: string[]): RecoverySettings {
+  const intervalMs = parseMs(env, 'LEDGER_RECOVERY_INTERVAL_MS', DEFAULT_RECOVERY_INTERVAL_MS, problems, {
+    min: MIN_RECOVERY_INTERVAL_MS,
+    max: MAX_RECOVERY_INTERVAL_MS,
+    off: true,
+  });
+  const staleAfterMs = parseMs(env, 'LEDGER_RECOVERY_STALE_AFTER_MS', DEFAULT_RECOVERY_STALE_AFTER_MS, problems, {
+    min: MIN_RECOVERY_STALE_AFTER_MS,
+    max: MAX_RECOVERY_STALE_AFTER_MS,
+    off: false,
+  });
+  return { intervalMs, staleAfterMs };
+}
+
+function parseMs(
+  env: Readonly<Record<string, string | undefined>>,
+  name: string,
+  fallback: number,
+  problems: string[],
+  { min, max, off }: { readonly min: number; readonly max: number; readonly off: boolean },
+): number {
+  const raw = nonEmpty(env[name]);
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  if (/^\d+$/.test(raw) && ((off && value === 0) || (value >= min && value <= max))) return value;
+  problems.push(`${name}: expected ${off ? '0 (off) or ' : ''}an integer from ${min} to ${max} ms, got "${raw}"`);
+  return fallback;
 }
 
 /** The environment as the settings override it: one parser and one set of messages for both. */
@@ -195,6 +244,8 @@ function withSettings(
     ANTHROPIC_BASE_URL: settings.anthropicBaseUrl,
     LEDGER_TOKENS: settings.tokens === undefined ? undefined : JSON.stringify(settings.tokens),
     LEDGER_DEMO: settings.demo === undefined ? undefined : settings.demo ? '1' : '0',
+    LEDGER_RECOVERY_INTERVAL_MS: settings.recoveryIntervalMs === undefined ? undefined : String(settings.recoveryIntervalMs),
+    LEDGER_RECOVERY_STALE_AFTER_MS: settings.recoveryStaleAfterMs === undefined ? undefined : String(settings.recoveryStaleAfterMs),
   };
   const merged: Record<string, string | undefined> = { ...env };
   for (const [name, value] of Object.entries(overrides)) if (value !== undefined) merged[name] = value;

@@ -8,7 +8,7 @@ import type { GatewayCallFacts } from './invocation.events';
 import type { DomainCommand } from '../domain/decider';
 import type { AttemptRecord, EndingLimit, Outcome } from '../runtime/conversation.types';
 import type { FaultClass } from '../runtime/faults';
-import type { ConversationFigures } from './invocation.events';
+import type { ConversationFigures, StaleCloser } from './invocation.events';
 
 /**
  * Opens the stream. `publication` is the one in force (`publicationInForce`), or null when the
@@ -71,15 +71,15 @@ export type MarkInvocationPending = DomainCommand<'MarkInvocationPending', { rea
 
 /**
  * Transitions 8–14; the decider picks the transition and computes the charge from the state.
- * `sweep` carries its staleness threshold: it settles only a request whose last activity is more
- * than `olderThanMs` before `settledAt` (and, for a dispatched one, whose conversation deadline has
- * passed), and emits nothing otherwise, so a sweep racing live traffic re-decides on fresh state and
- * leaves live requests alone.
+ * `sweep` and `recovery` carry their staleness threshold: they settle only a request whose last
+ * activity is more than `olderThanMs` before `settledAt` (and, for a dispatched one, whose
+ * conversation deadline has passed), and emit nothing otherwise, so a sweep racing live traffic
+ * re-decides on fresh state and leaves live requests alone.
  */
 export type SettleInvocation = DomainCommand<
   'SettleInvocation',
   | { readonly by: 'runtime' | 'exception'; readonly settledAt: string }
-  | { readonly by: 'sweep'; readonly settledAt: string; readonly olderThanMs: number }
+  | { readonly by: StaleCloser; readonly settledAt: string; readonly olderThanMs: number }
 >;
 
 /** Records a request to stop the conversation; allowed until the conversation has ended. */

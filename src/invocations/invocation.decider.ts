@@ -23,7 +23,17 @@ import type {
   RefuseInvocation,
   SettleInvocation,
 } from './invocation.commands';
-import { GatewayCallFacts, InvocationEvent, InvocationStatus, MAX_RETAINED_ATTEMPTS, SETTLED_BY, SettledBy, SettlementTransition } from './invocation.events';
+import {
+  GatewayCallFacts,
+  InvocationEvent,
+  InvocationStatus,
+  MAX_RETAINED_ATTEMPTS,
+  SETTLED_BY,
+  SettledBy,
+  SettlementTransition,
+  STALE_CLOSERS,
+  type StaleCloser,
+} from './invocation.events';
 import { evolveInvocation, initialInvocationState, InvocationState, isStale, isUnmeasured } from './invocation.state';
 import { readAttempt, readReport, refusalFromState } from './invocation.validation';
 
@@ -53,8 +63,8 @@ const COMPLETED_OUTCOMES = OUTCOMES.filter((outcome) => outcome !== 'failed');
  * Decides one command. Transitions: Estimate (→ estimated), Refuse (1, 2), Reserve (3), Dispatch (4),
  * Complete (5), Fail (6), MarkPending (7), Settle (8–14). Settle's charge, by the state it closes:
  * completed → spent (8); pending → estimate (9); failed → spent (10); dispatched → estimate, by the
- * runtime's exception path (11) or the sweep (14); estimated (12) and reserved (13) → 0, sweep only.
- * Once a result is recorded (completed, pending, failed) any of runtime, exception or sweep may close
+ * runtime's exception path (11) or a stale closer, the sweep or recovery (14); estimated (12) and reserved (13) → 0, stale closers only.
+ * Once a result is recorded (completed, pending, failed) any closer (runtime, exception, sweep, recovery) may close
  * it at the same charge, so a crash after the result does not strand it.
  */
 export function decideInvocation(command: InvocationCommand, state: InvocationState): InvocationEvent[] {
@@ -224,14 +234,15 @@ function settle({ data }: SettleInvocation, state: InvocationState): InvocationE
   const checks = new FieldChecks();
   const by = checks.oneOf('by', data.by, SETTLED_BY);
   const settledAt = checks.instant('settledAt', data.settledAt);
+  const stale = isStaleCloser(by);
   const olderThanMs =
-    by === 'sweep'
+    stale
       ? checks.integer('olderThanMs', (data as { olderThanMs?: unknown }).olderThanMs, { min: 0, max: Number.MAX_SAFE_INTEGER, unit: 'ms' })
       : 0;
   checks.throwIfAny();
   const { transition, chargeCredits } = settlementRule(state, by);
   // Not stale (any more): a live request, or one another process moved on. The sweep leaves it.
-  if (by === 'sweep' && !isStale(state, isoToMs(settledAt), olderThanMs)) return [];
+  if (stale && !isStale(state, isoToMs(settledAt), olderThanMs)) return [];
   const heldCredits = state.accountHeld ? state.heldCredits : 0;
   return [{ type: 'InvocationSettled', data: { transition, chargeCredits, heldCredits, settledBy: by, settledAt } }];
 }
@@ -246,13 +257,13 @@ function settlementRule(state: InvocationState, by: SettledBy): { transition: Se
   };
   switch (state.status) {
     case 'estimated':
-      return by === 'sweep' ? { transition: 12, chargeCredits: 0 } : refuse(`only the sweep settles a request never reserved (transition 12), not ${by}`);
+      return isStaleCloser(by) ? { transition: 12, chargeCredits: 0 } : refuse(`only the sweep or recovery settles a request never reserved (transition 12), not ${by}`);
     case 'reserved':
-      return by === 'sweep' ? { transition: 13, chargeCredits: 0 } : refuse(`only the sweep settles a reserved request (transition 13), not ${by}`);
+      return isStaleCloser(by) ? { transition: 13, chargeCredits: 0 } : refuse(`only the sweep or recovery settles a reserved request (transition 13), not ${by}`);
     case 'dispatched':
       // Its real cost was never learned: charge the estimate.
       if (by === 'exception') return { transition: 11, chargeCredits: state.estimate };
-      if (by === 'sweep') return { transition: 14, chargeCredits: state.estimate };
+      if (isStaleCloser(by)) return { transition: 14, chargeCredits: state.estimate };
       return refuse('the runtime settles a dispatched request after recording its result (complete or fail)');
     case 'completed':
       if (isUnmeasured(state)) return refuse('no attempt reported usage: mark it pending first (transition 7)');
@@ -265,6 +276,11 @@ function settlementRule(state: InvocationState, by: SettledBy): { transition: Se
     default:
       return refuse('it is not in flight');
   }
+}
+
+/** The sweep and recovery close stale requests (12–14) and must find them stale on the stream itself. */
+function isStaleCloser(by: SettledBy): by is StaleCloser {
+  return (STALE_CLOSERS as readonly string[]).includes(by);
 }
 
 function instantOrThrow(field: string, value: unknown): string {

@@ -47,9 +47,16 @@ export type InvocationTransition = keyof typeof TRANSITIONS;
 export type RefusalTransition = 1 | 2;
 export type SettlementTransition = 8 | 9 | 10 | 11 | 12 | 13 | 14;
 
-/** Who closed the invocation: the runtime after its loop, its exception path, or the sweep. */
-export const SETTLED_BY = ['runtime', 'exception', 'sweep'] as const;
+/**
+ * Who closed the invocation: the runtime after its loop, its exception path, the sweep someone ran
+ * (`POST /v1/settlements/sweep`), or the recovery every instance runs on start and on its schedule.
+ * `recovery` is new: events written before it carry one of the first three, and read as they were.
+ */
+export const SETTLED_BY = ['runtime', 'exception', 'sweep', 'recovery'] as const;
 export type SettledBy = (typeof SETTLED_BY)[number];
+/** The closers of stale requests: they settle only what is stale by the invocation's own stream. */
+export const STALE_CLOSERS = ['sweep', 'recovery'] as const;
+export type StaleCloser = (typeof STALE_CLOSERS)[number];
 
 /** An outcome the lifecycle calls `completed` (all but `failed`). */
 export type CompletedOutcome = Exclude<Outcome, 'failed'>;

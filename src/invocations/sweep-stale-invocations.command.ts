@@ -1,5 +1,5 @@
 import { Command } from '@nestjs/cqrs';
-import type { InvocationStatus, SettlementTransition } from './invocation.events';
+import type { InvocationStatus, SettlementTransition, StaleCloser } from './invocation.events';
 
 export interface SweptInvocation {
   readonly invocationId: string;
@@ -30,10 +30,15 @@ export interface SweepReport {
 /**
  * Settles requests left in flight for longer than `olderThanMs` (a crash, a lost process). Safe beside
  * live traffic and beside another sweep: every settlement is decided on the invocation's own stream,
- * which refuses a request that is not stale or is already settled.
+ * which refuses a request that is not stale or is already settled. `by` is what the settlements
+ * record: `sweep` when someone asked for it (the default), `recovery` when an instance's own
+ * recovery runs it (InvocationRecovery).
  */
 export class SweepStaleInvocationsCommand extends Command<SweepReport> {
-  constructor(readonly olderThanMs: number) {
+  constructor(
+    readonly olderThanMs: number,
+    readonly by: StaleCloser = 'sweep',
+  ) {
     super();
   }
 }

@@ -8,7 +8,7 @@ import { IllegalTransitionError } from '../domain/domain.errors';
 import { CLOCK, isoAt } from '../domain/clock.token';
 import type { Clock } from '../runtime';
 import { invocationDecider } from './invocation.decider';
-import { invocationStreamName } from './invocation.events';
+import { invocationStreamName, type StaleCloser } from './invocation.events';
 import { isStale, isUnmeasured } from './invocation.state';
 import { SWEEP_CANDIDATES, type OpenInvocationCandidate, type SweepCandidates } from './sweep-candidates.port';
 import { ReleasedHold, SweepReport, SweepStaleInvocationsCommand, SweptInvocation } from './sweep-stale-invocations.command';
@@ -27,27 +27,27 @@ export class SweepStaleInvocationsHandler implements ICommandHandler<SweepStaleI
     @Inject(CLOCK) private readonly clock: Clock,
   ) {}
 
-  async execute({ olderThanMs }: SweepStaleInvocationsCommand): Promise<SweepReport> {
+  async execute({ olderThanMs, by }: SweepStaleInvocationsCommand): Promise<SweepReport> {
     // Candidates must reflect everything committed before the sweep began.
     await this.candidates.caughtUp();
     const nowMs = this.clock.now();
     const settled: SweptInvocation[] = [];
     for (const open of this.candidates.openInvocations()) {
       if (nowMs - Date.parse(open.lastActivityAt) <= olderThanMs) continue;
-      const swept = await this.settleInvocation(open, olderThanMs);
+      const swept = await this.settleInvocation(open, olderThanMs, by);
       if (swept !== undefined) settled.push(swept);
     }
     const releasedHolds: ReleasedHold[] = [];
     for (const organizationId of this.candidates.organizationsWithOpenHolds()) {
-      releasedHolds.push(...(await this.releaseSettledHolds(organizationId, nowMs, olderThanMs)));
+      releasedHolds.push(...(await this.releaseSettledHolds(organizationId, nowMs, olderThanMs, by)));
     }
     if (settled.length + releasedHolds.length > 0) {
-      this.logger.log({ message: 'sweep settled stale requests', olderThanMs, settled: settled.length, releasedHolds: releasedHolds.length });
+      this.logger.log({ message: `${by} settled stale requests`, olderThanMs, settled: settled.length, releasedHolds: releasedHolds.length });
     }
     return { olderThanMs, settled, releasedHolds };
   }
 
-  private async settleInvocation(open: OpenInvocationCandidate, olderThanMs: number): Promise<SweptInvocation | undefined> {
+  private async settleInvocation(open: OpenInvocationCandidate, olderThanMs: number, by: StaleCloser): Promise<SweptInvocation | undefined> {
     const stream = invocationStreamName(open.invocationId);
     const { state: before } = await this.repository.load(stream, invocationDecider);
     try {
@@ -61,11 +61,11 @@ export class SweepStaleInvocationsHandler implements ICommandHandler<SweepStaleI
       }
       const { state, events } = await this.repository.handle(stream, invocationDecider, {
         type: 'SettleInvocation',
-        data: { by: 'sweep', settledAt: isoAt(this.clock), olderThanMs },
+        data: { by, settledAt: isoAt(this.clock), olderThanMs },
       });
       // Nothing appended: the request is still live (not stale by its own stream's account).
       if (events.length === 0 || state.settlement === undefined) return undefined;
-      await this.settleHold(open.organizationId, open.invocationId, state.settlement.chargeCredits);
+      await this.settleHold(open.organizationId, open.invocationId, state.settlement.chargeCredits, by);
       return {
         invocationId: open.invocationId,
         organizationId: open.organizationId,
@@ -80,14 +80,18 @@ export class SweepStaleInvocationsHandler implements ICommandHandler<SweepStaleI
     }
   }
 
-  /** Holds left open by a crash between an invocation's settlement and its account's. */
-  private async releaseSettledHolds(organizationId: string, nowMs: number, olderThanMs: number): Promise<ReleasedHold[]> {
+  /**
+   * Holds left open by a crash between an invocation's settlement and its account's. The settlement
+   * must be older than the threshold too: a run that settled its invocation a moment ago is about to
+   * settle the hold itself (it would do nothing then, but the release would be credited to the sweep).
+   */
+  private async releaseSettledHolds(organizationId: string, nowMs: number, olderThanMs: number, by: StaleCloser): Promise<ReleasedHold[]> {
     const { state: account } = await this.repository.load(accountStreamName(organizationId), accountDecider);
     const released: ReleasedHold[] = [];
     for (const { invocationId } of openHoldsOlderThan(account, nowMs, olderThanMs)) {
       const { state } = await this.repository.load(invocationStreamName(invocationId), invocationDecider);
-      if (state.settlement === undefined) continue;
-      if (await this.settleHold(organizationId, invocationId, state.settlement.chargeCredits)) {
+      if (state.settlement === undefined || nowMs - Date.parse(state.settlement.settledAt) <= olderThanMs) continue;
+      if (await this.settleHold(organizationId, invocationId, state.settlement.chargeCredits, by)) {
         released.push({ invocationId, organizationId, chargeCredits: state.settlement.chargeCredits });
       }
     }
@@ -95,11 +99,11 @@ export class SweepStaleInvocationsHandler implements ICommandHandler<SweepStaleI
   }
 
   /** Settles the account's hold for the invocation; false when there was none left to settle. */
-  private async settleHold(organizationId: string, invocationId: string, chargeCredits: number): Promise<boolean> {
+  private async settleHold(organizationId: string, invocationId: string, chargeCredits: number, by: StaleCloser): Promise<boolean> {
     const { events } = await this.repository.handle(
       accountStreamName(organizationId),
       accountDecider,
-      { type: 'SettleHold', data: { invocationId, chargeCredits, settledAt: isoAt(this.clock) } },
+      { type: 'SettleHold', data: { invocationId, chargeCredits, settledAt: isoAt(this.clock), by } },
       { correlationId: invocationId },
     );
     return events.length > 0;

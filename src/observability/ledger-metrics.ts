@@ -5,6 +5,7 @@
  * closed sets. Organization ids appear only when the operator turned on organization labels.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { RECOVERED_KINDS } from '../invocations/invocation-recovery';
 
 /** Bucket bounds of the provider attempt histogram, in seconds (a model call: 50 ms to 2 minutes). */
 export const PROVIDER_ATTEMPT_BUCKETS_SECONDS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120] as const;
@@ -42,6 +43,7 @@ export class LedgerMetrics {
   private readonly attemptDuration: Histogram<string>;
   private readonly accountingOverhead: Histogram<string>;
   private readonly appendDuration: Histogram<string>;
+  private readonly recovered: Counter<string>;
   /** Read from `sources` on each scrape, so they say what is true now. */
   readonly gauges: {
     readonly creditsHeld: Gauge<string>;
@@ -97,6 +99,14 @@ export class LedgerMetrics {
       buckets: [...ACCOUNTING_BUCKETS_SECONDS],
       registers,
     });
+    this.recovered = new Counter({
+      name: 'ledger_recovered_total',
+      help: 'Leftovers of a crash this instance finished by its own recovery, by kind: the state an invocation was left in, or hold (a settled invocation whose hold was never released).',
+      labelNames: ['kind'],
+      registers,
+    });
+    // Every kind from zero, so a dashboard sees the series before the first crash.
+    for (const kind of RECOVERED_KINDS) this.recovered.inc({ kind }, 0);
     this.gauges = {
       creditsHeld: new Gauge({
         name: 'ledger_credits_held',
@@ -148,6 +158,10 @@ export class LedgerMetrics {
 
   accountingOverheadObserved(operation: string, overheadMs: number): void {
     this.accountingOverhead.observe({ operation }, Math.max(0, overheadMs) / 1_000);
+  }
+
+  recoveredAdd(kind: string, count: number): void {
+    if (count > 0) this.recovered.inc({ kind }, count);
   }
 
   appendObserved(durationMs: number): void {

@@ -9,6 +9,7 @@ import { LogMetricsFollower } from './log-metrics.follower';
 import { MetricsServer } from './metrics.server';
 import { OBSERVABILITY_CONFIG, type ObservabilityConfig } from './observability.config';
 import { appendTimingChannel, invocationOverheadChannel, type AppendTiming, type InvocationOverheadTiming } from '../domain/timing.channels';
+import { recoveredChannel, type RecoveredMessage } from '../domain/recovery.channel';
 
 /** Credits held per organization, paged through the balances read model. */
 function* heldByOrganization(store: SqliteReadModelStore): Iterable<{ organizationId: string; held: number }> {
@@ -64,6 +65,10 @@ export class ObservabilityModule implements OnModuleInit, OnApplicationBootstrap
   private readonly logger = new Logger('Metrics');
   private readonly server: MetricsServer;
   private readonly onAppend = (message: unknown): void => this.metrics.appendObserved((message as AppendTiming).durationMs);
+  private readonly onRecovered = (message: unknown): void => {
+    const { kind, count } = message as RecoveredMessage;
+    this.metrics.recoveredAdd(kind, count);
+  };
   private readonly onOverhead = (message: unknown): void => {
     const { operationId, overheadMs } = message as InvocationOverheadTiming;
     this.metrics.accountingOverheadObserved(operationId, overheadMs);
@@ -80,6 +85,7 @@ export class ObservabilityModule implements OnModuleInit, OnApplicationBootstrap
   async onModuleInit(): Promise<void> {
     appendTimingChannel.subscribe(this.onAppend);
     invocationOverheadChannel.subscribe(this.onOverhead);
+    recoveredChannel.subscribe(this.onRecovered);
     // Before any command runs, so every invocation is counted from its first event.
     await this.follower.start();
   }
@@ -98,6 +104,7 @@ export class ObservabilityModule implements OnModuleInit, OnApplicationBootstrap
   async beforeApplicationShutdown(): Promise<void> {
     appendTimingChannel.unsubscribe(this.onAppend);
     invocationOverheadChannel.unsubscribe(this.onOverhead);
+    recoveredChannel.unsubscribe(this.onRecovered);
     await this.server.close();
     await this.follower.stop();
   }

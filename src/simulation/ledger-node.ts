@@ -31,6 +31,7 @@ import { INVOCATION_INSTRUMENTATION, type InvocationInstrumentation } from '../i
 import { SweepStaleInvocationsCommand, type SweepReport } from '../invocations/sweep-stale-invocations.command';
 import { SWEEP_CANDIDATES, type SweepCandidates } from '../invocations/sweep-candidates.port';
 import { SweepStaleInvocationsHandler } from '../invocations/sweep-stale-invocations.handler';
+import { InvocationRecovery } from '../invocations/invocation-recovery';
 import { CLOCK } from '../domain/clock.token';
 import { RETRY_JITTER } from '../domain/retry-jitter.token';
 import { LiveProjections, ProjectionRunner, type SqliteReadModelStore } from '../projection-runner';
@@ -39,6 +40,7 @@ import type { RandomSource } from '../runtime';
 import { READ_MODEL_STORE } from '../projection-runner';
 import type { ActivityProbe } from './event-loop-pump';
 import { FaultyEventStore, type StoreFaultController } from './faulty-event-store';
+import type { RecoveryPlan } from './scenario';
 import type { SimulationClock } from './simulation-clock';
 
 export interface LedgerNodeOptions {
@@ -52,7 +54,16 @@ export interface LedgerNodeOptions {
   readonly probe: ActivityProbe;
   /** Show the ledger's own log lines (off by default: the simulator reports what matters). */
   readonly logs?: boolean;
+  /** Each process's recovery: the node's (its application's own) and the second process's. */
+  readonly recovery: RecoveryPlan;
+  /** Told how each recovery pass ended, so the simulator can count it and judge its errors. */
+  readonly onRecoveryPass: (pass: RecoveryPassEnd) => void;
 }
+
+/** How one recovery pass of a process ended. */
+export type RecoveryPassEnd =
+  | { readonly process: 'node' | 'second'; readonly report: SweepReport }
+  | { readonly process: 'node' | 'second'; readonly error: unknown; readonly processDead: boolean };
 
 /** Another process on the same log: its own repository, RunOperation and sweep handlers. */
 export interface SecondProcess {
@@ -68,40 +79,16 @@ export class LedgerNode {
     private readonly app: INestApplication,
     readonly store: FaultyEventStore,
     readonly second: SecondProcess,
+    private readonly secondRecovery: InvocationRecovery,
   ) {}
 
   static async start(options: LedgerNodeOptions): Promise<LedgerNode> {
-    let wrapped: FaultyEventStore | undefined;
-    const moduleRef = await Test.createTestingModule({
-      imports: [AppModule.forRoot({ env: options.env, imports: [featureModule(options.features)] })],
-    })
-      .overrideProvider(CLOCK)
-      .useValue(options.clock)
-      .overrideProvider(RETRY_JITTER)
-      .useValue(options.random)
-      // The live batch window of the runner waits on wall time; at 0 it flushes every event-loop turn,
-      // which keeps the read side on the same schedule in every replay of a seed.
-      .overrideProvider(LiveProjections)
-      .useFactory({
-        inject: [EVENT_STORE, READ_MODEL_STORE],
-        factory: (eventStore: EventStore, store: SqliteReadModelStore) =>
-          new ProjectionRunner({ eventStore, store, projections: ALL_PROJECTIONS, liveBatchIntervalMs: 0 }),
-      })
-      .overrideProvider(EVENT_STORE)
-      .useFactory({
-        inject: [LEDGER_CONFIG],
-        factory: async (config: LedgerConfig) => {
-          // Commits at the end of each turn: the simulated processes share one event loop, and commits
-          // right after each task would serialise their appends, which two real processes' are not.
-          const inner = await openEventStore(config.store, { synchronous: config.sqliteSynchronous, eagerCommitsPerTurn: 0 });
-          wrapped = new FaultyEventStore(inner, options.controller, options.probe);
-          return wrapped;
-        },
-      })
-      .compile();
-    const app = moduleRef.createNestApplication({ logger: options.logs === true ? undefined : false });
-    await app.init();
-    const store = wrapped!;
+    // Set once the node exists: recovery's first pass comes due only when the pump turns, after start.
+    let self: LedgerNode | undefined;
+    const observed = (process: 'node' | 'second', sweep: RecoverySweep): RecoverySweep => observedRecovery(() => self!, process, sweep, options.onRecoveryPass);
+    const { app, store } = await startApplication(options, (handler) =>
+      new InvocationRecovery(observed('node', (command) => handler.execute(command)), options.clock, options.recovery.node),
+    );
     const repository = new AggregateRepository(store, LEDGER_UPCASTERS);
     const runHandler = new RunOperationHandler(
       repository,
@@ -120,10 +107,24 @@ export class LedgerNode {
       app.get<InvocationInstrumentation>(INVOCATION_INSTRUMENTATION),
     );
     const sweepHandler = new SweepStaleInvocationsHandler(repository, app.get<SweepCandidates>(SWEEP_CANDIDATES), options.clock);
-    return new LedgerNode(app, store, {
-      run: (request) => runHandler.execute(new RunOperationCommand(request)),
-      sweep: (olderThanMs) => sweepHandler.execute(new SweepStaleInvocationsCommand(olderThanMs)),
-    });
+    // Another instance on the same log recovers too, with its own repository and schedule.
+    const secondRecovery = new InvocationRecovery(observed('second', (command) => sweepHandler.execute(command)), options.clock, options.recovery.second);
+    self = new LedgerNode(
+      app,
+      store,
+      {
+        run: (request) => runHandler.execute(new RunOperationCommand(request)),
+        sweep: (olderThanMs) => sweepHandler.execute(new SweepStaleInvocationsCommand(olderThanMs)),
+      },
+      secondRecovery,
+    );
+    secondRecovery.start();
+    return self;
+  }
+
+  /** Resolves once neither process's recovery is in a pass (no timer fires while nobody turns the pump). */
+  async recoveryIdle(): Promise<void> {
+    await Promise.all([this.app.get(InvocationRecovery).idle(), this.secondRecovery.idle()]);
   }
 
   get commandBus(): CommandBus {
@@ -165,13 +166,78 @@ export class LedgerNode {
   /** The process dies now (the store already refuses every call after a crash point). */
   die(): void {
     this.store.die();
+    // A dead process schedules nothing more: its recoveries' timers go with it.
+    void this.app.get(InvocationRecovery).stop();
+    void this.secondRecovery.stop();
     if (!this.kill.signal.aborted) this.kill.abort(new Error('the process died'));
   }
 
   /** Releases the files (after a crash too): stops the runner, closes the read models and the store. */
   async close(): Promise<void> {
+    await this.secondRecovery.stop();
     await this.app.close();
   }
+}
+
+type RecoverySweep = (command: SweepStaleInvocationsCommand) => Promise<SweepReport>;
+
+/** A recovery's sweep, run as a command of its process (so a crash waits for it) and reported when it ends. */
+function observedRecovery(node: () => LedgerNode, process: 'node' | 'second', sweep: RecoverySweep, report: (pass: RecoveryPassEnd) => void): RecoverySweep {
+  return async (command) => {
+    const owner = node();
+    try {
+      const result = await owner.track(sweep(command));
+      report({ process, report: result });
+      return result;
+    } catch (error) {
+      report({ process, error, processDead: owner.dead });
+      throw error;
+    }
+  };
+}
+
+/**
+ * The real application with the simulation's clock, jitter, projection runner, recovery (made by
+ * `recovery` from the application's own sweep handler) and the fault-injecting store.
+ */
+async function startApplication(
+  options: LedgerNodeOptions,
+  recovery: (handler: SweepStaleInvocationsHandler) => InvocationRecovery,
+): Promise<{ readonly app: INestApplication; readonly store: FaultyEventStore }> {
+  let wrapped: FaultyEventStore | undefined;
+  const moduleRef = await Test.createTestingModule({
+    imports: [AppModule.forRoot({ env: options.env, imports: [featureModule(options.features)] })],
+  })
+    .overrideProvider(CLOCK)
+    .useValue(options.clock)
+    .overrideProvider(RETRY_JITTER)
+    .useValue(options.random)
+    // The live batch window of the runner waits on wall time; at 0 it flushes every event-loop turn,
+    // which keeps the read side on the same schedule in every replay of a seed.
+    .overrideProvider(LiveProjections)
+    .useFactory({
+      inject: [EVENT_STORE, READ_MODEL_STORE],
+      factory: (eventStore: EventStore, store: SqliteReadModelStore) =>
+        new ProjectionRunner({ eventStore, store, projections: ALL_PROJECTIONS, liveBatchIntervalMs: 0 }),
+    })
+    // The application's own recovery, on the virtual clock, its passes tracked as the process's commands.
+    .overrideProvider(InvocationRecovery)
+    .useFactory({ inject: [SweepStaleInvocationsHandler], factory: recovery })
+    .overrideProvider(EVENT_STORE)
+    .useFactory({
+      inject: [LEDGER_CONFIG],
+      factory: async (config: LedgerConfig) => {
+        // Commits at the end of each turn: the simulated processes share one event loop, and commits
+        // right after each task would serialise their appends, which two real processes' are not.
+        const inner = await openEventStore(config.store, { synchronous: config.sqliteSynchronous, eagerCommitsPerTurn: 0 });
+        wrapped = new FaultyEventStore(inner, options.controller, options.probe);
+        return wrapped;
+      },
+    })
+    .compile();
+  const app = moduleRef.createNestApplication({ logger: options.logs === true ? undefined : false });
+  await app.init();
+  return { app, store: wrapped! };
 }
 
 function featureModule(features: readonly OperationFeature[]): DynamicModule {

@@ -213,8 +213,10 @@ export class LogAudit {
     return undefined;
   }
 
-  settledBySweep(invocationId: string): boolean {
-    return this.invocations.get(invocationId)?.settlement?.by === 'sweep';
+  /** Settled by a closer of stale requests (a sweep or recovery), which a live run may then find settled. */
+  settledByStaleCloser(invocationId: string): boolean {
+    const by = this.invocations.get(invocationId)?.settlement?.by;
+    return by === 'sweep' || by === 'recovery';
   }
 
   /**
@@ -637,8 +639,8 @@ export class LogAudit {
       fail('lifecycle.known-transitions', `settled by transition ${String(transition)} from ${invocation.status}`);
     }
     const by = data.settledBy as string;
-    const sweepOnly = transition === 12 || transition === 13 || transition === 14;
-    if (sweepOnly && by !== 'sweep') fail('lifecycle.settled-by', `transition ${transition} settled by ${by}, not the sweep`);
+    const staleOnly = transition === 12 || transition === 13 || transition === 14;
+    if (staleOnly && by !== 'sweep' && by !== 'recovery') fail('lifecycle.settled-by', `transition ${transition} settled by ${by}, not the sweep or recovery`);
     if (transition === 11 && by !== 'exception') fail('lifecycle.settled-by', `transition 11 settled by ${by}`);
     if (transition === 11 && !this.witness.disturbed(invocation.invocationId)) {
       fail('lifecycle.exception-needs-a-fault', 'settled by the exception path (transition 11) although no fault reached its appends');

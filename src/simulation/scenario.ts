@@ -8,6 +8,12 @@
  */
 import type { PublicationRequest } from '../catalog/publish-operation.command';
 import { invocationIdFor } from '../invocations/invocation-ids';
+import {
+  DEFAULT_RECOVERY_INTERVAL_MS,
+  DEFAULT_RECOVERY_STALE_AFTER_MS,
+  MIN_RECOVERY_STALE_AFTER_MS,
+  type RecoverySettings,
+} from '../domain/recovery.settings';
 import { Prng } from './prng';
 import {
   MAX_OPERATIONS,
@@ -111,6 +117,12 @@ export interface StoreFaultRates {
   readonly lostAckPerMille: number;
 }
 
+/** Each process's own recovery (InvocationRecovery): its period and staleness threshold. */
+export interface RecoveryPlan {
+  readonly node: RecoverySettings;
+  readonly second: RecoverySettings;
+}
+
 export interface ScenarioPlan {
   readonly seed: number;
   readonly invocations: number;
@@ -118,6 +130,7 @@ export interface ScenarioPlan {
   readonly operations: readonly OperationPlan[];
   readonly waves: readonly WavePlan[];
   readonly storeFaults: StoreFaultRates;
+  readonly recovery: RecoveryPlan;
 }
 
 /**
@@ -155,6 +168,13 @@ const LONG_PUBLICATION_MIN_HOLD_CREDITS = 200_000;
 const DEADLINE_SWEEP_PERCENT = 10;
 /** Staleness thresholds a sweep is given, from reckless (0: anything idle at all) to cautious. */
 const SWEEP_THRESHOLDS_MS = [0, 1_000, 10_000, 60_000, 300_000] as const;
+/**
+ * Recovery's periods and thresholds, up to their defaults; thresholds from the shortest the
+ * configuration allows. Periods start at 5 s: a pass a second over hours of virtual time costs the
+ * run minutes and finds nothing more. The final idle (FINAL_IDLE_MS) lets the slowest finish everything.
+ */
+const RECOVERY_INTERVALS_MS = [5_000, 15_000, 30_000, DEFAULT_RECOVERY_INTERVAL_MS] as const;
+const RECOVERY_THRESHOLDS_MS = [MIN_RECOVERY_STALE_AFTER_MS, 10_000, 60_000, DEFAULT_RECOVERY_STALE_AFTER_MS] as const;
 
 /** The terms of a publication, drawn so every outcome of docs/rules.md is reachable. */
 export function drawPublication(prng: Prng, enabled = true): PublicationRequest {
@@ -222,6 +242,10 @@ export function planScenario(seed: number, invocations: number, namespace = ''):
     lostAckPerMille: shape.pick([0, 3, 10]),
   };
 
+  const recoveryOf = (prng: Prng): RecoverySettings => ({ intervalMs: prng.pick(RECOVERY_INTERVALS_MS), staleAfterMs: prng.pick(RECOVERY_THRESHOLDS_MS) });
+  const recoveryPrng = root.fork('recovery');
+  const recovery: RecoveryPlan = { node: recoveryOf(recoveryPrng), second: recoveryOf(recoveryPrng) };
+
   const waves: WavePlan[] = [];
   /** The terms each operation was last published with, as far as the plan knows. */
   const terms = new Map<string, PublicationRequest>();
@@ -235,7 +259,7 @@ export function planScenario(seed: number, invocations: number, namespace = ''):
     for (const action of wave.actions) if (action.kind === 'publish') terms.set(action.operationId, action.terms);
     planned += count;
   }
-  return { seed, invocations, organizations, operations, waves, storeFaults };
+  return { seed, invocations, organizations, operations, waves, storeFaults, recovery };
 }
 
 function planWave(

@@ -45,8 +45,11 @@ export const MAX_MODEL_CALLS_PER_INVOCATION = 1_000;
 /** Tool calls one simulated model turn asks for at most. */
 export const MAX_CALLS_PER_MODEL_TURN = 3;
 
-/** Time the final phase lets pass before its sweep, so every request is stale and past its deadline. */
-export const FINAL_IDLE_MS = 24 * 3_600_000;
+/**
+ * Time the final phase lets pass with recovery alone: past every conversation deadline (at most 10
+ * minutes here), the longest recovery threshold (5 minutes) and period (1 minute), many times over.
+ */
+export const FINAL_IDLE_MS = 2 * 3_600_000;
 /** Staleness threshold of the final sweep. */
 export const FINAL_SWEEP_OLDER_THAN_MS = 60_000;
 /** Sweeps the final phase runs at most before it expects nothing left to settle. */

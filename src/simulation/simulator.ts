@@ -25,11 +25,11 @@ import { RunOperationCommand, type RunOperationRequest } from '../invocations/ru
 import { SweepStaleInvocationsCommand, type SweepReport } from '../invocations/sweep-stale-invocations.command';
 import { ActivityProbe, EventLoopPump } from './event-loop-pump';
 import type { AppendFault, StoreFaultController } from './faulty-event-store';
-import { LedgerNode } from './ledger-node';
+import { LedgerNode, type RecoveryPassEnd } from './ledger-node';
 import { LogAudit, type Violation } from './log-audit';
 import { Prng } from './prng';
 import { checkReadModels } from './read-model-check';
-import { CRASH_BOUNDARIES, planScenario, type CrashPlan, type InvocationPlan, type RepeatPlan, type ScenarioPlan, type WaveAction, type WavePlan } from './scenario';
+import { CRASH_BOUNDARIES, planScenario, type RecoveryPlan, type CrashPlan, type InvocationPlan, type RepeatPlan, type ScenarioPlan, type WaveAction, type WavePlan } from './scenario';
 import { SimulatedEpisode } from './simulated-episode';
 import { simulatedFeatures } from './simulated-features';
 import { SimulationClock } from './simulation-clock';
@@ -69,6 +69,8 @@ export interface SimulationOptions {
    * yet hit, instead of the scenario's own draw, until every one has been hit once.
    */
   readonly crashAtEveryBoundary?: boolean;
+  /** Each process's recovery instead of the scenario's draw: only a deliberately broken build (a test) turns it off. */
+  readonly recovery?: RecoveryPlan;
 }
 
 export interface SimulationResult {
@@ -316,6 +318,30 @@ class Simulation implements StoreFaultController {
       controller: this,
       probe: this.probe,
       logs: this.options.logs,
+      recovery: this.options.recovery ?? this.plan.recovery,
+      onRecoveryPass: (pass) => this.recoveryPassEnded(pass),
+    });
+  }
+
+  /**
+   * A recovery pass of either process ended: count what it finished; an error is fine only when the
+   * world explains it (its process died, an injected conflict or lost acknowledgement), as for commands.
+   */
+  private recoveryPassEnded(pass: RecoveryPassEnd): void {
+    if ('report' in pass) {
+      this.tally.add(`recovery.${pass.process}.passes`);
+      for (const swept of pass.report.settled) this.tally.add(`recovery.settled.transition-${swept.transition}`);
+      this.tally.add('recovery.released-holds', pass.report.releasedHolds.length);
+      return;
+    }
+    const name = pass.error instanceof Error ? pass.error.name : typeof pass.error;
+    this.tally.add(`recovery.error.${name}`);
+    if (pass.processDead || EXPLAINED_ERRORS.has(name)) return;
+    this.fail({
+      invariant: 'recovery.no-unexplained-error',
+      detail: `a recovery pass of the ${pass.process === 'node' ? 'node' : 'second process'} failed with ${describe(pass.error)} although no injected fault explains it`,
+      streams: [],
+      invocations: [],
     });
   }
 
@@ -553,7 +579,7 @@ class Simulation implements StoreFaultController {
       EXPLAINED_ERRORS.has(name) ||
       name === expectedError ||
       (name === 'KeyedRequestInProgressError' && invocationId !== undefined && repeatSentAtMs !== undefined && this.firstStillRan(invocationId, repeatSentAtMs)) ||
-      (name === 'IllegalTransitionError' && invocationId !== undefined && (this.audit.settledBySweep(invocationId) || this.disturbedInvocations.has(invocationId)));
+      (name === 'IllegalTransitionError' && invocationId !== undefined && (this.audit.settledByStaleCloser(invocationId) || this.disturbedInvocations.has(invocationId)));
     if (!explained) {
       this.fail({
         invariant: 'command.no-unexplained-error',
@@ -610,6 +636,8 @@ class Simulation implements StoreFaultController {
 
   /** Quiet node: audit, then compare the live read models with a replay of the whole log. */
   private async quiescentCheck(): Promise<void> {
+    // A recovery pass may still be writing; no new one starts while the pump stands still.
+    await this.node?.recoveryIdle();
     await this.step();
     if (this.violation !== undefined || this.node === undefined) return;
     this.checks += 1;
@@ -659,15 +687,28 @@ class Simulation implements StoreFaultController {
     }
   }
 
-  /** A day later, with no fault left: sweep until nothing is left, then the end-of-run invariants. */
+  /**
+   * Later, with no fault left and no command sent: both processes' recovery alone must have settled
+   * everything (no operator ran a sweep). Then a final sweep from both must find nothing, and the
+   * end-of-run invariants hold.
+   */
   private async finish(): Promise<void> {
     const ending = await this.pump.sleep(FINAL_IDLE_MS, MAX_TURNS_PER_WAVE);
     if (ending !== 'done') this.fail({ invariant: 'liveness.final-idle', detail: `the final idle ${ending}`, streams: [], invocations: [] });
+    await this.node?.recoveryIdle();
+    await this.step();
+    const left = this.violation === undefined ? this.audit.finalChecks() : undefined;
+    if (left !== undefined) {
+      this.fail({ ...left, invariant: 'recovery.leaves-nothing-in-flight', detail: `after ${FINAL_IDLE_MS} ms of recovery alone, no sweep run: ${left.detail}` });
+    }
     for (let round = 0; round < MAX_FINAL_SWEEPS && this.violation === undefined; round++) {
       this.tally.add('sweep.final');
       const [local, second] = await Promise.all([this.sweep(FINAL_SWEEP_OLDER_THAN_MS, false), this.sweep(FINAL_SWEEP_OLDER_THAN_MS, true)]);
-      const settledAnything = [local, second].some((report) => report === undefined || report.settled.length + report.releasedHolds.length > 0);
-      if (!settledAnything) break;
+      const swept = [local, second].flatMap((report) => (report === undefined ? [] : [...report.settled.map((s) => s.invocationId), ...report.releasedHolds.map((r) => r.invocationId)]));
+      if (swept.length > 0) {
+        this.fail({ invariant: 'recovery.leaves-nothing-to-sweep', detail: `the final sweep still settled ${swept.length} leftover(s) recovery had not`, streams: swept.map((id) => `invocation-${id}`), invocations: swept });
+      }
+      if ([local, second].every((report) => report !== undefined)) break;
     }
     await this.step();
     if (this.violation === undefined) this.failIf(this.audit.finalChecks());

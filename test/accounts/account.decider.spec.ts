@@ -199,6 +199,24 @@ describe('SPEC §3 organization settings: the aiEnabled switch and maxRunning sl
 });
 
 describe('SPEC §3 holds name their invocation: each is placed at most once and settled at most once', () => {
+  it('records who settled a hold when it was not the invocation’s own run: the sweep or recovery (issue 24)', () => {
+    spec
+      .given([granted(1_000), holdPlaced('inv-1', 300)])
+      .when({ ...settleHold('inv-1', 250), data: { ...settleHold('inv-1', 250).data, by: 'recovery' } })
+      .then([{ type: 'HoldSettled', data: { ...holdSettled('inv-1', 300, 250).data, settledBy: 'recovery' } }]);
+    spec
+      .given([granted(1_000), holdPlaced('inv-1', 300)])
+      .when({ ...settleHold('inv-1', 250), data: { ...settleHold('inv-1', 250).data, by: 'runtime' as never } })
+      .thenThrows(ValidationError, { field: 'by' });
+  });
+
+  it('writes nothing when recovery settles a hold another instance already released', () => {
+    spec
+      .given([granted(1_000), holdPlaced('inv-1', 300), holdSettled('inv-1', 300, 250)])
+      .when({ ...settleHold('inv-1', 250), data: { ...settleHold('inv-1', 250).data, by: 'recovery' } })
+      .thenNothing();
+  });
+
   it('places a hold, which takes a slot', () => {
     const state = spec.given([granted(1_000)]).when(placeHold('inv-1', 300)).then([holdPlaced('inv-1', 300)]);
     expect(balanceOf(state)).toMatchObject({ held: 300, running: 1, available: 700 });

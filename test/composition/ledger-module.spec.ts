@@ -14,6 +14,7 @@ import { FeatureRegistry } from '../../src/features/feature.registry';
 import { LedgerFeaturesModule } from '../../src/features/ledger-features.module';
 import type { InvocationSummary } from '../../src/invocations/invocation.state';
 import { RunOperationCommand } from '../../src/invocations/run-operation.command';
+import { InvocationRecovery } from '../../src/invocations/invocation-recovery';
 import { scriptedToolUse } from '../../src/runtime';
 import { publication } from '../support/ledger-app';
 import { scriptedFeature, usage } from '../support/scripted-feature';
@@ -101,6 +102,17 @@ describe('LedgerModule.forRoot / forRootAsync: the package a NestJS application 
       store: { kind: 'sqlite', path: join(directory, 'env.sqlite') },
       projectionsThread: 'main',
     });
+  });
+
+  it('runs recovery on start and on a period by default; recovery: false, or its variable at 0, turns it off (issue 24)', async () => {
+    const on = await start([LedgerModule.forRoot({ store: `sqlite:${join(directory, 'on.sqlite')}`, recovery: { intervalMs: 5_000, staleAfterMs: 2_000 }, env: {} })]);
+    expect(on.get<LedgerConfig>(LEDGER_CONFIG).recovery).toEqual({ intervalMs: 5_000, staleAfterMs: 2_000 });
+    expect(on.get(InvocationRecovery).enabled).toBe(true);
+    await on.close();
+    app = undefined;
+    const off = await start([LedgerModule.forRoot({ store: `sqlite:${join(directory, 'off.sqlite')}`, recovery: false, env: { LEDGER_RECOVERY_INTERVAL_MS: '5000' } })]);
+    expect(off.get(InvocationRecovery).enabled).toBe(false);
+    expect(off.get(InvocationRecovery).passes).toBe(0);
   });
 
   it('takes its options from a factory with forRootAsync, injecting the application’s own providers', async () => {

@@ -18,6 +18,24 @@ describe('configuration from the environment (SPEC §10)', () => {
     expect(loadLedgerConfig({ LEDGER_SQLITE_SYNCHRONOUS: 'NORMAL' }, { synchronous: 'FULL' }).sqliteSynchronous).toBe('FULL');
   });
 
+  it('runs recovery every 60 s on requests idle for 5 minutes unless told otherwise; 0 turns it off (issue 24)', () => {
+    expect(loadLedgerConfig({}).recovery).toEqual({ intervalMs: 60_000, staleAfterMs: 300_000 });
+    expect(loadLedgerConfig({ LEDGER_RECOVERY_INTERVAL_MS: '5000', LEDGER_RECOVERY_STALE_AFTER_MS: '1000' }).recovery).toEqual({ intervalMs: 5_000, staleAfterMs: 1_000 });
+    expect(loadLedgerConfig({ LEDGER_RECOVERY_INTERVAL_MS: '0' }).recovery.intervalMs).toBe(0);
+    // The module's options win over the variables.
+    expect(loadLedgerConfig({ LEDGER_RECOVERY_INTERVAL_MS: '5000' }, { recoveryIntervalMs: 0 }).recovery.intervalMs).toBe(0);
+    expect(loadLedgerConfig({}, { recoveryStaleAfterMs: 2_000 }).recovery.staleAfterMs).toBe(2_000);
+  });
+
+  it.each([
+    ['LEDGER_RECOVERY_INTERVAL_MS', '999', /LEDGER_RECOVERY_INTERVAL_MS: expected 0 \(off\) or an integer from 1000 to 86400000 ms, got "999"/],
+    ['LEDGER_RECOVERY_INTERVAL_MS', '1e4', /LEDGER_RECOVERY_INTERVAL_MS: expected/],
+    ['LEDGER_RECOVERY_STALE_AFTER_MS', '0', /LEDGER_RECOVERY_STALE_AFTER_MS: expected an integer from 1000 to 604800000 ms, got "0"/],
+    ['LEDGER_RECOVERY_STALE_AFTER_MS', '604800001', /LEDGER_RECOVERY_STALE_AFTER_MS: expected/],
+  ])('refuses %s=%s at start, naming the variable', (name, value, message) => {
+    expect(() => loadLedgerConfig({ [name]: value })).toThrow(message);
+  });
+
   it('runs the projections on a worker thread for the embedded store in a file, on the event loop otherwise', () => {
     expect(loadLedgerConfig({}).projectionsThread).toBe('worker');
     expect(loadLedgerConfig({ LEDGER_PROJECTIONS_THREAD: 'main' }).projectionsThread).toBe('main');

@@ -19,6 +19,7 @@ import type {
   InvocationEvent,
   InvocationFailed,
   InvocationSettled,
+  SettledBy,
   SettlementTransition,
 } from '../../src/invocations/invocation.events';
 import type { AttemptRecord } from '../../src/runtime/conversation.types';
@@ -172,7 +173,7 @@ export const settled = (
   transition: SettlementTransition,
   chargeCredits: number,
   heldCredits: number,
-  settledBy: 'runtime' | 'exception' | 'sweep',
+  settledBy: SettledBy,
   settledAtMs = 5_100,
 ): InvocationSettled => ({
   type: 'InvocationSettled',

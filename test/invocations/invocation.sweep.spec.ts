@@ -1,5 +1,6 @@
 import { ValidationError, IllegalTransitionError } from '../../src/domain/domain.errors';
 import { invocationDecider } from '../../src/invocations/invocation.decider';
+import type { SettleInvocation } from '../../src/invocations/invocation.commands';
 import { isStale } from '../../src/invocations/invocation.state';
 import { replay } from '../../src/domain/decider';
 import { deciderSpec } from '../support/decider-spec';
@@ -56,5 +57,40 @@ describe('SPEC §4 the sweep settles only stale requests, so it is safe beside l
     const state = replay(invocationDecider, HISTORY.reserved);
     expect(isStale(state, T0_MS + 60_010, 60_000)).toBe(false);
     expect(isStale(state, T0_MS + 60_011, 60_000)).toBe(true);
+  });
+});
+
+describe('STATE-PFM-LLM-001 transitions 8–14: recovery closes stale requests exactly as the sweep does, and is recorded as recovery (issue 24)', () => {
+  const recover = (settledAtMs: number, olderThanMs: number): SettleInvocation => ({
+    type: 'SettleInvocation',
+    data: { by: 'recovery', settledAt: at(settledAtMs), olderThanMs },
+  });
+
+  it.each([
+    ['estimated', 12, 0, 0],
+    ['reserved', 13, 0, 500],
+    ['dispatched', 14, 500, 500],
+    ['completed', 8, PRICE_A, 500],
+    ['pending', 9, 500, 500],
+    ['failed', 10, PRICE_A, 500],
+  ] as const)('settles a stale %s request with transition %i, settledBy recovery', (history, transition, charge, held) => {
+    spec.given(HISTORY[history]).when(recover(70_000, 60_000)).then([settled(transition, charge, held, 'recovery', 70_000)]);
+  });
+
+  it('leaves a request that is not stale, and a dispatched one inside its budget, writing nothing', () => {
+    spec.given(HISTORY.estimated).when(recover(30_000, 60_000)).thenNothing();
+    spec.given(HISTORY.dispatched).when(recover(59_000, 1_000)).thenNothing();
+  });
+
+  it('is refused a second settlement: a request the sweep, another instance or its run already settled', () => {
+    spec.given(HISTORY.settled).when(recover(70_000, 60_000)).thenThrows(IllegalTransitionError, { state: 'settled' });
+    spec.given([...HISTORY.estimated, settled(12, 0, 0, 'sweep', 61_000)]).when(recover(70_000, 60_000)).thenThrows(IllegalTransitionError, { state: 'settled' });
+  });
+
+  it('requires its threshold, like the sweep', () => {
+    spec
+      .given(HISTORY.estimated)
+      .when({ type: 'SettleInvocation', data: { by: 'recovery', settledAt: at(70_000) } } as never)
+      .thenThrows(ValidationError, { field: 'olderThanMs' });
   });
 });

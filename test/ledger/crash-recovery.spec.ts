@@ -68,7 +68,8 @@ describe('crash recovery: a process killed between any two transitions leaves no
     expect(output).toContain(`crashing after ${after}`);
     expect(signal).toBe('SIGKILL');
 
-    const ledger = await startLedgerApp({ directory, keepDirectory: true, clock: tomorrow, features: [crashFeature(model)] });
+    // Recovery off: this proves the manual sweep (recovery.spec.ts and the SIGKILL loop prove recovery).
+    const ledger = await startLedgerApp({ directory, keepDirectory: true, clock: tomorrow, features: [crashFeature(model)], env: { LEDGER_RECOVERY_INTERVAL_MS: '0' } });
     try {
       const report: SweepReport = await ledger.commandBus.execute(new SweepStaleInvocationsCommand(60_000));
       const events = await ledger.store.readAll();

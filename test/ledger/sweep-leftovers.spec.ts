@@ -33,7 +33,8 @@ describe('the sweep settles requests left between transitions by earlier builds 
   let ledger: LedgerTestApp;
 
   beforeEach(async () => {
-    ledger = await startLedgerApp({ clock: new TomorrowClock() });
+    // Recovery off: these prove the manual sweep, which recovery's first pass would pre-empt.
+    ledger = await startLedgerApp({ clock: new TomorrowClock(), env: { LEDGER_RECOVERY_INTERVAL_MS: '0' } });
   });
 
   afterEach(() => ledger.close());
@@ -77,7 +78,7 @@ describe('STATE-PFM-LLM-001 transition 13: the sweep judges staleness by the ser
   const clock = new LastYearClock();
 
   beforeEach(async () => {
-    ledger = await startLedgerApp({ clock });
+    ledger = await startLedgerApp({ clock, env: { LEDGER_RECOVERY_INTERVAL_MS: '0' } });
   });
 
   afterEach(() => ledger.close());

@@ -29,6 +29,7 @@ describe('SPEC §13 the Grafana dashboard in docker/ is built on the metrics the
       'ledger_accounting_overhead_seconds_bucket',
       'ledger_append_duration_seconds_bucket',
       'ledger_projection_lag_events',
+      'ledger_recovered_total',
     ]) {
       expect(all).toContain(name);
     }

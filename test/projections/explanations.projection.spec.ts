@@ -272,3 +272,34 @@ describe('explanations projection: in-flight states and every settlement transit
     expect(first.ids(EXPLANATION_BASIS_COLLECTION)).toEqual([]);
   });
 });
+
+describe('explanations projection: what recovery finished says so (issue 24, STATE-PFM-LLM-001 transitions 8–14)', () => {
+  const holdSettled = (settledBy?: 'sweep' | 'recovery'): DomainEvent => ({
+    type: 'HoldSettled',
+    data: { invocationId: 'inv-1', heldCredits: 500, chargedCredits: 37, settledAt: '2025-01-01T00:10:00.000Z', ...(settledBy === undefined ? {} : { settledBy }) },
+  });
+  const logOf = (...account: DomainEvent[]) =>
+    new EventLog().invocation('inv-1', ...conversation(completed('completed', FOUR_TURN_FIGURES), settled(8, 37))).append('account-acme', ...account).events;
+
+  it('names recovery, after a restart, as what settled an invocation a crash stopped in flight', () => {
+    const { view } = explain(estimated(V1), reserved(), dispatched(), attempt(1, 0, { priceCredits: 9 }), settled(14, 500, 'recovery'));
+    expect(view.settlement).toEqual({ transition: 14, by: 'recovery', chargeCredits: 500 });
+    expect(view.sentence).toBe(
+      'Stopped in flight after 1 of 4 turns; spent 9 of a 500-credit hold; no retries. ' +
+        'Settled by recovery after a restart or a lost process (transition 14): abandoned in flight; its real cost was never learned, so charged the estimate, 500 credits.',
+    );
+  });
+
+  it('adds the hold recovery released for an invocation its own run settled, from the account stream', () => {
+    const view = project(explanationsProjection, logOf(holdSettled('recovery'))).get<ExplanationView>(EXPLANATION_COLLECTION, 'inv-1')!;
+    expect(view.holdRelease).toEqual({ by: 'recovery', heldCredits: 500 });
+    expect(view.sentence).toMatch(/Settled \(transition 8, by runtime\): charged 37 credits, the sum of its attempt prices\. Its 500-credit hold was released by recovery after a restart or a lost process\.$/);
+  });
+
+  it("changes nothing for the run's own release, nor for one written before settledBy existed", () => {
+    const plain = project(explanationsProjection, logOf()).get<ExplanationView>(EXPLANATION_COLLECTION, 'inv-1')!;
+    const own = project(explanationsProjection, logOf(holdSettled())).get<ExplanationView>(EXPLANATION_COLLECTION, 'inv-1')!;
+    expect(own).toEqual(plain);
+    expect(own.holdRelease).toBeUndefined();
+  });
+});

@@ -33,6 +33,17 @@ describe('issue 8: a deliberately broken build fails the simulation with its see
   );
 
   it(
+    'catches a build whose recovery never runs: what its crashes left is still in flight after the final idle (issue 24)',
+    async () => {
+      const off = { intervalMs: 0, staleAfterMs: 60_000 };
+      const result = await runSimulation({ seed: 1, invocations: 60, recovery: { node: off, second: off } });
+      expect(result.violation?.invariant).toBe('recovery.leaves-nothing-in-flight');
+      expect(result.report).toContain('no sweep run');
+    },
+    TIMEOUT_MS,
+  );
+
+  it(
     'catches a settlement whose charge is not the one SPEC §4 gives its path',
     async () => {
       const result = await runSimulation({ seed: 3, invocations: 30, tamper: overchargeCompleted });

@@ -49,6 +49,13 @@ describe('issue 8: one long scenario reaches every fault the simulator is there 
     }
   });
 
+  it('recovers on both processes, on their own schedules, and leaves nothing for the final sweep (issue 24)', () => {
+    expect(result.tally.get('recovery.node.passes')).toBeGreaterThan(0);
+    expect(result.tally.get('recovery.second.passes')).toBeGreaterThan(0);
+    // What crashes left in flight was finished by recovery, with no sweep run for it.
+    expect(result.tally.total('recovery.settled.')).toBeGreaterThan(0);
+  });
+
   it('runs conversations past the 64 retained attempts (SPEC §7), whose charge must still be exact', () => {
     expect(result.tally.get('observed.attempts-truncated')).toBeGreaterThan(0);
   });

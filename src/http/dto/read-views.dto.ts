@@ -3,6 +3,7 @@
  * (projections/attempts, explanations, routing-budgets). Documentation only: nothing is validated here.
  */
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { HOLD_SETTLERS } from '../../accounts/account.events';
 import { ADMISSION_REFUSAL_REASONS } from '../../accounts/admission.policy';
 import { INVOCATION_STATUSES } from '../../invocations/invocation.events';
 import { ENDING_LIMITS, OUTCOMES } from '../../runtime/conversation.types';
@@ -155,6 +156,13 @@ export class ExplanationDto {
     description: 'Who asked the conversation to stop, and when (the first request).',
   })
   readonly cancellation?: { readonly requestedBy: string; readonly requestedAt: string };
+
+  @ApiPropertyOptional({
+    type: 'object',
+    properties: { by: { type: 'string', enum: [...HOLD_SETTLERS] }, heldCredits: { type: 'integer' } },
+    description: 'Set when the sweep or recovery released the hold of an invocation its own run had settled (a crash in between).',
+  })
+  readonly holdRelease?: { readonly by: string; readonly heldCredits: number };
 
   @ApiProperty({ example: 'Refused: insufficient_credits — available 120 < hold 500.' })
   readonly sentence!: string;
