@@ -46,10 +46,11 @@ export const MAX_MODEL_CALLS_PER_INVOCATION = 1_000;
 export const MAX_CALLS_PER_MODEL_TURN = 3;
 
 /**
- * Time the final phase lets pass with recovery alone: past every conversation deadline (at most 10
- * minutes here), the longest recovery threshold (5 minutes) and period (1 minute), many times over.
+ * Time the final phase lets pass with recovery alone: the longest conversation budget a scenario
+ * publishes (10 minutes), the longest recovery threshold (5 minutes) and period (1 minute), almost
+ * three times over. Longer only adds passes that find nothing (each a few store round trips).
  */
-export const FINAL_IDLE_MS = 2 * 3_600_000;
+export const FINAL_IDLE_MS = 45 * 60_000;
 /** Staleness threshold of the final sweep. */
 export const FINAL_SWEEP_OLDER_THAN_MS = 60_000;
 /** Sweeps the final phase runs at most before it expects nothing left to settle. */
