@@ -7,6 +7,7 @@ import { MALFORMED_PERCENT_ENCODING } from './dto/field-rules';
 import { errorBodyOf, HttpErrorFilter } from './http-error.filter';
 import { MAX_REQUEST_BODY_BYTES } from './http.bounds';
 import { setupOpenApi } from './openapi';
+import { readsOwnBody } from './reads-own-body.decorator';
 import { readRequestBody } from './request-body.reader';
 import { contextOf, startRequestContext, type LedgerRequest } from './request-context';
 
@@ -56,6 +57,11 @@ export function configureHttp(app: NestFastifyApplication): void {
   });
   fastify.removeAllContentTypeParsers();
   fastify.addContentTypeParser('*', (request, payload, done) => {
+    // The gateway's routes forward the body's bytes as they came, and read them themselves.
+    if (readsOwnBody(request)) {
+      done(null, undefined);
+      return;
+    }
     readRequestBody(request.method, request.headers, payload).then(
       (read) => {
         if (read.problem !== undefined) contextOf(request as unknown as LedgerRequest).bodyError = read.problem;

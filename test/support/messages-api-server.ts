@@ -33,6 +33,8 @@ export interface RecordedRequest {
   readonly headers: IncomingHttpHeaders;
   /** The body exactly as it arrived (UTF-8). */
   readonly rawBody: string;
+  /** The body's bytes exactly as they arrived. */
+  readonly bytes: Buffer;
   /** The parsed JSON body, or undefined when it was not JSON. */
   readonly body: unknown;
 }
@@ -47,7 +49,73 @@ export type ScriptedReply =
   /** Send 200 headers and the first bytes of a JSON body, then never finish it. */
   | { readonly kind: 'stall-body' }
   /** Destroy the socket without answering (the client sees a reset / socket hang-up). */
-  | { readonly kind: 'reset' };
+  | { readonly kind: 'reset' }
+  /** A 200 event stream, written step by step as the Messages API streams (see messageStream). */
+  | { readonly kind: 'sse'; readonly steps: readonly SseStep[]; readonly headers?: Readonly<Record<string, string>> }
+  /** The test writes the answer itself. */
+  | { readonly kind: 'custom'; readonly respond: (request: RecordedRequest, res: ServerResponse) => void | Promise<void> };
+
+/**
+ * One step of a scripted event stream: an event, raw bytes, a wait for the test (`until`), or an
+ * end other than a clean one (`stall`: the stream stays open and silent; `reset`: the socket is cut).
+ */
+export type SseStep =
+  | { readonly event: string; readonly data: unknown }
+  | { readonly raw: string }
+  | { readonly until: Promise<unknown> }
+  | { readonly end: 'stall' | 'reset' };
+
+/** An SSE event as the Messages API writes it. */
+export function sseEvent(event: string, data: unknown): string {
+  return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
+export interface MessageStreamOptions {
+  readonly texts?: readonly string[];
+  readonly model?: string;
+  /** message_start's usage (the input side, with output_tokens 1). */
+  readonly startUsage?: ApiUsage;
+  /** The last message_delta's cumulative usage. */
+  readonly deltaUsage?: Partial<ApiUsage>;
+  readonly stopReason?: string;
+  /** Written after the first text delta, before the rest: the stream waits for it. */
+  readonly after?: readonly SseStep[];
+}
+
+/** The steps of a streamed Messages answer: message_start, a ping, one text block's deltas, message_delta, message_stop. */
+export function messageStream(options: MessageStreamOptions = {}): SseStep[] {
+  const texts = options.texts ?? ['Hello', ', world'];
+  const [first, ...rest] = texts;
+  return [
+    {
+      event: 'message_start',
+      data: {
+        type: 'message_start',
+        message: {
+          id: 'msg_fake_stream',
+          type: 'message',
+          role: 'assistant',
+          model: options.model ?? 'claude-test-model',
+          content: [],
+          stop_reason: null,
+          stop_sequence: null,
+          usage: options.startUsage ?? { input_tokens: 25, output_tokens: 1, cache_creation_input_tokens: null, cache_read_input_tokens: null },
+        },
+      },
+    },
+    { event: 'content_block_start', data: { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } } },
+    { event: 'ping', data: { type: 'ping' } },
+    { event: 'content_block_delta', data: { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: first ?? '' } } },
+    ...(options.after ?? []),
+    ...rest.map((text) => ({ event: 'content_block_delta', data: { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } } })),
+    { event: 'content_block_stop', data: { type: 'content_block_stop', index: 0 } },
+    {
+      event: 'message_delta',
+      data: { type: 'message_delta', delta: { stop_reason: options.stopReason ?? 'end_turn', stop_sequence: null }, usage: options.deltaUsage ?? { output_tokens: 12 } },
+    },
+    { event: 'message_stop', data: { type: 'message_stop' } },
+  ];
+}
 
 /** A reply, or a function choosing one from the request it answers. */
 export type ReplyScript = ScriptedReply | ((request: RecordedRequest) => ScriptedReply);
@@ -60,6 +128,8 @@ export interface ApiUsage {
   readonly cache_creation?: { readonly ephemeral_5m_input_tokens: number; readonly ephemeral_1h_input_tokens: number } | null;
   readonly server_tool_use?: { readonly web_search_requests: number } | null;
   readonly service_tier?: string | null;
+  readonly speed?: string | null;
+  readonly inference_geo?: string | null;
 }
 
 export type ApiResponseBlock =
@@ -158,8 +228,8 @@ export class MessagesApiServer {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const rawBody = await readBody(req);
-    if (rawBody === undefined) {
+    const bytes = await readBody(req);
+    if (bytes === undefined) {
       sendJson(res, 413, { type: 'error', error: { type: 'request_too_large', message: 'test server body limit' } }, {});
       return;
     }
@@ -168,8 +238,9 @@ export class MessagesApiServer {
       method: req.method ?? '',
       path: req.url ?? '',
       headers: req.headers,
-      rawBody,
-      body: parseJson(rawBody),
+      rawBody: bytes.toString('utf8'),
+      bytes,
+      body: parseJson(bytes.toString('utf8')),
     };
     this.requests.push(request);
     for (const waiter of this.arrivalWaiters.filter((w) => this.requests.length >= w.count)) {
@@ -203,6 +274,12 @@ export class MessagesApiServer {
       case 'reset':
         req.socket.destroy();
         return;
+      case 'sse':
+        await writeStream(req, res, requestId, reply.steps, reply.headers ?? {});
+        return;
+      case 'custom':
+        await reply.respond(request, res);
+        return;
     }
   }
 }
@@ -228,7 +305,7 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
   res.end(payload);
 }
 
-async function readBody(req: IncomingMessage): Promise<string | undefined> {
+async function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
@@ -236,7 +313,22 @@ async function readBody(req: IncomingMessage): Promise<string | undefined> {
     if (size > MAX_REQUEST_BODY_BYTES) return undefined;
     chunks.push(chunk as Buffer);
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks);
+}
+
+/** Writes the steps in order, each event as its own write (a pause between writes the network keeps). */
+async function writeStream(req: IncomingMessage, res: ServerResponse, requestId: string, steps: readonly SseStep[], headers: Readonly<Record<string, string>>): Promise<void> {
+  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'request-id': requestId, ...headers });
+  res.flushHeaders();
+  for (const step of steps) {
+    if (res.destroyed) return;
+    if ('until' in step) await step.until;
+    else if ('end' in step) {
+      if (step.end === 'reset') req.socket.destroy();
+      return;
+    } else if (!res.write('raw' in step ? step.raw : sseEvent(step.event, step.data))) await once(res, 'drain');
+  }
+  res.end();
 }
 
 function parseJson(text: string): unknown {

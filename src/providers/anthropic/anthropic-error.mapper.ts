@@ -122,14 +122,53 @@ export function toProviderFault(error: unknown, context: AttemptContext): Provid
   return fault('malformed_request', `anthropic: ${detail}`, context);
 }
 
+/** What an Anthropic error answer says: its status and its body's `error.type`, `message` and `details.error_code`. */
+export interface AnthropicErrorEvidence {
+  readonly status: number;
+  readonly errorType?: string;
+  readonly message?: string;
+  readonly errorCode?: string;
+}
+
+/**
+ * The fault class of an Anthropic error answer, whether the SDK read it (an attempt of an operation)
+ * or the gateway relayed it: a spend-limit error code first, then the status and the error type.
+ */
+export function classifyAnthropicFault({ status, errorType, message, errorCode }: AnthropicErrorEvidence): FaultClass {
+  if (errorCode !== undefined && SPEND_LIMIT_ERROR_CODE.test(errorCode)) return 'credit_exhausted';
+  return classifyHttpFault({ status, errorType, message });
+}
+
+/**
+ * The evidence in an error body as Anthropic sends it,
+ * `{ "type": "error", "error": { "type", "message", "details": { "error_code" } } }`; a body of
+ * another shape (a proxy's page) leaves only the status.
+ */
+export function anthropicErrorEvidence(status: number, body: unknown): AnthropicErrorEvidence {
+  const error = objectField(body, 'error');
+  const details = objectField(error, 'details');
+  const errorType = error?.type;
+  const message = error?.message;
+  const errorCode = details?.error_code;
+  return {
+    status,
+    ...(typeof errorType === 'string' ? { errorType } : {}),
+    ...(typeof message === 'string' ? { message } : {}),
+    ...(typeof errorCode === 'string' ? { errorCode } : {}),
+  };
+}
+
+function objectField(value: unknown, name: string): Record<string, unknown> | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const field = (value as Record<string, unknown>)[name];
+  return typeof field === 'object' && field !== null ? (field as Record<string, unknown>) : undefined;
+}
+
 function httpFault(error: APIError, context: AttemptContext): ProviderFault {
   const status = error.status as number;
   const errorType = error.type ?? undefined;
   const apiMessage = error.apiMessage ?? undefined;
-  const classification: FaultClass =
-    error.errorCode !== null && SPEND_LIMIT_ERROR_CODE.test(error.errorCode)
-      ? 'credit_exhausted'
-      : classifyHttpFault({ status, errorType, message: apiMessage });
+  const classification = classifyAnthropicFault({ status, errorType, message: apiMessage, ...(error.errorCode === null ? {} : { errorCode: error.errorCode }) });
   const label = [errorType, error.errorCode].filter((part) => part).join('/');
   const text = `anthropic ${status}${label ? ` ${label}` : ''}${apiMessage ? `: ${apiMessage}` : ''}`;
   return fault(classification, text, context, {

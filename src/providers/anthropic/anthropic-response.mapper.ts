@@ -28,7 +28,8 @@ export function mapStopReason(stopReason: unknown): StopReason | undefined {
  * The usage the API reported, field by field, or undefined when it reported none:
  * `input_tokens` (uncached input), `output_tokens`, `cache_creation.ephemeral_5m_input_tokens` and
  * `ephemeral_1h_input_tokens` (writes by lifetime), `cache_read_input_tokens`,
- * `server_tool_use.web_search_requests` and `service_tier`. Nullable counters (null when the request
+ * `server_tool_use.web_search_requests`, and the mode it served the request in: `service_tier`,
+ * `speed` (`standard`, `fast`) and `inference_geo`. Nullable counters (null when the request
  * used no cache or no server tool) count as 0. Without the `cache_creation` breakdown, every write in
  * `cache_creation_input_tokens` has the default 5-minute lifetime; a total above the breakdown's sum
  * is counted as 5-minute writes too, so no billed token is dropped.
@@ -40,7 +41,9 @@ export function mapUsage(usage: unknown): Usage | undefined {
   const written1h = tokenCount(breakdown.ephemeral_1h_input_tokens);
   const written5m = tokenCount(breakdown.ephemeral_5m_input_tokens);
   const writtenTotal = tokenCount(raw.cache_creation_input_tokens);
-  const serviceTier = typeof raw.service_tier === 'string' && raw.service_tier !== '' ? raw.service_tier : undefined;
+  const serviceTier = nonEmptyText(raw.service_tier);
+  const speed = nonEmptyText(raw.speed);
+  const inferenceGeo = nonEmptyText(raw.inference_geo);
   return {
     inputTokens: tokenCount(raw.input_tokens),
     outputTokens: tokenCount(raw.output_tokens),
@@ -49,7 +52,13 @@ export function mapUsage(usage: unknown): Usage | undefined {
     cacheReadTokens: tokenCount(raw.cache_read_input_tokens),
     webSearchRequests: tokenCount(objectOrEmpty(raw.server_tool_use).web_search_requests),
     ...(serviceTier === undefined ? {} : { serviceTier }),
+    ...(speed === undefined ? {} : { speed }),
+    ...(inferenceGeo === undefined ? {} : { inferenceGeo }),
   };
+}
+
+function nonEmptyText(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
 function objectOrEmpty(value: unknown): Record<string, unknown> {

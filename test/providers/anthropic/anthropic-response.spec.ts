@@ -80,6 +80,21 @@ describe('AnthropicProvider response mapping (SPEC §8)', () => {
     expect(response.httpStatus).toBe(200);
   });
 
+  it('reports the mode the request was served in (service tier, speed, inference geography), which its price depends on', async () => {
+    server.reply(
+      messageReply({ usage: { input_tokens: 40, output_tokens: 2, service_tier: 'priority', speed: 'fast', inference_geo: 'us' } }),
+      messageReply({ usage: { input_tokens: 41, output_tokens: 3, service_tier: null, speed: null, inference_geo: '' } }),
+    );
+
+    const served = await provider.send(request, sendOptions());
+    const unsaid = await provider.send(request, sendOptions());
+
+    expect(served.usage).toMatchObject({ serviceTier: 'priority', speed: 'fast', inferenceGeo: 'us' });
+    expect(unsaid.usage).not.toHaveProperty('serviceTier');
+    expect(unsaid.usage).not.toHaveProperty('speed');
+    expect(unsaid.usage).not.toHaveProperty('inferenceGeo');
+  });
+
   it('counts null or absent cache counters as 0, because a request that used no cache reports null', async () => {
     server.reply(
       messageReply({ usage: { input_tokens: 40, output_tokens: 2, cache_creation_input_tokens: null, cache_read_input_tokens: null } }),

@@ -1,0 +1,147 @@
+import { Controller, Inject, Logger, Post, Req, Res, UseFilters } from '@nestjs/common';
+import type { ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import { takeOverResponse, type HttpResponse } from '../http-kit/http.types';
+import { ReadsOwnBody } from '../http-kit/reads-own-body.decorator';
+import { contextOf, type LedgerRequest } from '../http-kit/request-context';
+import { anthropicErrorTypeOf, sendAnthropicError } from './anthropic-error.body';
+import { AnthropicErrorFilter } from './anthropic-error.filter';
+import { readGatewayBody, type GatewayBodyProblem } from './anthropic-body.reader';
+import { presentedKeyOf } from './anthropic-key';
+import { ApiGatewayPassThrough } from './gateway-http.openapi';
+import { GATEWAY_ACCOUNTING, type GatewayAccounting, type GatewayAdmission, type GatewayCallOutcome } from './gateway-call.port';
+import { GatewayForwarder } from './gateway-forwarder';
+import { NOT_ADMITTED_MODEL, publishGatewayCall } from './gateway-http.channels';
+import { incomingOf, isRefusal, queryOf, sendRefusal } from './gateway-http.request';
+import { readMessagesBodyFacts } from './messages-body.facts';
+
+/** count_tokens is held by nothing, so it has a bound of its own, in ms (a count takes well under a second). */
+export const COUNT_TOKENS_TIMEOUT_MS = 60_000;
+
+type Admitted = Extract<GatewayAdmission, { admitted: true }>;
+
+/**
+ * `POST /anthropic/v1/messages` (held, forwarded, relayed, settled) and `…/messages/count_tokens`
+ * (authenticated and forwarded; nothing held or recorded). Each answer is written on Node's own
+ * response as it arrives from upstream. See docs/gateway.md.
+ */
+@Controller('anthropic/v1/messages')
+@UseFilters(AnthropicErrorFilter)
+export class AnthropicMessagesController {
+  private readonly logger = new Logger('Gateway');
+
+  constructor(
+    @Inject(GATEWAY_ACCOUNTING) private readonly accounting: GatewayAccounting,
+    private readonly forwarder: GatewayForwarder,
+  ) {}
+
+  @Post()
+  @ReadsOwnBody()
+  @ApiGatewayPassThrough('Create a Message', 'Held against the key’s organization, forwarded, relayed (streamed or not), priced and recorded.')
+  async messages(@Req() request: LedgerRequest, @Res() reply: HttpResponse): Promise<void> {
+    const arrivedAt = performance.now();
+    const response = takeOverResponse(reply);
+    const { requestId } = contextOf(request);
+    const presented = presentedKeyOf(request.headers);
+    if (presented.problem !== undefined) {
+      incomingOf(request).resume();
+      return this.answer(response, 401, presented.problem, requestId, true);
+    }
+    const read = await readGatewayBody(request, incomingOf(request));
+    if (read.problem !== undefined) return this.refuseBody(response, presented.key, read.problem, requestId);
+    const facts = readMessagesBodyFacts(read.bytes);
+    if (facts.problem !== undefined) return this.refuseBody(response, presented.key, { status: 400, message: facts.problem.message }, requestId);
+    if (!this.ready(response, requestId, true)) return;
+    const admission = await this.accounting.admit({ presentedKey: presented.key, facts: facts.facts, requestId });
+    if (!admission.admitted) {
+      sendRefusal(response, admission, requestId);
+      publishGatewayCall(NOT_ADMITTED_MODEL, admission.status);
+      return;
+    }
+    await this.forwarder.forward({
+      path: `/v1/messages${queryOf(request.url)}`,
+      headers: request.headers,
+      body: read.bytes,
+      response,
+      timeoutMs: admission.attemptTimeoutMs,
+      requestId,
+      invocationId: admission.invocationId,
+      arrivedAt,
+      metricsModel: facts.facts.model,
+      onOutcome: (outcome) => this.settle(admission, outcome, requestId),
+    });
+  }
+
+  @Post('count_tokens')
+  @ReadsOwnBody()
+  @ApiGatewayPassThrough('Count tokens in a Message', 'Authenticated and forwarded; nothing is held, charged or recorded.')
+  async countTokens(@Req() request: LedgerRequest, @Res() reply: HttpResponse): Promise<void> {
+    const arrivedAt = performance.now();
+    const response = takeOverResponse(reply);
+    const { requestId } = contextOf(request);
+    const presented = presentedKeyOf(request.headers);
+    if (presented.problem !== undefined) {
+      incomingOf(request).resume();
+      return this.answer(response, 401, presented.problem, requestId, false);
+    }
+    const read = await readGatewayBody(request, incomingOf(request));
+    const known = await this.accounting.authenticate(presented.key);
+    if (isRefusal(known)) return sendRefusal(response, known, requestId);
+    if (read.problem !== undefined) return this.answer(response, read.problem.status, read.problem.message, requestId, false);
+    if (!this.ready(response, requestId, false)) return;
+    await this.forwarder.forward({
+      path: `/v1/messages/count_tokens${queryOf(request.url)}`,
+      headers: request.headers,
+      body: read.bytes,
+      response,
+      timeoutMs: COUNT_TOKENS_TIMEOUT_MS,
+      requestId,
+      arrivedAt,
+    });
+  }
+
+  /** A body the gateway cannot hold is reported only to a caller whose key is known (else 401). */
+  private async refuseBody(response: ServerResponse, key: string, problem: GatewayBodyProblem, requestId: string): Promise<void> {
+    const known = await this.accounting.authenticate(key);
+    if (isRefusal(known)) {
+      sendRefusal(response, known, requestId);
+      publishGatewayCall(NOT_ADMITTED_MODEL, known.status);
+      return;
+    }
+    this.answer(response, problem.status, problem.message, requestId, true);
+  }
+
+  /** False (and answered) when no call can be made: no upstream key, or the service shutting down. */
+  private ready(response: ServerResponse, requestId: string, counted: boolean): boolean {
+    if (this.forwarder.shuttingDown) {
+      this.answer(response, 503, 'The service is shutting down; retry.', requestId, counted);
+      return false;
+    }
+    if (!this.forwarder.configured) {
+      this.logger.error({ message: 'gateway call refused: ANTHROPIC_API_KEY is not set', requestId });
+      this.answer(response, 500, 'The gateway has no Anthropic key of its own to forward with.', requestId, counted);
+      return false;
+    }
+    return true;
+  }
+
+  /** An answer of the gateway's own; `counted` for a Messages call (the metrics count those alone). */
+  private answer(response: ServerResponse, status: number, message: string, requestId: string, counted: boolean): void {
+    sendAnthropicError(response, status, anthropicErrorTypeOf(status), message, requestId);
+    if (counted) publishGatewayCall(NOT_ADMITTED_MODEL, status);
+  }
+
+  /** Once per admitted call, after its answer ended; a failure leaves the hold to the sweep (docs/lifecycle.md). */
+  private async settle(admission: Admitted, outcome: GatewayCallOutcome, requestId: string): Promise<void> {
+    try {
+      await this.accounting.settle(admission, outcome);
+    } catch (error) {
+      this.logger.error({
+        message: 'gateway call not settled; the sweep will settle it',
+        requestId,
+        invocationId: admission.invocationId,
+        error: error instanceof Error ? error.message : String(error),
+      });
+    }
+  }
+}

@@ -1,0 +1,136 @@
+import { All, Controller, Get, Inject, Param, Query, Req, Res, UseFilters } from '@nestjs/common';
+import { ApiExcludeEndpoint } from '@nestjs/swagger';
+import type { ServerResponse } from 'node:http';
+import { takeOverResponse, type HttpResponse } from '../http-kit/http.types';
+import { ReadsOwnBody } from '../http-kit/reads-own-body.decorator';
+import { contextOf, type LedgerRequest } from '../http-kit/request-context';
+import { anthropicErrorTypeOf, sendAnthropicError } from './anthropic-error.body';
+import { AnthropicErrorFilter } from './anthropic-error.filter';
+import { presentedKeyOf } from './anthropic-key';
+import { GATEWAY_ACCOUNTING, type GatewayAccounting, type GatewayModelInfo } from './gateway-call.port';
+import { ApiGatewayRead } from './gateway-http.openapi';
+import { incomingOf, isRefusal, sendRefusal } from './gateway-http.request';
+
+/** Models a page lists unless `limit` says otherwise, and the most it may say (Anthropic's own bounds). */
+export const DEFAULT_MODELS_PAGE_SIZE = 20;
+export const MAX_MODELS_PAGE_SIZE = 1_000;
+
+/** Anthropic's list shape: a page of models, the ids at its two ends, and whether more lie beyond. */
+export interface ModelsPage {
+  readonly data: readonly GatewayModelInfo[];
+  readonly has_more: boolean;
+  readonly first_id: string | null;
+  readonly last_id: string | null;
+}
+
+/**
+ * `GET /anthropic/v1/models` and `…/models/:model`: the rate card's enabled models that the key may
+ * use, answered by the gateway itself (nothing goes upstream). Paged as Anthropic pages them:
+ * `limit`, `after_id`, `before_id`.
+ */
+@Controller('anthropic/v1/models')
+@UseFilters(AnthropicErrorFilter)
+export class AnthropicModelsController {
+  constructor(@Inject(GATEWAY_ACCOUNTING) private readonly accounting: GatewayAccounting) {}
+
+  @Get()
+  @ApiGatewayRead('List Models', 'The rate card’s enabled models that the key may use, in Anthropic’s list shape.', [[400, 'A `limit` that is not a whole number from 1 to 1000 (`invalid_request_error`).']])
+  async list(
+    @Req() request: LedgerRequest,
+    @Res() reply: HttpResponse,
+    @Query('limit') limit?: unknown,
+    @Query('after_id') afterId?: unknown,
+    @Query('before_id') beforeId?: unknown,
+  ): Promise<void> {
+    const response = takeOverResponse(reply);
+    const models = await this.models(request, response);
+    if (models === undefined) return;
+    const size = pageSize(limit);
+    if (size === undefined) {
+      sendAnthropicError(response, 400, 'invalid_request_error', `limit: Input should be a whole number from 1 to ${MAX_MODELS_PAGE_SIZE}`, contextOf(request).requestId);
+      return;
+    }
+    sendJson(response, page(models, size, textOf(afterId), textOf(beforeId)));
+  }
+
+  @Get(':model')
+  @ApiGatewayRead('Get a Model', 'One model of the rate card that the key may use.', [[404, 'No such model on the rate card for this key (`not_found_error`).']])
+  async get(@Req() request: LedgerRequest, @Res() reply: HttpResponse, @Param('model') model: string): Promise<void> {
+    const response = takeOverResponse(reply);
+    const models = await this.models(request, response);
+    if (models === undefined) return;
+    const found = models.find((info) => info.id === model);
+    if (found === undefined) sendAnthropicError(response, 404, 'not_found_error', `model: ${model}`, contextOf(request).requestId);
+    else sendJson(response, found);
+  }
+
+  /** The key's models, or undefined once its refusal is answered. */
+  private async models(request: LedgerRequest, response: ServerResponse): Promise<readonly GatewayModelInfo[] | undefined> {
+    const { requestId } = contextOf(request);
+    const presented = presentedKeyOf(request.headers);
+    if (presented.problem !== undefined) {
+      sendAnthropicError(response, 401, 'authentication_error', presented.problem, requestId);
+      return undefined;
+    }
+    const answer = await this.accounting.models(presented.key);
+    if (isRefusal(answer)) {
+      sendRefusal(response, answer, requestId);
+      return undefined;
+    }
+    return answer.models;
+  }
+}
+
+/**
+ * Anything else under `/anthropic` (another path, another method): 404 in Anthropic's shape, so an
+ * Anthropic client reads it as it would Anthropic's own. Registered after the routes above.
+ */
+@Controller('anthropic')
+@UseFilters(AnthropicErrorFilter)
+export class AnthropicNotFoundController {
+  @All(['', '*'])
+  @ReadsOwnBody()
+  @ApiExcludeEndpoint()
+  notFound(@Req() request: LedgerRequest, @Res() reply: HttpResponse): void {
+    const response = takeOverResponse(reply);
+    incomingOf(request).resume();
+    const path = request.url.split('?', 1)[0];
+    sendAnthropicError(response, 404, anthropicErrorTypeOf(404), `Not found: ${request.method} ${path}`, contextOf(request).requestId);
+  }
+}
+
+function pageSize(limit: unknown): number | undefined {
+  if (limit === undefined) return DEFAULT_MODELS_PAGE_SIZE;
+  if (typeof limit !== 'string' || !/^\d{1,4}$/.test(limit)) return undefined;
+  const size = Number(limit);
+  return size >= 1 && size <= MAX_MODELS_PAGE_SIZE ? size : undefined;
+}
+
+function textOf(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+/** A page as Anthropic pages: after `afterId` forwards, or before `beforeId` backwards. */
+export function page(models: readonly GatewayModelInfo[], size: number, afterId?: string, beforeId?: string): ModelsPage {
+  const indexOf = (id: string): number => models.findIndex((model) => model.id === id);
+  const from = afterId === undefined ? 0 : indexOf(afterId) + 1 || models.length;
+  const to = beforeId === undefined ? models.length : Math.max(indexOf(beforeId), 0);
+  const backwards = beforeId !== undefined && afterId === undefined;
+  const start = backwards ? Math.max(from, to - size) : from;
+  const end = backwards ? to : Math.min(to, from + size);
+  const data = start < end ? models.slice(start, end) : [];
+  return {
+    data,
+    has_more: backwards ? start > from : end < to,
+    first_id: data[0]?.id ?? null,
+    last_id: data[data.length - 1]?.id ?? null,
+  };
+}
+
+function sendJson(response: ServerResponse, body: unknown): void {
+  const text = JSON.stringify(body);
+  response.statusCode = 200;
+  response.setHeader('content-type', 'application/json');
+  response.setHeader('content-length', Buffer.byteLength(text));
+  response.end(text);
+}

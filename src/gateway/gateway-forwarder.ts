@@ -1,0 +1,121 @@
+/**
+ * Sends gateway calls to Anthropic: one keep-alive connection pool to the upstream origin, with a
+ * bounded number of sockets; the caller's body bytes as they arrived; only the headers Anthropic
+ * needs, and the service's own key instead of the caller's. Every call in flight is aborted when the
+ * application shuts down. See docs/gateway.md.
+ */
+import { BeforeApplicationShutdown, Logger } from '@nestjs/common';
+import type { IncomingHttpHeaders } from 'node:http';
+import { Pool } from 'undici';
+import type { Clock } from '../runtime/clock';
+import type { GatewayCallOutcome } from './gateway-call.port';
+import { GatewayRelay, type RelayOptions } from './gateway-relay';
+
+/** Most sockets open to the upstream origin at once; calls beyond them wait for one. */
+export const MAX_UPSTREAM_CONNECTIONS = 256;
+/** How long an idle upstream socket is kept for the next call, in ms (unless upstream says less). */
+export const UPSTREAM_KEEP_ALIVE_MS = 30_000;
+/** How long shutdown waits for the aborted calls to be settled, in ms. */
+export const MAX_SHUTDOWN_SETTLE_WAIT_MS = 10_000;
+
+/** The request headers passed upstream as they came (the caller's key is never among them). */
+const PASSED_HEADERS = ['anthropic-version', 'anthropic-beta', 'content-type'] as const;
+
+export interface GatewayUpstream {
+  /** Anthropic's base URL (`ANTHROPIC_BASE_URL`): an origin, and optionally a path prefix. */
+  readonly baseURL: string;
+  /** The service's own key (`ANTHROPIC_API_KEY`), sent as `x-api-key`. */
+  readonly apiKey?: string;
+}
+
+export interface ForwardedCall extends Omit<RelayOptions, 'clock'> {
+  /** The Anthropic path (`/v1/messages`) and the caller's query string, as sent. */
+  readonly path: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: Buffer;
+  /** Runs once the outcome is known, before shutdown may close what it needs (the settlement). */
+  readonly onOutcome?: (outcome: GatewayCallOutcome) => Promise<void>;
+}
+
+export class GatewayForwarder implements BeforeApplicationShutdown {
+  private readonly logger = new Logger('Gateway');
+  private readonly pool: Pool;
+  private readonly basePath: string;
+  private readonly apiKey: string | undefined;
+  /** Every call in flight, with what still has to run once its outcome is known. */
+  private readonly inFlight = new Map<GatewayRelay, Promise<void>>();
+  private closing = false;
+
+  constructor(
+    upstream: GatewayUpstream,
+    private readonly clock: Clock,
+  ) {
+    const url = new URL(upstream.baseURL);
+    this.basePath = url.pathname.replace(/\/+$/, '');
+    this.apiKey = upstream.apiKey;
+    this.pool = new Pool(url.origin, {
+      connections: MAX_UPSTREAM_CONNECTIONS,
+      keepAliveTimeout: UPSTREAM_KEEP_ALIVE_MS,
+      keepAliveMaxTimeout: UPSTREAM_KEEP_ALIVE_MS,
+      // The call's own time bound covers headers and body; undici's would cut a long stream short.
+      headersTimeout: 0,
+      bodyTimeout: 0,
+    });
+  }
+
+  /** False when the service has no key of its own to call Anthropic with. */
+  get configured(): boolean {
+    return this.apiKey !== undefined;
+  }
+
+  /** True once shutdown began: no call is started any more. */
+  get shuttingDown(): boolean {
+    return this.closing;
+  }
+
+  /** Forwards the call and relays its answer; resolves with its outcome once both ends are done. */
+  forward(call: ForwardedCall): Promise<GatewayCallOutcome> {
+    const relay = new GatewayRelay({ ...call, clock: this.clock });
+    const finished = relay.done.then(async (outcome) => {
+      try {
+        await call.onOutcome?.(outcome);
+      } finally {
+        this.inFlight.delete(relay);
+      }
+      return outcome;
+    });
+    this.inFlight.set(
+      relay,
+      finished.then(
+        () => undefined,
+        () => undefined,
+      ),
+    );
+    relay.start((handler) => {
+      this.pool.dispatch({ path: this.basePath + call.path, method: 'POST', headers: this.upstreamHeaders(call.headers), body: call.body }, handler);
+    });
+    return finished;
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    this.closing = true;
+    const pending = [...this.inFlight.values()];
+    for (const relay of this.inFlight.keys()) relay.stop('The service is shutting down.');
+    if (pending.length > 0) this.logger.warn({ message: 'gateway calls aborted by shutdown', calls: pending.length });
+    let cancel: (() => void) | undefined;
+    const waited = new Promise<void>((resolve) => (cancel = this.clock.setTimer(MAX_SHUTDOWN_SETTLE_WAIT_MS, resolve)));
+    await Promise.race([Promise.all(pending), waited]);
+    cancel?.();
+    await this.pool.destroy();
+  }
+
+  /** `x-api-key` (the service's), then the passed headers, as a flat list (undici's cheapest form). */
+  private upstreamHeaders(headers: IncomingHttpHeaders): string[] {
+    const list = this.apiKey === undefined ? [] : ['x-api-key', this.apiKey];
+    for (const name of PASSED_HEADERS) {
+      const value = headers[name];
+      if (value !== undefined) list.push(name, Array.isArray(value) ? value.join(',') : value);
+    }
+    return list;
+  }
+}
