@@ -127,6 +127,8 @@ export class AnthropicMessagesController {
 
   /** An answer of the gateway's own; `counted` for a Messages call (the metrics count those alone). */
   private answer(response: ServerResponse, status: number, message: string, requestId: string, counted: boolean): void {
+    // A body refused unread (or half read) is not read on: the connection closes after the answer.
+    if (status === 413) response.setHeader('connection', 'close');
     sendAnthropicError(response, status, anthropicErrorTypeOf(status), message, requestId);
     if (counted) publishGatewayCall(NOT_ADMITTED_MODEL, status);
   }

@@ -31,11 +31,21 @@ export function publishGatewayCall(model: string, status: number, overheadSecond
   gatewayCallChannel.publish(timing);
 }
 
-/** A relay paused upstream because the caller's socket would take no more: `{ requestId, bufferedBytes }`. */
+/**
+ * A relay paused upstream because the caller's socket would take no more (`paused: true`), or resumed
+ * it once the caller's socket drained (`paused: false`).
+ */
 export interface GatewayBackpressure {
   readonly requestId: string;
-  /** What the response held unsent when upstream was paused, in bytes. */
+  readonly paused: boolean;
+  /** What the response held unsent at that moment, in bytes. */
   readonly bufferedBytes: number;
 }
 
 export const gatewayBackpressureChannel = channel('llm-ledger:gateway-backpressure');
+
+export function publishBackpressure(requestId: string, paused: boolean, bufferedBytes: number): void {
+  if (!gatewayBackpressureChannel.hasSubscribers) return;
+  const message: GatewayBackpressure = { requestId, paused, bufferedBytes };
+  gatewayBackpressureChannel.publish(message);
+}

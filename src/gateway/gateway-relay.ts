@@ -20,7 +20,7 @@ import type { Clock } from '../runtime/clock';
 import type { FaultClass } from '../runtime/faults';
 import { anthropicErrorBody, INVOCATION_ID_HEADER, REQUEST_ID_HEADER, sendAnthropicError, STATUS_OF_ANTHROPIC_ERROR_TYPE } from './anthropic-error.body';
 import type { AnthropicErrorType, GatewayCallOutcome } from './gateway-call.port';
-import { gatewayBackpressureChannel, publishGatewayCall } from './gateway-http.channels';
+import { publishBackpressure, publishGatewayCall } from './gateway-http.channels';
 import { SseUsageReader } from './sse-usage.reader';
 
 /**
@@ -143,9 +143,7 @@ export class GatewayRelay implements Dispatcher.DispatchHandler {
     const response = this.options.response;
     if (!response.write(chunk)) {
       controller.pause();
-      if (gatewayBackpressureChannel.hasSubscribers) {
-        gatewayBackpressureChannel.publish({ requestId: this.options.requestId, bufferedBytes: response.writableLength });
-      }
+      publishBackpressure(this.options.requestId, true, response.writableLength);
     }
   }
 
@@ -198,7 +196,9 @@ export class GatewayRelay implements Dispatcher.DispatchHandler {
   }
 
   private readonly onDrain = (): void => {
-    if (this.controller?.paused === true) this.controller.resume();
+    if (this.controller?.paused !== true) return;
+    publishBackpressure(this.options.requestId, false, this.options.response.writableLength);
+    this.controller.resume();
   };
 
   private readonly onCallerClose = (): void => {

@@ -87,6 +87,18 @@ describe('SPEC §14 the gateway relays a Messages call unchanged, held and settl
     expect(ledger.admitted[0]).toMatchObject({ bodyBytes: Buffer.byteLength(body), model: MODEL, maxTokens: 16, stream: false });
   });
 
+  it('forwards a body far larger than the ledger API’s 64 KiB, byte for byte', async () => {
+    upstream.reply(messageReply({}));
+    const big = JSON.stringify({ model: MODEL, max_tokens: 16, messages: [{ role: 'user', content: 'x'.repeat(600 * 1024) }] });
+
+    const answer = await post(gateway.port, '/anthropic/v1/messages', big, { 'x-api-key': KEY });
+
+    expect(answer.status).toBe(200);
+    expect(upstream.requests[0]!.bytes.equals(Buffer.from(big))).toBe(true);
+    expect(ledger.admitted[0]!.bodyBytes).toBe(Buffer.byteLength(big));
+    await ledger.waitForSettlements(1);
+  });
+
   it('takes the key as a bearer token too (what ANTHROPIC_AUTH_TOKEN makes an SDK send), and never passes it on', async () => {
     upstream.reply(messageReply({}));
 

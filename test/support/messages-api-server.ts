@@ -324,7 +324,8 @@ async function writeStream(req: IncomingMessage, res: ServerResponse, requestId:
     if (res.destroyed) return;
     if ('until' in step) await step.until;
     else if ('end' in step) {
-      if (step.end === 'reset') req.socket.destroy();
+      // What was written reaches the socket first; then the connection is cut mid-answer.
+      if (step.end === 'reset') res.write('', () => req.socket.destroy());
       return;
     } else if (!res.write('raw' in step ? step.raw : sseEvent(step.event, step.data))) await once(res, 'drain');
   }

@@ -8,8 +8,9 @@ import { Global, Module, type INestApplication } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, Server } from 'node:http';
+import { once } from 'node:events';
+import type { AddressInfo, Socket } from 'node:net';
 import { LEDGER_CONFIG, loadLedgerConfig } from '../../../src/config/ledger.config';
 import { CLOCK } from '../../../src/domain/clock.token';
 import { GATEWAY_ACCOUNTING, type GatewayAccounting } from '../../../src/gateway/gateway-call.port';
@@ -26,6 +27,8 @@ export interface GatewayApp {
   readonly baseURL: string;
   readonly port: number;
   client(key: string, options?: { readonly authToken?: boolean }): Anthropic;
+  /** Resolves once every connection a client has opened to the gateway so far is closed, on the gateway's side. */
+  connectionsClosed(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -65,15 +68,30 @@ export async function startGateway(options: GatewayAppOptions): Promise<GatewayA
     app = moduleRef.createNestApplication<NestExpressApplication>({ logger: false, rawBody: true });
   }
   app.enableShutdownHooks();
+  const server = app.getHttpServer() as Server;
+  const sockets: Socket[] = [];
+  const served = new WeakSet<Socket>();
+  server.on('connection', (socket: Socket) => sockets.push(socket));
+  server.on('request', (request: IncomingMessage) => served.add(request.socket));
   await app.listen(0, '127.0.0.1');
-  const port = ((app.getHttpServer() as Server).address() as AddressInfo).port;
+  const port = (server.address() as AddressInfo).port;
   const baseURL = `http://127.0.0.1:${port}/anthropic`;
+  let closing: Promise<void> | undefined;
   return {
     app,
     baseURL,
     port,
     client: (key, clientOptions = {}) =>
       new Anthropic({ ...(clientOptions.authToken === true ? { authToken: key, apiKey: null } : { apiKey: key }), baseURL, maxRetries: 0 }),
-    close: () => app.close(),
+    connectionsClosed: async () => {
+      await Promise.all(sockets.map((socket) => (socket.destroyed ? undefined : once(socket, 'close'))));
+    },
+    close: () => {
+      // A client may open a connection it never sends on (the SDK's fetch, after an abort); the
+      // server would wait for its request until the arrival bound.
+      for (const socket of sockets) if (!served.has(socket)) socket.destroy();
+      closing ??= app.close();
+      return closing;
+    },
   };
 }
