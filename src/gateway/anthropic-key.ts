@@ -5,9 +5,7 @@
  * say. It is never sent upstream, logged or stored.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-
-/** Longest key accepted, in characters (a gateway key is about 50): longer is malformed. */
-export const MAX_GATEWAY_KEY_CHARS = 512;
+import { MAX_GATEWAY_KEY_CHARS } from './gateway-keys.codec';
 
 // Visible ASCII without spaces: what a key of any issuer is made of.
 const KEY_FORM = /^[\x21-\x7e]+$/;

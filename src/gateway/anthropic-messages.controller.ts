@@ -8,7 +8,7 @@ import { anthropicErrorTypeOf, sendAnthropicError } from './anthropic-error.body
 import { AnthropicErrorFilter } from './anthropic-error.filter';
 import { readGatewayBody, type GatewayBodyProblem } from './anthropic-body.reader';
 import { presentedKeyOf } from './anthropic-key';
-import { ApiGatewayPassThrough } from './gateway-http.openapi';
+import { ApiGatewayPassThrough, ApiGatewayTag } from './gateway-http.openapi';
 import { GATEWAY_ACCOUNTING, type GatewayAccounting, type GatewayAdmission, type GatewayCallOutcome } from './gateway-call.port';
 import { GatewayForwarder } from './gateway-forwarder';
 import { NOT_ADMITTED_MODEL, publishGatewayCall } from './gateway-http.channels';
@@ -27,6 +27,7 @@ type Admitted = Extract<GatewayAdmission, { admitted: true }>;
  */
 @Controller('anthropic/v1/messages')
 @UseFilters(AnthropicErrorFilter)
+@ApiGatewayTag()
 export class AnthropicMessagesController {
   private readonly logger = new Logger('Gateway');
 

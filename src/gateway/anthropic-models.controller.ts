@@ -8,7 +8,7 @@ import { anthropicErrorTypeOf, sendAnthropicError } from './anthropic-error.body
 import { AnthropicErrorFilter } from './anthropic-error.filter';
 import { presentedKeyOf } from './anthropic-key';
 import { GATEWAY_ACCOUNTING, type GatewayAccounting, type GatewayModelInfo } from './gateway-call.port';
-import { ApiGatewayRead } from './gateway-http.openapi';
+import { ApiGatewayRead, ApiGatewayTag } from './gateway-http.openapi';
 import { incomingOf, isRefusal, sendRefusal } from './gateway-http.request';
 
 /** Models a page lists unless `limit` says otherwise, and the most it may say (Anthropic's own bounds). */
@@ -30,6 +30,7 @@ export interface ModelsPage {
  */
 @Controller('anthropic/v1/models')
 @UseFilters(AnthropicErrorFilter)
+@ApiGatewayTag()
 export class AnthropicModelsController {
   constructor(@Inject(GATEWAY_ACCOUNTING) private readonly accounting: GatewayAccounting) {}
 

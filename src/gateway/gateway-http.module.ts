@@ -8,7 +8,7 @@ import { AnthropicModelsController, AnthropicNotFoundController } from './anthro
 import { GatewayForwarder } from './gateway-forwarder';
 
 /**
- * The gateway's HTTP side (SPEC §14, docs/gateway.md): the `/anthropic` routes, the forwarder and its
+ * The gateway's HTTP side (docs/gateway.md): the `/anthropic` routes, the forwarder and its
  * connection pool. It decides no money: whoever imports it provides GATEWAY_ACCOUNTING (the
  * accounting side), beside the ledger's LEDGER_CONFIG (`ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`) and
  * CLOCK, which LedgerModule provides globally. Mounted under `http.prefix` like the API.

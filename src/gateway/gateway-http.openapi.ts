@@ -4,20 +4,18 @@
  * shape rather than the ledger API's.
  */
 import { applyDecorators } from '@nestjs/common';
-import { ApiBody, ApiExtraModels, ApiOperation, ApiProperty, ApiResponse, ApiSecurity, ApiTags, getSchemaPath } from '@nestjs/swagger';
+import { ApiBody, ApiExtraModels, ApiHeader, ApiOperation, ApiProperty, ApiResponse, ApiTags, getSchemaPath } from '@nestjs/swagger';
 import { STATUS_OF_ANTHROPIC_ERROR_TYPE } from './anthropic-error.body';
 import { MAX_GATEWAY_BODY_BYTES } from './anthropic-body.reader';
 import type { AnthropicErrorType } from './gateway-call.port';
 
 export const GATEWAY_API_TAG = 'Anthropic gateway';
-/** The security scheme of the gateway's routes: a gateway key, as Anthropic's SDKs send an API key. */
-export const GATEWAY_KEY_SECURITY = 'gateway-key';
-export const GATEWAY_KEY_SCHEME = {
-  type: 'apiKey',
-  in: 'header',
-  name: 'x-api-key',
-  description: 'A gateway key (`llk_…`), as `x-api-key` or as `Authorization: Bearer`.',
-} as const;
+
+/** The gateway's controllers, under a tag of their own in the document. */
+export const ApiGatewayTag = (): ClassDecorator => ApiTags(GATEWAY_API_TAG);
+/** The gateway key, as Anthropic's SDKs send an API key (or, for an auth token, as `Authorization: Bearer`). */
+const ApiGatewayKey = (): MethodDecorator =>
+  ApiHeader({ name: 'x-api-key', required: false, description: 'A gateway key (`llk_…`); or send it as `Authorization: Bearer <key>`. One of the two is required.' });
 
 class AnthropicErrorDetailDto {
   @ApiProperty({ enum: Object.keys(STATUS_OF_ANTHROPIC_ERROR_TYPE) })
@@ -58,8 +56,7 @@ function ApiGatewayErrors(): MethodDecorator {
 /** A POST that Anthropic's API defines: the body and answer are Anthropic's, passed through; upstream's errors are relayed. */
 export function ApiGatewayPassThrough(summary: string, description: string): MethodDecorator {
   return applyDecorators(
-    ApiTags(GATEWAY_API_TAG),
-    ApiSecurity(GATEWAY_KEY_SECURITY),
+    ApiGatewayKey(),
     ApiOperation({ summary, description: `${description} Request and answer: ${PASS_THROUGH}` }),
     ApiBody({ required: true, schema: { type: 'object', additionalProperties: true, description: `The request, as Anthropic defines it. ${PASS_THROUGH}` } }),
     ApiResponse({
@@ -87,8 +84,7 @@ export function ApiGatewayPassThrough(summary: string, description: string): Met
 /** A GET the gateway answers itself from the rate card, in Anthropic's shape. */
 export function ApiGatewayRead(summary: string, description: string, errors: readonly (readonly [number, string])[]): MethodDecorator {
   return applyDecorators(
-    ApiTags(GATEWAY_API_TAG),
-    ApiSecurity(GATEWAY_KEY_SECURITY),
+    ApiGatewayKey(),
     ApiOperation({ summary, description }),
     ApiResponse({ status: 200, description: `Anthropic’s shape. ${PASS_THROUGH}`, content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } } }),
     ApiGatewayErrors(),

@@ -6,11 +6,18 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { RECOVERED_KINDS } from '../invocations/invocation-recovery';
+import type { GatewayCallTiming } from '../gateway/gateway-http.channels';
 
 /** Bucket bounds of the provider attempt histogram, in seconds (a model call: 50 ms to 2 minutes). */
 export const PROVIDER_ATTEMPT_BUCKETS_SECONDS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120] as const;
 /** Bucket bounds of the accounting overhead and append histograms, in seconds (0.1 ms to 1 s). */
 export const ACCOUNTING_BUCKETS_SECONDS = [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1] as const;
+
+/**
+ * Bucket bounds of the gateway overhead histogram, in seconds (50 µs to 1 s): fine below 3 ms, where
+ * its goals lie (bench/README.md).
+ */
+export const GATEWAY_OVERHEAD_BUCKETS_SECONDS = [0.00005, 0.0001, 0.00025, 0.0005, 0.00075, 0.001, 0.0015, 0.002, 0.003, 0.005, 0.01, 0.025, 0.1, 1] as const;
 
 /** `outcome` of an invocation settled without a conversation outcome (an exception or the sweep closed it). */
 export const NO_OUTCOME = 'none';
@@ -44,6 +51,7 @@ export class LedgerMetrics {
   private readonly accountingOverhead: Histogram<string>;
   private readonly appendDuration: Histogram<string>;
   private readonly recovered: Counter<string>;
+  private readonly gateway: { readonly calls: Counter<string>; readonly overhead: Histogram<string> };
   /** Read from `sources` on each scrape, so they say what is true now. */
   readonly gauges: {
     readonly creditsHeld: Gauge<string>;
@@ -107,6 +115,7 @@ export class LedgerMetrics {
     });
     // Every kind from zero, so a dashboard sees the series before the first crash.
     for (const kind of RECOVERED_KINDS) this.recovered.inc({ kind }, 0);
+    this.gateway = gatewayMetrics(registers);
     this.gauges = {
       creditsHeld: new Gauge({
         name: 'ledger_credits_held',
@@ -164,6 +173,12 @@ export class LedgerMetrics {
     if (count > 0) this.recovered.inc({ kind }, count);
   }
 
+  /** One Messages call through the gateway: counted by model and status, its overhead timed when known. */
+  gatewayCallObserved({ model, status, overheadSeconds }: GatewayCallTiming): void {
+    this.gateway.calls.inc({ model, status });
+    if (overheadSeconds !== undefined) this.gateway.overhead.observe(Math.max(0, overheadSeconds));
+  }
+
   appendObserved(durationMs: number): void {
     this.appendDuration.observe(durationMs / 1_000);
   }
@@ -176,4 +191,22 @@ export class LedgerMetrics {
   get withOrganizationLabels(): boolean {
     return this.organizationLabels;
   }
+}
+
+/** The gateway's metrics (docs/gateway.md): its calls by model and status, and its own share of their time. */
+function gatewayMetrics(registers: Registry[]): { readonly calls: Counter<string>; readonly overhead: Histogram<string> } {
+  return {
+    calls: new Counter({
+      name: 'ledger_gateway_calls_total',
+      help: 'Messages calls through the gateway, by the admitted call’s model ("none" when it was not admitted) and the HTTP status answered.',
+      labelNames: ['model', 'status'],
+      registers,
+    }),
+    overhead: new Histogram({
+      name: 'ledger_gateway_overhead_seconds',
+      help: "The gateway's own time in a call: from the request's arrival to its first byte upstream, plus from the last byte from upstream to the last byte to the caller.",
+      buckets: [...GATEWAY_OVERHEAD_BUCKETS_SECONDS],
+      registers,
+    }),
+  };
 }

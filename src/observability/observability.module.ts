@@ -10,6 +10,7 @@ import { MetricsServer } from './metrics.server';
 import { OBSERVABILITY_CONFIG, type ObservabilityConfig } from './observability.config';
 import { appendTimingChannel, invocationOverheadChannel, type AppendTiming, type InvocationOverheadTiming } from '../domain/timing.channels';
 import { recoveredChannel, type RecoveredMessage } from '../domain/recovery.channel';
+import { gatewayCallChannel, type GatewayCallTiming } from '../gateway/gateway-http.channels';
 
 /** Credits held per organization, paged through the balances read model. */
 function* heldByOrganization(store: SqliteReadModelStore): Iterable<{ organizationId: string; held: number }> {
@@ -25,7 +26,7 @@ function* heldByOrganization(store: SqliteReadModelStore): Iterable<{ organizati
 /**
  * Metrics (README.md "Metrics") and traces (README.md "Traces"): the registry, the log follower that
  * feeds its counters after commit, the timings the core publishes on its channels
- * (src/domain/timing.channels.ts), the core's INVOCATION_INSTRUMENTATION port, and the tokenless
+ * (src/domain/timing.channels.ts) and the gateway's calls (src/gateway/gateway-http.channels.ts), the core's INVOCATION_INSTRUMENTATION port, and the tokenless
  * listener on METRICS_PORT when one is set. The `GET /metrics` route on the API's port is
  * MetricsController, mounted with the other routes (LEDGER_CONTROLLERS). Its configuration
  * (OBSERVABILITY_CONFIG) is provided by the composition root.
@@ -73,6 +74,7 @@ export class ObservabilityModule implements OnModuleInit, OnApplicationBootstrap
     const { operationId, overheadMs } = message as InvocationOverheadTiming;
     this.metrics.accountingOverheadObserved(operationId, overheadMs);
   };
+  private readonly onGatewayCall = (message: unknown): void => this.metrics.gatewayCallObserved(message as GatewayCallTiming);
 
   constructor(
     @Inject(OBSERVABILITY_CONFIG) private readonly config: ObservabilityConfig,
@@ -86,6 +88,7 @@ export class ObservabilityModule implements OnModuleInit, OnApplicationBootstrap
     appendTimingChannel.subscribe(this.onAppend);
     invocationOverheadChannel.subscribe(this.onOverhead);
     recoveredChannel.subscribe(this.onRecovered);
+    gatewayCallChannel.subscribe(this.onGatewayCall);
     // Before any command runs, so every invocation is counted from its first event.
     await this.follower.start();
   }
@@ -105,6 +108,7 @@ export class ObservabilityModule implements OnModuleInit, OnApplicationBootstrap
     appendTimingChannel.unsubscribe(this.onAppend);
     invocationOverheadChannel.unsubscribe(this.onOverhead);
     recoveredChannel.unsubscribe(this.onRecovered);
+    gatewayCallChannel.unsubscribe(this.onGatewayCall);
     await this.server.close();
     await this.follower.stop();
   }

@@ -38,7 +38,7 @@ const END = Buffer.from(
   sseEvent('message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 4_000 } }) + sseEvent('message_stop', { type: 'message_stop' }),
 );
 
-describe('SPEC §14 a slow caller holds upstream back: the gateway buffers a bounded amount, never the answer', () => {
+describe('a slow caller holds upstream back: the gateway buffers a bounded amount, never the answer (docs/gateway.md)', () => {
   let upstream: MessagesApiServer;
   let ledger: InMemoryGatewayAccounting;
   let gateway: GatewayApp;

@@ -33,7 +33,7 @@ function send(port: number, method: string, path: string, body: string | Buffer 
   });
 }
 
-describe('SPEC §14 bad input gets an Anthropic-shaped 4xx, nothing held, nothing sent upstream', () => {
+describe('bad input gets an Anthropic-shaped 4xx, nothing held, nothing sent upstream (docs/gateway.md)', () => {
   let upstream: MessagesApiServer;
   let ledger: InMemoryGatewayAccounting;
   let gateway: GatewayApp;

@@ -1,7 +1,7 @@
 /**
  * Upstream faults through the gateway, as Anthropic's SDK sees them and as the accounting is told:
  * error answers relayed with their status and body and classified as the provider adapter classifies
- * them (SPEC §6); an `error` event mid-stream relayed and the call settled on the usage seen; an
+ * them (docs/rules.md, rules 05 and 06); an `error` event mid-stream relayed and the call settled on the usage seen; an
  * upstream that stalls past the call's time bound aborted; one whose connection breaks.
  */
 import { APIError } from '@anthropic-ai/sdk';
@@ -15,7 +15,7 @@ const MODEL = 'claude-gateway-test';
 const ATTEMPT_TIMEOUT_MS = 20_000;
 const PROMPT = { model: MODEL, max_tokens: 512, messages: [{ role: 'user' as const, content: 'Go.' }] };
 
-describe('SPEC §14 upstream faults are relayed as Anthropic sent them and settled with their class (SPEC §6)', () => {
+describe('upstream faults are relayed as Anthropic sent them and settled with their class (docs/rules.md rules 05–06, docs/gateway.md)', () => {
   let upstream: MessagesApiServer;
   let ledger: InMemoryGatewayAccounting;
   let gateway: GatewayApp;

@@ -19,7 +19,7 @@ function accounting(): InMemoryGatewayAccounting {
   });
 }
 
-describe('SPEC §14 the gateway relays a Messages call unchanged, held and settled with Anthropic’s usage', () => {
+describe('the gateway relays a Messages call unchanged, held and settled with Anthropic’s usage (docs/gateway.md)', () => {
   let upstream: MessagesApiServer;
   let ledger: InMemoryGatewayAccounting;
   let gateway: GatewayApp;

@@ -12,7 +12,7 @@ const KEY = 'llk_acme_models_0123456789abcdefghijklmnop';
 const NARROW_KEY = 'llk_acme_narrow_0123456789abcdefghijklmnop';
 const MODELS = ['claude-alpha', 'claude-beta', 'claude-gamma', 'claude-delta', 'claude-epsilon'];
 
-describe.each(['fastify', 'express'] as const)('SPEC §14 the models list and count_tokens, on %s', (platform) => {
+describe.each(['fastify', 'express'] as const)('the models list and count_tokens, on %s (docs/gateway.md)', (platform) => {
   let upstream: MessagesApiServer;
   let ledger: InMemoryGatewayAccounting;
   let gateway: GatewayApp;

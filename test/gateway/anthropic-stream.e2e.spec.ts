@@ -19,7 +19,7 @@ function signal(): { readonly promise: Promise<void>; readonly fire: () => void 
   return { promise, fire };
 }
 
-describe('SPEC §14 a streamed call is relayed event by event, nothing buffered to the end', () => {
+describe('a streamed call is relayed event by event, nothing buffered to the end (docs/gateway.md)', () => {
   let upstream: MessagesApiServer;
   let ledger: InMemoryGatewayAccounting;
   let gateway: GatewayApp;

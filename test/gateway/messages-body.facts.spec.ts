@@ -3,7 +3,7 @@ import { MAX_MODEL_ID_CHARS, readMessagesBodyFacts } from '../../src/gateway/mes
 const bytesOf = (body: unknown): Buffer => Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
 const minimal = { model: 'claude-test', max_tokens: 64, messages: [{ role: 'user', content: 'Hi' }] };
 
-describe('SPEC §14 a Messages body is read once for what the hold needs, never for its text', () => {
+describe('a Messages body is read once for what the hold needs, never for its text (docs/gateway.md)', () => {
   it('gives the body’s UTF-8 byte length as received, the model, max_tokens and whether it streams', () => {
     const text = JSON.stringify({ ...minimal, stream: true, messages: [{ role: 'user', content: 'déjà vu — ✓' }] });
     const { facts } = readMessagesBodyFacts(Buffer.from(text));

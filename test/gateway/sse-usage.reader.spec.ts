@@ -43,7 +43,7 @@ function cut(bytes: Buffer, at: readonly number[]): Buffer[] {
   return chunks;
 }
 
-describe('SPEC §14 usage is read from the stream as it passes, without re-serialising it', () => {
+describe('usage is read from the stream as it passes, without re-serialising it (docs/gateway.md)', () => {
   it('takes message_start’s usage and model, and each count the cumulative message_delta gives over it', () => {
     expect(read([Buffer.from(STREAM)]).report).toEqual(EXPECTED);
   });
