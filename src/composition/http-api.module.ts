@@ -1,7 +1,8 @@
-import { Module, type Type } from '@nestjs/common';
+import { Module, type DynamicModule, type Type } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { TerminusModule } from '@nestjs/terminus';
 import { AlertsController } from '../alerts/alerts.controller';
+import { GatewayHttpModule } from '../gateway/gateway-http.module';
 import { GATEWAY_CONTROLLERS, GatewayModule } from '../gateway/gateway.module';
 import { HealthController } from '../http/health.controller';
 import { InvocationsController } from '../http/invocations.controller';
@@ -36,6 +37,9 @@ export const LEDGER_CONTROLLERS: readonly Type[] = [
   ...GATEWAY_CONTROLLERS,
 ];
 
+/** The `/anthropic` routes, given the gateway's accounting side to admit and settle each call through. */
+const GATEWAY_ROUTES: DynamicModule = { module: GatewayHttpModule, imports: [GatewayModule] };
+
 /**
  * The HTTP API with its health probes, mounted by LedgerModule when `http` is set. Every controller is
  * a @LedgerApi(): each route needs a bearer token unless marked @Public, every body is validated, and
@@ -44,7 +48,7 @@ export const LEDGER_CONTROLLERS: readonly Type[] = [
  * read models: it decides nothing.
  */
 @Module({
-  imports: [CqrsModule, TerminusModule.forRoot({ errorLogStyle: 'json' }), HttpKitModule, GatewayModule],
+  imports: [CqrsModule, TerminusModule.forRoot({ errorLogStyle: 'json' }), HttpKitModule, GatewayModule, GATEWAY_ROUTES],
   controllers: [...LEDGER_CONTROLLERS],
   providers: [ReadModelReader],
 })

@@ -41,11 +41,17 @@ const outcome = (overrides: Partial<GatewayCallOutcome>): GatewayCallOutcome => 
   ...overrides,
 });
 
-/** The system clock moved forward when the test says: real timers, a later date. */
+/**
+ * A clock that starts at a fixed instant in the middle of a UTC day and runs at the system clock's
+ * pace (real timers), moved forward when the test says: the sweep's two hours never cross midnight,
+ * whatever the time of day the suite runs at.
+ */
+const DAY_START_MS = Date.parse('2026-06-15T10:00:00.000Z');
 class ShiftedClock implements Clock {
   offsetMs = 0;
+  private readonly startedAtMs = systemClock.now();
   now(): number {
-    return systemClock.now() + this.offsetMs;
+    return DAY_START_MS + (systemClock.now() - this.startedAtMs) + this.offsetMs;
   }
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     return systemClock.sleep(ms, signal);
