@@ -20,7 +20,8 @@ const REFUSAL_STATUS: Readonly<Record<ExplanationRefusal['reason'], number>> = {
 
 /** The explanation's sentence for a gateway call's figures. */
 export function gatewaySentence(view: ExplanationFigures, gateway: ExplanationGateway): string {
-  const call = `Gateway call by key "${gateway.keyName}" to ${gateway.model}`;
+  // The name is quoted as JSON: a name holding quotes or line breaks cannot run into the rest.
+  const call = `Gateway call by key ${JSON.stringify(gateway.keyName)} to ${gateway.model}`;
   const hold = grouped(view.credits.hold);
   if (view.refusal !== undefined) return `${call} refused (${REFUSAL_STATUS[view.refusal.reason]} ${view.refusal.reason}): ${refusalClause(view, view.refusal)}.`;
   switch (view.state) {

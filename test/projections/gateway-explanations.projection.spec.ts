@@ -124,6 +124,10 @@ describe('a gateway call’s explanation reads like an operation’s, in the gat
     expect(view).toMatchObject({ state: 'refused', refusal: { reason }, gateway: { keyName: 'ci-bot', model: 'claude-sonnet-5-5', rateCardVersion: 2 } });
   });
 
+  it('quotes the key’s name as JSON, so a name holding quotes or a line break cannot run into the sentence', () => {
+    expect(explain(gatewayEstimated(HOLD, { keyName: 'say "hi"\nbot' })).sentence).toBe('Gateway call by key "say \\"hi\\"\\nbot" to claude-sonnet-5-5: awaiting admission for a 2,118-credit hold.');
+  });
+
   it('says where a call stands before it ends', () => {
     expect(explain(gatewayEstimated(HOLD)).sentence).toBe(`${CALL}: awaiting admission for a 2,118-credit hold.`);
     expect(explain(gatewayEstimated(HOLD), reserved(HOLD)).sentence).toBe(`${CALL}: 2,118 credits held; not yet sent upstream.`);
