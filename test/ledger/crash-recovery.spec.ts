@@ -8,6 +8,10 @@ import { balanceOf } from '../../src/accounts/account.state';
 import { SweepStaleInvocationsCommand, type SweepReport } from '../../src/invocations/sweep-stale-invocations.command';
 import { SystemClock, type Clock } from '../../src/runtime';
 import { startLedgerApp } from '../support/ledger-app';
+
+// Each case starts a child process that compiles the sources and runs up to the crash, then restarts
+// on its log: on a shared, loaded machine that takes longer than jest's default.
+jest.setTimeout(120_000);
 import { crashFeature } from './fixtures/crash-feature';
 
 const HOOK = join(__dirname, '..', '..', 'tools', 'ts-require-hook.js');
