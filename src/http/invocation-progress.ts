@@ -18,6 +18,8 @@ export interface InvocationProgress {
   readonly state: InvocationStatus;
   readonly operationId?: string;
   readonly organizationId?: string;
+  /** `InvocationEstimated` of a gateway call: its key and model (docs/gateway.md). */
+  readonly gateway?: { readonly keyId: string; readonly keyName: string; readonly model: string };
   readonly publicationVersion?: number;
   readonly estimate?: number;
   readonly refusalReason?: string;
@@ -59,10 +61,11 @@ export class InvocationProgressReader {
     const common = { type: event.type, revision: Number(recorded.revision), invocationId: this.invocationId };
     switch (event.type) {
       case 'InvocationEstimated': {
-        const { operationId, organizationId, publication, estimatedAt } = event.data;
+        const { operationId, organizationId, publication, estimatedAt, gateway } = event.data;
         return this.next('estimated', common, estimatedAt, {
           operationId,
           organizationId,
+          ...(gateway === undefined ? {} : { gateway: { keyId: gateway.keyId, keyName: gateway.keyName, model: gateway.model } }),
           ...(publication === null ? {} : { publicationVersion: publication.version }),
           estimate: publication?.creditHold ?? 0,
         });

@@ -114,6 +114,11 @@ describe('The console shows gateway calls and keys (docs/gateway.md), in headles
       expect(await attempts.locator('.attempt-bars rect').count()).toBe(1);
       expect(await attempts.locator('tbody tr').count()).toBe(1);
       await expect(attempts.locator('.attempts-total').textContent()).resolves.toBe(`1 attempt, priced at 5 credits — charged 5 credits · model ${MODEL}-20261001`);
+      // The member follows the call's own event stream: its first line says whose call it is.
+      const lifecycle = page.getByRole('region', { name: 'Lifecycle' });
+      await lifecycle.getByText('InvocationSettled').waitFor();
+      await expect(lifecycle.locator('li').first().textContent()).resolves.toContain(`gateway call by key "ci-bot" to ${MODEL}, rate card version 1, hold 46 credits`);
+      await expect(lifecycle.locator('li', { hasText: 'InvocationDispatched' }).textContent()).resolves.toContain('the call was sent upstream');
       await expect(accessibilityViolations(page)).resolves.toEqual([]);
       await browser.screenshot(page, 'gateway-invocation-member');
     });

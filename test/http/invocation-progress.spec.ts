@@ -38,6 +38,21 @@ describe('SPEC §10 event-stream messages: the public progress of an invocation,
     });
   });
 
+  it('names a gateway call’s key and model, never more of its facts than a follower needs (docs/gateway.md)', () => {
+    const gateway = recorded(0, 'InvocationEstimated', {
+      ...(estimated.data as Record<string, unknown>),
+      operationId: 'gateway.anthropic-messages',
+      gateway: { keyId: 'k1', keyName: 'ci-bot', model: 'claude-sonnet-5-5', rateCardVersion: 3, stream: true },
+    });
+    expect(new InvocationProgressReader('i1').read(gateway)).toMatchObject({
+      operationId: 'gateway.anthropic-messages',
+      gateway: { keyId: 'k1', keyName: 'ci-bot', model: 'claude-sonnet-5-5' },
+      publicationVersion: 3,
+      estimate: 700,
+    });
+    expect(new InvocationProgressReader('i1').read(estimated)).not.toHaveProperty('gateway');
+  });
+
   it('names the refusal reason, and a cancellation request leaves the state where it was', () => {
     const reader = new InvocationProgressReader('i1');
     reader.read(estimated);

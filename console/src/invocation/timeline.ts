@@ -29,11 +29,13 @@ function figuresText(data: Data, names: readonly string[]): string {
 }
 
 /** What each lifecycle event says, in a short line (the event carries no conversation text). */
-function summaryOf(type: string, data: Data): string {
+function summaryOf(type: string, data: Data, gatewayCall: boolean): string {
   switch (type) {
     case 'InvocationEstimated': {
       const publication = data['publication'] as Data | null | undefined;
       if (publication === null || publication === undefined) return 'the operation was never published';
+      const gateway = data['gateway'] as Data | undefined;
+      if (gateway !== undefined) return gatewayEstimate(str(gateway['keyName']) ?? '', str(gateway['model']) ?? '', num(publication['version']), num(publication['creditHold']) ?? 0);
       return `publication version ${formatValue(publication['version'])}, hold ${formatCredits(num(publication['creditHold']) ?? 0)}`;
     }
     case 'InvocationRefused': {
@@ -43,7 +45,7 @@ function summaryOf(type: string, data: Data): string {
     case 'InvocationReserved':
       return `held ${formatCredits(num(data['creditHold']) ?? 0)} and a running slot`;
     case 'InvocationDispatched':
-      return 'the request was captured; the conversation starts';
+      return dispatchedSummary(gatewayCall);
     case 'AttemptRecorded':
       return `turn ${formatValue(data['turn'])}, try ${(num(data['retry']) ?? 0) + 1}: ${formatValue(data['classification'])}, ${formatCredits(num(data['priceCredits']) ?? 0)}`;
     case 'InvocationCompleted':
@@ -68,16 +70,27 @@ function timeOf(data: Data, recordedAt: string): string | number {
 }
 
 export function timelineFromEvents(events: readonly LoggedEvent[]): TimelineEntry[] {
+  const gatewayCall = events.some((event) => event.type === 'InvocationEstimated' && ((event.data ?? {}) as Data)['gateway'] !== undefined);
   return events.map((event) => {
     const data = (event.data ?? {}) as Data;
-    return { key: event.revision, type: event.type, at: timeOf(data, event.recordedAt), summary: summaryOf(event.type, data) };
+    return { key: event.revision, type: event.type, at: timeOf(data, event.recordedAt), summary: summaryOf(event.type, data, gatewayCall) };
   });
 }
 
+/** A gateway call's first event: its key, model, rate card version and hold (docs/gateway.md). */
+function gatewayEstimate(keyName: string, model: string, rateCardVersion: number | undefined, hold: number): string {
+  return `gateway call by key ${JSON.stringify(keyName)} to ${model}, rate card version ${formatValue(rateCardVersion)}, hold ${formatCredits(hold)}`;
+}
+
+function dispatchedSummary(gatewayCall: boolean): string {
+  return gatewayCall ? 'the call was sent upstream' : 'the request was captured; the conversation starts';
+}
+
 /** What each message of the event stream says (its public fields, not the stored event). */
-function progressSummaryOf(message: InvocationProgress): string {
+function progressSummaryOf(message: InvocationProgress, gatewayCall: boolean): string {
   switch (message.type) {
     case 'InvocationEstimated':
+      if (message.gateway !== undefined) return gatewayEstimate(message.gateway.keyName, message.gateway.model, message.publicationVersion, message.estimate ?? 0);
       return message.publicationVersion === undefined
         ? 'the operation was never published'
         : `publication version ${message.publicationVersion}, hold ${formatCredits(message.estimate ?? 0)}`;
@@ -86,7 +99,7 @@ function progressSummaryOf(message: InvocationProgress): string {
     case 'InvocationReserved':
       return `held ${formatCredits(message.creditHold ?? 0)} and a running slot`;
     case 'InvocationDispatched':
-      return 'the request was captured; the conversation starts';
+      return dispatchedSummary(gatewayCall);
     case 'AttemptRecorded': {
       const attempt = message.attempt;
       return attempt === undefined ? 'an attempt' : `turn ${attempt.turn}, try ${attempt.retry + 1}: ${attempt.classification}, ${formatCredits(attempt.priceCredits)}`;
@@ -107,7 +120,8 @@ function progressSummaryOf(message: InvocationProgress): string {
 }
 
 export function timelineFromProgress(messages: readonly InvocationProgress[]): TimelineEntry[] {
-  return messages.map((message) => ({ key: String(message.revision), type: message.type, at: message.time, summary: progressSummaryOf(message) }));
+  const gatewayCall = messages.some((message) => message.gateway !== undefined);
+  return messages.map((message) => ({ key: String(message.revision), type: message.type, at: message.time, summary: progressSummaryOf(message, gatewayCall) }));
 }
 
 /** For a token that may not read the log: the two moments the invocation's own view dates. */

@@ -197,7 +197,10 @@ export class InvocationProgressDto {
   @ApiPropertyOptional({ description: '`InvocationEstimated`.' })
   readonly organizationId?: string;
 
-  @ApiPropertyOptional({ type: 'integer', minimum: 1, description: '`InvocationEstimated`: the publication version in force.' })
+  @ApiPropertyOptional({ type: InvocationGatewayDto, description: '`InvocationEstimated` of a gateway call: its key and model.' })
+  readonly gateway?: InvocationGatewayDto;
+
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, description: '`InvocationEstimated`: the publication version in force (a gateway call’s rate card version).' })
   readonly publicationVersion?: number;
 
   @ApiPropertyOptional({ type: 'integer', minimum: 0, description: '`InvocationEstimated`: integer credits estimated.' })
