@@ -9,6 +9,7 @@ import { EVENT_STORE, type EventStore } from '../event-store/event-store.port';
 import { withUpcasting } from '../event-store/upcasting';
 import { CommittedEventsPublisher } from '../ledger-events/committed-events.publisher';
 import { FeatureRegistry } from '../features/feature.registry';
+import { KeyedRepeats } from '../invocations/keyed-repeats';
 import { RunOperationHandler } from '../invocations/run-operation.handler';
 import { CancelInvocationHandler } from '../invocations/cancel-invocation.handler';
 import { CancellationWatcher } from '../invocations/cancellation-watcher';
@@ -72,6 +73,7 @@ const retryJitterProvider: FactoryProvider<RandomSource> = {
     AdjustCreditsHandler,
     ChangeOrganizationSettingsHandler,
     RunOperationHandler,
+    KeyedRepeats,
     RunningInvocations,
     InvocationEndings,
     CancelInvocationHandler,

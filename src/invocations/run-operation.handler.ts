@@ -1,6 +1,5 @@
 import { Inject, Logger, Optional } from '@nestjs/common';
 import { CommandHandler, ICommandHandler } from '@nestjs/cqrs';
-import { ANSWER_STORE, type AnswerStore } from '../answer-store/answer-store.port';
 import { accountDecider } from '../accounts/account.decider';
 import { accountStreamName } from '../accounts/account.events';
 import { AdmissionRefusedError, decideAdmission, refusalOf } from '../accounts/admission.policy';
@@ -20,11 +19,10 @@ import { invocationDecider } from './invocation.decider';
 import { invocationStreamName } from './invocation.events';
 import { invocationSummary, isUnmeasured, type InvocationState } from './invocation.state';
 import type { InvocationResult } from './invocation-result';
-import { IdempotencyKeyReusedError, KeyedRequestInProgressError, UnknownOperationError, UnknownOrganizationError } from './invocation-errors';
-import { InvocationEndings, MAX_KEYED_REPEAT_WAIT_MS } from './invocation-endings';
+import { UnknownOperationError, UnknownOrganizationError } from './invocation-errors';
 import { invocationIdFor } from './invocation-ids';
+import { KeyedRepeats } from './keyed-repeats';
 import { INVOCATION_INSTRUMENTATION, UNOBSERVED, type InvocationInstrumentation, type ObservedInvocation } from './invocation-instrumentation.port';
-import { IDEMPOTENCY_SECRET, requestFingerprint } from './request-fingerprint';
 import { RunningInvocations } from './running-invocations';
 import { RunOperationCommand, type RunOperationRequest } from './run-operation.command';
 
@@ -32,24 +30,14 @@ import { RunOperationCommand, type RunOperationRequest } from './run-operation.c
 export class RunOperationHandler implements ICommandHandler<RunOperationCommand, InvocationResult> {
   private readonly logger = new Logger(RunOperationHandler.name);
   private readonly settledLog = new Logger('Invocations');
-  /** Keyed requests running in this process, so a repeat waits for the first instead of racing it. */
-  // A repeat that joins shares the first's promise, and so its answer (docs/embedding.md "The answer").
-  // `estimated` resolves once the first's stream exists, so an async repeat (onEstimated) answers then.
-  private readonly inFlight = new Map<
-    string,
-    { readonly operationId: string; readonly fingerprint: string; readonly run: Promise<InvocationResult>; readonly estimated: Promise<void> }
-  >();
-
   constructor(
     private readonly repository: AggregateRepository,
     private readonly features: FeatureRegistry,
     private readonly providers: ProviderRegistry,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(RETRY_JITTER) private readonly random: RandomSource,
-    @Inject(ANSWER_STORE) private readonly answers: AnswerStore,
-    @Inject(IDEMPOTENCY_SECRET) private readonly idempotencySecret: Buffer,
     private readonly running: RunningInvocations,
-    private readonly endings: InvocationEndings,
+    private readonly repeats: KeyedRepeats,
     @Optional() @Inject(INVOCATION_INSTRUMENTATION) private readonly instrumentation: InvocationInstrumentation = UNOBSERVED,
   ) {}
 
@@ -58,25 +46,7 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
     if (feature === undefined) return Promise.reject(new UnknownOperationError(request.operationId));
     const invocationId = invocationIdFor(request.organizationId, request.idempotencyKey);
     if (request.idempotencyKey === undefined) return this.run(invocationId, feature, request, undefined);
-    const fingerprint = requestFingerprint(this.idempotencySecret, request.operationId, request.input);
-    const running = this.inFlight.get(invocationId);
-    if (running !== undefined) {
-      // A repeat while the first still runs here waits for it (docs/http.md "Idempotency keys"), if it
-      // is the same request.
-      const differs = differenceOf(running, request.operationId, fingerprint);
-      if (differs !== undefined) return Promise.reject(new IdempotencyKeyReusedError(request.idempotencyKey, differs));
-      void running.estimated.then(() => request.onEstimated?.(invocationId));
-      return running.run;
-    }
-    let markEstimated!: () => void;
-    const estimated = new Promise<void>((resolve) => (markEstimated = resolve));
-    const onEstimated = (id: string): void => {
-      markEstimated();
-      request.onEstimated?.(id);
-    };
-    const run = this.run(invocationId, feature, { ...request, onEstimated }, fingerprint);
-    this.inFlight.set(invocationId, { operationId: request.operationId, fingerprint, run, estimated });
-    return run.finally(() => this.inFlight.delete(invocationId));
+    return this.repeats.join(invocationId, request, (first, fingerprint) => this.run(invocationId, feature, first, fingerprint));
   }
 
   private async run(
@@ -120,7 +90,7 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
 
     if (request.idempotencyKey !== undefined) {
       const existing = await this.repository.load(stream, invocationDecider);
-      if (existing.revision !== undefined) return this.afterFirst(invocationId, existing.state, request, feature, fingerprint);
+      if (existing.revision !== undefined) return this.repeats.afterFirst(invocationId, existing.state, request, feature, fingerprint);
     }
 
     // Bad input is refused before anything is written.
@@ -154,7 +124,7 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
       // Another process estimated the same keyed request first: answer with its result.
       if (error instanceof IllegalTransitionError && request.idempotencyKey !== undefined) {
         const existing = await this.repository.load(stream, invocationDecider);
-        return this.afterFirst(invocationId, existing.state, request, feature, fingerprint);
+        return this.repeats.afterFirst(invocationId, existing.state, request, feature, fingerprint);
       }
       throw error;
     }
@@ -210,18 +180,8 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
     // names the trace; the public InvocationSettled reaches the EventBus later, from the log.
     this.settledLog.log({ message: 'invocation settled', organizationId: request.organizationId, operationId: request.operationId, ...summary, ...this.instrumentation.traceFields() });
     if (answer === undefined) return summary;
-    this.keepAnswer(invocationId, answer, feature);
+    this.repeats.keepAnswer(invocationId, answer, feature);
     return { ...summary, answer };
-  }
-
-  /** For keyed repeats after settlement, when the feature asked for it; losing it costs only the repeat's answer. */
-  private keepAnswer(invocationId: string, answer: unknown, feature: OperationFeature): void {
-    if (feature.answerRetentionMs === undefined) return;
-    try {
-      this.answers.keep(invocationId, answer, feature.answerRetentionMs);
-    } catch (error) {
-      this.logger.warn({ message: 'the answer could not be kept for repeats', invocationId, error: describe(error) });
-    }
   }
 
   private converse(
@@ -292,83 +252,6 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
     ];
   }
 
-  /**
-   * A keyed repeat whose first request is in the log but runs elsewhere (another process on the same
-   * store; this process's own runs are joined in `execute`): waits for the first to settle, observing
-   * the log, at most MAX_KEYED_REPEAT_WAIT_MS by the clock, then answers with its result (docs/http.md
-   * "Idempotency keys": a concurrent repeat waits for the first). Never runs the request a second time,
-   * never answers with a result the first has not reached yet.
-   */
-  private async afterFirst(
-    invocationId: string,
-    first: InvocationState,
-    request: RunOperationRequest,
-    feature: OperationFeature,
-    fingerprint: string | undefined,
-  ): Promise<InvocationResult> {
-    if (isFinal(first)) return this.repeatOf(first, request, feature, fingerprint);
-    // Another request with the same key is refused at once, not after the wait.
-    const differs = differenceOf({ operationId: first.operationId, fingerprint: first.requestFingerprint }, request.operationId, fingerprint);
-    if (differs !== undefined) throw new IdempotencyKeyReusedError(request.idempotencyKey ?? '', differs);
-    request.onEstimated?.(invocationId);
-    const stream = invocationStreamName(invocationId);
-    // Registered before the stream is read again: an ending committed before this read is in it, and
-    // any later one reaches the watch.
-    const watch = this.endings.watch(invocationId);
-    let cancelTimer: (() => void) | undefined;
-    try {
-      let current = (await this.repository.load(stream, invocationDecider)).state;
-      if (!isFinal(current)) {
-        const timedOut = new Promise<'timed_out'>((resolve) => (cancelTimer = this.clock.setTimer(MAX_KEYED_REPEAT_WAIT_MS, () => resolve('timed_out'))));
-        if ((await Promise.race([watch.ended.then(() => 'ended' as const), timedOut])) === 'timed_out') {
-          throw new KeyedRequestInProgressError(request.idempotencyKey ?? '', MAX_KEYED_REPEAT_WAIT_MS);
-        }
-        current = (await this.repository.load(stream, invocationDecider)).state;
-      }
-      return this.repeatOf(current, request, feature, fingerprint);
-    } finally {
-      cancelTimer?.();
-      watch.stop();
-    }
-  }
-
-  /**
-   * The first request's result for a repeat of its key, from the log (another process may have run
-   * it), with its answer when the feature keeps answers; refused when the key's first request had
-   * another operation or input.
-   */
-  private repeatOf(first: InvocationState, request: RunOperationRequest, feature: OperationFeature, fingerprint: string | undefined): InvocationResult {
-    const differs = differenceOf(
-      { operationId: first.operationId, fingerprint: first.requestFingerprint },
-      request.operationId,
-      fingerprint,
-    );
-    if (differs !== undefined) throw new IdempotencyKeyReusedError(request.idempotencyKey ?? '', differs);
-    const summary = invocationSummary(first);
-    if (summary.outcome !== 'completed') return summary;
-    if (feature.answerRetentionMs === undefined) return { ...summary, answerUnavailable: 'not_retained' };
-    const kept = first.invocationId === undefined ? undefined : this.answers.find(first.invocationId);
-    return kept === undefined ? { ...summary, answerUnavailable: 'expired' } : { ...summary, answer: kept.answer };
-  }
-}
-
-/**
- * How a keyed request differs from the key's first one. A first request recorded before fingerprints
- * existed carries none: only its operation can be compared.
- */
-function differenceOf(
-  first: { readonly operationId: string | undefined; readonly fingerprint: string | undefined },
-  operationId: string,
-  fingerprint: string | undefined,
-): 'operation' | 'input' | undefined {
-  if (first.operationId !== operationId) return 'operation';
-  if (first.fingerprint !== undefined && first.fingerprint !== fingerprint) return 'input';
-  return undefined;
-}
-
-/** Refused or settled: the invocation has its result, and nothing more happens to it. */
-function isFinal(state: InvocationState): boolean {
-  return state.status === 'settled' || state.status === 'refused';
 }
 
 function describe(error: unknown): string {

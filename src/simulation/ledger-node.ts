@@ -26,6 +26,7 @@ import { LedgerFeaturesModule } from '../features/ledger-features.module';
 import type { OperationFeature } from '../features/operation-feature';
 import type { InvocationSummary } from '../invocations/invocation.state';
 import { RunOperationCommand, type RunOperationRequest } from '../invocations/run-operation.command';
+import { KeyedRepeats } from '../invocations/keyed-repeats';
 import { RunOperationHandler } from '../invocations/run-operation.handler';
 import { INVOCATION_INSTRUMENTATION, type InvocationInstrumentation } from '../invocations/invocation-instrumentation.port';
 import { SweepStaleInvocationsCommand, type SweepReport } from '../invocations/sweep-stale-invocations.command';
@@ -96,13 +97,17 @@ export class LedgerNode {
       app.get(ProviderRegistry),
       options.clock,
       options.random,
-      app.get<AnswerStore>(ANSWER_STORE),
-      // The same deployment: the second process shares the first's fingerprint secret.
-      app.get<Buffer>(IDEMPOTENCY_SECRET),
       // Its own process: its runs are its own (a cancellation recorded in the log reaches the node's).
       new RunningInvocations(),
-      // The app's own, which its log watcher tells when an invocation ends, whichever node ended it.
-      app.get(InvocationEndings),
+      new KeyedRepeats(
+        repository,
+        app.get<AnswerStore>(ANSWER_STORE),
+        options.clock,
+        // The same deployment: the second process shares the first's fingerprint secret.
+        app.get<Buffer>(IDEMPOTENCY_SECRET),
+        // The app's own, which its log watcher tells when an invocation ends, whichever node ended it.
+        app.get(InvocationEndings),
+      ),
       // The app's own observation of runs, as the Nest-built handler has it.
       app.get<InvocationInstrumentation>(INVOCATION_INSTRUMENTATION),
     );
