@@ -19,10 +19,10 @@
  */
 import { Stopper, timeoutReason, type Clock } from './clock';
 import type { AttemptRecord, ConversationLimits, EndingLimit, Outcome, Prices } from './conversation.types';
-import { executeWithRetry } from './execute-with-retry';
+import { executeWithRetry, type TurnExecution } from './execute-with-retry';
 import type { FaultClass } from './faults';
 import { assertPrices } from './pricing';
-import type { ContentBlock, Message, Provider, ProviderFeatures, TextBlock, ToolDefinition, ToolResultBlock, ToolUseBlock, Usage } from './provider.port';
+import type { ContentBlock, Message, Provider, ProviderFeatures, ProviderResponse, TextBlock, ToolDefinition, ToolResultBlock, ToolUseBlock, Usage } from './provider.port';
 import type { RandomSource } from './retry-policy';
 import { boundToolErrorText, describeThrown } from './tool-error-text';
 import { addUsage, NO_USAGE } from './usage';
@@ -268,52 +268,294 @@ function userText(text: string): Message {
   return { role: 'user', content: [{ type: 'text', text }] };
 }
 
-/**
- * Runs one bounded conversation to its outcome. Rejects (before sending anything) on invalid limits,
- * prices, hold or tool definitions; rejects mid-way only when `onAttempt` throws, a provider breaks its
- * port by throwing something other than a ProviderFault, or a provider reports invalid usage.
- */
-export async function runToolLoop(input: ToolLoopInput): Promise<ToolLoopResult> {
-  assertInput(input);
-  const { limits, clock, provider, answerTool, textJudge } = input;
-  const catalog = buildToolCatalog(input.tools, answerTool);
-  const definitionOf = (tool: ToolSpec | AnswerToolSpec): ToolDefinition => ({
+function definitionOf(tool: ToolSpec | AnswerToolSpec): ToolDefinition {
+  return {
     name: tool.name,
     description: tool.description,
     inputSchema: tool.inputSchema,
     stable: true,
     ...(tool.cacheTtl === undefined ? {} : { cacheTtl: tool.cacheTtl }),
-  });
-  const toolDefinitions: ToolDefinition[] = input.tools.map(definitionOf);
-  if (answerTool !== undefined) toolDefinitions.push(definitionOf(answerTool));
-  const system = input.system ?? [];
-  const random = input.random ?? Math.random;
+  };
+}
 
-  const messages: Message[] = [...input.messages];
-  const seenCallIds = new Set<string>();
-  for (const message of input.messages) for (const call of toolUsesOf(message.content)) seenCallIds.add(call.id);
+/** A model turn as steps 6–11 read it. */
+interface Turn {
+  readonly response: ProviderResponse;
+  readonly calls: readonly ToolUseBlock[];
+  /** A refused or cut-off response is never an answer, so it is never judged. */
+  readonly cutOff: boolean;
+  /** The judge's feedback for each rejected answer call, by the call's index (step 6, read at step 11). */
+  answerFeedback: string[] | undefined;
+}
 
-  const ledger = new AttemptLedger(input.onAttempt);
-  const nowMs = clock.now();
-  const startedAtMs = Math.min(input.startedAtMs ?? nowMs, nowMs);
-  const deadlineMs = startedAtMs + limits.totalTimeMs;
-  const stop: ConversationStop = new Stopper();
-  const cancelDeadline = clock.setTimer(Math.max(0, deadlineMs - nowMs), () =>
-    stop.stop('deadline', timeoutReason(`conversation deadline of ${limits.totalTimeMs} ms passed`)),
-  );
-  const cancel = input.signal;
-  const onCancel = (): void => stop.stop('cancelled', cancel?.reason);
-  if (cancel?.aborted) onCancel();
-  else cancel?.addEventListener('abort', onCancel, { once: true });
-  let turnsUsed = 0;
-  let toolCallsUsed = 0;
+/**
+ * Step 6 of a turn so far: an answer accepted, the conversation stopped, no answer accepted, or a judge
+ * still judging the call at `index` (the loop awaits `verdict` and resumes the step there).
+ */
+type AnswerJudgement =
+  | { readonly kind: 'accepted'; readonly answer: unknown }
+  | { readonly kind: 'stopped' }
+  | { readonly kind: 'none' }
+  | { readonly kind: 'judging'; readonly index: number; readonly verdict: Promise<JudgeOutcome> };
 
-  const finish = (
-    outcome: Outcome,
-    extra: { endingLimit?: EndingLimit; fault?: FaultClass; violation?: BatchViolation; answer?: unknown } = {},
-  ): ToolLoopResult => {
+const STOPPED_JUDGEMENT: AnswerJudgement = { kind: 'stopped' };
+const NO_ANSWER: AnswerJudgement = { kind: 'none' };
+
+/** What a text-only turn asks for next (step 7): another request as it is, the answer tool's reminder, or judging its text. */
+type TextTurn = { readonly kind: 'paused' } | { readonly kind: 'remind' } | { readonly kind: 'final'; readonly text: string };
+
+const PAUSED: TextTurn = { kind: 'paused' };
+const REMIND: TextTurn = { kind: 'remind' };
+
+/** Step 11's batch once started: each call's result, and the handlers still running (if any). */
+interface StartedBatch {
+  readonly results: ToolResultBlock[];
+  readonly running: Promise<unknown> | undefined;
+}
+
+/**
+ * One conversation's state and the steps of its turns (docs/rules.md "The order of one turn"), one
+ * method per step. The loop in `runToolLoop` calls them in order and keeps every decision that ends
+ * the conversation.
+ */
+class Conversation {
+  readonly limits: ConversationLimits;
+  private readonly catalog: ReturnType<typeof buildToolCatalog>;
+  private readonly toolDefinitions: ToolDefinition[];
+  private readonly system: readonly TextBlock[];
+  private readonly random: RandomSource;
+  private readonly messages: Message[];
+  private readonly seenCallIds = new Set<string>();
+  private readonly ledger: AttemptLedger;
+  private readonly startedAtMs: number;
+  private readonly deadlineMs: number;
+  private readonly stop: ConversationStop = new Stopper();
+  private readonly cancelDeadline: () => void;
+  private readonly onCancel = (): void => this.stop.stop('cancelled', this.input.signal?.reason);
+  private turnsUsed = 0;
+  private toolCallsUsed = 0;
+
+  constructor(private readonly input: ToolLoopInput) {
+    const { limits, clock, answerTool } = input;
+    this.limits = limits;
+    this.catalog = buildToolCatalog(input.tools, answerTool);
+    this.toolDefinitions = input.tools.map(definitionOf);
+    if (answerTool !== undefined) this.toolDefinitions.push(definitionOf(answerTool));
+    this.system = input.system ?? [];
+    this.random = input.random ?? Math.random;
+    this.messages = [...input.messages];
+    for (const message of input.messages) for (const call of toolUsesOf(message.content)) this.seenCallIds.add(call.id);
+    this.ledger = new AttemptLedger(input.onAttempt);
+    const nowMs = clock.now();
+    this.startedAtMs = Math.min(input.startedAtMs ?? nowMs, nowMs);
+    this.deadlineMs = this.startedAtMs + limits.totalTimeMs;
+    this.cancelDeadline = clock.setTimer(Math.max(0, this.deadlineMs - nowMs), () =>
+      this.stop.stop('deadline', timeoutReason(`conversation deadline of ${limits.totalTimeMs} ms passed`)),
+    );
+    if (input.signal?.aborted) this.onCancel();
+    else input.signal?.addEventListener('abort', this.onCancel, { once: true });
+  }
+
+  /** Stops the deadline timer and the cancellation listener: the conversation is over. */
+  close(): void {
+    this.cancelDeadline();
+    this.input.signal?.removeEventListener('abort', this.onCancel);
+  }
+
+  /** 1. Cancellation: the caller's signal fired. Never repairable, never retried. */
+  cancelled(): boolean {
+    return this.input.signal?.aborted === true;
+  }
+
+  /** 2. Turn budget (BR-01): exactly maxTurns requests, never more. */
+  noTurnLeft(): boolean {
+    return this.turnsUsed >= this.limits.maxTurns;
+  }
+
+  /** 3. Time budget (BR-04): nothing is sent without time left (the attempt timeout is capped in step 4). */
+  noTimeLeft(): boolean {
+    return this.deadlineMs - this.input.clock.now() <= 0;
+  }
+
+  /**
+   * 4. Send with retries (BR-05, BR-06). Every attempt is reported as it happens (BR-07) and priced
+   * then: step 5 is AttemptLedger.record, which adds each attempt's rounded price to the spend.
+   */
+  send(): Promise<TurnExecution> {
+    const { input, limits } = this;
+    this.turnsUsed += 1;
+    return executeWithRetry({
+      provider: input.provider,
+      request: {
+        model: input.model,
+        system: this.system,
+        messages: this.messages.slice(),
+        tools: this.toolDefinitions,
+        maxOutputTokens: limits.maxOutputTokens,
+        ...(input.providerFeatures === undefined ? {} : { features: input.providerFeatures }),
+      },
+      clock: input.clock,
+      turn: this.turnsUsed,
+      deadlineMs: this.deadlineMs,
+      attemptTimeoutMs: limits.attemptTimeoutMs,
+      maxAttemptsPerTurn: limits.maxAttemptsPerTurn,
+      prices: input.prices,
+      random: this.random,
+      signal: input.signal,
+      report: this.ledger.record,
+    });
+  }
+
+  /** Step 4's ending when no response came: cancelled, out of time, or failed, with the last fault. */
+  unanswered(execution: Extract<TurnExecution, { ok: false }>): ToolLoopResult {
+    if (execution.ending === 'cancelled') return this.finish('cancelled', { fault: execution.fault });
+    if (execution.ending === 'time_limit') return this.finish('time_limit', { endingLimit: 'totalTimeMs', fault: execution.fault });
+    return this.finish('failed', { fault: execution.fault });
+  }
+
+  /** The response as steps 6–11 read it. */
+  turnOf(response: ProviderResponse): Turn {
+    const cutOff = response.stopReason === 'refusal' || response.stopReason === 'max_tokens' || response.stopReason === 'context_window_exceeded';
+    return { response, calls: toolUsesOf(response.content), cutOff, answerFeedback: undefined };
+  }
+
+  /**
+   * 6. Final answer first (BR-14): the answer calls are judged in request order, and an accepted one
+   * completes the conversation whatever else the turn asked or cost. Resumes at `from` with the
+   * verdict `judged` there when a judge answered asynchronously; a synchronous judge is read at once.
+   */
+  judgeAnswers(turn: Turn, from = 0, judged?: JudgeOutcome): AnswerJudgement {
+    const { answerTool } = this.input;
+    if (answerTool === undefined || turn.cutOff) return NO_ANSWER;
+    let verdict = judged;
+    for (let index = from; index < turn.calls.length; index++) {
+      const call = turn.calls[index]!;
+      if (verdict === undefined) {
+        if (call.name !== answerTool.name) continue;
+        if (this.stop.cause !== undefined) return STOPPED_JUDGEMENT;
+        const entry = this.catalog.entries.get(answerTool.name)!;
+        const pending = entry.validate(call.input)
+          ? judgeRaced(() => answerTool.judge(call.input, new CallContext(this.stop, call.id)), this.stop)
+          : { accepted: false as const, feedback: malformedArgumentsText(call.name, entry.validate.errors) };
+        if (pending instanceof Promise) return { kind: 'judging', index, verdict: pending };
+        verdict = pending;
+      }
+      if (verdict === STOPPED) return STOPPED_JUDGEMENT;
+      if (verdict.accepted) return { kind: 'accepted', answer: call.input };
+      (turn.answerFeedback ??= [])[index] = verdict.feedback;
+      verdict = undefined;
+    }
+    return NO_ANSWER;
+  }
+
+  /** 7. Terminal responses (BR-11): a refusal, or output cut off, ends the conversation. */
+  terminalOutcome(turn: Turn): 'refused_by_model' | 'incomplete' | undefined {
+    if (turn.response.stopReason === 'refusal') return 'refused_by_model';
+    return turn.cutOff ? 'incomplete' : undefined;
+  }
+
+  /** 7, text-only turns: keeps the text in the conversation and says what the turn asks for next. */
+  textTurn(turn: Turn): TextTurn {
+    const { content } = turn.response;
+    if (content.length > 0) this.messages.push({ role: 'assistant', content });
+    if (turn.response.stopReason === 'pause_turn') return PAUSED;
+    if (this.input.answerTool !== undefined) return REMIND;
+    return { kind: 'final', text: textOf(content) };
+  }
+
+  /** 7, a text-only turn's final text, judged when there is a text judge. */
+  judgeText(text: string): JudgeOutcome | Promise<JudgeOutcome> {
+    return judgeRaced(() => this.input.textJudge!(text, new TextJudgeContext(this.stop)), this.stop);
+  }
+
+  /** Tells the model something before its next turn (the answer tool's reminder, a judge's feedback). */
+  tell(text: string): void {
+    this.messages.push(userText(text));
+  }
+
+  /** The answer tool's reminder after a text-only turn. */
+  remind(): void {
+    this.tell(answerToolReminder(this.input.answerTool!.name));
+  }
+
+  /**
+   * 8. Credit guard (BR-03), on every turn after which another request would go out: strictly over the
+   * hold stops; spending exactly the hold goes on (FND-PFM-LLM-061).
+   */
+  overHold(): boolean {
+    return this.ledger.priceCredits > this.input.creditHold;
+  }
+
+  /** 9. Tool budget (BR-02): the whole batch fits or none of it runs. A rejected answer call counts. */
+  batchOverBudget(turn: Turn): boolean {
+    return turn.calls.length > this.limits.maxToolCalls - this.toolCallsUsed;
+  }
+
+  /** 10. Per-call preflight (docs/rules.md "Rules for a batch of tool calls"), before anything runs. */
+  preflight(turn: Turn): ReturnType<typeof preflightToolCalls> {
+    const preflight = preflightToolCalls(turn.calls, this.catalog, this.seenCallIds);
+    if (preflight.ok) for (const call of turn.calls) this.seenCallIds.add(call.id);
+    return preflight;
+  }
+
+  /** 11, before anything runs: stopped (cancelled or at the deadline) or past the deadline. */
+  stopped(): boolean {
+    return this.stop.cause !== undefined;
+  }
+
+  pastDeadline(): boolean {
+    return this.input.clock.now() >= this.deadlineMs;
+  }
+
+  /**
+   * 11. Run (BR-08/09/10/15): the batch's calls count against the budget once it starts; each call gets
+   * its result (a handler's, an answer's feedback, or a preflight error), synchronous handlers at once.
+   */
+  startBatch(turn: Turn, preflight: Extract<ReturnType<typeof preflightToolCalls>, { ok: true }>): StartedBatch {
+    const { calls } = turn;
+    this.toolCallsUsed += calls.length;
+    const results = new Array<ToolResultBlock>(calls.length);
+    const running: Promise<void>[] = [];
+    for (let index = 0; index < calls.length; index++) {
+      const call = calls[index]!;
+      const status = preflight.calls[index]!;
+      if (status.kind === 'run') {
+        const started = startHandler(status.entry, call, this.stop);
+        if (started instanceof Promise) {
+          running.push(
+            started.then((result) => {
+              results[index] = result;
+            }),
+          );
+        } else results[index] = started;
+      } else if (status.kind === 'answer') {
+        results[index] = errorResult(call.id, turn.answerFeedback?.[index] ?? ANSWER_REJECTED_FEEDBACK);
+      } else {
+        results[index] = errorResult(call.id, status.text);
+      }
+    }
+    return { results, running: running.length === 0 ? undefined : running.length === 1 ? running[0] : Promise.all(running) };
+  }
+
+  /** The handlers still running, raced against the deadline and the caller's cancellation (rejects when stopped). */
+  awaitHandlers(running: Promise<unknown>): Promise<unknown> {
+    return this.stop.race<unknown>(running);
+  }
+
+  /** 11. Answer: ONE message with a result for each call id, in request order. */
+  answer(turn: Turn, results: ToolResultBlock[]): void {
+    this.messages.push({ role: 'assistant', content: turn.response.content }, { role: 'user', content: results });
+  }
+
+  /** How a stop that came while a judge or handler ran ends the conversation. */
+  finishStopped(): ToolLoopResult {
+    return this.stop.cause === 'cancelled' ? this.finish('cancelled') : this.finish('time_limit', { endingLimit: 'totalTimeMs' });
+  }
+
+  finish(outcome: Outcome, extra: { endingLimit?: EndingLimit; fault?: FaultClass; violation?: BatchViolation; answer?: unknown } = {}): ToolLoopResult {
+    const { turnsUsed, toolCallsUsed, ledger } = this;
     // The bounds money depends on; a breach is a bug, never a result.
-    if (turnsUsed > limits.maxTurns || toolCallsUsed > limits.maxToolCalls) {
+    if (turnsUsed > this.limits.maxTurns || toolCallsUsed > this.limits.maxToolCalls) {
       throw new Error(`runToolLoop invariant broken: ${turnsUsed} turns, ${toolCallsUsed} tool calls`);
     }
     return {
@@ -331,150 +573,77 @@ export async function runToolLoop(input: ToolLoopInput): Promise<ToolLoopResult>
       priceTotalCredits: ledger.priceCredits,
       usageReported: ledger.usageReported,
       answer: extra.answer,
-      elapsedMs: clock.now() - startedAtMs,
+      elapsedMs: this.input.clock.now() - this.startedAtMs,
     };
-  };
-  // Strict excess: spending exactly the hold may continue (FND-PFM-LLM-061).
-  const overHold = (): boolean => ledger.priceCredits > input.creditHold;
-  const finishStopped = (): ToolLoopResult =>
-    stop.cause === 'cancelled' ? finish('cancelled') : finish('time_limit', { endingLimit: 'totalTimeMs' });
+  }
+}
 
+/**
+ * Runs one bounded conversation to its outcome. Rejects (before sending anything) on invalid limits,
+ * prices, hold or tool definitions; rejects mid-way only when `onAttempt` throws, a provider breaks its
+ * port by throwing something other than a ProviderFault, or a provider reports invalid usage.
+ *
+ * Each turn takes docs/rules.md's steps in order, one method of Conversation each; every decision that
+ * ends the conversation is an `if` here.
+ */
+export async function runToolLoop(input: ToolLoopInput): Promise<ToolLoopResult> {
+  assertInput(input);
+  const c = new Conversation(input);
   try {
     for (;;) {
-      // 1. Cancellation: never repairable, never retried.
-      if (cancel?.aborted) return finish('cancelled');
-      // 2. Turn budget (BR-01): exactly maxTurns requests, never more.
-      if (turnsUsed >= limits.maxTurns) return finish('turn_limit', { endingLimit: 'maxTurns' });
-      // 3. Time budget (BR-04): nothing is sent without time left; the attempt timeout is capped below.
-      if (deadlineMs - clock.now() <= 0) return finish('time_limit', { endingLimit: 'totalTimeMs' });
+      if (c.cancelled()) return c.finish('cancelled'); // 1
+      if (c.noTurnLeft()) return c.finish('turn_limit', { endingLimit: 'maxTurns' }); // 2
+      if (c.noTimeLeft()) return c.finish('time_limit', { endingLimit: 'totalTimeMs' }); // 3
+      const execution = await c.send(); // 4, and 5 as each attempt is reported
+      if (!execution.ok) return c.unanswered(execution);
+      const turn = c.turnOf(execution.response);
 
-      // 4. Send with retries; every attempt is reported (and priced: step 5) as it happens.
-      turnsUsed += 1;
-      const execution = await executeWithRetry({
-        provider,
-        request: {
-          model: input.model,
-          system,
-          messages: messages.slice(),
-          tools: toolDefinitions,
-          maxOutputTokens: limits.maxOutputTokens,
-          ...(input.providerFeatures === undefined ? {} : { features: input.providerFeatures }),
-        },
-        clock,
-        turn: turnsUsed,
-        deadlineMs,
-        attemptTimeoutMs: limits.attemptTimeoutMs,
-        maxAttemptsPerTurn: limits.maxAttemptsPerTurn,
-        prices: input.prices,
-        random,
-        signal: input.signal,
-        report: ledger.record,
-      });
-      if (!execution.ok) {
-        if (execution.ending === 'cancelled') return finish('cancelled', { fault: execution.fault });
-        if (execution.ending === 'time_limit') return finish('time_limit', { endingLimit: 'totalTimeMs', fault: execution.fault });
-        return finish('failed', { fault: execution.fault });
-      }
-      // 5. The turn's price is already in ledger.priceCredits: the sum of its attempts' rounded prices.
-      const response = execution.response;
-      const calls = toolUsesOf(response.content);
-      // A refused or cut-off response is never an answer, so it is never judged.
-      const cutOff =
-        response.stopReason === 'refusal' || response.stopReason === 'max_tokens' || response.stopReason === 'context_window_exceeded';
+      let judged = c.judgeAnswers(turn); // 6
+      while (judged.kind === 'judging') judged = c.judgeAnswers(turn, judged.index, await judged.verdict);
+      if (judged.kind === 'stopped') return c.finishStopped();
+      if (judged.kind === 'accepted') return c.finish('completed', { answer: judged.answer });
 
-      // 6. Final answer first (BR-14): an accepted answer completes whatever else the turn asked or cost.
-      let answerFeedback: string[] | undefined;
-      if (answerTool !== undefined && !cutOff && calls.length > 0) {
-        for (let index = 0; index < calls.length; index++) {
-          const call = calls[index]!;
-          if (call.name !== answerTool.name) continue;
-          if (stop.cause !== undefined) return finishStopped();
-          const entry = catalog.entries.get(answerTool.name)!;
-          let verdict: JudgeOutcome | Promise<JudgeOutcome> = entry.validate(call.input)
-            ? judgeRaced(() => answerTool.judge(call.input, new CallContext(stop, call.id)), stop)
-            : { accepted: false, feedback: malformedArgumentsText(call.name, entry.validate.errors) };
-          if (verdict instanceof Promise) verdict = await verdict;
-          if (verdict === STOPPED) return finishStopped();
-          if (verdict.accepted) return finish('completed', { answer: call.input });
-          (answerFeedback ??= [])[index] = verdict.feedback;
-        }
-      }
-
-      // 7. Terminal responses (BR-11), then text-only turns.
-      if (response.stopReason === 'refusal') return finish('refused_by_model');
-      if (cutOff) return finish('incomplete');
-      if (calls.length === 0) {
-        if (response.content.length > 0) messages.push({ role: 'assistant', content: response.content });
-        // 8. Credit guard (BR-03) on every turn that continues, text turns included: a pause_turn or a
-        // reminder would send another request, so they stop at strict excess like a tool turn does.
-        if (response.stopReason === 'pause_turn') {
-          if (overHold()) return finish('credit_limit', { endingLimit: 'creditHold' });
+      const terminal = c.terminalOutcome(turn); // 7
+      if (terminal !== undefined) return c.finish(terminal);
+      if (turn.calls.length === 0) {
+        const next = c.textTurn(turn);
+        if (next.kind !== 'final') {
+          // 8 on text turns too: a pause_turn or a reminder sends another request.
+          if (c.overHold()) return c.finish('credit_limit', { endingLimit: 'creditHold' });
+          if (next.kind === 'remind') c.remind();
           continue;
         }
-        if (answerTool !== undefined) {
-          if (overHold()) return finish('credit_limit', { endingLimit: 'creditHold' });
-          messages.push(userText(answerToolReminder(answerTool.name)));
-          continue;
-        }
-        const text = textOf(response.content);
-        if (textJudge === undefined) return finish('completed', { answer: text });
-        if (stop.cause !== undefined) return finishStopped();
-        let verdict = judgeRaced(() => textJudge(text, new TextJudgeContext(stop)), stop);
+        if (input.textJudge === undefined) return c.finish('completed', { answer: next.text });
+        if (c.stopped()) return c.finishStopped();
+        let verdict = c.judgeText(next.text);
         if (verdict instanceof Promise) verdict = await verdict;
-        if (verdict === STOPPED) return finishStopped();
-        if (verdict.accepted) return finish('completed', { answer: text });
-        if (overHold()) return finish('credit_limit', { endingLimit: 'creditHold' });
-        messages.push(userText(verdict.feedback));
+        if (verdict === STOPPED) return c.finishStopped();
+        if (verdict.accepted) return c.finish('completed', { answer: next.text });
+        if (c.overHold()) return c.finish('credit_limit', { endingLimit: 'creditHold' }); // 8
+        c.tell(verdict.feedback);
         continue;
       }
 
-      // 8. Credit guard (BR-03): strictly over the hold stops; exactly the hold continues.
-      if (overHold()) return finish('credit_limit', { endingLimit: 'creditHold' });
-      // 9. Tool budget (BR-02): the whole batch fits or none of it runs. A rejected answer call counts.
-      if (calls.length > limits.maxToolCalls - toolCallsUsed) return finish('tool_limit', { endingLimit: 'maxToolCalls' });
+      if (c.overHold()) return c.finish('credit_limit', { endingLimit: 'creditHold' }); // 8
+      if (c.batchOverBudget(turn)) return c.finish('tool_limit', { endingLimit: 'maxToolCalls' }); // 9
       // With no turn left, nobody could read the results: do not run the handlers.
-      if (turnsUsed >= limits.maxTurns) return finish('turn_limit', { endingLimit: 'maxTurns' });
+      if (c.noTurnLeft()) return c.finish('turn_limit', { endingLimit: 'maxTurns' });
+      const preflight = c.preflight(turn); // 10
+      if (!preflight.ok) return c.finish('protocol_error', { violation: preflight.violation });
 
-      // 10. Per-call preflight (seed 003), before anything runs.
-      const preflight = preflightToolCalls(calls, catalog, seenCallIds);
-      if (!preflight.ok) return finish('protocol_error', { violation: preflight.violation });
-      for (const call of calls) seenCallIds.add(call.id);
-
-      // 11. Run and answer (BR-08/09/10): one result per call id, in request order, in ONE message.
-      if (stop.cause !== undefined) return finishStopped();
-      if (clock.now() >= deadlineMs) return finish('time_limit', { endingLimit: 'totalTimeMs' });
-      toolCallsUsed += calls.length;
-      const results = new Array<ToolResultBlock>(calls.length);
-      const running: Promise<void>[] = [];
-      for (let index = 0; index < calls.length; index++) {
-        const call = calls[index]!;
-        const status = preflight.calls[index]!;
-        if (status.kind === 'run') {
-          const started = startHandler(status.entry, call, stop);
-          if (started instanceof Promise) {
-            running.push(
-              started.then((result) => {
-                results[index] = result;
-              }),
-            );
-          } else results[index] = started;
-        } else if (status.kind === 'answer') {
-          results[index] = errorResult(call.id, answerFeedback?.[index] ?? ANSWER_REJECTED_FEEDBACK);
-        } else {
-          results[index] = errorResult(call.id, status.text);
-        }
-      }
-      if (running.length > 0) {
+      if (c.stopped()) return c.finishStopped(); // 11
+      if (c.pastDeadline()) return c.finish('time_limit', { endingLimit: 'totalTimeMs' });
+      const batch = c.startBatch(turn, preflight);
+      if (batch.running !== undefined) {
         try {
-          await stop.race<unknown>(running.length === 1 ? running[0]! : Promise.all(running));
+          await c.awaitHandlers(batch.running);
         } catch {
-          return finishStopped();
+          return c.finishStopped();
         }
       }
-      messages.push({ role: 'assistant', content: response.content }, { role: 'user', content: results });
+      c.answer(turn, batch.results);
     }
   } finally {
-    cancelDeadline();
-    cancel?.removeEventListener('abort', onCancel);
+    c.close();
   }
 }
