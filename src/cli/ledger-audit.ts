@@ -177,172 +177,204 @@ export async function auditLedger(options: LedgerAuditOptions): Promise<LedgerAu
   // The read model is read first, so the log's head is at or past its checkpoint.
   const balances = readBalances(options.readStore);
   const statements = readStatementCredits(options.readStore);
-  /** Charges settled per organization and UTC day, up to the statements' checkpoint. */
-  const chargesByDay = new Map<string, number>();
   const head = await options.eventStore.headPosition();
-  const pageEvents = options.pageEvents ?? AUDIT_PAGE_EVENTS;
+  const pass = new LedgerPass(balances?.checkpoint, statements?.checkpoint);
+  await readLog(options.eventStore, head, options.pageEvents ?? AUDIT_PAGE_EVENTS, (event) => pass.read(event));
+  const differences = [...pass.differences, ...pass.holdsOpenAfterSettlement(), ...pass.chargesTotals()];
+  if (balances !== undefined) differences.push(...checkBalances(balances.documents, pass.accountsAtBalancesCheckpoint()));
+  if (statements !== undefined) differences.push(...checkStatements(statements.creditsByDay, pass.chargesByDay));
+  return { differences, events: pass.events, organizations: pass.accounts.size, invocations: pass.invocations, headPosition: head };
+}
 
-  const differences: LedgerDifference[] = [];
-  const accounts = new Map<string, AccountState>();
-  const accountEvents = new Map<string, number>();
+/** Reads the log in global order, page by page, up to `head`. */
+async function readLog(store: EventStore, head: bigint | undefined, pageEvents: number, read: (event: RecordedEvent) => void): Promise<void> {
+  let after: bigint | undefined;
+  while (head !== undefined && (after === undefined || after < head)) {
+    const page = await store.readAll({ ...(after === undefined ? {} : { after }), maxCount: pageEvents });
+    if (page.length === 0) break;
+    for (const event of page) {
+      if (event.position > head) break;
+      read(event);
+    }
+    after = page[page.length - 1]!.position;
+  }
+}
+
+/**
+ * The one pass over the log: folds each account, follows each open invocation, and records the
+ * differences found on the way, in log order.
+ */
+class LedgerPass {
+  readonly differences: LedgerDifference[] = [];
+  readonly accounts = new Map<string, AccountState>();
+  /** Charges settled per organization and UTC day, up to the statements' checkpoint. */
+  readonly chargesByDay = new Map<string, number>();
+  events = 0;
+  invocations = 0;
+  private readonly accountEvents = new Map<string, number>();
   /** Organizations already reported out of the exact-integer range (reported once each). */
-  const outOfRange = new Set<string>();
+  private readonly outOfRange = new Set<string>();
   /** Invocations estimated and not yet refused or settled → their organization. */
-  const openInvocations = new Map<string, string>();
-  const awaitingHold = new Map<string, SettledAwaitingHold>();
-  const invocationCharges = new Map<string, number>();
+  private readonly openInvocations = new Map<string, string>();
+  private readonly awaitingHold = new Map<string, SettledAwaitingHold>();
+  private readonly invocationCharges = new Map<string, number>();
   /** Open invocations' copied rate versions and the sum of their recorded attempt prices. */
-  const openPricing = new Map<string, { readonly prices: Prices | undefined; attemptCredits: number; truncated: boolean }>();
-  let accountsAtCheckpoint: ReadonlyMap<string, AccountState> | undefined = balances?.checkpoint === undefined ? new Map() : undefined;
-  let events = 0;
-  let invocations = 0;
+  private readonly openPricing = new Map<string, { readonly prices: Prices | undefined; attemptCredits: number; truncated: boolean }>();
+  private accountsAtCheckpoint: ReadonlyMap<string, AccountState> | undefined;
 
-  const onAccountEvent = (organizationId: string, event: AccountEvent): void => {
-    const before = accounts.get(organizationId) ?? accountDecider.initialState();
-    if (event.type === 'HoldPlaced' && openInvocations.get(event.data.invocationId) !== organizationId) {
-      differences.push({ kind: 'hold_for_unknown_invocation', organizationId, invocationId: event.data.invocationId });
+  constructor(
+    private readonly balancesCheckpoint: bigint | undefined,
+    private readonly statementsCheckpoint: bigint | undefined,
+  ) {
+    if (balancesCheckpoint === undefined) this.accountsAtCheckpoint = new Map();
+  }
+
+  read(event: RecordedEvent): void {
+    if (this.accountsAtCheckpoint === undefined && this.balancesCheckpoint !== undefined && event.position > this.balancesCheckpoint) {
+      // Account states are immutable values, so a shallow copy is the balances as of the checkpoint.
+      this.accountsAtCheckpoint = new Map(this.accounts);
     }
-    if (event.type === 'HoldSettled') {
-      const { invocationId, chargedCredits } = event.data;
-      const settled = awaitingHold.get(invocationId);
-      if (settled === undefined) {
-        differences.push({ kind: 'hold_settled_before_invocation', organizationId, invocationId, holdCharged: chargedCredits });
-      } else {
-        awaitingHold.delete(invocationId);
-        if (settled.chargeCredits !== chargedCredits) {
-          differences.push({ kind: 'hold_charge_mismatch', organizationId, invocationId, holdCharged: chargedCredits, invocationCharge: settled.chargeCredits });
-        }
-      }
+    this.events += 1;
+    const organizationId = streamId(event.streamName, 'account');
+    if (organizationId !== undefined) {
+      this.accountEvent(organizationId, event as unknown as AccountEvent);
+      return;
     }
-    const after = accountDecider.evolve(before, event);
-    accounts.set(organizationId, after);
-    accountEvents.set(organizationId, (accountEvents.get(organizationId) ?? 0) + 1);
+    const invocationId = streamId(event.streamName, 'invocation');
+    if (invocationId !== undefined) this.invocationEvent(invocationId, currentLedgerEvent(event) as unknown as InvocationEvent, event.position);
+  }
+
+  /** The accounts as the balances read model's checkpoint saw them (all of them when it is at the head). */
+  accountsAtBalancesCheckpoint(): ReadonlyMap<string, AccountState> {
+    return this.accountsAtCheckpoint ?? this.accounts;
+  }
+
+  private accountEvent(organizationId: string, event: AccountEvent): void {
+    if (event.type === 'HoldPlaced') this.holdPlaced(organizationId, event.data.invocationId);
+    if (event.type === 'HoldSettled') this.holdSettled(organizationId, event.data.invocationId, event.data.chargedCredits);
+    const after = accountDecider.evolve(this.accounts.get(organizationId) ?? accountDecider.initialState(), event);
+    this.accounts.set(organizationId, after);
+    const count = (this.accountEvents.get(organizationId) ?? 0) + 1;
+    this.accountEvents.set(organizationId, count);
     const totals: AccountTotals = { granted: after.granted, adjustments: after.adjustments, charged: after.charged, held: heldCredits(after) };
-    if (!outOfRange.has(organizationId) && !totalsAreExact(totals)) {
-      outOfRange.add(organizationId);
-      differences.push({ kind: 'total_out_of_range', organizationId, afterEvents: accountEvents.get(organizationId)!, totals });
+    if (!this.outOfRange.has(organizationId) && !totalsAreExact(totals)) {
+      this.outOfRange.add(organizationId);
+      this.differences.push({ kind: 'total_out_of_range', organizationId, afterEvents: count, totals });
     }
-  };
+  }
 
-  const onInvocationEvent = (invocationId: string, event: InvocationEvent, position: bigint): void => {
+  private holdPlaced(organizationId: string, invocationId: string): void {
+    if (this.openInvocations.get(invocationId) !== organizationId) this.differences.push({ kind: 'hold_for_unknown_invocation', organizationId, invocationId });
+  }
+
+  private holdSettled(organizationId: string, invocationId: string, chargedCredits: number): void {
+    const settled = this.awaitingHold.get(invocationId);
+    if (settled === undefined) {
+      this.differences.push({ kind: 'hold_settled_before_invocation', organizationId, invocationId, holdCharged: chargedCredits });
+      return;
+    }
+    this.awaitingHold.delete(invocationId);
+    if (settled.chargeCredits !== chargedCredits) {
+      this.differences.push({ kind: 'hold_charge_mismatch', organizationId, invocationId, holdCharged: chargedCredits, invocationCharge: settled.chargeCredits });
+    }
+  }
+
+  private invocationEvent(invocationId: string, event: InvocationEvent, position: bigint): void {
     switch (event.type) {
       case 'InvocationEstimated':
-        invocations += 1;
-        openInvocations.set(invocationId, event.data.organizationId);
-        openPricing.set(invocationId, { prices: event.data.publication?.prices, attemptCredits: 0, truncated: false });
+        this.invocations += 1;
+        this.openInvocations.set(invocationId, event.data.organizationId);
+        this.openPricing.set(invocationId, { prices: event.data.publication?.prices, attemptCredits: 0, truncated: false });
         return;
       case 'InvocationRefused':
-        openInvocations.delete(invocationId);
-        openPricing.delete(invocationId);
+        this.openInvocations.delete(invocationId);
+        this.openPricing.delete(invocationId);
         return;
-      case 'AttemptRecorded': {
-        const organizationId = openInvocations.get(invocationId);
-        const pricing = openPricing.get(invocationId);
-        if (organizationId === undefined || pricing?.prices === undefined) return;
-        const { turn, retry, usage, priceCredits } = event.data;
-        pricing.attemptCredits += priceCredits;
-        const recomputed = recomputePrice(usage, pricing.prices);
-        if (recomputed !== priceCredits) {
-          differences.push({ kind: 'attempt_price', organizationId, invocationId, turn, retry, recordedCredits: priceCredits, recomputedCredits: recomputed });
-        }
-        return;
-      }
+      case 'AttemptRecorded':
+        return this.attemptRecorded(invocationId, event.data);
       case 'InvocationCompleted':
       case 'InvocationFailed': {
-        const pricing = openPricing.get(invocationId);
+        const pricing = this.openPricing.get(invocationId);
         // Past MAX_RETAINED_ATTEMPTS some attempts have no record; only the loop's own total is exact then.
         if (pricing !== undefined) pricing.truncated = event.data.attemptsTruncated;
         return;
       }
-      case 'InvocationSettled': {
-        const organizationId = openInvocations.get(invocationId);
-        // Settled without an estimate: not an invocation this audit can place; the decider never writes one.
-        if (organizationId === undefined) return;
-        openInvocations.delete(invocationId);
-        const pricing = openPricing.get(invocationId);
-        openPricing.delete(invocationId);
-        const { chargeCredits, heldCredits, transition, settledAt } = event.data;
-        if (statements?.checkpoint !== undefined && position <= statements.checkpoint) {
-          const key = `${organizationId}\n${utcDay(settledAt)}`;
-          chargesByDay.set(key, (chargesByDay.get(key) ?? 0) + chargeCredits);
-        }
-        if ((transition === 8 || transition === 10) && pricing !== undefined && !pricing.truncated && pricing.attemptCredits !== chargeCredits) {
-          differences.push({ kind: 'charge_vs_attempts', organizationId, invocationId, chargeCredits, attemptCredits: pricing.attemptCredits });
-        }
-        invocationCharges.set(organizationId, (invocationCharges.get(organizationId) ?? 0) + chargeCredits);
-        if (accounts.get(organizationId)?.openHolds.has(invocationId) === true) {
-          awaitingHold.set(invocationId, { organizationId, chargeCredits, heldCredits });
-        } else if (heldCredits > 0) {
-          differences.push({ kind: 'settled_without_hold', organizationId, invocationId, heldCredits });
-        }
-        return;
-      }
+      case 'InvocationSettled':
+        return this.invocationSettled(invocationId, event.data, position);
       default:
         return;
     }
-  };
-
-  let after: bigint | undefined;
-  while (head !== undefined && (after === undefined || after < head)) {
-    const page = await options.eventStore.readAll({ ...(after === undefined ? {} : { after }), maxCount: pageEvents });
-    if (page.length === 0) break;
-    for (const event of page) {
-      if (event.position > head) break;
-      if (accountsAtCheckpoint === undefined && balances?.checkpoint !== undefined && event.position > balances.checkpoint) {
-        // Account states are immutable values, so a shallow copy is the balances as of the checkpoint.
-        accountsAtCheckpoint = new Map(accounts);
-      }
-      events += 1;
-      route(event, onAccountEvent, onInvocationEvent);
-    }
-    after = page[page.length - 1]!.position;
   }
 
-  for (const [invocationId, settled] of awaitingHold) {
-    const held = accounts.get(settled.organizationId)?.openHolds.get(invocationId)?.credits ?? settled.heldCredits;
-    differences.push({
+  private attemptRecorded(invocationId: string, { turn, retry, usage, priceCredits }: Extract<InvocationEvent, { type: 'AttemptRecorded' }>['data']): void {
+    const organizationId = this.openInvocations.get(invocationId);
+    const pricing = this.openPricing.get(invocationId);
+    if (organizationId === undefined || pricing?.prices === undefined) return;
+    pricing.attemptCredits += priceCredits;
+    const recomputed = recomputePrice(usage, pricing.prices);
+    if (recomputed !== priceCredits) {
+      this.differences.push({ kind: 'attempt_price', organizationId, invocationId, turn, retry, recordedCredits: priceCredits, recomputedCredits: recomputed });
+    }
+  }
+
+  private invocationSettled(invocationId: string, settlement: Extract<InvocationEvent, { type: 'InvocationSettled' }>['data'], position: bigint): void {
+    const organizationId = this.openInvocations.get(invocationId);
+    // Settled without an estimate: not an invocation this audit can place; the decider never writes one.
+    if (organizationId === undefined) return;
+    this.openInvocations.delete(invocationId);
+    const pricing = this.openPricing.get(invocationId);
+    this.openPricing.delete(invocationId);
+    const { chargeCredits, heldCredits, transition, settledAt } = settlement;
+    if (this.statementsCheckpoint !== undefined && position <= this.statementsCheckpoint) {
+      const key = `${organizationId}\n${utcDay(settledAt)}`;
+      this.chargesByDay.set(key, (this.chargesByDay.get(key) ?? 0) + chargeCredits);
+    }
+    if ((transition === 8 || transition === 10) && pricing !== undefined && !pricing.truncated && pricing.attemptCredits !== chargeCredits) {
+      this.differences.push({ kind: 'charge_vs_attempts', organizationId, invocationId, chargeCredits, attemptCredits: pricing.attemptCredits });
+    }
+    this.invocationCharges.set(organizationId, (this.invocationCharges.get(organizationId) ?? 0) + chargeCredits);
+    if (this.accounts.get(organizationId)?.openHolds.has(invocationId) === true) {
+      this.awaitingHold.set(invocationId, { organizationId, chargeCredits, heldCredits });
+    } else if (heldCredits > 0) {
+      this.differences.push({ kind: 'settled_without_hold', organizationId, invocationId, heldCredits });
+    }
+  }
+
+  /** After the pass: settled invocations whose account still holds credits for them. */
+  holdsOpenAfterSettlement(): LedgerDifference[] {
+    return [...this.awaitingHold].map(([invocationId, settled]) => ({
       kind: 'hold_open_after_settlement',
       organizationId: settled.organizationId,
       invocationId,
-      heldCredits: held,
+      heldCredits: this.accounts.get(settled.organizationId)?.openHolds.get(invocationId)?.credits ?? settled.heldCredits,
       chargeCredits: settled.chargeCredits,
-    });
+    }));
   }
-  for (const organizationId of sortedUnion(accounts.keys(), invocationCharges.keys())) {
-    const accountCharged = accounts.get(organizationId)?.charged ?? 0;
-    const charges = invocationCharges.get(organizationId) ?? 0;
-    if (accountCharged !== charges) {
-      differences.push({ kind: 'charges_total', organizationId, accountCharged, invocationCharges: charges });
+
+  /** After the pass: each organization's account charges against its invocations' settlements. */
+  chargesTotals(): LedgerDifference[] {
+    const differences: LedgerDifference[] = [];
+    for (const organizationId of sortedUnion(this.accounts.keys(), this.invocationCharges.keys())) {
+      const accountCharged = this.accounts.get(organizationId)?.charged ?? 0;
+      const charges = this.invocationCharges.get(organizationId) ?? 0;
+      if (accountCharged !== charges) differences.push({ kind: 'charges_total', organizationId, accountCharged, invocationCharges: charges });
     }
+    return differences;
   }
-  if (balances !== undefined) {
-    differences.push(...checkBalances(balances.documents, accountsAtCheckpoint ?? accounts));
-  }
-  if (statements !== undefined) {
-    for (const key of sortedUnion(statements.creditsByDay.keys(), chargesByDay.keys())) {
-      const statementCredits = statements.creditsByDay.get(key) ?? 0;
-      const charges = chargesByDay.get(key) ?? 0;
-      if (statementCredits !== charges) {
-        const [organizationId, day] = key.split('\n') as [string, string];
-        differences.push({ kind: 'statement_credits', organizationId, day, statementCredits, invocationCharges: charges });
-      }
-    }
-  }
-  return { differences, events, organizations: accounts.size, invocations, headPosition: head };
 }
 
-function route(
-  event: RecordedEvent,
-  onAccount: (organizationId: string, event: AccountEvent) => void,
-  onInvocation: (invocationId: string, event: InvocationEvent, position: bigint) => void,
-): void {
-  const organizationId = streamId(event.streamName, 'account');
-  if (organizationId !== undefined) {
-    onAccount(organizationId, event as unknown as AccountEvent);
-    return;
+/** The usage statements' credits per organization and day against the charges the log settled that day. */
+function checkStatements(creditsByDay: ReadonlyMap<string, number>, chargesByDay: ReadonlyMap<string, number>): LedgerDifference[] {
+  const differences: LedgerDifference[] = [];
+  for (const key of sortedUnion(creditsByDay.keys(), chargesByDay.keys())) {
+    const statementCredits = creditsByDay.get(key) ?? 0;
+    const charges = chargesByDay.get(key) ?? 0;
+    if (statementCredits !== charges) {
+      const [organizationId, day] = key.split('\n') as [string, string];
+      differences.push({ kind: 'statement_credits', organizationId, day, statementCredits, invocationCharges: charges });
+    }
   }
-  const invocationId = streamId(event.streamName, 'invocation');
-  if (invocationId !== undefined) onInvocation(invocationId, currentLedgerEvent(event) as unknown as InvocationEvent, event.position);
+  return differences;
 }
 
 /** The attempt's price recomputed from its usage; -1 when the record cannot be priced at all (bad counts). */
