@@ -78,391 +78,465 @@ async function expectConflict(
   expect(conflict.message).toContain(String(actual));
 }
 
+/** The store under test, fresh for each test, with the test's own stream prefix. */
+interface StoreUnderTest {
+  readonly store: EventStore;
+  readonly prefix: string;
+  /** The log's head before the test appended anything. */
+  readonly baseline: bigint | undefined;
+  stream(suffix: string): string;
+  /** The events of this test's streams (a shared server may hold others). */
+  ours(events: RecordedEvent[]): RecordedEvent[];
+  ourEventsSinceBaseline(): Promise<RecordedEvent[]>;
+}
+
+/** Opens a store before each test of the enclosing describe and closes it after. */
+function storeUnderTest(factory: EventStoreFactory): StoreUnderTest {
+  let store: EventStore;
+  let prefix: string;
+  let baseline: bigint | undefined;
+  beforeEach(async () => {
+    store = await factory();
+    prefix = `contract${randomUUID().replace(/-/g, '')}`;
+    baseline = await store.headPosition();
+  });
+  afterEach(async () => {
+    await store.close();
+  });
+  const ours = (events: RecordedEvent[]): RecordedEvent[] => events.filter((event) => event.streamName.startsWith(prefix));
+  return {
+    get store() {
+      return store;
+    },
+    get prefix() {
+      return prefix;
+    },
+    get baseline() {
+      return baseline;
+    },
+    stream: (suffix) => `${prefix}-${suffix}`,
+    ours,
+    ourEventsSinceBaseline: async () => ours(await store.readAll({ after: baseline })),
+  };
+}
+
 /**
- * The behaviour every event store must have, run against each implementation. Stream names carry a
- * per-test prefix and reads are filtered by it, so the suite also runs against a shared server.
+ * The behaviour every event store must have, run against each implementation, one `describe` per
+ * property. Stream names carry a per-test prefix and reads are filtered by it, so the suite also runs
+ * against a shared server.
  */
 export function describeEventStoreContract(name: string, factory: EventStoreFactory): void {
   describe(`event store contract: ${name}`, () => {
-    let store: EventStore;
-    let prefix: string;
-    let baseline: bigint | undefined;
-    const stream = (suffix: string): string => `${prefix}-${suffix}`;
-    const ours = (events: RecordedEvent[]): RecordedEvent[] => events.filter((event) => event.streamName.startsWith(prefix));
-    const ourEventsSinceBaseline = async (): Promise<RecordedEvent[]> => ours(await store.readAll({ after: baseline }));
+    const t = storeUnderTest(factory);
+    describeExpectedRevisions(t);
+    describeRacingWriters(t);
+    describeIdempotentAppend(t);
+    describeGlobalOrder(t);
+    describeStreamReads(t);
+    describeRoundTrip(t);
+    describeDeliveryAcrossRestart(t);
+    describeDeliveryOrder(t);
+    describeStopAfterHandler(t);
+    describeBadInput(t);
+  });
+}
 
-    beforeEach(async () => {
-      store = await factory();
-      prefix = `contract${randomUUID().replace(/-/g, '')}`;
-      baseline = await store.headPosition();
+function describeExpectedRevisions(t: StoreUnderTest): void {
+  describe('appending with an expected revision', () => {
+    it('creates a stream with no_stream and answers revision 0 and a bigint position, the next expected revision for its writer', async () => {
+      const result = await t.store.append(t.stream('a'), [newEvent()], { expectedRevision: 'no_stream' });
+
+      expect(result.nextExpectedRevision).toBe(0n);
+      expect(typeof result.position).toBe('bigint');
+      expect(await t.store.streamRevision(t.stream('a'))).toBe(0n);
+      expect(await t.store.headPosition()).toBe(result.position);
     });
 
-    afterEach(async () => {
-      await store.close();
+    it('extends a stream with its exact current revision, with stream_exists, and with any', async () => {
+      const s = t.stream('a');
+      await t.store.append(s, [newEvent()], { expectedRevision: 'no_stream' });
+      const exact = await t.store.append(s, [newEvent(), newEvent()], { expectedRevision: 0n });
+      const exists = await t.store.append(s, [newEvent()], { expectedRevision: 'stream_exists' });
+      const any = await t.store.append(s, [newEvent()], { expectedRevision: 'any' });
+      const anyOnNew = await t.store.append(t.stream('b'), [newEvent()], { expectedRevision: 'any' });
+
+      expect([exact.nextExpectedRevision, exists.nextExpectedRevision, any.nextExpectedRevision]).toEqual([2n, 3n, 4n]);
+      expect(anyOnNew.nextExpectedRevision).toBe(0n);
+      expect(exact.position < exists.position && exists.position < any.position).toBe(true);
     });
 
-    describe('appending with an expected revision', () => {
-      it('creates a stream with no_stream and answers revision 0 and a bigint position, the next expected revision for its writer', async () => {
-        const result = await store.append(stream('a'), [newEvent()], { expectedRevision: 'no_stream' });
+    it('refuses no_stream on an existing stream with a ConcurrencyError naming stream, expected and actual, because the writer believed it was creating the stream', async () => {
+      const s = t.stream('a');
+      await t.store.append(s, [newEvent(), newEvent()], { expectedRevision: 'no_stream' });
 
-        expect(result.nextExpectedRevision).toBe(0n);
-        expect(typeof result.position).toBe('bigint');
-        expect(await store.streamRevision(stream('a'))).toBe(0n);
-        expect(await store.headPosition()).toBe(result.position);
-      });
-
-      it('extends a stream with its exact current revision, with stream_exists, and with any', async () => {
-        const s = stream('a');
-        await store.append(s, [newEvent()], { expectedRevision: 'no_stream' });
-        const exact = await store.append(s, [newEvent(), newEvent()], { expectedRevision: 0n });
-        const exists = await store.append(s, [newEvent()], { expectedRevision: 'stream_exists' });
-        const any = await store.append(s, [newEvent()], { expectedRevision: 'any' });
-        const anyOnNew = await store.append(stream('b'), [newEvent()], { expectedRevision: 'any' });
-
-        expect([exact.nextExpectedRevision, exists.nextExpectedRevision, any.nextExpectedRevision]).toEqual([2n, 3n, 4n]);
-        expect(anyOnNew.nextExpectedRevision).toBe(0n);
-        expect(exact.position < exists.position && exists.position < any.position).toBe(true);
-      });
-
-      it('refuses no_stream on an existing stream with a ConcurrencyError naming stream, expected and actual, because the writer believed it was creating the stream', async () => {
-        const s = stream('a');
-        await store.append(s, [newEvent(), newEvent()], { expectedRevision: 'no_stream' });
-
-        await expectConflict(store.append(s, [newEvent()], { expectedRevision: 'no_stream' }), s, 'no_stream', 1n);
-        expect(await store.streamRevision(s)).toBe(1n);
-      });
-
-      it('refuses stream_exists on a missing stream with a ConcurrencyError, because the writer meant to extend a stream that is not there', async () => {
-        const s = stream('missing');
-
-        await expectConflict(store.append(s, [newEvent()], { expectedRevision: 'stream_exists' }), s, 'stream_exists', 'no_stream');
-        expect(await store.streamRevision(s)).toBeUndefined();
-      });
-
-      it('refuses an exact revision that is not the current one with a ConcurrencyError, because someone appended after the writer read', async () => {
-        const s = stream('a');
-        await store.append(s, [newEvent(), newEvent(), newEvent()], { expectedRevision: 'no_stream' });
-
-        await expectConflict(store.append(s, [newEvent()], { expectedRevision: 1n }), s, 1n, 2n);
-        await expectConflict(store.append(stream('missing'), [newEvent()], { expectedRevision: 0n }), stream('missing'), 0n, 'no_stream');
-        expect(await store.streamRevision(s)).toBe(2n);
-        expect(await ourEventsSinceBaseline()).toHaveLength(3);
-      });
-
-      it(`lets exactly one of ${RACING_WRITERS} racing writers win each revision, ending with no gap and no duplicate, because each append is checked against the revision its writer read`, async () => {
-        const s = stream('contended');
-        const winners = await Promise.all(
-          Array.from({ length: RACING_WRITERS }, async (_, writer) => {
-            const event = newEvent('WriterWon', { writer });
-            for (let attempt = 1; attempt <= MAX_WRITER_ATTEMPTS; attempt++) {
-              const current = await store.streamRevision(s);
-              try {
-                const result = await store.append(s, [event], { expectedRevision: current ?? 'no_stream' });
-                return { id: event.id, result, attempt };
-              } catch (error) {
-                if (!(error instanceof ConcurrencyError)) throw error;
-              }
-            }
-            throw new Error(`writer ${writer} never won in ${MAX_WRITER_ATTEMPTS} attempts`);
-          }),
-        );
-
-        const events = await store.readStream(s);
-        expect(events.map((event) => event.revision)).toEqual(Array.from({ length: RACING_WRITERS }, (_, i) => BigInt(i)));
-        expect(new Set(events.map((event) => event.id)).size).toBe(RACING_WRITERS);
-        const wonRevisions = winners.map((winner) => winner.result.nextExpectedRevision);
-        expect(new Set(wonRevisions).size).toBe(RACING_WRITERS);
-        for (const winner of winners) {
-          expect(events[Number(winner.result.nextExpectedRevision)]!.id).toBe(winner.id);
-        }
-        // Somebody had to lose at least once, or the race never happened.
-        expect(winners.some((winner) => winner.attempt > 1)).toBe(true);
-      });
+      await expectConflict(t.store.append(s, [newEvent()], { expectedRevision: 'no_stream' }), s, 'no_stream', 1n);
+      expect(await t.store.streamRevision(s)).toBe(1n);
     });
 
-    describe('idempotent append', () => {
-      it('returns the original result and writes nothing when a stored batch is re-appended with the same ids and expected revision, so a retried command cannot write twice', async () => {
-        const s = stream('a');
-        const batch = [newEvent(), newEvent()];
-        const original = await store.append(s, batch, { expectedRevision: 'no_stream' });
-        await store.append(s, [newEvent()], { expectedRevision: original.nextExpectedRevision });
-        const before = await ourEventsSinceBaseline();
+    it('refuses stream_exists on a missing stream with a ConcurrencyError, because the writer meant to extend a stream that is not there', async () => {
+      const s = t.stream('missing');
 
-        const replayed = await store.append(s, batch, { expectedRevision: 'no_stream' });
-
-        expect(replayed).toEqual(original);
-        expect(await ourEventsSinceBaseline()).toEqual(before);
-        expect(await store.streamRevision(s)).toBe(2n);
-      });
-
-      it('returns the original result for a re-append with an exact expected revision', async () => {
-        const s = stream('a');
-        await store.append(s, [newEvent()], { expectedRevision: 'no_stream' });
-        const batch = [newEvent(), newEvent(), newEvent()];
-        const original = await store.append(s, batch, { expectedRevision: 0n });
-
-        const replayed = await store.append(s, batch, { expectedRevision: 0n });
-
-        expect(replayed).toEqual(original);
-        expect(await store.readStream(s)).toHaveLength(4);
-      });
+      await expectConflict(t.store.append(s, [newEvent()], { expectedRevision: 'stream_exists' }), s, 'stream_exists', 'no_stream');
+      expect(await t.store.streamRevision(s)).toBeUndefined();
     });
 
-    describe('reading', () => {
-      it('reads all events in the order their appends committed, across streams, so a projection sees causes before effects', async () => {
-        const order: string[] = [];
-        const results: AppendResult[] = [];
-        const revisions = new Map<string, bigint>();
-        for (let round = 0; round < 4; round++) {
-          for (const suffix of ['x', 'y', 'z']) {
-            const s = stream(suffix);
-            const batch = round % 2 === 0 ? [newEvent()] : [newEvent(), newEvent()];
-            const current = revisions.get(s);
-            const result = await store.append(s, batch, { expectedRevision: current ?? 'no_stream' });
-            revisions.set(s, result.nextExpectedRevision);
-            results.push(result);
-            order.push(...batch.map((event) => event.id));
-          }
-        }
+    it('refuses an exact revision that is not the current one with a ConcurrencyError, because someone appended after the writer read', async () => {
+      const s = t.stream('a');
+      await t.store.append(s, [newEvent(), newEvent(), newEvent()], { expectedRevision: 'no_stream' });
 
-        const all = await ourEventsSinceBaseline();
-
-        expect(all.map((event) => event.id)).toEqual(order);
-        for (let index = 1; index < all.length; index++) expect(all[index]!.position > all[index - 1]!.position).toBe(true);
-        const positions = new Set(all.map((event) => event.position));
-        for (const result of results) expect(positions.has(result.position)).toBe(true);
-      });
-
-      it('pages readAll with after and maxCount, without overlap or gap between pages', async () => {
-        const ids: string[] = [];
-        for (let index = 0; index < 7; index++) {
-          const event = newEvent();
-          ids.push(event.id);
-          await store.append(stream(`p${index}`), [event], { expectedRevision: 'no_stream' });
-        }
-
-        const pages: RecordedEvent[][] = [];
-        let after = baseline;
-        for (;;) {
-          const page = await store.readAll({ after, maxCount: 3 });
-          if (page.length === 0) break;
-          expect(page.length).toBeLessThanOrEqual(3);
-          pages.push(page);
-          after = page[page.length - 1]!.position;
-        }
-
-        expect(ours(pages.flat()).map((event) => event.id)).toEqual(ids);
-      });
-
-      it('reads a stream forwards from a revision, at most maxCount events, in revision order', async () => {
-        const s = stream('a');
-        const batch = Array.from({ length: 6 }, () => newEvent());
-        await store.append(s, batch, { expectedRevision: 'no_stream' });
-
-        const window = await store.readStream(s, { fromRevision: 2n, maxCount: 3 });
-        const tail = await store.readStream(s, { fromRevision: 4n });
-        const all = await store.readStream(s);
-
-        expect(window.map((event) => [event.revision, event.id])).toEqual([2, 3, 4].map((r) => [BigInt(r), batch[r]!.id]));
-        expect(tail.map((event) => event.revision)).toEqual([4n, 5n]);
-        expect(all.map((event) => event.id)).toEqual(batch.map((event) => event.id));
-        expect(await store.readStream(s, { fromRevision: 6n })).toEqual([]);
-      });
-
-      it('reads a stream that does not exist as empty, with no revision', async () => {
-        expect(await store.readStream(stream('never'))).toEqual([]);
-        expect(await store.streamRevision(stream('never'))).toBeUndefined();
-      });
-
-      it('gives back type, data and metadata (schema version, correlation and causation ids) as written, with bigint revision and position and an ISO recordedAt', async () => {
-        const s = stream('a');
-        const written = newEvent('InvoiceSettled', { credits: 1200, lines: [{ turn: 1, price: 7 }], note: null }, {
-          correlationId: 'corr-1',
-          causationId: 'cause-1',
-        });
-        const result = await store.append(s, [written], { expectedRevision: 'no_stream' });
-
-        const [read] = await store.readStream(s);
-
-        expect(read).toMatchObject({
-          id: written.id,
-          type: 'InvoiceSettled',
-          data: written.data,
-          metadata: { schemaVersion: 1, correlationId: 'corr-1', causationId: 'cause-1' },
-          streamName: s,
-          revision: 0n,
-          position: result.position,
-        });
-        expect(typeof read!.revision).toBe('bigint');
-        expect(typeof read!.position).toBe('bigint');
-        expect(new Date(read!.recordedAt).toISOString()).toBe(read!.recordedAt);
-      });
-    });
-
-    describe('subscriptions', () => {
-      it('delivers every event exactly once and in order across a stop and a restart from its checkpoint, including events appended while it was stopped', async () => {
-        const appended: string[] = [];
-        const appendTo = async (suffix: string, count: number): Promise<void> => {
-          for (let index = 0; index < count; index++) {
-            const event = newEvent('Ticked', { index });
-            appended.push(event.id);
-            await store.append(stream(suffix), [event], { expectedRevision: 'any' });
-          }
-        };
-        const first = new Collector(prefix);
-        await appendTo('before', 4);
-
-        const subscription = store.subscribeToAll(first.handle, { after: baseline });
-        await first.until(4);
-        await appendTo('live', 3);
-        await first.until(7);
-        await subscription.stop();
-        const checkpoint = subscription.lastPosition;
-        await appendTo('while-stopped', 3);
-
-        const second = new Collector(prefix);
-        const resumed = store.subscribeToAll(second.handle, { after: checkpoint });
-        await second.until(3);
-        await appendTo('after-restart', 3);
-        await second.until(6);
-        await resumed.stop();
-
-        const seen = [...first.ids, ...second.ids];
-        expect(seen).toEqual(appended);
-        expect(new Set(seen).size).toBe(appended.length);
-        expect(checkpoint).toBe(first.events[first.events.length - 1]!.position);
-        expect(resumed.lastPosition).toBe(second.events[second.events.length - 1]!.position);
-      });
-
-      it('hands over the backlog and then live events in position order, one handler call at a time', async () => {
-        for (let index = 0; index < 5; index++) await store.append(stream('s'), [newEvent(), newEvent()], { expectedRevision: 'any' });
-        const collector = new Collector(prefix);
-
-        const subscription = store.subscribeToAll(collector.handle, { after: baseline });
-        await Promise.all(
-          Array.from({ length: 5 }, (_, index) => store.append(stream(`c${index}`), [newEvent()], { expectedRevision: 'no_stream' })),
-        );
-        await collector.until(15);
-        await subscription.stop();
-
-        const positions = collector.events.map((event) => event.position);
-        for (let index = 1; index < positions.length; index++) expect(positions[index]! > positions[index - 1]!).toBe(true);
-        expect(collector.maxInFlight).toBe(1);
-        expect(collector.ids).toEqual((await ourEventsSinceBaseline()).map((event) => event.id));
-      });
-
-      it('resolves stop() only after the handler call in flight has finished, so a checkpoint is never ahead of the work', async () => {
-        await store.append(stream('s'), [newEvent()], { expectedRevision: 'no_stream' });
-        let entered!: () => void;
-        const handlerEntered = new Promise<void>((resolve) => (entered = resolve));
-        let release!: () => void;
-        const handlerReleased = new Promise<void>((resolve) => (release = resolve));
-        let finished = false;
-        const subscription = store.subscribeToAll(
-          async (event) => {
-            if (!event.streamName.startsWith(prefix)) return;
-            entered();
-            await handlerReleased;
-            finished = true;
-          },
-          { after: baseline },
-        );
-        await handlerEntered;
-
-        let stopped = false;
-        const stopping = subscription.stop().then(() => (stopped = true));
-        await new Promise((resolve) => setImmediate(resolve));
-        expect(stopped).toBe(false);
-        release();
-        await stopping;
-
-        expect(finished).toBe(true);
-        expect(stopped).toBe(true);
-      });
-    });
-
-    describe('bad input is refused with the field named, and nothing is written', () => {
-      const cyclic: Record<string, unknown> = { name: 'loop' };
-      cyclic['self'] = cyclic;
-      interface Refusal {
-        readonly description: string;
-        readonly act: (s: string) => Promise<unknown>;
-        readonly field: string;
-        readonly message?: RegExp;
-      }
-      const refusal = (description: string, act: Refusal['act'], field: string, message?: RegExp): Refusal => ({
-        description,
-        act,
-        field,
-        message,
-      });
-      const cases: Refusal[] = [
-        refusal('an empty stream name, which could never be read back', () => store.append('', [newEvent()], { expectedRevision: 'any' }), 'streamName', /empty/),
-        refusal(
-          'a stream name over MAX_STREAM_NAME_LENGTH, so names stay indexable',
-          () => store.append('x'.repeat(MAX_STREAM_NAME_LENGTH + 1), [newEvent()], { expectedRevision: 'any' }),
-          'streamName',
-          /MAX_STREAM_NAME_LENGTH/,
-        ),
-        refusal('a stream name starting with $, which KurrentDB reserves', () => store.append('$system', [newEvent()], { expectedRevision: 'any' }), 'streamName'),
-        refusal('data holding a bigint, which JSON cannot carry', (s) => store.append(s, [newEvent('T', { credits: 10n })], { expectedRevision: 'any' }), 'events[0].data', /bigint/),
-        refusal('data holding a cycle, which JSON cannot carry', (s) => store.append(s, [newEvent('T', cyclic)], { expectedRevision: 'any' }), 'events[0].data', /circular/),
-        refusal('metadata holding a bigint', (s) => store.append(s, [newEvent('T', {}, { traceId: 1n })], { expectedRevision: 'any' }), 'events[0].metadata', /bigint/),
-        refusal('a negative expected revision', (s) => store.append(s, [newEvent()], { expectedRevision: -1n }), 'options.expectedRevision', /negative/),
-        refusal(
-          'a non-integer expected revision, which no stream can be at',
-          (s) => store.append(s, [newEvent()], { expectedRevision: 1.5 as unknown as bigint }),
-          'options.expectedRevision',
-        ),
-        refusal('an empty event list, which has no id to make it idempotent', (s) => store.append(s, [], { expectedRevision: 'any' }), 'events', /at least one/),
-        refusal('an event without an id', (s) => store.append(s, [{ ...newEvent(), id: undefined as unknown as string }], { expectedRevision: 'any' }), 'events[0].id'),
-        refusal('an event id that is not a UUID', (s) => store.append(s, [{ ...newEvent(), id: 'order-1' }], { expectedRevision: 'any' }), 'events[0].id', /UUID/),
-        refusal(
-          'the nil UUID as an event id, which KurrentDB refuses',
-          (s) => store.append(s, [{ ...newEvent(), id: '00000000-0000-0000-0000-000000000000' }], { expectedRevision: 'any' }),
-          'events[0].id',
-          /nil UUID/,
-        ),
-        refusal('an event without a type', (s) => store.append(s, [{ ...newEvent(), type: '' }], { expectedRevision: 'any' }), 'events[0].type'),
-        refusal('a schemaVersion of 0', (s) => store.append(s, [newEvent('T', {}, { schemaVersion: 0 })], { expectedRevision: 'any' }), 'events[0].metadata.schemaVersion'),
-        refusal('a schemaVersion of 1.5', (s) => store.append(s, [newEvent('T', {}, { schemaVersion: 1.5 })], { expectedRevision: 'any' }), 'events[0].metadata.schemaVersion'),
-        refusal(
-          'an event without a schemaVersion, which could never be upcast',
-          (s) => store.append(s, [{ ...newEvent(), metadata: {} as never }], { expectedRevision: 'any' }),
-          'events[0].metadata.schemaVersion',
-        ),
-        refusal(
-          'the same id twice in one append',
-          (s) => {
-            const event = newEvent();
-            return store.append(s, [event, { ...event }], { expectedRevision: 'any' });
-          },
-          'events[1].id',
-        ),
-        refusal(
-          'a good first event followed by a bad one, so a batch is never half-written',
-          (s) => store.append(s, [newEvent(), newEvent('T', { credits: 1n })], { expectedRevision: 'any' }),
-          'events[1].data',
-        ),
-        refusal('a negative fromRevision when reading a stream', (s) => store.readStream(s, { fromRevision: -1n }), 'options.fromRevision'),
-        refusal('a non-integer maxCount when reading all', () => store.readAll({ maxCount: 2.5 }), 'options.maxCount'),
-      ];
-
-      it.each(cases)('refuses $description', async ({ act, field, message }) => {
-        const s = stream('target');
-
-        const error = await act(s).then(
-          () => undefined,
-          (caught: unknown) => caught,
-        );
-
-        expect(error).toBeInstanceOf(InvalidEventStoreInputError);
-        expect((error as InvalidEventStoreInputError).field).toBe(field);
-        if (message) expect((error as Error).message).toMatch(message);
-        expect(await store.streamRevision(s)).toBeUndefined();
-        expect(await ourEventsSinceBaseline()).toEqual([]);
-        expect(await store.headPosition()).toBe(baseline);
-      });
+      await expectConflict(t.store.append(s, [newEvent()], { expectedRevision: 1n }), s, 1n, 2n);
+      await expectConflict(t.store.append(t.stream('missing'), [newEvent()], { expectedRevision: 0n }), t.stream('missing'), 0n, 'no_stream');
+      expect(await t.store.streamRevision(s)).toBe(2n);
+      expect(await t.ourEventsSinceBaseline()).toHaveLength(3);
     });
   });
+}
+
+function describeRacingWriters(t: StoreUnderTest): void {
+  describe('racing writers: each revision is won once', () => {
+    it(`lets exactly one of ${RACING_WRITERS} racing writers win each revision, ending with no gap and no duplicate, because each append is checked against the revision its writer read`, async () => {
+      const s = t.stream('contended');
+      const winners = await Promise.all(
+        Array.from({ length: RACING_WRITERS }, async (_, writer) => {
+          const event = newEvent('WriterWon', { writer });
+          for (let attempt = 1; attempt <= MAX_WRITER_ATTEMPTS; attempt++) {
+            const current = await t.store.streamRevision(s);
+            try {
+              const result = await t.store.append(s, [event], { expectedRevision: current ?? 'no_stream' });
+              return { id: event.id, result, attempt };
+            } catch (error) {
+              if (!(error instanceof ConcurrencyError)) throw error;
+            }
+          }
+          throw new Error(`writer ${writer} never won in ${MAX_WRITER_ATTEMPTS} attempts`);
+        }),
+      );
+
+      const events = await t.store.readStream(s);
+      expect(events.map((event) => event.revision)).toEqual(Array.from({ length: RACING_WRITERS }, (_, i) => BigInt(i)));
+      expect(new Set(events.map((event) => event.id)).size).toBe(RACING_WRITERS);
+      const wonRevisions = winners.map((winner) => winner.result.nextExpectedRevision);
+      expect(new Set(wonRevisions).size).toBe(RACING_WRITERS);
+      for (const winner of winners) {
+        expect(events[Number(winner.result.nextExpectedRevision)]!.id).toBe(winner.id);
+      }
+      // Somebody had to lose at least once, or the race never happened.
+      expect(winners.some((winner) => winner.attempt > 1)).toBe(true);
+    });
+  });
+}
+
+function describeIdempotentAppend(t: StoreUnderTest): void {
+  describe('idempotent append', () => {
+    it('returns the original result and writes nothing when a stored batch is re-appended with the same ids and expected revision, so a retried command cannot write twice', async () => {
+      const s = t.stream('a');
+      const batch = [newEvent(), newEvent()];
+      const original = await t.store.append(s, batch, { expectedRevision: 'no_stream' });
+      await t.store.append(s, [newEvent()], { expectedRevision: original.nextExpectedRevision });
+      const before = await t.ourEventsSinceBaseline();
+
+      const replayed = await t.store.append(s, batch, { expectedRevision: 'no_stream' });
+
+      expect(replayed).toEqual(original);
+      expect(await t.ourEventsSinceBaseline()).toEqual(before);
+      expect(await t.store.streamRevision(s)).toBe(2n);
+    });
+
+    it('returns the original result for a re-append with an exact expected revision', async () => {
+      const s = t.stream('a');
+      await t.store.append(s, [newEvent()], { expectedRevision: 'no_stream' });
+      const batch = [newEvent(), newEvent(), newEvent()];
+      const original = await t.store.append(s, batch, { expectedRevision: 0n });
+
+      const replayed = await t.store.append(s, batch, { expectedRevision: 0n });
+
+      expect(replayed).toEqual(original);
+      expect(await t.store.readStream(s)).toHaveLength(4);
+    });
+  });
+}
+
+function describeGlobalOrder(t: StoreUnderTest): void {
+  describe('reading all: commit order, in pages', () => {
+    it('reads all events in the order their appends committed, across streams, so a projection sees causes before effects', async () => {
+      const order: string[] = [];
+      const results: AppendResult[] = [];
+      const revisions = new Map<string, bigint>();
+      for (let round = 0; round < 4; round++) {
+        for (const suffix of ['x', 'y', 'z']) {
+          const s = t.stream(suffix);
+          const batch = round % 2 === 0 ? [newEvent()] : [newEvent(), newEvent()];
+          const current = revisions.get(s);
+          const result = await t.store.append(s, batch, { expectedRevision: current ?? 'no_stream' });
+          revisions.set(s, result.nextExpectedRevision);
+          results.push(result);
+          order.push(...batch.map((event) => event.id));
+        }
+      }
+
+      const all = await t.ourEventsSinceBaseline();
+
+      expect(all.map((event) => event.id)).toEqual(order);
+      for (let index = 1; index < all.length; index++) expect(all[index]!.position > all[index - 1]!.position).toBe(true);
+      const positions = new Set(all.map((event) => event.position));
+      for (const result of results) expect(positions.has(result.position)).toBe(true);
+    });
+
+    it('pages readAll with after and maxCount, without overlap or gap between pages', async () => {
+      const ids: string[] = [];
+      for (let index = 0; index < 7; index++) {
+        const event = newEvent();
+        ids.push(event.id);
+        await t.store.append(t.stream(`p${index}`), [event], { expectedRevision: 'no_stream' });
+      }
+
+      const pages: RecordedEvent[][] = [];
+      let after = t.baseline;
+      for (;;) {
+        const page = await t.store.readAll({ after, maxCount: 3 });
+        if (page.length === 0) break;
+        expect(page.length).toBeLessThanOrEqual(3);
+        pages.push(page);
+        after = page[page.length - 1]!.position;
+      }
+
+      expect(t.ours(pages.flat()).map((event) => event.id)).toEqual(ids);
+    });
+  });
+}
+
+function describeStreamReads(t: StoreUnderTest): void {
+  describe('reading a stream', () => {
+    it('reads a stream forwards from a revision, at most maxCount events, in revision order', async () => {
+      const s = t.stream('a');
+      const batch = Array.from({ length: 6 }, () => newEvent());
+      await t.store.append(s, batch, { expectedRevision: 'no_stream' });
+
+      const window = await t.store.readStream(s, { fromRevision: 2n, maxCount: 3 });
+      const tail = await t.store.readStream(s, { fromRevision: 4n });
+      const all = await t.store.readStream(s);
+
+      expect(window.map((event) => [event.revision, event.id])).toEqual([2, 3, 4].map((r) => [BigInt(r), batch[r]!.id]));
+      expect(tail.map((event) => event.revision)).toEqual([4n, 5n]);
+      expect(all.map((event) => event.id)).toEqual(batch.map((event) => event.id));
+      expect(await t.store.readStream(s, { fromRevision: 6n })).toEqual([]);
+    });
+
+    it('reads a stream that does not exist as empty, with no revision', async () => {
+      expect(await t.store.readStream(t.stream('never'))).toEqual([]);
+      expect(await t.store.streamRevision(t.stream('never'))).toBeUndefined();
+    });
+  });
+}
+
+function describeRoundTrip(t: StoreUnderTest): void {
+  describe('what is written is read back', () => {
+    it('gives back type, data and metadata (schema version, correlation and causation ids) as written, with bigint revision and position and an ISO recordedAt', async () => {
+      const s = t.stream('a');
+      const written = newEvent('InvoiceSettled', { credits: 1200, lines: [{ turn: 1, price: 7 }], note: null }, {
+        correlationId: 'corr-1',
+        causationId: 'cause-1',
+      });
+      const result = await t.store.append(s, [written], { expectedRevision: 'no_stream' });
+
+      const [read] = await t.store.readStream(s);
+
+      expect(read).toMatchObject({
+        id: written.id,
+        type: 'InvoiceSettled',
+        data: written.data,
+        metadata: { schemaVersion: 1, correlationId: 'corr-1', causationId: 'cause-1' },
+        streamName: s,
+        revision: 0n,
+        position: result.position,
+      });
+      expect(typeof read!.revision).toBe('bigint');
+      expect(typeof read!.position).toBe('bigint');
+      expect(new Date(read!.recordedAt).toISOString()).toBe(read!.recordedAt);
+    });
+  });
+}
+
+function describeDeliveryAcrossRestart(t: StoreUnderTest): void {
+  describe('subscriptions: exactly once across a restart', () => {
+    it('delivers every event exactly once and in order across a stop and a restart from its checkpoint, including events appended while it was stopped', async () => {
+      const appended: string[] = [];
+      const appendTo = async (suffix: string, count: number): Promise<void> => {
+        for (let index = 0; index < count; index++) {
+          const event = newEvent('Ticked', { index });
+          appended.push(event.id);
+          await t.store.append(t.stream(suffix), [event], { expectedRevision: 'any' });
+        }
+      };
+      const first = new Collector(t.prefix);
+      await appendTo('before', 4);
+
+      const subscription = t.store.subscribeToAll(first.handle, { after: t.baseline });
+      await first.until(4);
+      await appendTo('live', 3);
+      await first.until(7);
+      await subscription.stop();
+      const checkpoint = subscription.lastPosition;
+      await appendTo('while-stopped', 3);
+
+      const second = new Collector(t.prefix);
+      const resumed = t.store.subscribeToAll(second.handle, { after: checkpoint });
+      await second.until(3);
+      await appendTo('after-restart', 3);
+      await second.until(6);
+      await resumed.stop();
+
+      const seen = [...first.ids, ...second.ids];
+      expect(seen).toEqual(appended);
+      expect(new Set(seen).size).toBe(appended.length);
+      expect(checkpoint).toBe(first.events[first.events.length - 1]!.position);
+      expect(resumed.lastPosition).toBe(second.events[second.events.length - 1]!.position);
+    });
+  });
+}
+
+function describeDeliveryOrder(t: StoreUnderTest): void {
+  describe('subscriptions: backlog then live, in order, one call at a time', () => {
+    it('hands over the backlog and then live events in position order, one handler call at a time', async () => {
+      for (let index = 0; index < 5; index++) await t.store.append(t.stream('s'), [newEvent(), newEvent()], { expectedRevision: 'any' });
+      const collector = new Collector(t.prefix);
+
+      const subscription = t.store.subscribeToAll(collector.handle, { after: t.baseline });
+      await Promise.all(
+        Array.from({ length: 5 }, (_, index) => t.store.append(t.stream(`c${index}`), [newEvent()], { expectedRevision: 'no_stream' })),
+      );
+      await collector.until(15);
+      await subscription.stop();
+
+      const positions = collector.events.map((event) => event.position);
+      for (let index = 1; index < positions.length; index++) expect(positions[index]! > positions[index - 1]!).toBe(true);
+      expect(collector.maxInFlight).toBe(1);
+      expect(collector.ids).toEqual((await t.ourEventsSinceBaseline()).map((event) => event.id));
+    });
+  });
+}
+
+function describeStopAfterHandler(t: StoreUnderTest): void {
+  describe('subscriptions: stop waits for the handler', () => {
+    it('resolves stop() only after the handler call in flight has finished, so a checkpoint is never ahead of the work', async () => {
+      await t.store.append(t.stream('s'), [newEvent()], { expectedRevision: 'no_stream' });
+      let entered!: () => void;
+      const handlerEntered = new Promise<void>((resolve) => (entered = resolve));
+      let release!: () => void;
+      const handlerReleased = new Promise<void>((resolve) => (release = resolve));
+      let finished = false;
+      const subscription = t.store.subscribeToAll(
+        async (event) => {
+          if (!event.streamName.startsWith(t.prefix)) return;
+          entered();
+          await handlerReleased;
+          finished = true;
+        },
+        { after: t.baseline },
+      );
+      await handlerEntered;
+
+      let stopped = false;
+      const stopping = subscription.stop().then(() => (stopped = true));
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(stopped).toBe(false);
+      release();
+      await stopping;
+
+      expect(finished).toBe(true);
+      expect(stopped).toBe(true);
+    });
+  });
+}
+
+function describeBadInput(t: StoreUnderTest): void {
+  describe('bad input is refused with the field named, and nothing is written', () => {
+    const cases = badInputs(t);
+
+    it.each(cases)('refuses $description', async ({ act, field, message }) => {
+      const s = t.stream('target');
+
+      const error = await act(s).then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
+
+      expect(error).toBeInstanceOf(InvalidEventStoreInputError);
+      expect((error as InvalidEventStoreInputError).field).toBe(field);
+      if (message) expect((error as Error).message).toMatch(message);
+      expect(await t.store.streamRevision(s)).toBeUndefined();
+      expect(await t.ourEventsSinceBaseline()).toEqual([]);
+      expect(await t.store.headPosition()).toBe(t.baseline);
+    });
+  });
+}
+
+interface Refusal {
+  readonly description: string;
+  readonly act: (s: string) => Promise<unknown>;
+  readonly field: string;
+  readonly message?: RegExp;
+}
+
+/** Each kind of bad input, what it does, and the field its refusal names. */
+function badInputs(t: StoreUnderTest): Refusal[] {
+  const cyclic: Record<string, unknown> = { name: 'loop' };
+  cyclic['self'] = cyclic;
+  const refusal = (description: string, act: Refusal['act'], field: string, message?: RegExp): Refusal => ({
+    description,
+    act,
+    field,
+    message,
+  });
+  return [
+    refusal('an empty stream name, which could never be read back', () => t.store.append('', [newEvent()], { expectedRevision: 'any' }), 'streamName', /empty/),
+    refusal(
+      'a stream name over MAX_STREAM_NAME_LENGTH, so names stay indexable',
+      () => t.store.append('x'.repeat(MAX_STREAM_NAME_LENGTH + 1), [newEvent()], { expectedRevision: 'any' }),
+      'streamName',
+      /MAX_STREAM_NAME_LENGTH/,
+    ),
+    refusal('a stream name starting with $, which KurrentDB reserves', () => t.store.append('$system', [newEvent()], { expectedRevision: 'any' }), 'streamName'),
+    refusal('data holding a bigint, which JSON cannot carry', (s) => t.store.append(s, [newEvent('T', { credits: 10n })], { expectedRevision: 'any' }), 'events[0].data', /bigint/),
+    refusal('data holding a cycle, which JSON cannot carry', (s) => t.store.append(s, [newEvent('T', cyclic)], { expectedRevision: 'any' }), 'events[0].data', /circular/),
+    refusal('metadata holding a bigint', (s) => t.store.append(s, [newEvent('T', {}, { traceId: 1n })], { expectedRevision: 'any' }), 'events[0].metadata', /bigint/),
+    refusal('a negative expected revision', (s) => t.store.append(s, [newEvent()], { expectedRevision: -1n }), 'options.expectedRevision', /negative/),
+    refusal(
+      'a non-integer expected revision, which no stream can be at',
+      (s) => t.store.append(s, [newEvent()], { expectedRevision: 1.5 as unknown as bigint }),
+      'options.expectedRevision',
+    ),
+    refusal('an empty event list, which has no id to make it idempotent', (s) => t.store.append(s, [], { expectedRevision: 'any' }), 'events', /at least one/),
+    refusal('an event without an id', (s) => t.store.append(s, [{ ...newEvent(), id: undefined as unknown as string }], { expectedRevision: 'any' }), 'events[0].id'),
+    refusal('an event id that is not a UUID', (s) => t.store.append(s, [{ ...newEvent(), id: 'order-1' }], { expectedRevision: 'any' }), 'events[0].id', /UUID/),
+    refusal(
+      'the nil UUID as an event id, which KurrentDB refuses',
+      (s) => t.store.append(s, [{ ...newEvent(), id: '00000000-0000-0000-0000-000000000000' }], { expectedRevision: 'any' }),
+      'events[0].id',
+      /nil UUID/,
+    ),
+    refusal('an event without a type', (s) => t.store.append(s, [{ ...newEvent(), type: '' }], { expectedRevision: 'any' }), 'events[0].type'),
+    refusal('a schemaVersion of 0', (s) => t.store.append(s, [newEvent('T', {}, { schemaVersion: 0 })], { expectedRevision: 'any' }), 'events[0].metadata.schemaVersion'),
+    refusal('a schemaVersion of 1.5', (s) => t.store.append(s, [newEvent('T', {}, { schemaVersion: 1.5 })], { expectedRevision: 'any' }), 'events[0].metadata.schemaVersion'),
+    refusal(
+      'an event without a schemaVersion, which could never be upcast',
+      (s) => t.store.append(s, [{ ...newEvent(), metadata: {} as never }], { expectedRevision: 'any' }),
+      'events[0].metadata.schemaVersion',
+    ),
+    refusal(
+      'the same id twice in one append',
+      (s) => {
+        const event = newEvent();
+        return t.store.append(s, [event, { ...event }], { expectedRevision: 'any' });
+      },
+      'events[1].id',
+    ),
+    refusal(
+      'a good first event followed by a bad one, so a batch is never half-written',
+      (s) => t.store.append(s, [newEvent(), newEvent('T', { credits: 1n })], { expectedRevision: 'any' }),
+      'events[1].data',
+    ),
+    refusal('a negative fromRevision when reading a stream', (s) => t.store.readStream(s, { fromRevision: -1n }), 'options.fromRevision'),
+    refusal('a non-integer maxCount when reading all', () => t.store.readAll({ maxCount: 2.5 }), 'options.maxCount'),
+  ];
 }
