@@ -106,6 +106,11 @@ interface ActContext {
   readonly expectedError?: string;
   /** A keyed repeat, sent at this virtual time: it may end still waiting for its first request. */
   readonly repeatSentAtMs?: number;
+  /**
+   * The operation the command asked for under its key: when the key's first request in the log is
+   * another operation's (a repeat that reused the key got there first), refusing it is right.
+   */
+  readonly operationId?: string;
 }
 
 /** Events only a running conversation writes (the sweep writes none of them). */
@@ -506,6 +511,7 @@ class Simulation implements StoreFaultController {
       },
       {
         invocationId: plan.invocationId,
+        operationId: plan.operationId,
         onProcessGone: () => {
           crashed = true;
         },
@@ -517,6 +523,7 @@ class Simulation implements StoreFaultController {
       this.tally.add('duplicate.client-retry-after-crash');
       await this.act(`retry ${plan.tag}`, (node) => this.runOperation(node, false, { operationId: plan.operationId, organizationId: plan.organizationId, input: { tag: plan.tag }, idempotencyKey: plan.idempotencyKey }), {
         invocationId: plan.invocationId,
+        operationId: plan.operationId,
         // The crashed process no longer runs it: the retry may wait out its bound until a sweep settles it.
         repeatSentAtMs: this.clock.now(),
       });
@@ -529,7 +536,7 @@ class Simulation implements StoreFaultController {
     await this.act(
       `repeat ${plan.tag}`,
       (node) => this.runOperation(node, repeat.bySecondProcess, { operationId, organizationId: plan.organizationId, input: { tag: plan.tag }, idempotencyKey: plan.idempotencyKey, signal: node.killSignal }),
-      { invocationId: plan.invocationId, repeatSentAtMs: this.clock.now(), ...(repeat.otherOperationId === undefined ? {} : { expectedError: 'IdempotencyKeyReusedError' }) },
+      { invocationId: plan.invocationId, operationId, repeatSentAtMs: this.clock.now(), ...(repeat.otherOperationId === undefined ? {} : { expectedError: 'IdempotencyKeyReusedError' }) },
     );
   }
 
@@ -556,7 +563,7 @@ class Simulation implements StoreFaultController {
    * any other escaping error is a violation.
    */
   private async act<T>(label: string, work: (node: LedgerNode) => Promise<T>, context: ActContext = {}): Promise<T | undefined> {
-    const { invocationId, onProcessGone, expectedError, repeatSentAtMs } = context;
+    const { invocationId, onProcessGone, expectedError, repeatSentAtMs, operationId } = context;
     const node = await this.liveNode();
     let outcome: { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: unknown };
     try {
@@ -578,6 +585,7 @@ class Simulation implements StoreFaultController {
       node.dead ||
       EXPLAINED_ERRORS.has(name) ||
       name === expectedError ||
+      (name === 'IdempotencyKeyReusedError' && invocationId !== undefined && operationId !== undefined && this.keyFirstUsedByAnother(invocationId, operationId)) ||
       (name === 'KeyedRequestInProgressError' && invocationId !== undefined && repeatSentAtMs !== undefined && this.firstStillRan(invocationId, repeatSentAtMs)) ||
       (name === 'IllegalTransitionError' && invocationId !== undefined && (this.audit.settledByStaleCloser(invocationId) || this.disturbedInvocations.has(invocationId)));
     if (!explained) {
@@ -589,6 +597,12 @@ class Simulation implements StoreFaultController {
       });
     }
     return undefined;
+  }
+
+  /** The key's first request, as the log holds it, asked for another operation than `operationId`. */
+  private keyFirstUsedByAnother(invocationId: string, operationId: string): boolean {
+    const first = this.audit.invocations.get(invocationId)?.operationId;
+    return first !== undefined && first !== '' && first !== operationId;
   }
 
   /**
