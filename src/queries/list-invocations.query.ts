@@ -12,7 +12,7 @@ import {
 import { FieldChecks } from '../domain/field-checks';
 import { INVOCATION_STATUSES, type InvocationStatus } from '../invocations/invocation.events';
 import { LiveProjections, READ_MODEL_STORE, type SqliteReadModelStore } from '../projection-runner';
-import { pageOf, readPageRequest } from './list-cursor';
+import { cursorScope, pageOf, readPageRequest } from './list-cursor';
 import { catchUp } from './read-model-catch-up';
 
 /** Invocations one page lists when the caller names no `limit`. */
@@ -68,10 +68,12 @@ export class ListInvocationsHandler implements IQueryHandler<ListInvocationsQuer
     const state = optional(filters.state, (value) => checks.oneOf('state', value, INVOCATION_STATUSES));
     const fromMs = optional(filters.from, (value) => checks.instant('from', value));
     const toMs = optional(filters.to, (value) => checks.instant('to', value));
-    const { limit, afterKey: cursorKey } = readPageRequest(checks, filters, INVOCATIONS_PAGE, isListingKey);
-    checks.throwIfAny();
     const from = fromMs === undefined ? undefined : Date.parse(fromMs);
     const to = toMs === undefined ? undefined : Date.parse(toMs);
+    // Bound to the organization and every filter: another list's cursor would resume at the wrong place.
+    const scope = cursorScope('invocations', organizationId, [operationId, state, from, to]);
+    const { limit, afterKey: cursorKey } = readPageRequest(checks, filters, INVOCATIONS_PAGE, scope, isListingKey);
+    checks.throwIfAny();
 
     await catchUp(this.runner, [INVOCATION_LIST_PROJECTION]);
     const keys = listingIndexKeys(organizationId, operationId ?? '', state ?? 'estimated');
@@ -92,7 +94,7 @@ export class ListInvocationsHandler implements IQueryHandler<ListInvocationsQuer
     });
     // Entries are newest first: the first one older than `from` ends the range.
     const inRange = from === undefined ? rows : rows.slice(0, endOfRange(rows, from));
-    const { documents, nextCursor } = pageOf(inRange, limit);
+    const { documents, nextCursor } = pageOf(inRange, limit, scope);
     return { invocations: documents, nextCursor };
   }
 }

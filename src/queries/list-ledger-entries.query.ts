@@ -3,7 +3,7 @@ import { IQueryHandler, Query, QueryHandler } from '@nestjs/cqrs';
 import { LEDGER_ENTRIES_PROJECTION, LEDGER_ENTRY_COLLECTION, type LedgerEntryView } from '../../projections';
 import { FieldChecks } from '../domain/field-checks';
 import { LiveProjections, READ_MODEL_STORE, type SqliteReadModelStore } from '../projection-runner';
-import { pageOf, readPageRequest } from './list-cursor';
+import { cursorScope, pageOf, readPageRequest } from './list-cursor';
 import { catchUp } from './read-model-catch-up';
 
 /** Entries one page lists when the caller names no `limit`. */
@@ -53,8 +53,10 @@ export class ListLedgerEntriesHandler implements IQueryHandler<ListLedgerEntries
     const checks = new FieldChecks();
     // A cursor names an entry of this organization only; another's would resume nowhere.
     const isKey = (key: string): boolean => key.startsWith(`${organizationId}\n`) && /\n\d{20}\.\d$/.test(key);
-    const { limit, afterKey: cursorKey } = readPageRequest(checks, filters, LEDGER_PAGE, isKey);
     const order = filters.order === undefined ? 'oldest' : checks.oneOf('order', filters.order, LEDGER_ORDERS);
+    // Bound to the order too: a cursor continues the order it came with.
+    const scope = cursorScope('ledger', organizationId, [order]);
+    const { limit, afterKey: cursorKey } = readPageRequest(checks, filters, LEDGER_PAGE, scope, isKey);
     checks.throwIfAny();
     await catchUp(this.runner, [LEDGER_ENTRIES_PROJECTION]);
     const rows = this.store.list<LedgerEntryView>(LEDGER_ENTRIES_PROJECTION, LEDGER_ENTRY_COLLECTION, {
@@ -63,7 +65,7 @@ export class ListLedgerEntriesHandler implements IQueryHandler<ListLedgerEntries
       descending: order === 'newest',
       ...(cursorKey === undefined ? {} : { afterId: cursorKey }),
     });
-    const { documents, nextCursor } = pageOf(rows, limit);
+    const { documents, nextCursor } = pageOf(rows, limit, scope);
     return { entries: documents, nextCursor };
   }
 }
