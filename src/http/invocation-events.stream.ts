@@ -40,7 +40,8 @@ export async function streamInvocationEvents({ store, caller, invocationId, afte
   response.statusCode = 200;
   response.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
   response.setHeader('Cache-Control', 'no-cache, no-transform');
-  response.setHeader('Connection', 'keep-alive');
+  // No `Connection` header of ours: one would override a client's `Connection: close`, and Node would then
+  // hold the socket for the keep-alive timeout after the stream ends (issue 24, finding 5).
   // Proxies that buffer (nginx) would hold the events back.
   response.setHeader('X-Accel-Buffering', 'no');
   response.flushHeaders();

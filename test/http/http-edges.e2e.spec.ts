@@ -1,0 +1,102 @@
+/**
+ * Issue 24, finding 5: the HTTP edges an outside attack found answered outside what the OpenAPI
+ * document declares, or not as HTTP says. Each is sent here over a raw socket (net.connect), as the
+ * attack sent it, so nothing a client library tidies up hides it.
+ */
+import { connect } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { bearer, publicationBody, startHttpLedger, TOKENS, type HttpLedger } from './support/http-ledger';
+
+interface RawAnswer {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  readonly body: string;
+  /** Everything the server sent, every answer on the connection. */
+  readonly raw: string;
+  /** The server ended the connection (its FIN), rather than the test. */
+  readonly closedByServer: boolean;
+}
+
+/**
+ * Writes `text` as it is and reads until the server closes the connection. No timer: a server that
+ * holds the socket fails the test by the test's own timeout.
+ */
+function rawExchange(port: number, text: string | Buffer): Promise<RawAnswer> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('error', reject);
+    socket.on('end', () => {
+      socket.destroy();
+      const raw = Buffer.concat(chunks).toString('utf8');
+      resolve({ ...parseAnswer(raw), raw, closedByServer: true });
+    });
+    socket.write(text);
+  });
+}
+
+function parseAnswer(text: string): Omit<RawAnswer, 'closedByServer' | 'raw'> {
+  const split = text.indexOf('\r\n\r\n');
+  const [statusLine, ...lines] = text.slice(0, split).split('\r\n');
+  const headers = Object.fromEntries(lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
+  let body = text.slice(split + 4);
+  if (headers['transfer-encoding'] === 'chunked') body = dechunk(body);
+  return { status: Number(statusLine!.split(' ')[1]), headers, body };
+}
+
+function dechunk(text: string): string {
+  let out = '';
+  let rest = text;
+  for (;;) {
+    const lineEnd = rest.indexOf('\r\n');
+    const size = parseInt(rest.slice(0, lineEnd), 16);
+    if (!(size > 0)) return out;
+    out += rest.slice(lineEnd + 2, lineEnd + 2 + size);
+    rest = rest.slice(lineEnd + 2 + size + 2);
+  }
+}
+
+const request = (method: string, path: string, headers: readonly string[] = [], body = ''): string =>
+  `${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n${headers.map((header) => `${header}\r\n`).join('')}${body === '' ? '' : `Content-Length: ${Buffer.byteLength(body)}\r\n`}Connection: close\r\n\r\n${body}`;
+const systemToken = `Authorization: Bearer ${TOKENS.system}`;
+
+export { rawExchange, request };
+
+describe('issue 24, finding 5: the HTTP edges, over a raw socket', () => {
+  let ledger: HttpLedger;
+  let port: number;
+  let invocationId: string;
+
+  beforeAll(async () => {
+    ledger = await startHttpLedger();
+    await ledger.app.listen(0, '127.0.0.1');
+    port = (ledger.app.getHttpServer().address() as AddressInfo).port;
+    await ledger.http().put('/v1/operations/demo.arithmetic/publications').set(bearer(TOKENS.system)).send(publicationBody()).expect(200);
+    await ledger.http().post('/v1/organizations/acme/grants').set(bearer(TOKENS.system)).send({ credits: 5_000, reason: 'plan', idempotencyKey: 'seed' }).expect(200);
+    const invocation = await ledger.http().post('/v1/invocations').set(bearer(TOKENS.acmeMember)).send({ operationId: 'demo.arithmetic', organizationId: 'acme', input: { question: 'What is 6*7?' } }).expect(200);
+    invocationId = invocation.body.invocationId as string;
+  }, 60_000);
+
+  afterAll(() => ledger.close());
+
+  describe('the event stream honours `Connection: close` (docs/http.md "Following an invocation")', () => {
+    it('sends what the stream holds, ends after the settlement and closes the socket, answering `Connection: close`', async () => {
+      const answer = await rawExchange(port, request('GET', `/v1/invocations/${invocationId}/events`, [systemToken]));
+      expect(answer.status).toBe(200);
+      expect(answer.headers['connection']).toBe('close');
+      const events = [...answer.body.matchAll(/^event: (\w+)$/gm)].map((match) => match[1]);
+      expect(events[0]).toBe('InvocationEstimated');
+      expect(events.at(-1)).toBe('InvocationSettled');
+      expect(answer.closedByServer).toBe(true);
+    }, 10_000);
+
+    it('keeps a connection that did not ask to close open for the next request, as HTTP/1.1 does', async () => {
+      const events = `GET /v1/invocations/${invocationId}/events HTTP/1.1\r\nHost: 127.0.0.1\r\n${systemToken}\r\n\r\n`;
+      const answer = await rawExchange(port, events + request('GET', '/v1/me', [systemToken]));
+      // Both answers came on the one socket, the second after the stream ended; then it was closed as asked.
+      expect(answer.body).toContain('event: InvocationSettled');
+      expect(answer.raw.indexOf('"role":"system"')).toBeGreaterThan(answer.raw.indexOf('event: InvocationSettled'));
+    }, 10_000);
+  });
+});
