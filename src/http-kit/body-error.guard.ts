@@ -7,12 +7,14 @@ import {
 } from '@nestjs/common';
 import { InvalidRequestException } from './http-error.body';
 import { contextOf, type LedgerRequest } from './request-context';
+import { repeatedSingleValuedHeader } from './single-valued-headers';
 
 /**
- * Raises a body the parser refused (malformed JSON, too large, not JSON). The parser runs before
- * routing, so its error is only noted there and raised here, in the guard registered after the
- * bearer-token guard: a caller without a valid token learns nothing about its body, only that it is
- * not authenticated (401).
+ * Raises what is wrong with a request outside its route's own parameters: a single-valued header
+ * sent twice (400 naming it), then a body the parser refused (malformed JSON, too large, not JSON).
+ * The parser runs before routing, so its error is only noted there and raised here, in the guard
+ * registered after the bearer-token guard: a caller without a valid token learns nothing about its
+ * body, only that it is not authenticated (401).
  *
  * A guard rather than an interceptor: with any interceptor registered, Nest runs every request's
  * handler through an rxjs pipeline and binds it to an async resource, which showed in the service's
@@ -21,7 +23,10 @@ import { contextOf, type LedgerRequest } from './request-context';
 @Injectable()
 export class BodyErrorGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
-    const problem = contextOf(context.switchToHttp().getRequest<LedgerRequest>()).bodyError;
+    const request = context.switchToHttp().getRequest<LedgerRequest>();
+    const repeated = repeatedSingleValuedHeader(request);
+    if (repeated !== undefined) throw InvalidRequestException.of(repeated, 'must be sent once (it was sent more than once)');
+    const problem = contextOf(request).bodyError;
     switch (problem?.status) {
       case undefined:
         return true;

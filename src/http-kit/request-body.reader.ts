@@ -23,6 +23,7 @@ const UNSUPPORTED_ENCODING: BodyProblem = {
   status: 415,
   message: 'the request body’s encoding or charset is not supported (Content-Encoding: gzip, deflate or br)',
 };
+const BODY_ON_DELETE: BodyProblem = { status: 400, message: 'must be empty: a DELETE takes no body' };
 const TOO_LARGE: BodyProblem = { status: 413, message: `the request body is larger than ${MAX_REQUEST_BODY_BYTES} bytes` };
 
 /**
@@ -37,6 +38,11 @@ export async function readRequestBody(method: string, headers: IncomingHttpHeade
   if (!hasBody(headers)) {
     payload.resume();
     return { body: undefined };
+  }
+  // A DELETE names everything in its path; a body (of any length or type) is a client's mistake.
+  if (method === 'DELETE') {
+    payload.resume();
+    return { problem: BODY_ON_DELETE };
   }
   const command = METHODS_WITH_BODY.has(method);
   const mediaType = mediaTypeOf(headers['content-type']);

@@ -99,4 +99,46 @@ describe('issue 24, finding 5: the HTTP edges, over a raw socket', () => {
       expect(answer.raw.indexOf('"role":"system"')).toBeGreaterThan(answer.raw.indexOf('event: InvocationSettled'));
     }, 10_000);
   });
+  describe('a single-valued header sent twice is refused with 400 naming it (docs/http.md "Requests")', () => {
+    const run = JSON.stringify({ operationId: 'demo.arithmetic', organizationId: 'acme', input: { question: 'What is 6*7?' } });
+    it.each([
+      ['two Idempotency-Key headers, never joined into one key "a, b"', 'POST', '/v1/invocations', ['Idempotency-Key: a', 'Idempotency-Key: b', 'Content-Type: application/json'], run, 'Idempotency-Key'],
+      ['two Authorization headers, the first one valid', 'GET', '/v1/me', [`Authorization: Bearer ${TOKENS.system}`, `Authorization: Bearer ${TOKENS.acmeMember}`], '', 'Authorization'],
+      ['two Last-Event-ID headers', 'GET', '/v1/invocations/{id}/events', ['Last-Event-ID: 1', 'Last-Event-ID: 2'], '', 'Last-Event-ID'],
+      ['two Content-Type headers', 'POST', '/v1/invocations', ['Content-Type: application/json', 'Content-Type: text/plain'], run, 'Content-Type'],
+    ])('%s', async (_case, method, path, headers, body, field) => {
+      const withToken = headers.some((header) => header.startsWith('Authorization')) ? headers : [systemToken, ...headers];
+      const before = await ledger.http().get('/v1/organizations/acme/invocations').set(bearer(TOKENS.system));
+      const answer = await rawExchange(port, request(method, path.replace('{id}', invocationId), withToken, body));
+      expect({ status: answer.status, fields: Object.keys(JSON.parse(answer.body).fields ?? {}) }).toEqual({ status: 400, fields: [field] });
+      const after = await ledger.http().get('/v1/organizations/acme/invocations').set(bearer(TOKENS.system));
+      expect(after.body.invocations).toHaveLength(before.body.invocations.length);
+    });
+
+    it('takes one Idempotency-Key header, and a repeated Prefer (a list by definition) as one', async () => {
+      const answer = await rawExchange(port, request('POST', '/v1/invocations', [systemToken, 'Idempotency-Key: once', 'Prefer: wait=5', 'Prefer: respond-async', 'Content-Type: application/json'], run));
+      expect(answer.status).toBe(202);
+    });
+  });
+
+  describe('a DELETE takes no body: one with a body is 400 naming `body`, whatever its length or type (docs/http.md "Requests")', () => {
+    it.each([
+      ['a small JSON body', ['Content-Type: application/json'], '{}'],
+      ['a JSON body past MAX_REQUEST_BODY_BYTES (no longer an undeclared 413)', ['Content-Type: application/json'], `{"x":"${'x'.repeat(70_000)}"}`],
+      ['a text body', ['Content-Type: text/plain'], 'hello'],
+      ['a body with no Content-Type', [], 'hello'],
+    ])('%s', async (_case, headers, body) => {
+      const webhook = await ledger.http().post('/v1/organizations/acme/webhooks').set(bearer(TOKENS.system)).send({ url: 'https://example.com/hooks/ledger', events: ['InvocationSettled'] }).expect(200);
+      const path = `/v1/organizations/acme/webhooks/${webhook.body.webhookId}`;
+      const answer = await rawExchange(port, request('DELETE', path, [systemToken, ...headers], body));
+      expect({ status: answer.status, fields: Object.keys(JSON.parse(answer.body).fields ?? {}) }).toEqual({ status: 400, fields: ['body'] });
+      // Refused, so not deleted: the same DELETE without a body does it.
+      expect((await rawExchange(port, request('DELETE', path, [systemToken]))).status).toBe(204);
+    });
+
+    it('answers 401, and nothing about the body, to a DELETE with a body and no token', async () => {
+      const answer = await rawExchange(port, request('DELETE', '/v1/organizations/acme/webhooks/w1', ['Content-Type: application/json'], '{}'));
+      expect(answer.status).toBe(401);
+    });
+  });
 });
