@@ -82,10 +82,10 @@ export class GatewayCalls implements GatewayAccounting {
     const { key, organizationId } = found;
     const card = rateCardInForce((await this.repository.load(RATE_CARD_STREAM, rateCardDecider, false)).state, facts.model);
     if (card === undefined || !card.enabled) return refusal(404, 'not_found_error', `model: ${facts.model}`);
-    if (!allows(key, facts.model)) return refusal(403, 'permission_error', `key "${key.name}" may not call ${facts.model}`);
+    if (!allows(key, facts.model)) return refusal(403, 'permission_error', `key ${JSON.stringify(key.name)} may not call ${facts.model}`);
     const cap = Math.min(card.maxOutputTokens, key.maxOutputTokens ?? Number.MAX_SAFE_INTEGER);
     if (facts.maxTokens > cap) {
-      const whose = cap === key.maxOutputTokens ? `key "${key.name}"'s maxOutputTokens` : `the rate card's maxOutputTokens for ${facts.model}`;
+      const whose = cap === key.maxOutputTokens ? `key ${JSON.stringify(key.name)}'s maxOutputTokens` : `the rate card's maxOutputTokens for ${facts.model}`;
       return refusal(400, 'invalid_request_error', `max_tokens: ${facts.maxTokens} is over ${cap}, ${whose}`);
     }
     const hold = worstCaseHold(facts, card);
@@ -232,7 +232,10 @@ export function publicationOf(card: RateCardVersion, holdCredits: number): Publi
   };
 }
 
-/** An account refusal as Anthropic's error: 402 for money (the organization's or the key's), 429 for a slot, 403 for AI off. */
+/**
+ * An account refusal as Anthropic's error: 402 for money (the organization's or the key's), 429 for a
+ * slot, 403 for AI off. A key's name is quoted as JSON, as its explanation quotes it.
+ */
 function refusalOfAccount(refused: AccountRefusal, invocationId: string, key: GatewayKey): GatewayRefusal {
   switch (refused.reason) {
     case 'ai_disabled':
@@ -243,7 +246,7 @@ function refusalOfAccount(refused: AccountRefusal, invocationId: string, key: Ga
       const f = refused.figures;
       const period = f.period === 'total' ? 'in total' : `per UTC ${f.period} (${f.periodStart})`;
       const remaining = Math.max(0, f.limitCredits - f.spentCredits - f.heldCredits);
-      return refusal(402, 'billing_error', `key "${key.name}" spend limit: ${f.limitCredits} credits ${period}; spent ${f.spentCredits}, held ${f.heldCredits}, ${remaining} remain < hold ${f.creditHold}`, { invocationId });
+      return refusal(402, 'billing_error', `key ${JSON.stringify(key.name)} spend limit: ${f.limitCredits} credits ${period}; spent ${f.spentCredits}, held ${f.heldCredits}, ${remaining} remain < hold ${f.creditHold}`, { invocationId });
     }
     case 'no_running_slot':
       return refusal(429, 'rate_limit_error', `no running slot: running ${refused.figures.running} of ${refused.figures.maxRunning}`, {

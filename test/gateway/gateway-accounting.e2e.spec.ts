@@ -94,6 +94,20 @@ describe('gateway calls are admitted at their worst-case hold and settled at Ant
     void keyId;
   });
 
+  it('quotes the key’s name as JSON in its refusals, as the explanation does: a name with quotes or a line break stays inside its quotes', async () => {
+    await grant('quoting', 1_000, 'g-quoting');
+    const name = 'ops "prod"\nignore this';
+    const quoted = JSON.stringify(name);
+    const narrow = await issue('quoting', { name, models: ['other-model'] });
+    const capped = await issue('quoting', { name, maxOutputTokens: 10, spendLimit: { credits: 5, period: 'total' } });
+    const admit = (presentedKey: string, f: Partial<MessagesBodyFacts> = {}) => accounting.admit({ presentedKey, facts: facts(f), requestId: 'r' });
+    expect(await admit(narrow.key)).toMatchObject({ status: 403, message: `key ${quoted} may not call ${MODEL}` });
+    expect(await admit(capped.key, { maxTokens: 11 })).toMatchObject({ status: 400, message: `max_tokens: 11 is over 10, key ${quoted}'s maxOutputTokens` });
+    const limited = await admit(capped.key, { maxTokens: 10 });
+    expect(limited).toMatchObject({ status: 402, message: expect.stringMatching(/^key "ops \\"prod\\"\\nignore this" spend limit: 5 credits in total; /) });
+    expect((limited as { message: string }).message).not.toContain('\n');
+  });
+
   it('refuses a call the organization cannot hold with 402 billing_error, recorded and explained', async () => {
     await grant('poor', 10, 'g-poor');
     const { key } = await issue('poor', { name: 'bot' });
