@@ -6,12 +6,12 @@ import { ReadsOwnBody } from '../http-kit/reads-own-body.decorator';
 import { contextOf, type LedgerRequest } from '../http-kit/request-context';
 import { anthropicErrorTypeOf, sendAnthropicError } from './anthropic-error.body';
 import { AnthropicErrorFilter } from './anthropic-error.filter';
-import { readGatewayBody, type GatewayBodyProblem } from './anthropic-body.reader';
+import { readGatewayBody, type GatewayBody, type GatewayBodyProblem } from './anthropic-body.reader';
 import { presentedKeyOf } from './anthropic-key';
 import { ApiGatewayPassThrough, ApiGatewayTag } from './gateway-http.openapi';
-import { GATEWAY_ACCOUNTING, type GatewayAccounting, type GatewayAdmission, type GatewayCallOutcome } from './gateway-call.port';
+import { GATEWAY_ACCOUNTING, type GatewayAccounting, type GatewayAdmission, type GatewayCallOutcome, type MessagesBodyFacts } from './gateway-call.port';
 import { GatewayForwarder } from './gateway-forwarder';
-import { NOT_ADMITTED_MODEL, publishGatewayCall } from './gateway-http.channels';
+import { NOT_ADMITTED_MODEL, publishGatewayAttempt, publishGatewayCall } from './gateway-http.channels';
 import { incomingOf, isRefusal, queryOf, sendRefusal } from './gateway-http.request';
 import { readMessagesBodyFacts } from './messages-body.facts';
 
@@ -19,6 +19,16 @@ import { readMessagesBodyFacts } from './messages-body.facts';
 export const COUNT_TOKENS_TIMEOUT_MS = 60_000;
 
 type Admitted = Extract<GatewayAdmission, { admitted: true }>;
+
+/** A call whose key has the form of one and whose body was read (or found wanting). */
+interface Begun {
+  /** `performance.now()` at the route, for the overhead. */
+  readonly arrivedAt: number;
+  readonly response: ServerResponse;
+  readonly requestId: string;
+  readonly key: string;
+  readonly read: GatewayBody;
+}
 
 /**
  * `POST /anthropic/v1/messages` (held, forwarded, relayed, settled) and `…/messages/count_tokens`
@@ -40,20 +50,14 @@ export class AnthropicMessagesController {
   @ReadsOwnBody()
   @ApiGatewayPassThrough('Create a Message', 'Held against the key’s organization, forwarded, relayed (streamed or not), priced and recorded.')
   async messages(@Req() request: LedgerRequest, @Res() reply: HttpResponse): Promise<void> {
-    const arrivedAt = performance.now();
-    const response = takeOverResponse(reply);
-    const { requestId } = contextOf(request);
-    const presented = presentedKeyOf(request.headers);
-    if (presented.problem !== undefined) {
-      incomingOf(request).resume();
-      return this.answer(response, 401, presented.problem, requestId, true);
-    }
-    const read = await readGatewayBody(request, incomingOf(request));
-    if (read.problem !== undefined) return this.refuseBody(response, presented.key, read.problem, requestId);
+    const call = await this.begin(request, reply, true);
+    if (call === undefined) return;
+    const { response, requestId, key, read } = call;
+    if (read.problem !== undefined) return this.refuseBody(response, key, read.problem, requestId);
     const facts = readMessagesBodyFacts(read.bytes);
-    if (facts.problem !== undefined) return this.refuseBody(response, presented.key, { status: 400, message: facts.problem.message }, requestId);
+    if (facts.problem !== undefined) return this.refuseBody(response, key, { status: 400, message: facts.problem.message }, requestId);
     if (!this.ready(response, requestId, true)) return;
-    const admission = await this.accounting.admit({ presentedKey: presented.key, facts: facts.facts, requestId });
+    const admission = await this.accounting.admit({ presentedKey: key, facts: facts.facts, requestId });
     if (!admission.admitted) {
       sendRefusal(response, admission, requestId);
       publishGatewayCall(NOT_ADMITTED_MODEL, admission.status);
@@ -67,9 +71,9 @@ export class AnthropicMessagesController {
       timeoutMs: admission.attemptTimeoutMs,
       requestId,
       invocationId: admission.invocationId,
-      arrivedAt,
+      arrivedAt: call.arrivedAt,
       metricsModel: facts.facts.model,
-      onOutcome: (outcome) => this.settle(admission, outcome, requestId),
+      onOutcome: (outcome) => this.settle(admission, facts.facts, outcome, requestId),
     });
   }
 
@@ -77,16 +81,10 @@ export class AnthropicMessagesController {
   @ReadsOwnBody()
   @ApiGatewayPassThrough('Count tokens in a Message', 'Authenticated and forwarded; nothing is held, charged or recorded.')
   async countTokens(@Req() request: LedgerRequest, @Res() reply: HttpResponse): Promise<void> {
-    const arrivedAt = performance.now();
-    const response = takeOverResponse(reply);
-    const { requestId } = contextOf(request);
-    const presented = presentedKeyOf(request.headers);
-    if (presented.problem !== undefined) {
-      incomingOf(request).resume();
-      return this.answer(response, 401, presented.problem, requestId, false);
-    }
-    const read = await readGatewayBody(request, incomingOf(request));
-    const known = await this.accounting.authenticate(presented.key);
+    const call = await this.begin(request, reply, false);
+    if (call === undefined) return;
+    const { response, requestId, key, read } = call;
+    const known = await this.accounting.authenticate(key);
     if (isRefusal(known)) return sendRefusal(response, known, requestId);
     if (read.problem !== undefined) return this.answer(response, read.problem.status, read.problem.message, requestId, false);
     if (!this.ready(response, requestId, false)) return;
@@ -97,8 +95,25 @@ export class AnthropicMessagesController {
       response,
       timeoutMs: COUNT_TOKENS_TIMEOUT_MS,
       requestId,
-      arrivedAt,
+      arrivedAt: call.arrivedAt,
     });
+  }
+
+  /**
+   * What both routes do first: Node's response taken over, the key's form checked (401 at once, the
+   * body left unread), then the body read; undefined when already answered. `counted` for a Messages call.
+   */
+  private async begin(request: LedgerRequest, reply: HttpResponse, counted: boolean): Promise<Begun | undefined> {
+    const arrivedAt = performance.now();
+    const response = takeOverResponse(reply);
+    const { requestId } = contextOf(request);
+    const presented = presentedKeyOf(request.headers);
+    if (presented.problem !== undefined) {
+      incomingOf(request).resume();
+      this.answer(response, 401, presented.problem, requestId, counted);
+      return undefined;
+    }
+    return { arrivedAt, response, requestId, key: presented.key, read: await readGatewayBody(request, incomingOf(request)) };
   }
 
   /** A body the gateway cannot hold is reported only to a caller whose key is known (else 401). */
@@ -134,8 +149,11 @@ export class AnthropicMessagesController {
     if (counted) publishGatewayCall(NOT_ADMITTED_MODEL, status);
   }
 
-  /** Once per admitted call, after its answer ended; a failure leaves the hold to the sweep (docs/lifecycle.md). */
-  private async settle(admission: Admitted, outcome: GatewayCallOutcome, requestId: string): Promise<void> {
+  /**
+   * Once per admitted call, after its answer ended; a failure leaves the hold to the sweep
+   * (docs/lifecycle.md). The attempt is published for its `chat {model}` span either way.
+   */
+  private async settle(admission: Admitted, facts: MessagesBodyFacts, outcome: GatewayCallOutcome, requestId: string): Promise<void> {
     try {
       await this.accounting.settle(admission, outcome);
     } catch (error) {
@@ -145,6 +163,8 @@ export class AnthropicMessagesController {
         invocationId: admission.invocationId,
         error: error instanceof Error ? error.message : String(error),
       });
+    } finally {
+      publishGatewayAttempt(admission, facts, outcome);
     }
   }
 }

@@ -1,9 +1,11 @@
 /**
- * What the gateway's HTTP side publishes for the metrics, on a Node diagnostics channel: publishing
- * costs nothing while nobody listens, and the gateway imports no metrics library. The observability
- * module subscribes and counts (`ledger_gateway_calls_total`, `ledger_gateway_overhead_seconds`).
+ * What the gateway's HTTP side publishes for the metrics and traces, on Node diagnostics channels:
+ * publishing costs nothing while nobody listens, and the gateway imports no metrics or tracing
+ * library. The observability module subscribes: it counts (`ledger_gateway_calls_total`,
+ * `ledger_gateway_overhead_seconds`) and makes each admitted call's `chat {model}` span.
  */
 import { channel } from 'node:diagnostics_channel';
+import type { GatewayAdmission, GatewayCallOutcome, MessagesBodyFacts } from './gateway-call.port';
 
 /** One Messages call answered. */
 export interface GatewayCallTiming {
@@ -48,4 +50,35 @@ export function publishBackpressure(requestId: string, paused: boolean, buffered
   if (!gatewayBackpressureChannel.hasSubscribers) return;
   const message: GatewayBackpressure = { requestId, paused, bufferedBytes };
   gatewayBackpressureChannel.publish(message);
+}
+
+/**
+ * An admitted call's one upstream attempt, once its settlement was tried: what its `chat {model}`
+ * span shows (docs/gateway.md "Traces"). Figures and names only, never the body's text.
+ */
+export interface GatewayAttempt {
+  readonly invocationId: string;
+  readonly organizationId: string;
+  readonly keyId: string;
+  /** The model asked for, on the rate card. */
+  readonly model: string;
+  readonly maxTokens: number;
+  readonly stream: boolean;
+  readonly outcome: GatewayCallOutcome;
+}
+
+export const gatewayAttemptChannel = channel('llm-ledger:gateway-attempt');
+
+export function publishGatewayAttempt(admission: Extract<GatewayAdmission, { admitted: true }>, facts: MessagesBodyFacts, outcome: GatewayCallOutcome): void {
+  if (!gatewayAttemptChannel.hasSubscribers) return;
+  const attempt: GatewayAttempt = {
+    invocationId: admission.invocationId,
+    organizationId: admission.organizationId,
+    keyId: admission.keyId,
+    model: facts.model,
+    maxTokens: facts.maxTokens,
+    stream: facts.stream,
+    outcome,
+  };
+  gatewayAttemptChannel.publish(attempt);
 }

@@ -16,6 +16,7 @@ import {
   ATTR_GEN_AI_PROVIDER_NAME,
   ATTR_GEN_AI_REQUEST_MAX_TOKENS,
   ATTR_GEN_AI_REQUEST_MODEL,
+  ATTR_GEN_AI_REQUEST_STREAM,
   ATTR_GEN_AI_RESPONSE_FINISH_REASONS,
   ATTR_GEN_AI_RESPONSE_ID,
   ATTR_GEN_AI_RESPONSE_MODEL,
@@ -29,6 +30,7 @@ import {
   GEN_AI_OPERATION_NAME_VALUE_CHAT,
   GEN_AI_OPERATION_NAME_VALUE_EXECUTE_TOOL,
   GEN_AI_OPERATION_NAME_VALUE_INVOKE_AGENT,
+  GEN_AI_PROVIDER_NAME_VALUE_ANTHROPIC,
 } from '@opentelemetry/semantic-conventions/incubating';
 import type { AttemptRecord } from '../runtime/conversation.types';
 import { ProviderFault } from '../runtime/faults';
@@ -38,6 +40,7 @@ import type { ToolLoopInput } from '../runtime/run-tool-loop';
 import type { ToolContext, ToolSpec } from '../runtime/tool.types';
 import { invocationOverheadChannel, type InvocationOverheadTiming } from '../domain/timing.channels';
 import type { InvocationEnd, InvocationInfo, InvocationInstrumentation, ObservedInvocation } from '../invocations/invocation-instrumentation.port';
+import type { GatewayAttempt } from '../gateway/gateway-http.channels';
 
 /** The instrumentation scope of every span llm-ledger makes. */
 export const TRACER_NAME = 'llm-ledger';
@@ -51,6 +54,8 @@ export const LEDGER_ATTRIBUTES = {
   chargeCredits: 'llm_ledger.invocation.charge_credits',
   turn: 'llm_ledger.attempt.turn',
   retry: 'llm_ledger.attempt.retry',
+  gatewayKeyId: 'llm_ledger.gateway.key_id',
+  callerDisconnected: 'llm_ledger.gateway.caller_disconnected',
 } as const;
 
 /**
@@ -296,6 +301,38 @@ export class InvocationTelemetry implements ObservedInvocation {
       },
     );
   }
+}
+
+/**
+ * A gateway call's one upstream attempt as the `chat {model}` span an operation's attempt makes, from
+ * what the HTTP side published once the call ended (its times are the attempt's own). The body's
+ * text is never published, so it cannot reach the span.
+ */
+export function gatewayChatSpan({ invocationId, organizationId, keyId, model, maxTokens, stream, outcome }: GatewayAttempt): void {
+  const span = trace.getTracer(TRACER_NAME).startSpan(`${GEN_AI_OPERATION_NAME_VALUE_CHAT} ${model}`, {
+    kind: SpanKind.CLIENT,
+    startTime: outcome.startedAtMs,
+    attributes: {
+      [ATTR_GEN_AI_OPERATION_NAME]: GEN_AI_OPERATION_NAME_VALUE_CHAT,
+      [ATTR_GEN_AI_PROVIDER_NAME]: GEN_AI_PROVIDER_NAME_VALUE_ANTHROPIC,
+      [ATTR_GEN_AI_REQUEST_MODEL]: model,
+      [ATTR_GEN_AI_REQUEST_MAX_TOKENS]: maxTokens,
+      [ATTR_GEN_AI_REQUEST_STREAM]: stream,
+      [ATTR_GEN_AI_CONVERSATION_ID]: invocationId,
+      [LEDGER_ATTRIBUTES.organizationId]: organizationId,
+      [LEDGER_ATTRIBUTES.gatewayKeyId]: keyId,
+      [LEDGER_ATTRIBUTES.callerDisconnected]: outcome.callerDisconnected,
+      ...(outcome.responseModel === undefined ? {} : { [ATTR_GEN_AI_RESPONSE_MODEL]: outcome.responseModel }),
+      ...(outcome.stopReason === undefined ? {} : { [ATTR_GEN_AI_RESPONSE_FINISH_REASONS]: [outcome.stopReason] }),
+      ...(outcome.providerRequestId === undefined ? {} : { [ATTR_GEN_AI_RESPONSE_ID]: outcome.providerRequestId }),
+      ...usageAttributes(outcome.usage),
+    },
+  });
+  if (outcome.classification !== 'ok') {
+    span.setAttribute(ATTR_ERROR_TYPE, outcome.classification);
+    span.setStatus({ code: SpanStatusCode.ERROR });
+  }
+  span.end(outcome.startedAtMs + outcome.durationMs);
 }
 
 /** The active span's trace and span ids, for a log line (nothing when no span is recording). */

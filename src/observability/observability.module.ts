@@ -3,14 +3,14 @@ import { BALANCE_COLLECTION, BALANCES_PROJECTION, type BalanceView } from '../..
 import { EVENT_STORE, type EventStore } from '../event-store/event-store.port';
 import { LiveProjections, MAX_LIST_LIMIT, READ_MODEL_STORE, type SqliteReadModelStore } from '../projection-runner';
 import { INVOCATION_INSTRUMENTATION } from '../invocations/invocation-instrumentation.port';
-import { OPEN_TELEMETRY_INSTRUMENTATION } from './invocation-telemetry';
+import { gatewayChatSpan, OPEN_TELEMETRY_INSTRUMENTATION } from './invocation-telemetry';
 import { LedgerMetrics, type GaugeSources } from './ledger-metrics';
 import { LogMetricsFollower } from './log-metrics.follower';
 import { MetricsServer } from './metrics.server';
 import { OBSERVABILITY_CONFIG, type ObservabilityConfig } from './observability.config';
 import { appendTimingChannel, invocationOverheadChannel, type AppendTiming, type InvocationOverheadTiming } from '../domain/timing.channels';
 import { recoveredChannel, type RecoveredMessage } from '../domain/recovery.channel';
-import { gatewayCallChannel, type GatewayCallTiming } from '../gateway/gateway-http.channels';
+import { gatewayAttemptChannel, gatewayCallChannel, type GatewayAttempt, type GatewayCallTiming } from '../gateway/gateway-http.channels';
 
 /** Credits held per organization, paged through the balances read model. */
 function* heldByOrganization(store: SqliteReadModelStore): Iterable<{ organizationId: string; held: number }> {
@@ -26,7 +26,7 @@ function* heldByOrganization(store: SqliteReadModelStore): Iterable<{ organizati
 /**
  * Metrics (README.md "Metrics") and traces (README.md "Traces"): the registry, the log follower that
  * feeds its counters after commit, the timings the core publishes on its channels
- * (src/domain/timing.channels.ts) and the gateway's calls (src/gateway/gateway-http.channels.ts), the core's INVOCATION_INSTRUMENTATION port, and the tokenless
+ * (src/domain/timing.channels.ts) and the gateway's calls and attempts (src/gateway/gateway-http.channels.ts), the core's INVOCATION_INSTRUMENTATION port, and the tokenless
  * listener on METRICS_PORT when one is set. The `GET /metrics` route on the API's port is
  * MetricsController, mounted with the other routes (LEDGER_CONTROLLERS). Its configuration
  * (OBSERVABILITY_CONFIG) is provided by the composition root.
@@ -75,6 +75,7 @@ export class ObservabilityModule implements OnModuleInit, OnApplicationBootstrap
     this.metrics.accountingOverheadObserved(operationId, overheadMs);
   };
   private readonly onGatewayCall = (message: unknown): void => this.metrics.gatewayCallObserved(message as GatewayCallTiming);
+  private readonly onGatewayAttempt = (message: unknown): void => gatewayChatSpan(message as GatewayAttempt);
 
   constructor(
     @Inject(OBSERVABILITY_CONFIG) private readonly config: ObservabilityConfig,
@@ -89,6 +90,7 @@ export class ObservabilityModule implements OnModuleInit, OnApplicationBootstrap
     invocationOverheadChannel.subscribe(this.onOverhead);
     recoveredChannel.subscribe(this.onRecovered);
     gatewayCallChannel.subscribe(this.onGatewayCall);
+    gatewayAttemptChannel.subscribe(this.onGatewayAttempt);
     // Before any command runs, so every invocation is counted from its first event.
     await this.follower.start();
   }
@@ -109,6 +111,7 @@ export class ObservabilityModule implements OnModuleInit, OnApplicationBootstrap
     invocationOverheadChannel.unsubscribe(this.onOverhead);
     recoveredChannel.unsubscribe(this.onRecovered);
     gatewayCallChannel.unsubscribe(this.onGatewayCall);
+    gatewayAttemptChannel.unsubscribe(this.onGatewayAttempt);
     await this.server.close();
     await this.follower.stop();
   }

@@ -190,16 +190,26 @@ export class WebhookDeliveryWorker {
     if (deliveries.length > 0) this.pump();
   }
 
-  /** The organization an event belongs to, and what its data lacks to name its invocation. */
-  private async originOf(event: RecordedEvent): Promise<{ organizationId: string; extra: Record<string, string> } | undefined> {
+  /**
+   * The organization an event belongs to, and what its data lacks to name its invocation: its id, its
+   * operation and, for a gateway call, `gateway: { keyId, keyName, model }` as the invocation view has it.
+   */
+  private async originOf(event: RecordedEvent): Promise<{ organizationId: string; extra: Record<string, unknown> } | undefined> {
     if (event.streamName.startsWith('account-')) return { organizationId: event.streamName.slice('account-'.length), extra: {} };
     if (!event.streamName.startsWith('invocation-')) return undefined;
     const [first] = await this.options.eventStore.readStream(event.streamName, { maxCount: 1 });
-    const estimate = first?.data as { organizationId?: string; operationId?: string; invocationId?: string } | undefined;
+    const estimate = first?.data as
+      | { organizationId?: string; operationId?: string; invocationId?: string; gateway?: { keyId: string; keyName: string; model: string } }
+      | undefined;
     if (first?.type !== 'InvocationEstimated' || estimate?.organizationId === undefined) return undefined;
+    const gateway = estimate.gateway;
     return {
       organizationId: estimate.organizationId,
-      extra: { invocationId: estimate.invocationId ?? event.streamName.slice('invocation-'.length), operationId: estimate.operationId ?? '' },
+      extra: {
+        invocationId: estimate.invocationId ?? event.streamName.slice('invocation-'.length),
+        operationId: estimate.operationId ?? '',
+        ...(gateway === undefined ? {} : { gateway: { keyId: gateway.keyId, keyName: gateway.keyName, model: gateway.model } }),
+      },
     };
   }
 
