@@ -1,9 +1,10 @@
 import { Logger } from '@nestjs/common';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { FastifyInstance } from 'fastify';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { randomUUID } from 'node:crypto';
-import { MALFORMED_PERCENT_ENCODING } from './dto/field-rules';
+import { EMPTY_PATH_SEGMENT, MALFORMED_PERCENT_ENCODING } from './dto/field-rules';
 import { errorBodyOf, HttpErrorFilter } from './http-error.filter';
 import { MAX_REQUEST_BODY_BYTES } from './http.bounds';
 import { setupOpenApi } from './openapi';
@@ -30,7 +31,7 @@ export function ledgerHttpAdapter(): FastifyAdapter {
   return new FastifyAdapter({
     bodyLimit: MAX_REQUEST_BODY_BYTES,
     requestTimeout: MAX_REQUEST_ARRIVAL_MS,
-    rewriteUrl: readMalformedPercentEncodingAsReplacement,
+    rewriteUrl: rewriteForRouting,
     clientErrorHandler: answerClientErrorInTheErrorShape,
     // No Nest middleware runs on the service: every step below is a Fastify hook.
     skipMiddie: true,
@@ -97,6 +98,40 @@ function answerClientErrorInTheErrorShape(error: NodeJS.ErrnoException, socket: 
       `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
 }
+
+/** The gateway's routes, which answer in Anthropic's shape and keep their own paths as sent. */
+const GATEWAY_PATH = /^\/anthropic(\/|$)/i;
+
+/**
+ * What the router matches: the path with malformed percent-encoding read as U+FFFD, then empty
+ * segments filled in when that alone lets a route match. `this` is the Fastify instance.
+ */
+function rewriteForRouting(this: FastifyInstance, request: IncomingMessage): string {
+  return fillEmptySegments(this, request.method ?? 'GET', readMalformedPercentEncodingAsReplacement(request));
+}
+
+/**
+ * An empty path segment matches no route (`PUT /v1/operations//publications`; `GET /v1/invocations/`,
+ * whose trailing slash is ignored and whose `GET /v1/invocations` does not exist), so its answer would
+ * be an unknown route's 404. When the path matches no route as sent, but does with a parameter in each
+ * empty segment (a trailing one included), each is read as EMPTY_PATH_SEGMENT: the route matches and
+ * its parameter's check answers 400 naming it (docs/http.md "Requests").
+ */
+function fillEmptySegments(fastify: FastifyInstance, method: string, url: string): string {
+  const queryAt = url.indexOf('?');
+  const path = queryAt === -1 ? url : url.slice(0, queryAt);
+  if (path.length <= 1 || (!path.endsWith('/') && !path.includes('//')) || GATEWAY_PATH.test(path)) return url;
+  const segments = path.split('/');
+  const fill = (upTo: number): string => segments.map((segment, index) => (segment === '' && index > 0 && index < upTo ? EMPTY_SEGMENT_TEXT : segment)).join('/');
+  // The router would give an interior empty segment to its parameter, then answer 404: fill those always.
+  const interior = fill(segments.length - 1);
+  const matches = (candidate: string): boolean => fastify.findRoute({ method: method as 'GET', url: candidate }) !== null;
+  const routed = matches(interior) ? interior : matches(fill(segments.length)) ? fill(segments.length) : undefined;
+  if (routed === undefined || routed === path) return url;
+  return routed + (queryAt === -1 ? '' : url.slice(queryAt));
+}
+
+const EMPTY_SEGMENT_TEXT = encodeURIComponent(EMPTY_PATH_SEGMENT);
 
 /**
  * A router refuses a path whose percent-encoding is malformed (`%E0%A4%A`) before any route matches,

@@ -2,6 +2,7 @@ import { Controller, Get, Inject, Param, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { MAX_STREAM_NAME_LENGTH, STREAM_NAME_PATTERN, validateStreamName } from '../event-store/event-store-input.validation';
 import { EVENT_STORE, InvalidEventStoreInputError, type EventStore, type RecordedEvent } from '../event-store/event-store.port';
+import { EMPTY_PATH_SEGMENT } from '../http-kit/dto/field-rules';
 import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound, ApiUnavailable } from '../http-kit/api-docs.decorators';
 import { Roles } from '../http-kit/auth/roles.decorator';
 import { MAX_STREAM_PAGE_EVENTS, RecordedEventDto, StreamPageDto, StreamQueryDto } from './dto/stream.dto';
@@ -35,6 +36,7 @@ export class StreamsController {
   @ApiInvalidRequest()
   @ApiNotFound('The stream does not exist.')
   async read(@Param('streamName') streamName: string, @Query() query: StreamQueryDto): Promise<StreamPageDto> {
+    if (streamName === EMPTY_PATH_SEGMENT) throw InvalidRequestException.of('streamName', 'must not be empty');
     try {
       validateStreamName(streamName);
     } catch (error) {

@@ -141,4 +141,58 @@ describe('issue 24, finding 5: the HTTP edges, over a raw socket', () => {
       expect(answer.status).toBe(401);
     });
   });
+  describe('an empty path segment is the route’s own 400 naming the path parameter, never an undeclared 404 (docs/http.md "Requests")', () => {
+    /** A valid body for each route that takes one, so only the emptied parameter is wrong. */
+    const BODIES: Record<string, unknown> = {
+      'PUT /v1/operations/{operationId}/publications': publicationBody(),
+      'POST /v1/organizations/{organizationId}/grants': { credits: 5, reason: 'r', idempotencyKey: 'k2' },
+      'POST /v1/organizations/{organizationId}/adjustments': { credits: 5, reason: 'r', idempotencyKey: 'k3' },
+      'PUT /v1/organizations/{organizationId}/settings': { maxRunning: 3 },
+      'PUT /v1/organizations/{organizationId}/alerts': { thresholds: [{ kind: 'available_below', credits: 10 }] },
+      'POST /v1/organizations/{organizationId}/webhooks': { url: 'https://example.com/hooks/2', events: ['InvocationSettled'] },
+    };
+
+    it('answers every route of the document with each path parameter emptied, and the trailing ones too', async () => {
+      const document = (await ledger.http().get('/docs-json').expect(200)).body as { paths: Record<string, Record<string, unknown>> };
+      const ids: Record<string, string> = { organizationId: 'acme', operationId: 'demo.arithmetic', invocationId, webhookId: 'w1', keyId: 'k1', streamName: 'account-acme' };
+      const wrong: string[] = [];
+      let sent = 0;
+      for (const [path, methods] of Object.entries(document.paths).filter(([path]) => !path.startsWith('/anthropic'))) {
+        for (const method of Object.keys(methods).map((name) => name.toUpperCase())) {
+          const route = `${method} ${path}`;
+          for (const emptied of [...path.matchAll(/\{(\w+)\}/g)].map((match) => match[1]!)) {
+            const url = path.replace(/\{(\w+)\}/g, (_all, name: string) => (name === emptied ? '' : encodeURIComponent(ids[name]!)));
+            // `GET /v1/gateway/models/` is `GET /v1/gateway/models`, a route of its own (trailing slashes are ignored).
+            if (url.endsWith('/') && document.paths[url.slice(0, -1)]?.[method.toLowerCase()] !== undefined) continue;
+            const body = BODIES[route] === undefined ? '' : JSON.stringify(BODIES[route]);
+            const answer = await rawExchange(port, request(method, url, [systemToken, ...(body === '' ? [] : ['Content-Type: application/json'])], body));
+            sent += 1;
+            const fields = Object.keys((JSON.parse(answer.body) as { fields?: object }).fields ?? {});
+            if (answer.status !== 400 || !fields.includes(emptied)) wrong.push(`${method} ${url}: ${answer.status} ${fields.join(',')}`);
+          }
+        }
+      }
+      expect(sent).toBeGreaterThan(20);
+      expect(wrong).toEqual([]);
+    });
+
+    it.each([
+      ['PUT', '/v1/operations//publications', 'operationId'],
+      ['GET', '/v1/invocations/', 'invocationId'],
+      ['GET', '/v1/invocations//events', 'invocationId'],
+      ['GET', '/v1/streams/', 'streamName'],
+      ['DELETE', '/v1/organizations/acme/webhooks/', 'webhookId'],
+      ['GET', '/V1/Organizations//Balance/', 'organizationId'],
+    ])('%s %s is 400 naming %s', async (method, path, field) => {
+      const answer = await rawExchange(port, request(method, path, [systemToken]));
+      expect({ status: answer.status, fields: Object.keys(JSON.parse(answer.body).fields ?? {}) }).toEqual({ status: 400, fields: [field] });
+    });
+
+    it('leaves a path that matches a route with its trailing slash as it is, and an unknown one a 404 in the error shape', async () => {
+      expect((await rawExchange(port, request('GET', '/v1/organizations/acme/webhooks/', [systemToken]))).status).toBe(200);
+      expect((await rawExchange(port, request('GET', '/v1/me/', [systemToken]))).status).toBe(200);
+      const unknown = await rawExchange(port, request('GET', '/v1//nothing/', [systemToken]));
+      expect({ status: unknown.status, code: JSON.parse(unknown.body).code }).toEqual({ status: 404, code: 'not_found' });
+    });
+  });
 });

@@ -102,6 +102,7 @@ export function Id(options?: ValidationOptions): PropertyDecorator {
 export function idProblem(value: unknown): string | undefined {
   if (value === undefined || value === null) return absent(value);
   if (typeof value !== 'string' || value.length === 0) return 'must be a non-empty string';
+  if (value === EMPTY_PATH_SEGMENT) return 'must not be empty';
   if (value.includes(MALFORMED_PERCENT_ENCODING)) return 'is not valid percent-encoded UTF-8';
   if (value.length > MAX_ID_CHARS) return `must be at most ${MAX_ID_CHARS} characters`;
   if (!ID_PATTERN.test(value)) return 'must start with a letter or digit and hold only letters, digits and . _ : -';
@@ -113,6 +114,13 @@ export function idProblem(value: unknown): string | undefined {
  * character), so the route still matches and the id's own check names the field.
  */
 export const MALFORMED_PERCENT_ENCODING = '\uFFFD';
+
+/**
+ * What an empty path segment (`/v1/operations//publications`, `/v1/invocations/`) reads as when no
+ * route matches the path as sent but one matches with a parameter there (U+FFFE, a noncharacter), so
+ * the route answers 400 naming the parameter instead of an unknown route's 404.
+ */
+export const EMPTY_PATH_SEGMENT = '\uFFFE';
 
 export function Bool(options?: ValidationOptions): PropertyDecorator {
   return fieldRule(
