@@ -1,0 +1,162 @@
+/**
+ * A gateway call in flight when the service dies (docs/gateway.md "Settlement"): the real service, as
+ * its own process on a SQLite store, relays a stream from a local Messages API that pauses after its
+ * first text; the service is killed with SIGKILL while the stream is open, then started again on the
+ * same files. Its recovery (on start, then every LEDGER_RECOVERY_INTERVAL_MS) settles the dispatched
+ * call at its hold (transition 14) and the explanation says so; balance, ledger, statement, the key's
+ * spend and the auditors' check agree, and nothing is held.
+ */
+import Anthropic from '@anthropic-ai/sdk';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { grouped } from '../../projections/gateway-explanation-sentence';
+import { runCli } from '../../src/cli/run-cli';
+import { openSqliteEventStore } from '../../src/event-store/sqlite/sqlite-event-store';
+import { MemoryIo } from '../cli/support/memory-io';
+import { LEDGER_TOKENS, TOKENS } from '../http/support/http-ledger';
+import { MessagesApiServer, messageStream } from '../support/messages-api-server';
+import { running, startServiceProcess, SERVICE_START_TIMEOUT_MS, type ServiceProcess } from '../support/service-process';
+import { GATEWAY_KEY_NAME, GATEWAY_MODEL, GATEWAY_PRICES, GRANTED_CREDITS } from './support/gateway-service';
+
+/**
+ * The call's time bound (the rate card's attemptTimeoutMs), in ms: the killed call is past it by the
+ * time the second process has compiled and started, far longer than the kill takes after the first text.
+ */
+const ATTEMPT_TIMEOUT_MS = 5_000;
+/** Recovery at its shortest period and threshold, so the test waits seconds, not minutes. */
+const RECOVERY_ENV = { LEDGER_RECOVERY_INTERVAL_MS: '1000', LEDGER_RECOVERY_STALE_AFTER_MS: '1000' };
+/** How long the restarted service may take to settle the leftover: bound + threshold + period, many times over. */
+const RECOVERED_WITHIN_MS = 60_000;
+/** How often the invocation is read while waiting for recovery, in ms (a poll, not a wait for correctness). */
+const POLL_INTERVAL_MS = 250;
+const TEST_TIMEOUT_MS = 3 * SERVICE_START_TIMEOUT_MS + RECOVERED_WITHIN_MS;
+const SYSTEM = { Authorization: `Bearer ${TOKENS.system}` };
+
+async function json<T>(service: ServiceProcess, path: string, init: RequestInit = {}): Promise<T> {
+  const response = await fetch(`${service.baseUrl}${path}`, { ...init, headers: { ...SYSTEM, 'Content-Type': 'application/json', ...(init.headers as Record<string, string>) } });
+  if (!response.ok) throw new Error(`${init.method ?? 'GET'} ${path}: ${response.status} ${await response.text()}`);
+  return (await response.json()) as T;
+}
+
+interface InvocationView {
+  readonly state: string;
+  readonly estimate: number;
+  readonly charge: number;
+}
+
+describe('docs/gateway.md "Settlement": a streamed gateway call cut by SIGKILL is settled at its hold by recovery after a restart, and explained (STATE-PFM-LLM-001 transition 14)', () => {
+  let directory: string;
+  let upstream: MessagesApiServer;
+  let service: ServiceProcess | undefined;
+  let releaseUpstream: () => void = () => undefined;
+
+  beforeAll(async () => {
+    directory = mkdtempSync(join(tmpdir(), 'llm-ledger-gateway-sigkill-'));
+    upstream = await MessagesApiServer.start();
+  });
+
+  afterAll(async () => {
+    if (service !== undefined && running(service)) service.child.kill('SIGKILL');
+    releaseUpstream();
+    await upstream.close();
+    rmSync(directory, { recursive: true, force: true });
+  });
+
+  const start = () =>
+    startServiceProcess(directory, { LEDGER_TOKENS, ANTHROPIC_BASE_URL: upstream.baseURL, ANTHROPIC_API_KEY: 'sk-ant-the-service-own', ...RECOVERY_ENV });
+
+  it(
+    'settles the call at its hold after the restart, says so in its explanation, and leaves balance, ledger, statement and key spend equal with nothing held',
+    async () => {
+      service = await start();
+      const first = service;
+      await json(first, '/v1/organizations/acme/grants', { method: 'POST', body: JSON.stringify({ credits: GRANTED_CREDITS, reason: 'start', idempotencyKey: 'g-1' }) });
+      await json(first, `/v1/gateway/models/${GATEWAY_MODEL}`, {
+        method: 'PUT',
+        body: JSON.stringify({ prices: GATEWAY_PRICES, maxOutputTokens: 64_000, attemptTimeoutMs: ATTEMPT_TIMEOUT_MS, enabled: true }),
+      });
+      const { key, keyId } = await json<{ key: string; keyId: string }>(first, '/v1/organizations/acme/gateway-keys', {
+        method: 'POST',
+        body: JSON.stringify({ name: GATEWAY_KEY_NAME, spendLimit: { credits: GRANTED_CREDITS, period: 'total' } }),
+      });
+
+      // Upstream streams its first text, then pauses until the test ends: the stream stays open.
+      const paused = new Promise<void>((resolve) => (releaseUpstream = resolve));
+      upstream.reply({ kind: 'sse', steps: messageStream({ model: GATEWAY_MODEL, texts: ['Hello', ' never sent'], after: [{ until: paused }] }) });
+      const client = new Anthropic({ baseURL: `${first.baseUrl}/anthropic`, apiKey: key, maxRetries: 0 });
+      const stream = client.messages.stream({ model: GATEWAY_MODEL, max_tokens: 1_024, messages: [{ role: 'user', content: 'Hello' }] });
+      const firstText = new Promise<string>((resolve) => stream.once('text', resolve));
+      const ended = stream.done().then(
+        () => 'ended',
+        () => 'cut',
+      );
+      const invocationId = (await stream.withResponse()).response.headers.get('llm-ledger-invocation-id')!;
+      expect(await firstText).toBe('Hello');
+      const exited = once(first.child, 'exit');
+      first.child.kill('SIGKILL');
+      expect((await exited)[1]).toBe('SIGKILL');
+      // The caller saw its stream cut, never its end.
+      expect(await ended).toBe('cut');
+      const dispatched = await lastEventOf(directory, invocationId);
+      expect(dispatched.type).toBe('InvocationDispatched');
+
+      service = await start();
+      const live = service;
+      const deadline = performance.now() + RECOVERED_WITHIN_MS;
+      let view = await json<InvocationView>(live, `/v1/invocations/${invocationId}`);
+      while (view.state !== 'settled' && performance.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, POLL_INTERVAL_MS));
+        view = await json(live, `/v1/invocations/${invocationId}`);
+      }
+      const hold = view.estimate;
+      expect(hold).toBeGreaterThan(0);
+      expect(view).toMatchObject({ state: 'settled', charge: hold });
+
+      const explanation = await json<{ sentence: string }>(live, `/v1/invocations/${invocationId}/explanation`);
+      expect(explanation.sentence).toBe(
+        `Gateway call by key "${GATEWAY_KEY_NAME}" to ${GATEWAY_MODEL}: the service stopped while the call was in flight, so its usage was never learned and it was charged its ${grouped(hold)}-credit hold (settled by recovery).`,
+      );
+
+      await expectEveryFigureAgrees(live, hold, keyId);
+      live.child.kill('SIGTERM');
+      await once(live.child, 'exit');
+
+      const settled = await lastEventOf(directory, invocationId);
+      expect(settled).toMatchObject({ type: 'InvocationSettled', data: { settledBy: 'recovery', transition: 14, chargeCredits: hold } });
+      const io = new MemoryIo();
+      const exitCode = await runCli(['audit', 'verify'], { io, env: { LEDGER_STORE: `sqlite:${join(directory, 'ledger.sqlite')}` } });
+      expect({ exitCode, out: exitCode === 0 ? '' : io.stdoutText }).toEqual({ exitCode: 0, out: '' });
+    },
+    TEST_TIMEOUT_MS,
+  );
+});
+
+/** The balance, the ledger's entries, the day's statement and the key's spend, read from the restarted service. */
+async function expectEveryFigureAgrees(service: ServiceProcess, hold: number, keyId: string): Promise<void> {
+  const balance = await json<{ held: number; running: number; charged: number; available: number; granted: number; adjustments: number }>(service, '/v1/organizations/acme/balance');
+  expect(balance).toMatchObject({ held: 0, running: 0, charged: hold, granted: GRANTED_CREDITS });
+  expect(balance.available).toBe(balance.granted + balance.adjustments - balance.charged);
+  const { entries } = await json<{ entries: { kind: string; credits: number }[] }>(service, '/v1/organizations/acme/ledger?limit=500');
+  const sum = (kind: string) => entries.filter((entry) => entry.kind === kind).reduce((total, entry) => total + entry.credits, 0);
+  expect(sum('charge')).toBe(hold);
+  expect(sum('hold')).toBe(sum('release'));
+  const day = (offsetDays: number) => new Date(Date.now() + offsetDays * 86_400_000).toISOString().slice(0, 10);
+  const statement = await json<{ totals: { credits: number } }>(service, `/v1/organizations/acme/usage?from=${day(-1)}&to=${day(1)}`);
+  expect(statement.totals.credits).toBe(hold);
+  const { keys } = await json<{ keys: { keyId: string; spentCredits: number; heldCredits: number }[] }>(service, '/v1/organizations/acme/gateway-keys');
+  expect(keys.find((entry) => entry.keyId === keyId)).toMatchObject({ spentCredits: hold, heldCredits: 0 });
+}
+
+/** The invocation stream's last event, read from the log while no process has it open. */
+async function lastEventOf(directory: string, invocationId: string): Promise<{ type: string; data: unknown }> {
+  const store = openSqliteEventStore({ path: join(directory, 'ledger.sqlite') });
+  try {
+    const events = await store.readStream(`invocation-${invocationId}`);
+    const last = events[events.length - 1]!;
+    return { type: last.type, data: last.data };
+  } finally {
+    await store.close();
+  }
+}
