@@ -2,10 +2,9 @@ import { Logger } from '@nestjs/common';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyInstance } from 'fastify';
 import type { IncomingMessage } from 'node:http';
-import type { Duplex } from 'node:stream';
-import { randomUUID } from 'node:crypto';
 import { EMPTY_PATH_SEGMENT, MALFORMED_PERCENT_ENCODING } from './dto/field-rules';
-import { errorBodyOf, HttpErrorFilter } from './http-error.filter';
+import { answerClientErrorInTheErrorShape } from './client-error.answer';
+import { HttpErrorFilter } from './http-error.filter';
 import { MAX_REQUEST_BODY_BYTES } from './http.bounds';
 import { setupOpenApi } from './openapi';
 import { readsOwnBody } from './reads-own-body.decorator';
@@ -75,28 +74,6 @@ export function configureHttp(app: NestFastifyApplication): void {
   // standalone service answers (an unknown route's 404, a wrong method) the same error shape.
   app.useGlobalFilters(new HttpErrorFilter());
   setupOpenApi(app);
-}
-
-/**
- * Node cannot parse some requests (headers past its 16 KiB limit: 431; a malformed request line:
- * 400; one that took too long: 408). They are answered here, in the API's one error shape, so a
- * client parses every error the same way.
- */
-function answerClientErrorInTheErrorShape(error: NodeJS.ErrnoException, socket: Duplex): void {
-  // A reset connection, or one already answered, has nobody left to read an answer.
-  if (error.code === 'ECONNRESET' || !socket.writable) {
-    socket.destroy();
-    return;
-  }
-  const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
-  const message =
-    status === 431 ? 'the request’s headers (the URL included) are too large' : status === 408 ? 'the request took too long to arrive' : 'the request is not valid HTTP';
-  const body = JSON.stringify(errorBodyOf(status, message, undefined, randomUUID()));
-  socket.end(
-    `HTTP/1.1 ${status} ${errorBodyOf(status, '', undefined, '').error}\r\n` +
-      'Content-Type: application/json; charset=utf-8\r\n' +
-      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-  );
 }
 
 /** The gateway's routes, which answer in Anthropic's shape and keep their own paths as sent. */

@@ -1,4 +1,5 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logger } from '@nestjs/common';
+import { STATUS_CODES } from 'node:http';
 import { nodeResponseOf, type HttpResponse as Response } from './http.types';
 import type { DomainErrorCode, FieldIssue } from '../domain/domain.errors';
 import type { ConcurrencyError, DeletedStreamError, EventStoreUnavailableError } from '../event-store/event-store.port';
@@ -189,7 +190,8 @@ function codeFor(status: number): HttpErrorCode {
 
 function reasonPhrase(status: number): string {
   const name = HttpStatus[status];
-  if (typeof name !== 'string') return status < 500 ? 'Bad Request' : 'Internal Server Error';
+  // Nest's enum lacks a few (431 Request Header Fields Too Large): Node's table has them.
+  if (typeof name !== 'string') return STATUS_CODES[status] ?? (status < 500 ? 'Bad Request' : 'Internal Server Error');
   // HttpStatus.PAYLOAD_TOO_LARGE → "Payload Too Large".
   return name
     .toLowerCase()

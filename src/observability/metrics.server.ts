@@ -4,6 +4,9 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { randomUUID } from 'node:crypto';
+import { answerClientErrorInTheErrorShape } from '../http-kit/client-error.answer';
+import { errorBodyOf } from '../http-kit/http-error.filter';
 import type { LedgerMetrics } from './ledger-metrics';
 
 export class MetricsServer {
@@ -16,7 +19,8 @@ export class MetricsServer {
     const server = createServer((request, response) => {
       const path = (request.url ?? '').split('?')[0];
       if (request.method !== 'GET' || path !== '/metrics') {
-        response.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found\n');
+        const body = errorBodyOf(404, 'only GET /metrics is served on this port', undefined, randomUUID());
+        response.writeHead(404, { 'Content-Type': 'application/json; charset=utf-8', 'X-Request-Id': body.requestId }).end(JSON.stringify(body));
         return;
       }
       this.metrics.registry.metrics().then(
@@ -24,6 +28,8 @@ export class MetricsServer {
         () => response.writeHead(500, { 'Content-Type': 'text/plain' }).end('metrics unavailable\n'),
       );
     });
+    // A request Node cannot parse (a NUL in a header) is answered in the API's error shape, not Node's bare 400.
+    server.on('clientError', answerClientErrorInTheErrorShape);
     this.server = server;
     return new Promise((resolve, reject) => {
       server.once('error', reject);

@@ -5,12 +5,14 @@
  */
 import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { ObservabilityModule } from '../../src/observability/observability.module';
 import { bearer, publicationBody, startHttpLedger, TOKENS, type HttpLedger } from './support/http-ledger';
 
 interface RawAnswer {
   readonly status: number;
   readonly headers: Record<string, string>;
   readonly body: string;
+  readonly statusLine: string;
   /** Everything the server sent, every answer on the connection. */
   readonly raw: string;
   /** The server ended the connection (its FIN), rather than the test. */
@@ -42,7 +44,7 @@ function parseAnswer(text: string): Omit<RawAnswer, 'closedByServer' | 'raw'> {
   const headers = Object.fromEntries(lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
   let body = text.slice(split + 4);
   if (headers['transfer-encoding'] === 'chunked') body = dechunk(body);
-  return { status: Number(statusLine!.split(' ')[1]), headers, body };
+  return { status: Number(statusLine!.split(' ')[1]), statusLine: statusLine!, headers, body };
 }
 
 function dechunk(text: string): string {
@@ -193,6 +195,57 @@ describe('issue 24, finding 5: the HTTP edges, over a raw socket', () => {
       expect((await rawExchange(port, request('GET', '/v1/me/', [systemToken]))).status).toBe(200);
       const unknown = await rawExchange(port, request('GET', '/v1//nothing/', [systemToken]));
       expect({ status: unknown.status, code: JSON.parse(unknown.body).code }).toEqual({ status: 404, code: 'not_found' });
+    });
+  });
+  describe('a request Node cannot parse is answered in the error shape on every path, naming the part at fault (docs/http.md "Errors")', () => {
+    const PATHS = ['/health/live', '/health/ready', '/metrics', '/v1/me', '/v1/invocations', '/anthropic/v1/messages', '/docs-json', '/no/such/route'];
+    const BROKEN: ReadonlyArray<readonly [string, (path: string) => string | Buffer, number, string]> = [
+      ['a NUL byte in a header value', (path) => Buffer.from(`GET ${path} HTTP/1.1\r\nHost: x\r\n${systemToken}\r\nX-Note: a\u0000b\r\n\r\n`, 'latin1'), 400, 'headers'],
+      ['a header name with a space', (path) => `GET ${path} HTTP/1.1\r\nHost: x\r\nBad Name: v\r\n\r\n`, 400, 'headers'],
+      ['headers past 16 KiB', (path) => `GET ${path} HTTP/1.1\r\nHost: x\r\nX-Long: ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'headers'],
+      ['a URL past 16 KiB', (path) => `GET ${path}?q=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`, 431, 'headers'],
+      ['two different Content-Length headers', (path) => `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n{}`, 400, 'headers'],
+      ['a malformed chunk size', (path) => `POST ${path} HTTP/1.1\r\nHost: x\r\n${systemToken}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`, 400, 'body'],
+      ['an unknown method', (path) => `BR3W ${path} HTTP/1.1\r\nHost: x\r\n\r\n`, 400, 'method'],
+      ['an HTTP version that is not one', (path) => `GET ${path} HTTP/7.3\r\nHost: x\r\n\r\n`, 400, 'version'],
+    ];
+
+    it.each(BROKEN)('%s: its status, the error shape, a request id, the field, on every path', async (_case, text, status, field) => {
+      for (const path of PATHS) {
+        const answer = await rawExchange(port, text(path));
+        const body = JSON.parse(answer.body) as Record<string, unknown>;
+        expect({ path, status: answer.status, code: typeof body.code, statusCode: body.statusCode, fields: Object.keys((body.fields ?? {}) as object), id: answer.headers['x-request-id'] }).toEqual({
+          path,
+          status,
+          code: 'string',
+          statusCode: status,
+          fields: [field],
+          id: body.requestId,
+        });
+        expect(answer.headers['content-type']).toBe('application/json; charset=utf-8');
+      }
+    });
+
+    it('says the status’s own reason phrase on the status line and in `error` (431 is not “Bad Request”)', async () => {
+      const answer = await rawExchange(port, `GET /health/live HTTP/1.1\r\nHost: x\r\nX-Long: ${'a'.repeat(20_000)}\r\n\r\n`);
+      expect(answer.statusLine).toBe('HTTP/1.1 431 Request Header Fields Too Large');
+      expect(JSON.parse(answer.body).error).toBe('Request Header Fields Too Large');
+    });
+
+    it('answers the same on the tokenless METRICS_PORT listener, which is a bare node:http server', async () => {
+      const withMetrics = await startHttpLedger({ env: { METRICS_PORT: '0' } });
+      try {
+        const metricsPort = withMetrics.app.get(ObservabilityModule).metricsPort!;
+        // Past its headers, a POST there is answered 404 at once, before a malformed body is read.
+        for (const [, text, status, field] of BROKEN.filter(([, , , field]) => field !== 'body')) {
+          const answer = await rawExchange(metricsPort, text('/metrics'));
+          expect({ status: answer.status, fields: Object.keys(JSON.parse(answer.body).fields ?? {}) }).toEqual({ status, fields: [field] });
+        }
+        const other = await rawExchange(metricsPort, request('GET', '/v1/me'));
+        expect({ status: other.status, code: JSON.parse(other.body).code }).toEqual({ status: 404, code: 'not_found' });
+      } finally {
+        await withMetrics.close();
+      }
     });
   });
 });
