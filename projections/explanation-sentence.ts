@@ -67,6 +67,8 @@ function refusalSentence(view: ExplanationFigures, refusal: ExplanationRefusal):
       const { committedCredits, creditHold, overrunRoomCredits, maxTotalCredits } = refusal.figures;
       return `Refused: ledger_totals_bound — committed ${committedCredits} + hold ${creditHold} + settlement room ${overrunRoomCredits} > ${maxTotalCredits}, the exact-integer bound of the account's totals.`;
     }
+    case 'key_revoked':
+      return `Refused: key_revoked — key ${refusal.figures.keyId} was revoked before the hold was placed.`;
     case 'key_spend_limit': {
       const key = refusal.figures;
       const period = key.period === 'total' ? 'in total' : `in ${key.periodStart} (UTC ${key.period})`;

@@ -14,6 +14,7 @@ const REFUSAL_STATUS: Readonly<Record<ExplanationRefusal['reason'], number>> = {
   operation_disabled: 404,
   insufficient_credits: 402,
   key_spend_limit: 402,
+  key_revoked: 401,
   no_running_slot: 429,
   ledger_totals_bound: 402,
 };
@@ -108,6 +109,8 @@ function refusalClause(view: ExplanationFigures, refusal: ExplanationRefusal): s
       return `running ${grouped(refusal.figures.running)} of ${grouped(refusal.figures.maxRunning)}`;
     case 'ledger_totals_bound':
       return `the account cannot hold ${grouped(refusal.figures.creditHold)} more credits within its exact-integer bound`;
+    case 'key_revoked':
+      return 'the key was revoked before the hold was placed, so nothing was held or sent upstream';
     case 'key_spend_limit': {
       const key = refusal.figures;
       const period = key.period === 'total' ? 'in total' : `in ${key.periodStart} (UTC ${key.period})`;

@@ -10,8 +10,11 @@ import type { HoldGatewayKey } from './account.events';
 import { AccountState, availableCredits, committedCredits, keySpend, runningCount } from './account.state';
 import type { SpendPeriod } from './gateway-keys';
 
-/** Refusals of the access check: docs/lifecycle.md transition 1. */
-export const ACCESS_REFUSAL_REASONS = ['ai_disabled', 'operation_disabled', 'unknown_operation'] as const;
+/**
+ * Refusals of the access check: docs/lifecycle.md transition 1. `key_revoked`: a gateway call whose key
+ * was revoked after it was checked and before its hold was placed (docs/gateway.md "Admission").
+ */
+export const ACCESS_REFUSAL_REASONS = ['ai_disabled', 'operation_disabled', 'unknown_operation', 'key_revoked'] as const;
 /**
  * Refusals for want of credits or a slot, or a gateway key's limit, or because the hold and its settlement's room would not fit
  * in the exact-integer range (`ledger_totals_bound`): docs/lifecycle.md transition 2.
@@ -28,7 +31,8 @@ export type AdmissionRefusal =
   | { readonly reason: 'insufficient_credits'; readonly figures: { readonly available: number; readonly creditHold: number } }
   | { readonly reason: 'no_running_slot'; readonly figures: { readonly running: number; readonly maxRunning: number } }
   | { readonly reason: 'ledger_totals_bound'; readonly figures: LedgerTotalsBoundFigures }
-  | { readonly reason: 'key_spend_limit'; readonly figures: KeySpendFigures };
+  | { readonly reason: 'key_spend_limit'; readonly figures: KeySpendFigures }
+  | { readonly reason: 'key_revoked'; readonly figures: { readonly keyId: string } };
 
 /**
  * Why a hold was refused at the exact-integer bound: `committedCredits + creditHold + overrunRoomCredits

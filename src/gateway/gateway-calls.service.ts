@@ -10,7 +10,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { accountDecider } from '../accounts/account.decider';
 import { accountStreamName } from '../accounts/account.events';
 import type { AccountState } from '../accounts/account.state';
-import { AdmissionRefusedError, type AccountRefusal } from '../accounts/admission.policy';
+import { AdmissionRefusedError, type AccountRefusal, type AdmissionRefusal } from '../accounts/admission.policy';
 import { UnknownGatewayKeyError, type GatewayKey } from '../accounts/gateway-keys';
 import { AggregateRepository, type CommandContext, type CommandStep } from '../aggregates/aggregate.repository';
 import type { Publication } from '../catalog/operation.events';
@@ -185,14 +185,13 @@ export class GatewayCalls implements GatewayAccounting {
         { correlationId: invocationId },
       );
     } catch (error) {
-      if (error instanceof UnknownGatewayKeyError) {
-        // Revoked between the key check and the hold: nothing is held; the sweep closes the estimate at 0.
-        return { ...INVALID_KEY, invocationId };
-      }
-      if (!(error instanceof AdmissionRefusedError)) throw error;
-      await invoke([{ type: 'RefuseInvocation', data: { ...error.refusal, refusedAt: isoAt(this.clock) } }]);
+      // Revoked between the key check and the hold: nothing is held, and the estimate is refused at once (transition 1).
+      const revoked = error instanceof UnknownGatewayKeyError;
+      if (!revoked && !(error instanceof AdmissionRefusedError)) throw error;
+      const refused: AdmissionRefusal = revoked ? { reason: 'key_revoked', figures: { keyId: key.keyId } } : (error as AdmissionRefusedError).refusal;
+      await invoke([{ type: 'RefuseInvocation', data: { ...refused, refusedAt: isoAt(this.clock) } }]);
       this.repository.forget(streamName);
-      return refusalOfAccount(error.refusal, invocationId, key);
+      return revoked ? { ...INVALID_KEY, invocationId } : refusalOfAccount((error as AdmissionRefusedError).refusal, invocationId, key);
     }
     await invoke([
       { type: 'ReserveInvocation', data: { reservedAt: at } },

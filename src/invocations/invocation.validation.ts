@@ -110,6 +110,10 @@ export function refusalFromState(
       return { reason, figures: totalsBoundFigures(checks, figures, state.estimate) };
     case 'key_spend_limit':
       return { reason, figures: readKeySpendFigures(checks, figures, state) };
+    case 'key_revoked': {
+      const keyId = checks.id('figures.keyId', figures.keyId);
+      return { reason, figures: { keyId } };
+    }
   }
 }
 

@@ -5,6 +5,8 @@
  * the organization's credits or a key's limit below zero.
  */
 import { GATEWAY_ACCOUNTING, type GatewayAccounting, type GatewayAdmission, type MessagesBodyFacts } from '../../src/gateway/gateway-call.port';
+import { AggregateRepository } from '../../src/aggregates/aggregate.repository';
+import { EVENT_STORE, type EventStore } from '../../src/event-store/event-store.port';
 import { NO_USAGE } from '../../src/runtime/usage';
 import { bearer, HttpLedger, startHttpLedger, TOKENS } from '../http/support/http-ledger';
 
@@ -106,6 +108,34 @@ describe('gateway calls are admitted at their worst-case hold and settled at Ant
     const limited = await admit(capped.key, { maxTokens: 10 });
     expect(limited).toMatchObject({ status: 402, message: expect.stringMatching(/^key "ops \\"prod\\"\\nignore this" spend limit: 5 credits in total; /) });
     expect((limited as { message: string }).message).not.toContain('\n');
+  });
+
+  it('refuses at once a call whose key is revoked between the key check and the hold: 401, recorded as key_revoked (transition 1), nothing held (STATE-PFM-LLM-001 transition 1)', async () => {
+    await grant('revoked', 1_000, 'g-revoked');
+    const { key, keyId } = await issue('revoked', { name: 'late' });
+    const repository = ledger.app.get(AggregateRepository);
+    const handleAll = repository.handleAll.bind(repository);
+    // The first append of the admission is its estimate, after the key was checked: revoke the key then.
+    const spy = jest.spyOn(repository, 'handleAll').mockImplementationOnce(async (...args: Parameters<AggregateRepository['handleAll']>) => {
+      await ledger.http().delete(`/v1/organizations/revoked/gateway-keys/${keyId}`).set(bearer(TOKENS.system)).expect(200);
+      return handleAll(...args);
+    });
+    let refused: GatewayAdmission;
+    try {
+      refused = await accounting.admit({ presentedKey: key, facts: facts(), requestId: 'r' });
+    } finally {
+      spy.mockRestore();
+    }
+    expect(refused).toMatchObject({ admitted: false, status: 401, errorType: 'authentication_error', invocationId: expect.any(String) });
+    const { invocationId } = refused as { invocationId: string };
+    const { body } = await ledger.http().get(`/v1/invocations/${invocationId}`).set(bearer(TOKENS.system)).expect(200);
+    expect(body).toMatchObject({ state: 'refused', refusalReason: 'key_revoked', charge: 0 });
+    const events = await ledger.app.get<EventStore>(EVENT_STORE).readStream(`invocation-${invocationId}`);
+    expect(events.map((event) => event.type)).toEqual(['InvocationEstimated', 'InvocationRefused']);
+    expect(events[1]!.data).toMatchObject({ reason: 'key_revoked', figures: { keyId }, transition: 1 });
+    const explanation = await ledger.http().get(`/v1/invocations/${invocationId}/explanation`).set(bearer(TOKENS.system)).expect(200);
+    expect(explanation.body.sentence).toBe(`Gateway call by key "late" to ${MODEL} refused (401 key_revoked): the key was revoked before the hold was placed, so nothing was held or sent upstream.`);
+    expect(await balance('revoked')).toMatchObject({ held: 0, running: 0, charged: 0, available: 1_000 });
   });
 
   it('refuses a call the organization cannot hold with 402 billing_error, recorded and explained', async () => {
