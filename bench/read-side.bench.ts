@@ -1,7 +1,7 @@
 /**
  * The read side at 1,000,000 events of real invocations (issue 7): rebuild rate of every projection
  * the service runs (projections/index.ts ALL_PROJECTIONS) from position 0, as `llm-ledger projections
- * rebuild` runs it (rebuildProjectionsInParallel, ALL_PROJECTIONS_REBUILD_GROUPS on worker threads) and
+ * rebuild` runs it (rebuildProjectionsInParallel, in the groups rebuildGroups derives, on worker threads) and
  * on one thread (rebuildProjections; the two must build the same read model), and the latency of reading
  * an invocation's explanation document (SPEC §10 `GET /v1/invocations/:id/explanation` reads exactly
  * this document once the read model is caught up) on a freshly opened read-model file.
@@ -20,7 +20,6 @@ import { join } from 'node:path';
 import {
   ALL_PROJECTIONS,
   ALL_PROJECTIONS_MODULE,
-  ALL_PROJECTIONS_REBUILD_GROUPS,
   EXPLANATION_COLLECTION,
   EXPLANATIONS_PROJECTION,
   INVOCATION_COLLECTION,
@@ -38,7 +37,7 @@ import {
   type RebuildIntoResult,
   type SqliteReadModelStore,
 } from '../src/projection-runner';
-import { rebuildProjectionsInParallel } from '../src/projection-runner/rebuild/parallel-rebuild';
+import { rebuildGroups, rebuildProjectionsInParallel } from '../src/projection-runner/rebuild/parallel-rebuild';
 import { recordLog } from './full-path.bench';
 
 const DEFAULT_EVENTS = 1_000_000;
@@ -187,14 +186,15 @@ export async function run(): Promise<ReadSideReport> {
     let sequential: Awaited<ReturnType<typeof timed>>;
     let rebuildsEqual: boolean;
     try {
-      parallel = await timed(ALL_PROJECTIONS_REBUILD_GROUPS, () =>
+      // As the CLI derives them (its own rebuild derives the same again, inside the timing).
+      const groups = rebuildGroups({ logPath, projections: ALL_PROJECTIONS });
+      parallel = await timed(groups, () =>
         rebuildProjectionsInParallel({
           eventStore,
           logPath,
           store,
           projections: ALL_PROJECTIONS,
           projectionsModule: ALL_PROJECTIONS_MODULE,
-          groups: ALL_PROJECTIONS_REBUILD_GROUPS,
         }),
       );
       sequential = await timed([ALL_PROJECTIONS.map((projection) => projection.name)], () =>

@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
-import { ALL_PROJECTIONS, ALL_PROJECTIONS_MODULE, ALL_PROJECTIONS_REBUILD_GROUPS } from '../../projections';
+import { ALL_PROJECTIONS, ALL_PROJECTIONS_MODULE } from '../../projections';
 import type { EventStore } from '../event-store/event-store.port';
-import { rebuildProjections, type Projection, type RebuildIntoResult, type SqliteReadModelStore } from '../projection-runner';
+import { rebuildProjections, type Projection, type ProjectionsModule, type RebuildIntoResult, type SqliteReadModelStore } from '../projection-runner';
 import { rebuildProjectionsInParallel, type ParallelRebuildOptions } from '../projection-runner/rebuild/parallel-rebuild';
 import { EXIT_DIFFERENCES, EXIT_OK, EXIT_USAGE, writeLine, type CliIo } from './cli-io';
 import { progressReporter } from './progress';
@@ -16,10 +16,15 @@ export interface ProjectionsRebuildOptions {
   readonly names?: readonly string[];
   /** Default ALL_PROJECTIONS: the projections the names are chosen from. */
   readonly projections?: readonly Projection[];
+  /**
+   * Where worker threads load `projections` from (default ALL_PROJECTIONS_MODULE, with the default
+   * projections only): given `projections` without it are rebuilt on this thread.
+   */
+  readonly projectionsModule?: ProjectionsModule;
   /** See ProgressOptions.positionsCountEvents. */
   readonly positionsCountEvents?: boolean;
   /**
-   * The embedded log's file: with it, and more than one core, ALL_PROJECTIONS are rebuilt on worker
+   * The embedded log's file: with it, and more than one core, the projections are rebuilt on worker
    * threads (rebuildProjectionsInParallel); without it (EventStoreDB), on this thread.
    */
   readonly logPath?: string;
@@ -72,27 +77,19 @@ export async function projectionsRebuild(options: ProjectionsRebuildOptions): Pr
 }
 
 /**
- * On worker threads, in the groups measured for ALL_PROJECTIONS (those the selection leaves two of),
- * when the log is a file, the projections are the service's own and there are cores to share;
+ * On worker threads, in the groups derived from the log for the selected projections (rebuildGroups),
+ * when the log is a file, worker threads can load the projections and there are cores to share;
  * otherwise on this thread.
  */
 function rebuild(
   options: ProjectionsRebuildOptions,
   rebuildOptions: Omit<ParallelRebuildOptions, 'logPath' | 'projectionsModule'>,
 ): Promise<RebuildIntoResult> {
-  if (options.logPath === undefined || options.projections !== undefined || availableParallelism() < 2) {
+  const projectionsModule = options.projectionsModule ?? (options.projections === undefined ? ALL_PROJECTIONS_MODULE : undefined);
+  if (options.logPath === undefined || projectionsModule === undefined || availableParallelism() < 2) {
     return rebuildProjections(rebuildOptions);
   }
-  const names = new Set(rebuildOptions.projections.map((projection) => projection.name));
-  const groups = ALL_PROJECTIONS_REBUILD_GROUPS.map((group) => group.filter((name) => names.has(name))).filter(
-    (group) => group.length > 0,
-  );
-  return rebuildProjectionsInParallel({
-    ...rebuildOptions,
-    logPath: options.logPath,
-    projectionsModule: ALL_PROJECTIONS_MODULE,
-    ...(groups.length >= 2 ? { groups } : {}),
-  });
+  return rebuildProjectionsInParallel({ ...rebuildOptions, logPath: options.logPath, projectionsModule });
 }
 
 /** The projections named, in the runner's order; a message when a name is unknown. */

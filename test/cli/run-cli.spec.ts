@@ -155,7 +155,7 @@ describe('llm-ledger, the auditors\' CLI (SPEC §9), run in-process on a stopped
       const { exitCode, io } = await cli(['projections', 'rebuild', '--projection', 'nope', '--store', `sqlite:${logPath}`]);
       expect(exitCode).toBe(EXIT_USAGE);
       expect(io.stderrText).toBe(
-        'llm-ledger projections rebuild: unknown projection "nope"; known: invocations, balances, attempts, explanations, routing-budgets, invocation-list, ledger-entries, usage-statements\n',
+        'llm-ledger projections rebuild: unknown projection "nope"; known: attempts, balances, explanations, invocation-list, invocations, ledger-entries, routing-budgets, usage-statements\n',
       );
     });
   });

@@ -271,6 +271,25 @@ export function openSqliteReplayReader(path: string, types: readonly string[]): 
   }
 }
 
+/**
+ * How many events of each type the log at `path` holds, over its last `lastEvents` events (the whole
+ * log when it is shorter), read-only: what a parallel rebuild weighs its projections by. Positions of
+ * the embedded log are 1, 2, 3… with none ever deleted, so the last events are a range of the rowid.
+ */
+export function countSqliteEventTypes(path: string, lastEvents: number): Map<string, number> {
+  if (!Number.isSafeInteger(lastEvents) || lastEvents < 1) throw new RangeError(`lastEvents must be a positive integer, got ${lastEvents}`);
+  const db = new Database(path, { readonly: true, fileMustExist: true, timeout: SQLITE_BUSY_TIMEOUT_MS });
+  try {
+    const head = (db.prepare('SELECT MAX(position) AS head FROM events').get() as { head: number | null }).head ?? 0;
+    const rows = db
+      .prepare('SELECT type, COUNT(*) AS events FROM events WHERE position > ? GROUP BY type')
+      .all(head - lastEvents) as { type: string; events: number }[];
+    return new Map(rows.map((row) => [row.type, row.events]));
+  } finally {
+    db.close();
+  }
+}
+
 function revisionMatches(expected: ExpectedRevision, current: bigint | undefined): boolean {
   switch (expected) {
     case 'any':

@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
+import { countSqliteEventTypes } from '../../event-store/sqlite/sqlite-event-store';
 import { startModuleWorker } from '../../worker/start-module-worker';
 import type { RebuildProgress } from '../projection-runner';
 import { ProjectionApplyError } from '../projection-runner.errors';
@@ -24,7 +25,12 @@ export const MAX_REBUILD_WORKERS = 8;
  * on the read-side bench's log, 96 to 192 MiB were fastest; 16 MiB was 40 % slower, 512 MiB too.
  */
 export const REBUILD_WORKER_YOUNG_GENERATION_MIB = 192;
-
+/**
+ * Events at the log's end counted by type to weigh each projection's share of a rebuild (rebuildGroups):
+ * enough to see the traffic's mix, few enough to count in tens of milliseconds (counting is a scan of
+ * the rows: 100,000 took half a second on the read-side bench's log, the whole 1,000,000 seven).
+ */
+export const REBUILD_WEIGHT_SAMPLE_EVENTS = 10_000;
 
 export interface ParallelRebuildOptions extends RebuildIntoOptions {
   /** The embedded log's file. Without it (an EventStoreDB log) the rebuild runs on this thread. */
@@ -38,7 +44,7 @@ export interface ParallelRebuildOptions extends RebuildIntoOptions {
   readonly workers?: number;
   /**
    * Projection names per worker, each projection in exactly one group (one group: on this thread);
-   * default `groupProjections`.
+   * default derived from the log (`rebuildGroups`).
    */
   readonly groups?: readonly (readonly string[])[];
 }
@@ -67,7 +73,7 @@ export async function rebuildProjectionsInParallel(options: ParallelRebuildOptio
   const explicit = options.groups === undefined ? undefined : explicitGroups(options.projections, options.groups);
   if (!canRunInParallel(options, explicit)) return rebuildProjections(options);
   for (const projection of options.projections) options.store.resetProjection(projection.name, projection.version);
-  const groups = explicit ?? groupProjections(options.projections, workerCount(options));
+  const groups = explicit ?? groupProjections(options.projections, workerCount(options), countSqliteEventTypes(options.logPath!, REBUILD_WEIGHT_SAMPLE_EVENTS));
   const targetPosition = await options.eventStore.headPosition();
   const shared = new SharedRebuildState();
   let indexesDeferred = options.store.deferIndexes();
@@ -149,24 +155,37 @@ async function runWorkers(
 }
 
 /**
- * Splits projections into at most `workers` groups, counting a projection's work as the number of
- * event types it handles (heaviest first, each into the lightest group so far; on a tie, the one with
- * fewer members). A rough proxy: how much a projection costs per event differs by more than the number
- * of its types, so a caller that has measured its projections passes `groups` instead (as the CLI
- * does with projections/index.ts ALL_PROJECTIONS_REBUILD_GROUPS). Projections keep their relative
+ * Splits projections into at most `workers` groups of about equal work, a projection's work being the
+ * events of the log it applies: for each type it handles, the events of that type in `eventsByType`
+ * (without counts, one per type it handles). Reading the log costs every group the same, since each
+ * worker reads all of it; what differs is the applying. Heaviest first, each into the lightest group
+ * so far (on a tie, the one with fewer members, then the first). Projections keep their relative
  * order within a group; no group is empty.
+ *
+ * This is how the rebuild groups are derived rather than measured by hand: over the read-side bench's
+ * log it puts invocations with attempts, and balances with explanations and routing budgets, as the
+ * CPU time of each measured alone did (test/projection-runner/rebuild/rebuild-groups.spec.ts).
  */
-export function groupProjections(projections: readonly Projection[], workers: number): Projection[][] {
+export function groupProjections(
+  projections: readonly Projection[],
+  workers: number,
+  eventsByType?: ReadonlyMap<string, number>,
+): Projection[][] {
+  const weightOf = (projection: Projection): number =>
+    eventsByType === undefined
+      ? projection.handles.length
+      : projection.handles.reduce((events, type) => events + (eventsByType.get(type) ?? 0), 0);
+  const weights = new Map(projections.map((projection) => [projection, weightOf(projection)]));
   const bins = Array.from({ length: Math.max(1, Math.min(workers, projections.length)) }, () => ({
     load: 0,
     members: [] as Projection[],
   }));
-  const heaviestFirst = [...projections].sort((left, right) => right.handles.length - left.handles.length);
+  const heaviestFirst = [...projections].sort((left, right) => weights.get(right)! - weights.get(left)!);
   for (const projection of heaviestFirst) {
     const lightest = bins.reduce((best, bin) =>
       bin.load < best.load || (bin.load === best.load && bin.members.length < best.members.length) ? bin : best,
     );
-    lightest.load += projection.handles.length;
+    lightest.load += weights.get(projection)!;
     lightest.members.push(projection);
   }
   const order = new Map(projections.map((projection, index) => [projection, index]));
@@ -175,13 +194,23 @@ export function groupProjections(projections: readonly Projection[], workers: nu
     .filter((members) => members.length > 0);
 }
 
+/**
+ * The groups rebuildProjectionsInParallel splits `projections` into when given none, by name: one per
+ * worker (see ParallelRebuildOptions.workers), weighed by the events of each type among the last
+ * REBUILD_WEIGHT_SAMPLE_EVENTS of the log at `logPath` (groupProjections).
+ */
+export function rebuildGroups(options: Pick<ParallelRebuildOptions, 'projections' | 'workers'> & { readonly logPath: string }): string[][] {
+  const eventsByType = countSqliteEventTypes(options.logPath, REBUILD_WEIGHT_SAMPLE_EVENTS);
+  return groupProjections(options.projections, workerCount(options), eventsByType).map((group) => group.map(({ name }) => name));
+}
+
 /** False when the rebuild must run on this thread. */
 function canRunInParallel(options: ParallelRebuildOptions, explicit: readonly Projection[][] | undefined): boolean {
   if (options.logPath === undefined || options.store.path === ':memory:' || options.projections.length < 2) return false;
   return (explicit?.length ?? workerCount(options)) >= 2;
 }
 
-function workerCount(options: ParallelRebuildOptions): number {
+function workerCount(options: Pick<ParallelRebuildOptions, 'workers'>): number {
   const workers = options.workers ?? availableParallelism();
   if (!Number.isInteger(workers) || workers < 1) throw new RangeError(`workers must be a positive integer, got ${workers}`);
   return Math.min(workers, MAX_REBUILD_WORKERS);

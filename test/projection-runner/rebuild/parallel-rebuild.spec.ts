@@ -16,6 +16,7 @@ import {
 import { startModuleWorker } from '../../../src/worker/start-module-worker';
 import {
   groupProjections,
+  rebuildGroups,
   rebuildProjectionsInParallel,
   type ParallelRebuildOptions,
 } from '../../../src/projection-runner/rebuild/parallel-rebuild';
@@ -188,6 +189,16 @@ describe('rebuildProjectionsInParallel: the projections rebuilt in groups on wor
     expect(indexNames(store)).toContain('documents_by_index_key');
   });
 
+  it('without groups, splits the projections as rebuildGroups derives them from the log, and builds what the sequential rebuild does', async () => {
+    const parallel = openStore('derived.sqlite');
+    const derived = rebuildGroups({ logPath, projections: REBUILD_PROJECTIONS, workers: 2 });
+    expect(derived).toHaveLength(2);
+    const result = await inParallel(parallel, { groups: undefined, workers: 2 });
+    const groups = started.mock.calls.map(([, options]) => (options!.workerData as { projections: { name: string }[] }).projections.map(({ name }) => name));
+    expect(groups).toEqual(derived);
+    expect(outcome(result)).toEqual(outcome(await sequentially(openStore('sequential.sqlite'))));
+  });
+
   it('runs on this thread, as rebuildProjections, when the read model is in memory or there is no log file', async () => {
     const expected = outcome(await sequentially(openStore('sequential.sqlite')));
 
@@ -213,7 +224,7 @@ describe('rebuildProjectionsInParallel: the projections rebuilt in groups on wor
   });
 });
 
-describe('groupProjections: the default split of a parallel rebuild', () => {
+describe('groupProjections: the split of a parallel rebuild (issue 25: derived, not measured by hand)', () => {
   const projection = (name: string, types: number): Projection => ({
     name,
     version: 1,
@@ -228,6 +239,17 @@ describe('groupProjections: the default split of a parallel rebuild', () => {
       ['b', 'e'],
       ['a', 'c', 'd'],
     ]);
+  });
+
+  it('weighs each projection by the events of the log it applies when given the counts by type, not by its number of types', () => {
+    const named = (name: string, handles: string[]): Projection => ({ name, version: 1, handles, apply: () => undefined });
+    // `wide` handles four rare types, `narrow` one frequent type.
+    const projections = [named('wide', ['R1', 'R2', 'R3', 'R4']), named('narrow', ['Frequent']), named('other', ['Frequent', 'R1']), named('light', ['R2'])];
+    const eventsByType = new Map([['Frequent', 1_000], ['R1', 5], ['R2', 5], ['R3', 5], ['R4', 5]]);
+    const names = (groups: Projection[][]) => groups.map((group) => group.map((member) => member.name));
+    expect(names(groupProjections(projections, 2, eventsByType))).toEqual([['other', 'light'], ['wide', 'narrow']]);
+    // By types alone, the two that apply the frequent type would have shared a group.
+    expect(names(groupProjections(projections, 2))).toEqual([['wide'], ['narrow', 'other', 'light']]);
   });
 
   it('never makes more groups than projections, nor an empty one, even when every projection weighs the same', () => {
