@@ -1,6 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, HttpStatus, Patch, Post } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound, ApiUnavailable, ApiWrite } from '../http-kit/api-docs.decorators';
+import { ApiAuthenticatedErrors, ApiDeleteWrite, ApiInvalidRequest, ApiNotFound, ApiUnavailable, ApiWrite } from '../http-kit/api-docs.decorators';
 import { mayAccessOrganization, type Caller } from '../http-kit/auth/caller';
 import { CurrentCaller } from '../http-kit/auth/current-caller.decorator';
 import { Roles } from '../http-kit/auth/roles.decorator';
@@ -60,7 +60,7 @@ export class GatewayKeysController {
   @Delete(':keyId')
   @ApiOperation({ summary: 'Revoke a gateway key', description: 'Refused from now on by every instance on the log: admission reads the account stream.' })
   @ApiOkResponse({ type: GatewayKeyDto })
-  @ApiWrite()
+  @ApiDeleteWrite('A concurrent change to the same record won every retry; the request may be repeated.')
   @ApiNotFound('No such organization or key, or not the caller’s.')
   revoke(@CurrentCaller() caller: Caller, @IdParam('organizationId') organizationId: string, @IdParam('keyId') keyId: string): Promise<GatewayKeyView> {
     this.scope(caller, organizationId);

@@ -30,6 +30,7 @@ export class RateCardController {
   @Get()
   @Roles('system', 'auditor')
   @ApiOperation({ summary: 'The rate card', description: 'Every model with every version, each window starting at its `pricedAt`.' })
+  @ApiOkResponse({ description: '`{ models: [{ model, versions }] }`.' })
   @ApiInvalidRequest()
   async list(): Promise<{ models: readonly { model: string; versions: readonly RateCardVersion[] }[] }> {
     return { models: await this.gateway.rateCard() };
@@ -38,6 +39,7 @@ export class RateCardController {
   @Get(':model')
   @Roles('system', 'auditor')
   @ApiOperation({ summary: 'A model’s rate card versions', description: 'Every version of the model’s prices, oldest first, each window starting at its `pricedAt`.' })
+  @ApiOkResponse({ description: '`{ model, versions }`, oldest first.' })
   @ApiInvalidRequest()
   @ApiNotFound('The model is not on the rate card.')
   modelVersions(@IdParam('model') model: string): Promise<{ model: string; versions: readonly RateCardVersion[] }> {

@@ -11,16 +11,24 @@ import {
   ApiUnsupportedMediaTypeResponse,
 } from '@nestjs/swagger';
 import { ErrorBodyDto } from './dto/error-body.dto';
-import { MAX_REQUEST_BODY_BYTES } from './http.bounds';
+import { MAX_REQUEST_ARRIVAL_MS, MAX_REQUEST_BODY_BYTES } from './http.bounds';
 
 /*
  * The error answers of the routes, each documented once with the one error shape. A route declares
  * every answer it can really give; test/http/openapi-document.spec.ts walks the document and checks it.
  */
 
-/** What Node answers before any route sees the request: headers (or the URL) over its limit. */
-export function ApiHeadersTooLarge(): MethodDecorator & ClassDecorator {
-  return ApiResponse({ status: 431, type: ErrorBodyDto, description: 'The request’s headers (or its URL) are too large.' });
+/**
+ * What every route can answer before it sees the request, in the error shape: a request Node cannot
+ * parse or one that sends a single-valued header twice (400), one too slow to arrive (408), headers or
+ * a URL past Node's limit (431). docs/http.md "Errors".
+ */
+export function ApiRequestErrors(): MethodDecorator & ClassDecorator {
+  return applyDecorators(
+    ApiBadRequestResponse({ type: ErrorBodyDto, description: 'Not valid HTTP (a control character in a header, a malformed header or request line), or a single-valued header sent twice; `fields` names the part.' }),
+    ApiResponse({ status: 408, type: ErrorBodyDto, description: `The request took longer than ${MAX_REQUEST_ARRIVAL_MS} ms to arrive.` }),
+    ApiResponse({ status: 431, type: ErrorBodyDto, description: 'The request’s headers (or its URL) are too large.' }),
+  );
 }
 
 /** The error answers every authenticated route shares. */
@@ -28,7 +36,7 @@ export function ApiAuthenticatedErrors(): MethodDecorator & ClassDecorator {
   return applyDecorators(
     ApiUnauthorizedResponse({ type: ErrorBodyDto, description: 'No token, a malformed header, or an unknown token.' }),
     ApiForbiddenResponse({ type: ErrorBodyDto, description: 'The token’s role may not use this route.' }),
-    ApiHeadersTooLarge(),
+    ApiRequestErrors(),
   );
 }
 
@@ -59,4 +67,9 @@ export function ApiWrite(conflict = 'A concurrent change to the same record won 
     ApiPayloadTooLargeResponse({ type: ErrorBodyDto, description: `The body is larger than ${MAX_REQUEST_BODY_BYTES} bytes.` }),
     ApiUnsupportedMediaTypeResponse({ type: ErrorBodyDto, description: 'The body is not JSON, or its Content-Encoding is not gzip, deflate or br.' }),
   );
+}
+
+/** A route that deletes: bad input (400: a path id, or a body, which a DELETE never takes) and a conflicting state (409). */
+export function ApiDeleteWrite(conflict: string): MethodDecorator {
+  return applyDecorators(ApiInvalidRequest(), ApiConflictResponse({ type: ErrorBodyDto, description: conflict }));
 }

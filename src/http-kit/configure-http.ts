@@ -5,21 +5,19 @@ import type { IncomingMessage } from 'node:http';
 import { EMPTY_PATH_SEGMENT, MALFORMED_PERCENT_ENCODING } from './dto/field-rules';
 import { answerClientErrorInTheErrorShape } from './client-error.answer';
 import { HttpErrorFilter } from './http-error.filter';
-import { MAX_REQUEST_BODY_BYTES } from './http.bounds';
+import { MAX_REQUEST_ARRIVAL_MS, MAX_REQUEST_BODY_BYTES } from './http.bounds';
 import { setupOpenApi } from './openapi';
 import { readsOwnBody } from './reads-own-body.decorator';
 import { readRequestBody } from './request-body.reader';
 import { contextOf, startRequestContext, type LedgerRequest } from './request-context';
 
-export { MAX_REQUEST_BODY_BYTES };
+export { MAX_REQUEST_ARRIVAL_MS, MAX_REQUEST_BODY_BYTES };
 
 /**
  * Longest path parameter the router matches, in characters: as long as a request line may be, so an
  * over-long id reaches its validation (400 naming the field) instead of matching no route (404).
  */
 const MAX_ROUTED_PARAMETER_CHARS = 16 * 1024;
-/** How long a request may take to arrive, headers and body, in ms (Node's own default): then 408. */
-export const MAX_REQUEST_ARRIVAL_MS = 300_000;
 
 /**
  * The platform the standalone service runs on: Fastify, whose request handling costs about half of

@@ -5,3 +5,5 @@
 export const MAX_JSON_NESTING_LEVELS = 32;
 /** Largest request body accepted, in bytes (64 KiB): bodies are commands, never documents. Larger → 413. */
 export const MAX_REQUEST_BODY_BYTES = 64 * 1024;
+/** How long a request may take to arrive, headers and body, in ms (Node's own default): then 408. */
+export const MAX_REQUEST_ARRIVAL_MS = 300_000;

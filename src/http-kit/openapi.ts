@@ -11,7 +11,9 @@ export function openApiDocument(app: INestApplication): OpenAPIObject {
     .setDescription(
       'Admits LLM invocations against organizations’ credits, runs bounded conversations, settles their charges and ' +
         'explains them from the event log. Credits are integers; times are milliseconds. Every error has the same ' +
-        `body: { statusCode, error, code, message, fields?, requestId }. Request bodies are JSON of at most ${MAX_REQUEST_BODY_BYTES} bytes.`,
+        `body: { statusCode, error, code, message, fields?, requestId }. Request bodies are JSON of at most ${MAX_REQUEST_BODY_BYTES} bytes; ` +
+        'a DELETE takes none. Every route may answer 400 (a request that is not valid HTTP, or a single-valued header sent twice), ' +
+        '408 (too slow to arrive) and 431 (headers too large). A path or method this document does not list answers 404 in the same shape.',
     )
     .setVersion('1')
     // addSecurity, not addBearerAuth: that one adds `bearerFormat: "JWT"`, and these tokens are opaque strings.

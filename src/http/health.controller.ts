@@ -5,7 +5,7 @@ import { HealthCheck, HealthCheckService, HealthIndicatorService, type HealthChe
 import { EVENT_STORE, type EventStore } from '../event-store/event-store.port';
 import { LiveProjections } from '../projection-runner';
 import { Public } from '../http-kit/auth/roles.decorator';
-import { ApiHeadersTooLarge } from '../http-kit/api-docs.decorators';
+import { ApiRequestErrors } from '../http-kit/api-docs.decorators';
 import { LedgerApi } from '../http-kit/ledger-api.decorator';
 
 /**
@@ -19,7 +19,7 @@ export const READY_STORE_TIMEOUT_MS = 2_000;
 
 /** Liveness and readiness probes (no token: orchestrators call them). */
 @ApiTags('health')
-@ApiHeadersTooLarge()
+@ApiRequestErrors()
 @Public()
 @LedgerApi()
 @Controller('health')

@@ -1,6 +1,6 @@
 import { Controller, Get } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
-import { ApiHeadersTooLarge } from '../http-kit/api-docs.decorators';
+import { ApiRequestErrors } from '../http-kit/api-docs.decorators';
 import type { Caller } from '../http-kit/auth/caller';
 import { CurrentCaller } from '../http-kit/auth/current-caller.decorator';
 import { Roles } from '../http-kit/auth/roles.decorator';
@@ -16,7 +16,7 @@ import { MeDto } from './dto/me.dto';
 @ApiTags('me')
 @ApiBearerAuth()
 @ApiUnauthorizedResponse({ type: ErrorBodyDto, description: 'No token, a malformed header, or an unknown token.' })
-@ApiHeadersTooLarge()
+@ApiRequestErrors()
 @LedgerApi()
 @Controller('v1/me')
 export class MeController {

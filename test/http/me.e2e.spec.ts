@@ -26,12 +26,12 @@ describe('GET /v1/me: who the bearer token is (issue 26, finding 4)', () => {
     expect(unknown.headers['www-authenticate']).toContain('error="invalid_token"');
   });
 
-  it('is declared in the OpenAPI document with the answers it can give: 200, 401 and 431', async () => {
+  it('is declared in the OpenAPI document with the answers it can give: 200, 400, 401, 408 and 431', async () => {
     const document = (await ledger.http().get('/docs-json').expect(200)).body as {
       paths: Record<string, { get?: { responses: Record<string, unknown>; security?: unknown[] } }>;
     };
     const route = document.paths['/v1/me']?.get;
-    expect(Object.keys(route?.responses ?? {}).sort()).toEqual(['200', '401', '431']);
+    expect(Object.keys(route?.responses ?? {}).sort()).toEqual(['200', '400', '401', '408', '431']);
     expect(route?.security).toEqual([{ bearer: [] }]);
   });
 });

@@ -131,7 +131,7 @@ describe('the OpenAPI document states what the validation enforces and every ans
       for (const status of statuses) if (operation.responses[status] === undefined) missing.push(`${route}: ${status}`);
     };
     for (const { route, method, path, operation } of operations) {
-      expectAnswers(route, operation, ['431']);
+      expectAnswers(route, operation, ['400', '408', '431']);
       if (operation.security !== undefined) expectAnswers(route, operation, EVERY_ROLE.has(route) ? ['401'] : ['401', '403']);
       if ((operation.parameters ?? []).some((parameter) => parameter.in !== 'header') || operation.requestBody !== undefined) expectAnswers(route, operation, ['400']);
       // The JSON body parser answers every POST and PUT: too large, not JSON, an encoding it cannot read.
@@ -147,6 +147,21 @@ describe('the OpenAPI document states what the validation enforces and every ans
         .map(([status]) => `${route}: ${status}`),
     );
     expect(unshaped).toEqual([]);
+  });
+
+  it('issue 24, finding 5: declares on every route what any request may get before the route sees it (400, 408, 431), and a 2xx', () => {
+    const missing = operations.flatMap(({ route, operation }) => [
+      ...['400', '408', '431'].filter((status) => operation.responses[status] === undefined).map((status) => `${route}: ${status}`),
+      ...(Object.keys(operation.responses).some((status) => status.startsWith('2')) ? [] : [`${route}: 2xx`]),
+    ]);
+    expect(missing).toEqual([]);
+  });
+
+  it('issue 24, finding 5: declares 413 and 415 on no DELETE, which takes no body (400 naming `body` instead)', () => {
+    const deletes = operations.filter(({ method }) => method === 'DELETE');
+    expect(deletes.length).toBeGreaterThanOrEqual(2);
+    expect(deletes.filter(({ operation }) => operation.responses['413'] !== undefined || operation.responses['415'] !== undefined).map(({ route }) => route)).toEqual([]);
+    expect(deletes.filter(({ operation }) => operation.responses['400'] === undefined).map(({ route }) => route)).toEqual([]);
   });
 
   it('declares required every query parameter a route refuses to do without', async () => {
