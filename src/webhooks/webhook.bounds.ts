@@ -16,6 +16,8 @@ export const FIRST_RETRY_WAIT_MS = 1_000;
 export const MAX_RETRY_WAIT_MS = 3_600_000;
 /** How long one attempt may take before it counts as failed, in ms. */
 export const DELIVERY_ATTEMPT_TIMEOUT_MS = 10_000;
+/** How long registration waits for a webhook's host name to resolve, in ms (a delivery's lookup counts in its attempt's time). */
+export const WEBHOOK_RESOLVE_TIMEOUT_MS = 5_000;
 /** Deliveries sent at once, across every webhook. */
 export const MAX_CONCURRENT_DELIVERIES = 8;
 /** Deliveries `GET …/deliveries` lists at most (the most recent first). */

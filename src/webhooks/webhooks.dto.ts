@@ -2,11 +2,16 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, ValidateBy } from 'class-validator';
 import { DELIVERABLE_EVENT_TYPES, MAX_DELIVERY_ATTEMPTS, MAX_WEBHOOK_URL_CHARS, type DeliverableEventType } from './webhook.bounds';
 import { OneOf } from '../http-kit/dto/field-rules';
+import { hasControlCharacter } from './webhook-address.policy';
 
-/** An http(s) URL without spaces, at most MAX_WEBHOOK_URL_CHARS long. */
+/**
+ * An http(s) URL without control characters, at most MAX_WEBHOOK_URL_CHARS long. URL parsing drops a
+ * CR, LF or TAB silently, so the text is checked before it is parsed (and stored as it was sent).
+ */
 function urlProblem(value: unknown): string | undefined {
   if (typeof value !== 'string' || value.length === 0) return 'must be an http or https URL';
   if (value.length > MAX_WEBHOOK_URL_CHARS) return `must be at most ${MAX_WEBHOOK_URL_CHARS} characters`;
+  if (hasControlCharacter(value)) return 'must not contain control characters (such as CR, LF or TAB)';
   try {
     const url = new URL(value);
     return url.protocol === 'http:' || url.protocol === 'https:' ? undefined : 'must be an http or https URL';

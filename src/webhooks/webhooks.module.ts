@@ -5,6 +5,7 @@ import { EVENT_STORE, type EventStore } from '../event-store/event-store.port';
 import type { Clock } from '../runtime';
 import { WebhookDeliveryWorker } from './webhook-delivery.worker';
 import { createHttpWebhookSender } from './webhook-sender';
+import { systemWebhookResolver, WEBHOOK_RESOLVER, type WebhookResolver } from './webhook-resolver';
 import { WebhookStore, webhookStorePathFor } from './webhook.store';
 import { WEBHOOKS_CONFIG, type WebhooksConfig } from './webhooks.config';
 import { WebhooksService } from './webhooks.service';
@@ -22,16 +23,18 @@ import { WebhooksService } from './webhooks.service';
       inject: [LEDGER_CONFIG],
       useFactory: (config: LedgerConfig) => WebhookStore.open(webhookStorePathFor(config.readStorePath)),
     },
+    // Registration and delivery resolve names through the same resolver (tests give their own).
+    { provide: WEBHOOK_RESOLVER, useValue: systemWebhookResolver },
     {
       provide: WebhookDeliveryWorker,
-      inject: [EVENT_STORE, WebhookStore, CLOCK, WEBHOOKS_CONFIG],
-      useFactory: (eventStore: EventStore, webhooks: WebhookStore, clock: Clock, config: WebhooksConfig) => {
+      inject: [EVENT_STORE, WebhookStore, CLOCK, WEBHOOKS_CONFIG, WEBHOOK_RESOLVER],
+      useFactory: (eventStore: EventStore, webhooks: WebhookStore, clock: Clock, config: WebhooksConfig, resolver: WebhookResolver) => {
         const logger = new Logger('Webhooks');
         return new WebhookDeliveryWorker({
           eventStore,
           webhooks,
           clock,
-          send: createHttpWebhookSender(config.webhookAddresses),
+          send: createHttpWebhookSender(config.webhookAddresses, resolver),
           logger: { warn: (message) => logger.warn(message), error: (message) => logger.error(message) },
         });
       },

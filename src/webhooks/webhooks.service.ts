@@ -11,6 +11,7 @@ import { UnknownOrganizationError } from '../invocations/invocation-errors';
 import type { Clock } from '../runtime';
 import { MAX_LISTED_DELIVERIES, MAX_WEBHOOKS_PER_ORGANIZATION, type DeliverableEventType } from './webhook.bounds';
 import { registrationProblem } from './webhook-address.policy';
+import { WEBHOOK_RESOLVER, type WebhookResolver } from './webhook-resolver';
 import { newWebhookSecret } from './webhook-signature';
 import { WebhookStore, type DeliveryView, type WebhookEndpoint } from './webhook.store';
 
@@ -23,14 +24,17 @@ export class WebhooksService {
     @Inject(EVENT_STORE) private readonly eventStore: EventStore,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(WEBHOOKS_CONFIG) private readonly config: WebhooksConfig,
+    @Inject(WEBHOOK_RESOLVER) private readonly resolver: WebhookResolver,
   ) {}
 
   /**
    * Registers a webhook for the events committed from now on; the secret is returned here only. A
    * webhook is for an organization that exists (a grant or settings), never a way to create one.
+   * Under the `public` address policy its host's name is resolved now, and refused unless every
+   * address it has is public (each delivery checks again).
    */
   async register(organizationId: string, url: string, events: readonly DeliverableEventType[]): Promise<{ webhookId: string; secret: string }> {
-    const addressProblem = registrationProblem(url, this.config.webhookAddresses);
+    const addressProblem = await registrationProblem(url, this.config.webhookAddresses, this.resolver);
     if (addressProblem !== undefined) throw ValidationError.of('url', addressProblem);
     if (!(await this.repository.load(accountStreamName(organizationId), accountDecider)).state.exists) {
       throw new UnknownOrganizationError(organizationId);

@@ -1,6 +1,7 @@
 import { ADDRESS_NOT_PUBLIC, isPublicAddress, registrationProblem } from '../../src/webhooks/webhook-address.policy';
 import { createHttpWebhookSender } from '../../src/webhooks/webhook-sender';
 import { bearer, startHttpLedger, TOKENS, type HttpLedger } from '../http/support/http-ledger';
+import { FakeResolver } from './support/fake-resolver';
 import { WebhookReceiver } from './support/webhook-receiver';
 
 const SEND_TIMEOUT_MS = 5_000;
@@ -38,14 +39,19 @@ describe('SPEC §13 webhooks go to public addresses only, unless LEDGER_WEBHOOK_
     'http://169.254.169.254/latest/meta-data',
     'http://0x7f.1/hook',
     'http://[::ffff:10.0.0.1]/hook',
-  ])('refuses to register %s under the public policy, and allows it under any', (url) => {
-    expect(registrationProblem(url, 'public')).toMatch(/must/);
-    expect(registrationProblem(url, 'any')).toBeUndefined();
+  ])('refuses to register %s under the public policy, and allows it under any', async (url) => {
+    const resolver = new FakeResolver();
+    expect(await registrationProblem(url, 'public', resolver)).toMatch(/must/);
+    expect(await registrationProblem(url, 'any', resolver)).toBeUndefined();
+    // An address literal or a localhost name is judged without any lookup.
+    expect(resolver.asked).toEqual([]);
   });
 
-  it('registers a public name or address under the public policy (what a name resolves to is checked at delivery)', () => {
-    expect(registrationProblem('https://example.com/hooks/ledger', 'public')).toBeUndefined();
-    expect(registrationProblem('http://8.8.8.8/hook', 'public')).toBeUndefined();
+  it('registers a public name or address under the public policy (a name is checked again at each delivery)', async () => {
+    const resolver = new FakeResolver({ 'example.com': ['93.184.216.34'] });
+    expect(await registrationProblem('https://example.com/hooks/ledger', 'public', resolver)).toBeUndefined();
+    expect(await registrationProblem('http://8.8.8.8/hook', 'public', resolver)).toBeUndefined();
+    expect(resolver.asked).toEqual(['example.com']);
   });
 
   describe('the sender', () => {
@@ -59,18 +65,20 @@ describe('SPEC §13 webhooks go to public addresses only, unless LEDGER_WEBHOOK_
 
     afterEach(() => receiver.close());
 
-    it('connects to nothing private under the public policy: an address literal, or a name that resolves to loopback', async () => {
-      const send = createHttpWebhookSender('public');
+    it('connects to nothing private under the public policy: an address literal, localhost, or a name that resolves to loopback', async () => {
+      const send = createHttpWebhookSender('public', new FakeResolver({ 'loopback.example': ['127.0.0.1'] }));
       const port = new URL(url).port;
       expect(await send(`http://127.0.0.1:${port}/hook`, '{}', {}, SEND_TIMEOUT_MS)).toEqual({ error: ADDRESS_NOT_PUBLIC });
       expect(await send(`http://localhost:${port}/hook`, '{}', {}, SEND_TIMEOUT_MS)).toEqual({ error: ADDRESS_NOT_PUBLIC });
+      expect(await send(`http://loopback.example:${port}/hook`, '{}', {}, SEND_TIMEOUT_MS)).toEqual({ error: ADDRESS_NOT_PUBLIC });
       expect(receiver.received).toHaveLength(0);
+      expect(receiver.connections).toBe(0);
     });
 
     it('delivers to the same receiver under the any policy', async () => {
-      const send = createHttpWebhookSender('any');
+      const send = createHttpWebhookSender('any', new FakeResolver({ 'loopback.example': ['127.0.0.1'] }));
       const port = new URL(url).port;
-      expect(await send(`http://localhost:${port}/hook`, '{}', {}, SEND_TIMEOUT_MS)).toMatchObject({ statusCode: expect.any(Number) });
+      expect(await send(`http://loopback.example:${port}/hook`, '{}', {}, SEND_TIMEOUT_MS)).toEqual({ statusCode: 200 });
       expect(receiver.received).toHaveLength(1);
     });
   });

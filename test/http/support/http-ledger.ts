@@ -14,6 +14,8 @@ import { LedgerFeaturesModule } from '../../../src/features/ledger-features.modu
 import type { OperationFeature } from '../../../src/features/operation-feature';
 import { configureHttp, ledgerHttpAdapter } from '../../../src/http-kit/configure-http';
 import { LOG_DESTINATION } from '../../../src/logging/service-logging.module';
+import { WEBHOOK_RESOLVER, type WebhookResolver } from '../../../src/webhooks/webhook-resolver';
+import { FakeResolver } from '../../webhooks/support/fake-resolver';
 
 /** Tokens every HTTP test starts with (LEDGER_TOKENS), one per role and organization it needs. */
 export const TOKENS = {
@@ -58,6 +60,11 @@ export interface HttpLedgerOptions {
   readonly configure?: (app: NestFastifyApplication) => void;
   /** The service's clock (default the system clock). */
   readonly clock?: Clock;
+  /**
+   * Resolves webhook host names, so that no test asks DNS (default: no name resolves, so a webhook to
+   * a name is registered but none of its deliveries connects anywhere).
+   */
+  readonly webhookResolver?: WebhookResolver;
 }
 
 /**
@@ -83,6 +90,8 @@ export async function startHttpLedger(options: HttpLedgerOptions = {}): Promise<
     .useValue({ write: (line: string) => void logs.push(line.trimEnd()) })
     .overrideProvider(CLOCK)
     .useValue(options.clock ?? systemClock)
+    .overrideProvider(WEBHOOK_RESOLVER)
+    .useValue(options.webhookResolver ?? new FakeResolver())
     .compile();
   const app = moduleRef.createNestApplication<NestFastifyApplication>(ledgerHttpAdapter(), { bufferLogs: true, bodyParser: false });
   app.useLogger(app.get(Logger));

@@ -9,10 +9,12 @@ export interface ReceivedDelivery {
 
 /**
  * A webhook receiver on 127.0.0.1, port 0. `answer` decides each response's status from the number of
- * the request (1-based); `hold` keeps a request unanswered (the kill test).
+ * the request (1-based); `hold` keeps a request unanswered (the kill test). `connections` counts the
+ * TCP connections accepted, so a test can prove that none was even opened.
  */
 export class WebhookReceiver {
   readonly received: ReceivedDelivery[] = [];
+  connections = 0;
   private waiters: { count: number; resolve: () => void }[] = [];
   private server: Server | undefined;
 
@@ -30,6 +32,7 @@ export class WebhookReceiver {
         this.waiters = this.waiters.filter((waiter) => (this.received.length >= waiter.count ? (waiter.resolve(), false) : true));
       });
     });
+    this.server.on('connection', () => this.connections++);
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
     return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hooks/ledger`;
   }
