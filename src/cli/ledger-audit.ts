@@ -27,6 +27,7 @@ import type { AccountEvent } from '../accounts/account.events';
 import { balanceOf, heldCredits, totalsAreExact, type AccountState, type AccountTotals, type Balance } from '../accounts/account.state';
 import type { EventStore, RecordedEvent } from '../event-store/event-store.port';
 import type { InvocationEvent } from '../invocations/invocation.events';
+import { attemptsCharge } from '../invocations/invocation.state';
 import { MAX_LIST_LIMIT, type SqliteReadModelStore } from '../projection-runner';
 import type { Prices } from '../runtime/conversation.types';
 import { priceAttempt } from '../runtime/pricing';
@@ -97,7 +98,7 @@ export type LedgerDifference =
       readonly recomputedCredits: number;
     }
   | {
-      /** A settlement at the sum of attempt prices (transitions 8, 10) charged another sum than its attempts. */
+      /** A settlement at the sum of attempt prices (transitions 8, 10; a gateway call at most its hold) charged another sum. */
       readonly kind: 'charge_vs_attempts';
       readonly organizationId: string;
       readonly invocationId: string;
@@ -219,7 +220,7 @@ class LedgerPass {
   private readonly awaitingHold = new Map<string, SettledAwaitingHold>();
   private readonly invocationCharges = new Map<string, number>();
   /** Open invocations' copied rate versions and the sum of their recorded attempt prices. */
-  private readonly openPricing = new Map<string, { readonly prices: Prices | undefined; attemptCredits: number; truncated: boolean }>();
+  private readonly openPricing = new Map<string, { readonly prices: Prices | undefined; readonly hold: number; readonly gateway: boolean; attemptCredits: number; truncated: boolean }>();
   private accountsAtCheckpoint: ReadonlyMap<string, AccountState> | undefined;
 
   constructor(
@@ -284,7 +285,7 @@ class LedgerPass {
       case 'InvocationEstimated':
         this.invocations += 1;
         this.openInvocations.set(invocationId, event.data.organizationId);
-        this.openPricing.set(invocationId, { prices: event.data.publication?.prices, attemptCredits: 0, truncated: false });
+        this.openPricing.set(invocationId, { prices: event.data.publication?.prices, hold: event.data.publication?.creditHold ?? 0, gateway: event.data.gateway !== undefined, attemptCredits: 0, truncated: false });
         return;
       case 'InvocationRefused':
         this.openInvocations.delete(invocationId);
@@ -329,7 +330,7 @@ class LedgerPass {
       const key = `${organizationId}\n${utcDay(settledAt)}`;
       this.chargesByDay.set(key, (this.chargesByDay.get(key) ?? 0) + chargeCredits);
     }
-    if ((transition === 8 || transition === 10) && pricing !== undefined && !pricing.truncated && pricing.attemptCredits !== chargeCredits) {
+    if ((transition === 8 || transition === 10) && pricing !== undefined && !pricing.truncated && attemptsCharge(pricing.attemptCredits, pricing.hold, pricing.gateway) !== chargeCredits) {
       this.differences.push({ kind: 'charge_vs_attempts', organizationId, invocationId, chargeCredits, attemptCredits: pricing.attemptCredits });
     }
     this.invocationCharges.set(organizationId, (this.invocationCharges.get(organizationId) ?? 0) + chargeCredits);

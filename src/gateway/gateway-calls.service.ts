@@ -6,7 +6,7 @@
  * dispatched in one append; after the one upstream attempt, the attempt, the result and the
  * settlement in one append, then the hold settled.
  */
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { accountDecider } from '../accounts/account.decider';
 import { accountStreamName } from '../accounts/account.events';
 import type { AccountState } from '../accounts/account.state';
@@ -39,6 +39,12 @@ import { worstCaseHold } from './worst-case-hold';
 export const GATEWAY_OPERATION_ID = 'gateway.anthropic-messages';
 /** What a 429 tells the caller to wait before trying again, in whole seconds. */
 export const GATEWAY_RETRY_AFTER_SECONDS = 1;
+/**
+ * Where a call's invocation id comes from: a new time-ordered UUID (`invocationIdFor` with no key)
+ * unless a deterministic run (the simulator, src/simulation/README.md) provides its own.
+ */
+export const GATEWAY_CALL_IDS = Symbol('GATEWAY_CALL_IDS');
+export type GatewayCallIds = (organizationId: string) => string;
 
 type Admitted = Extract<GatewayAdmission, { admitted: true }>;
 type KnownKey = { readonly ok: true; readonly organizationId: string; readonly key: GatewayKey; readonly account: AccountState };
@@ -57,6 +63,7 @@ export class GatewayCalls implements GatewayAccounting {
   constructor(
     private readonly repository: AggregateRepository,
     @Inject(CLOCK) private readonly clock: Clock,
+    @Optional() @Inject(GATEWAY_CALL_IDS) private readonly newInvocationId: GatewayCallIds = (organizationId) => invocationIdFor(organizationId, undefined),
   ) {}
 
   async authenticate(presentedKey: string): Promise<{ readonly ok: true; readonly organizationId: string; readonly keyId: string } | GatewayRefusal> {
@@ -67,7 +74,7 @@ export class GatewayCalls implements GatewayAccounting {
   async models(presentedKey: string): Promise<{ readonly ok: true; readonly models: readonly GatewayModelInfo[] } | GatewayRefusal> {
     const found = await this.findKey(presentedKey);
     if (!('ok' in found)) return found;
-    const card = (await this.repository.load(RATE_CARD_STREAM, rateCardDecider, false)).state;
+    const card = (await this.repository.load(RATE_CARD_STREAM, rateCardDecider)).state;
     const models: GatewayModelInfo[] = [];
     for (const [model, versions] of [...card.models].sort(([a], [b]) => a.localeCompare(b))) {
       if (!versions[versions.length - 1]!.enabled || !allows(found.key, model)) continue;
@@ -80,7 +87,9 @@ export class GatewayCalls implements GatewayAccounting {
     const found = await this.findKey(presentedKey);
     if (!('ok' in found)) return found;
     const { key, organizationId } = found;
-    const card = rateCardInForce((await this.repository.load(RATE_CARD_STREAM, rateCardDecider, false)).state, facts.model);
+    // Read on from the cached revision: another instance may have priced a new version (the simulator
+    // found calls priced minutes after their version's window ended on an instance that never re-read).
+    const card = rateCardInForce((await this.repository.load(RATE_CARD_STREAM, rateCardDecider)).state, facts.model);
     if (card === undefined || !card.enabled) return refusal(404, 'not_found_error', `model: ${facts.model}`);
     if (!allows(key, facts.model)) return refusal(403, 'permission_error', `key ${JSON.stringify(key.name)} may not call ${facts.model}`);
     const cap = Math.min(card.maxOutputTokens, key.maxOutputTokens ?? Number.MAX_SAFE_INTEGER);
@@ -155,9 +164,10 @@ export class GatewayCalls implements GatewayAccounting {
     if (organizationId === undefined) return INVALID_KEY;
     const stream = accountStreamName(organizationId);
     const hash = gatewayKeyHash(presentedKey);
-    let account = (await this.repository.load(stream, accountDecider, false)).state;
-    // A key issued by another instance since this one cached the account: read the stream again.
-    if (!account.gatewayKeyHashes.has(hash)) account = (await this.repository.load(stream, accountDecider)).state;
+    // Read on from the cached revision: another instance may have issued, changed or revoked the key
+    // since (the simulator found calls refused for an allowlist changed minutes before, on an
+    // instance that never wrote to the account in between).
+    const account = (await this.repository.load(stream, accountDecider)).state;
     const key = account.gatewayKeys.get(account.gatewayKeyHashes.get(hash) ?? '');
     if (key === undefined || key.revokedAt !== undefined) return INVALID_KEY;
     return { ok: true, organizationId, key, account };
@@ -165,7 +175,7 @@ export class GatewayCalls implements GatewayAccounting {
 
   /** Estimated, held (or refused and recorded), reserved and dispatched. */
   private async hold(organizationId: string, key: GatewayKey, card: RateCardVersion, stream: boolean, holdCredits: number): Promise<GatewayAdmission> {
-    const invocationId = invocationIdFor(organizationId, undefined);
+    const invocationId = this.newInvocationId(organizationId);
     const streamName = invocationStreamName(invocationId);
     const context: CommandContext = { correlationId: invocationId, newStream: true };
     const invoke = (steps: readonly CommandStep<InvocationCommand, InvocationState>[]) => this.repository.handleAll(streamName, invocationDecider, steps, context);

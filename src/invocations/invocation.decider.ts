@@ -34,7 +34,7 @@ import {
   STALE_CLOSERS,
   type StaleCloser,
 } from './invocation.events';
-import { evolveInvocation, initialInvocationState, InvocationState, isStale, isUnmeasured } from './invocation.state';
+import { attemptsCharge, evolveInvocation, initialInvocationState, InvocationState, isStale, isUnmeasured } from './invocation.state';
 import { readAttempt, readReport, refusalFromState } from './invocation.validation';
 
 type Status = InvocationStatus | 'initial';
@@ -267,12 +267,12 @@ function settlementRule(state: InvocationState, by: SettledBy): { transition: Se
       return refuse('the runtime settles a dispatched request after recording its result (complete or fail)');
     case 'completed':
       if (isUnmeasured(state)) return refuse('no attempt reported usage: mark it pending first (transition 7)');
-      return { transition: 8, chargeCredits: state.spentCredits };
+      return { transition: 8, chargeCredits: attemptsCharge(state.spentCredits, state.estimate, state.chargeAtMostHold) };
     case 'pending':
       return { transition: 9, chargeCredits: state.estimate };
     case 'failed':
       // Billed failed attempts are not lost: charge what they cost.
-      return { transition: 10, chargeCredits: state.spentCredits };
+      return { transition: 10, chargeCredits: attemptsCharge(state.spentCredits, state.estimate, state.chargeAtMostHold) };
     default:
       return refuse('it is not in flight');
   }

@@ -41,6 +41,11 @@ export interface InvocationState {
   readonly publication: Publication | null;
   /** Integer credits: the publication's creditHold (0 for an unknown operation). */
   readonly estimate: number;
+  /**
+   * A gateway call (docs/gateway.md): its hold is the most the request could cost, so it is never
+   * charged more, whatever usage upstream reports.
+   */
+  readonly chargeAtMostHold: boolean;
   /** True from `reserved` on: the account placed a hold for it (released at settlement). */
   readonly accountHeld: boolean;
   /** Credits the account holds for it; 0 unless `accountHeld`. */
@@ -81,6 +86,7 @@ export function initialInvocationState(): InvocationState {
     cancellation: undefined,
     publication: null,
     estimate: 0,
+    chargeAtMostHold: false,
     accountHeld: false,
     heldCredits: 0,
     attemptsRecorded: 0,
@@ -101,6 +107,14 @@ export function initialInvocationState(): InvocationState {
     dispatchedAt: undefined,
     lastTransitionAt: undefined,
   };
+}
+
+/**
+ * What a settlement at the attempts' prices charges (transitions 8 and 10): their sum, and for a
+ * gateway call at most its hold (docs/gateway.md "Settlement").
+ */
+export function attemptsCharge(spentCredits: number, estimate: number, chargeAtMostHold: boolean): number {
+  return chargeAtMostHold ? Math.min(spentCredits, estimate) : spentCredits;
 }
 
 /**
@@ -166,7 +180,7 @@ export function invocationSummary(state: InvocationState): InvocationSummary {
 export function evolveInvocation(state: InvocationState, event: InvocationEvent): InvocationState {
   switch (event.type) {
     case 'InvocationEstimated': {
-      const { invocationId, operationId, organizationId, publication, idempotencyKey, requestFingerprint, estimatedAt } = event.data;
+      const { invocationId, operationId, organizationId, publication, idempotencyKey, requestFingerprint, estimatedAt, gateway } = event.data;
       return {
         ...state,
         status: 'estimated',
@@ -177,6 +191,7 @@ export function evolveInvocation(state: InvocationState, event: InvocationEvent)
         requestFingerprint,
         publication,
         estimate: publication?.creditHold ?? 0,
+        chargeAtMostHold: gateway !== undefined,
         lastTransitionAt: estimatedAt,
       };
     }

@@ -122,6 +122,18 @@ describe('audit verify recomputes every attempt price from its usage and the cop
   it('reports a settlement at the sum of attempt prices that charged another sum than its attempts', async () => {
     expect(await audit(run(37, 40))).toEqual([{ kind: 'charge_vs_attempts', organizationId: 'acme', invocationId: 'inv-1', chargeCredits: 40, attemptCredits: 37 }]);
   });
+
+  it('accepts a gateway call charged its hold when upstream reported usage costing more (docs/gateway.md "Settlement")', async () => {
+    const gateway = { keyId: 'key-1', keyName: 'ci-bot', model: 'claude-sim', rateCardVersion: 1, stream: true };
+    const call = estimated({ ...publicationV(1), creditHold: 30 });
+    const log = new Log()
+      .append('account-acme', granted(1_000))
+      .append('invocation-inv-1', { ...call, data: { ...call.data, gateway } })
+      .append('account-acme', holdPlaced('inv-1', 30))
+      .append('invocation-inv-1', reserved(), dispatched(), attempt(1, 0, { usage: usage(12_333), priceCredits: 37 }), completed('completed', figures({ spentCredits: 37 })), settled(8, 30))
+      .append('account-acme', holdSettled('inv-1', 30, 30));
+    expect(await audit(log)).toEqual([]);
+  });
 });
 
 describe('audit verify checks the balances read model against its own arithmetic and the account streams', () => {
