@@ -41,7 +41,7 @@ async function bootstrap(env: NodeJS.ProcessEnv): Promise<void> {
   configureHttp(app);
   // main.js runs from dist/src; `npm run build` writes the console beside it in dist/console.
   serveConsole(app, join(__dirname, '..', 'console'));
-  // SIGTERM/SIGINT close the HTTP server, then the store (EventStoreModule.onApplicationShutdown).
+  // SIGTERM/SIGINT close the HTTP server, then the store (LedgerFoundationsModule.onApplicationShutdown).
   app.enableShutdownHooks();
   await app.listen(config.port, config.host);
   const store = config.store.kind === 'sqlite' ? `sqlite:${config.store.path}` : 'EventStoreDB';

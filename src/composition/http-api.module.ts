@@ -16,6 +16,9 @@ import { StreamsController } from '../http/streams.controller';
 import { HttpKitModule } from '../http-kit/http-kit.module';
 import { MetricsController } from '../observability/metrics.controller';
 import { WebhooksController } from '../webhooks/webhooks.controller';
+import { WebhooksModule } from '../webhooks/webhooks.module';
+import { OBSERVABILITY } from './observability';
+import { ReadSideModule } from './read-side.module';
 
 /**
  * Every route of the HTTP API (docs/http.md), in one list: a controller is written in the room of the
@@ -48,7 +51,7 @@ const GATEWAY_ROUTES: DynamicModule = { module: GatewayHttpModule, imports: [Gat
  * read models: it decides nothing.
  */
 @Module({
-  imports: [CqrsModule, TerminusModule.forRoot({ errorLogStyle: 'json' }), HttpKitModule, GatewayModule, GATEWAY_ROUTES],
+  imports: [CqrsModule, TerminusModule.forRoot({ errorLogStyle: 'json' }), HttpKitModule, ReadSideModule, OBSERVABILITY, WebhooksModule, GatewayModule, GATEWAY_ROUTES],
   controllers: [...LEDGER_CONTROLLERS],
   providers: [ReadModelReader],
 })

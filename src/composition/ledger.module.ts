@@ -5,13 +5,18 @@ import { LEDGER_CONFIG } from '../config/ledger.config';
 import { DemoModule } from '../demo/demo.module';
 import { DemoArithmeticModule } from '../features/demo-arithmetic/demo-arithmetic.module';
 import { HTTP_ROUTE_PREFIX, routePrefixPath } from '../http-kit/http-route-prefix';
-import { ObservabilityModule } from '../observability/observability.module';
+import { AccountsModule } from '../accounts/accounts.module';
+import { AlertsModule } from '../alerts/alerts.module';
+import { CatalogModule } from '../catalog/catalog.module';
+import { InvocationsModule } from '../invocations/invocations.module';
+import { LedgerEventsModule } from '../ledger-events/ledger-events.module';
 import { WebhooksModule } from '../webhooks/webhooks.module';
 import { WEBHOOKS_CONFIG, webhooksConfigProvider } from '../webhooks/webhooks.config';
 import { OBSERVABILITY_CONFIG, observabilityConfigProvider } from '../observability/observability.config';
-import { EventStoreModule } from './event-store.module';
+import { InvocationPortsModule } from './invocation-ports.module';
 import { ledgerConfigProvider } from './ledger-config.provider';
-import { LedgerCoreModule } from './ledger-core.module';
+import { LedgerFoundationsModule } from './ledger-foundations.module';
+import { OBSERVABILITY } from './observability';
 import type { LedgerModuleExtras, LedgerModuleOptions } from './ledger-module.options';
 import { ReadSideModule } from './read-side.module';
 import { HttpApiModule } from './http-api.module';
@@ -25,15 +30,18 @@ const { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN } = new ConfigurableModule
 export const LEDGER_MODULE_OPTIONS = MODULE_OPTIONS_TOKEN;
 
 /**
- * The ledger, as one module: configuration, the event store, the read side, the accounting core (the
- * command handlers, the feature and provider registries, the clock) and, when asked for, the HTTP API
- * and the demo. Import it once, in the application's root module:
+ * The ledger, as one module: it composes the feature modules (catalog, accounts, invocations, the
+ * read side, committed events, alerts, observability, webhooks and, when asked for, the HTTP API and
+ * the demo) over the foundations (configuration, event store, clock). Import it once, in the
+ * application's root module:
  *
  *     LedgerModule.forRoot({ store: 'sqlite:./var/ledger.sqlite' })
  *     LedgerModule.forRootAsync({ imports: [ConfigModule], inject: [ConfigService], useFactory: (c) => ({ store: c.get('STORE') }) })
  *
- * Global, so a feature module anywhere registers operations (LedgerFeaturesModule.register) and
- * dispatches commands without importing it again. The service's own main.ts is built from it too.
+ * Global, because a module configured once by forRoot cannot be imported again: the feature modules
+ * read its configuration (LEDGER_CONFIG, OBSERVABILITY_CONFIG, WEBHOOKS_CONFIG) through it, and a
+ * feature module anywhere registers operations (LedgerFeaturesModule.register) and dispatches
+ * commands without importing it. The service's own main.ts is built from it too.
  */
 @Module({})
 export class LedgerModule extends ConfigurableModuleClass {}
@@ -51,10 +59,14 @@ function compose(definition: DynamicModule, extras: LedgerModuleExtras): Dynamic
     imports: [
       ...(definition.imports ?? []),
       CqrsModule.forRoot(),
-      EventStoreModule,
+      LedgerFoundationsModule,
       ReadSideModule,
-      LedgerCoreModule,
-      ObservabilityModule,
+      CatalogModule,
+      AccountsModule,
+      InvocationsModule.register({ ports: [InvocationPortsModule] }),
+      LedgerEventsModule,
+      AlertsModule,
+      OBSERVABILITY,
       WebhooksModule,
       ...httpModules,
       // The demo's seeding adds tokens to the API, so without HTTP only its operation is registered.

@@ -1,4 +1,4 @@
-import { BeforeApplicationShutdown, Global, Inject, Logger, Module, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Logger, Module, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { ALL_PROJECTIONS, ALL_PROJECTIONS_MODULE } from '../../projections';
 import { LEDGER_CONFIG, LedgerConfig } from '../config/ledger.config';
 import { EVENT_STORE, EventStore } from '../event-store/event-store.port';
@@ -22,7 +22,6 @@ import { ListLedgerEntriesHandler } from '../queries/list-ledger-entries.query';
  * before the application serves (so reads after a restart are complete), then follows the log live,
  * and stops before the event store closes.
  */
-@Global()
 @Module({
   providers: [
     ReadModels,

@@ -1,5 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { FeatureRegistry } from './feature.registry';
+import { FeatureRegistryModule } from './feature-registry.module';
 import type { OperationFeature } from './operation-feature';
 
 /**
@@ -17,6 +18,7 @@ export class LedgerFeaturesModule {
     const token = Symbol(`LEDGER_FEATURES ${features.map((feature) => feature.operationId).join(', ')}`);
     return {
       module: LedgerFeaturesModule,
+      imports: [FeatureRegistryModule],
       providers: [
         {
           provide: token,

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { AggregatesModule } from '../aggregates/aggregates.module';
 import { GATEWAY_ACCOUNTING } from './gateway-call.port';
 import { GatewayAdmin } from './gateway-admin.service';
 import { GatewayCalls } from './gateway-calls.service';
@@ -13,6 +14,7 @@ export const GATEWAY_CONTROLLERS = [GatewayKeysController, RateCardController] a
  * of each call behind GATEWAY_ACCOUNTING, which the `/anthropic` routes use.
  */
 @Module({
+  imports: [AggregatesModule],
   providers: [GatewayCalls, GatewayAdmin, { provide: GATEWAY_ACCOUNTING, useExisting: GatewayCalls }],
   exports: [GatewayCalls, GatewayAdmin, GATEWAY_ACCOUNTING],
 })

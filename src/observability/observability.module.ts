@@ -1,4 +1,4 @@
-import { BeforeApplicationShutdown, Global, Inject, Logger, Module, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Logger, Module, OnApplicationBootstrap, OnModuleInit, type DynamicModule, type ModuleMetadata } from '@nestjs/common';
 import { BALANCE_COLLECTION, BALANCES_PROJECTION, type BalanceView } from '../../projections';
 import { EVENT_STORE, type EventStore } from '../event-store/event-store.port';
 import { LiveProjections, MAX_LIST_LIMIT, READ_MODEL_STORE, type SqliteReadModelStore } from '../projection-runner';
@@ -29,9 +29,9 @@ function* heldByOrganization(store: SqliteReadModelStore): Iterable<{ organizati
  * (src/domain/timing.channels.ts) and the gateway's calls and attempts (src/gateway/gateway-http.channels.ts), the core's INVOCATION_INSTRUMENTATION port, and the tokenless
  * listener on METRICS_PORT when one is set. The `GET /metrics` route on the API's port is
  * MetricsController, mounted with the other routes (LEDGER_CONTROLLERS). Its configuration
- * (OBSERVABILITY_CONFIG) is provided by the composition root.
+ * (OBSERVABILITY_CONFIG) is provided by the composition root, and so is the read side its gauges
+ * read (READ_MODEL_STORE, LiveProjections): `register({ readSide })`.
  */
-@Global()
 @Module({
   providers: [
     {
@@ -63,6 +63,11 @@ function* heldByOrganization(store: SqliteReadModelStore): Iterable<{ organizati
   exports: [LedgerMetrics, INVOCATION_INSTRUMENTATION],
 })
 export class ObservabilityModule implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown {
+  /** `readSide`: a module exporting READ_MODEL_STORE and LiveProjections. */
+  static register({ readSide }: { readonly readSide: NonNullable<ModuleMetadata['imports']>[number] }): DynamicModule {
+    return { module: ObservabilityModule, imports: [readSide] };
+  }
+
   private readonly logger = new Logger('Metrics');
   private readonly server: MetricsServer;
   private readonly onAppend = (message: unknown): void => this.metrics.appendObserved((message as AppendTiming).durationMs);

@@ -1,4 +1,5 @@
-import { BeforeApplicationShutdown, Global, Inject, Logger, Module, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Logger, Module, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { AggregatesModule } from '../aggregates/aggregates.module';
 import { LEDGER_CONFIG, type LedgerConfig } from '../config/ledger.config';
 import { CLOCK } from '../domain/clock.token';
 import { EVENT_STORE, type EventStore } from '../event-store/event-store.port';
@@ -15,8 +16,8 @@ import { WebhooksService } from './webhooks.service';
  * follows the log, and the service behind the routes (WebhooksController, mounted with the HTTP API).
  * The worker starts after the read side and stops before the event store closes.
  */
-@Global()
 @Module({
+  imports: [AggregatesModule],
   providers: [
     {
       provide: WebhookStore,
