@@ -6,16 +6,15 @@ import { CLOCK } from '../domain/clock.token';
 import { RECOVERY_SETTINGS, type RecoverySettings } from '../domain/recovery.settings';
 import type { Clock } from '../runtime';
 import { idempotencySecretProvider } from './idempotency-secret.provider';
-import { OBSERVABILITY } from './observability';
-import { ReadSideModule } from './read-side.module';
+import { OBSERVABILITY, QUERIES } from './read-side.features';
 
 /**
  * The ports of InvocationsModule, as the service fills them: the answer store, the fingerprint secret
- * and recovery's settings from the configuration, the sweep's candidates from the read side, and runs
+ * and recovery's settings from the configuration, the sweep's candidates from the read side's queries, and runs
  * observed by ObservabilityModule. The answer store closes on shutdown.
  */
 @Module({
-  imports: [ReadSideModule, OBSERVABILITY],
+  imports: [QUERIES, OBSERVABILITY],
   providers: [
     idempotencySecretProvider,
     {
@@ -34,7 +33,7 @@ import { ReadSideModule } from './read-side.module';
       },
     },
   ],
-  exports: [idempotencySecretProvider, RECOVERY_SETTINGS, ANSWER_STORE, ReadSideModule, OBSERVABILITY],
+  exports: [idempotencySecretProvider, RECOVERY_SETTINGS, ANSWER_STORE, QUERIES, OBSERVABILITY],
 })
 export class InvocationPortsModule implements OnApplicationShutdown {
   constructor(@Inject(ANSWER_STORE) private readonly answers: AnswerStore) {}

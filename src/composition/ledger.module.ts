@@ -16,10 +16,10 @@ import { OBSERVABILITY_CONFIG, observabilityConfigProvider } from '../observabil
 import { InvocationPortsModule } from './invocation-ports.module';
 import { ledgerConfigProvider } from './ledger-config.provider';
 import { LedgerFoundationsModule } from './ledger-foundations.module';
-import { OBSERVABILITY } from './observability';
+import { OBSERVABILITY, QUERIES } from './read-side.features';
 import type { LedgerModuleExtras, LedgerModuleOptions } from './ledger-module.options';
 import { ReadSideModule } from './read-side.module';
-import { HttpApiModule } from './http-api.module';
+import { HttpApiModule, LEDGER_HTTP_MODULES } from './http-api.module';
 
 const { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN } = new ConfigurableModuleBuilder<LedgerModuleOptions>({ moduleName: 'Ledger' })
   .setClassMethodName('forRoot')
@@ -49,10 +49,9 @@ export class LedgerModule extends ConfigurableModuleClass {}
 function compose(definition: DynamicModule, extras: LedgerModuleExtras): DynamicModule {
   const http = extras.http === undefined ? false : extras.http;
   const demo = extras.demo === true;
-  const httpModules: NonNullable<DynamicModule['imports']> =
-    http === false
-      ? []
-      : [HttpApiModule, ...(http.prefix === undefined ? [] : [RouterModule.register([{ path: http.prefix, module: HttpApiModule }])])];
+  const prefix = http === false ? undefined : http.prefix;
+  const prefixed = prefix === undefined ? [] : [RouterModule.register(LEDGER_HTTP_MODULES.map(({ module }) => ({ path: prefix, module })))];
+  const httpModules: NonNullable<DynamicModule['imports']> = http === false ? [] : [HttpApiModule, ...prefixed];
   return {
     ...definition,
     global: true,
@@ -61,6 +60,7 @@ function compose(definition: DynamicModule, extras: LedgerModuleExtras): Dynamic
       CqrsModule.forRoot(),
       LedgerFoundationsModule,
       ReadSideModule,
+      QUERIES,
       CatalogModule,
       AccountsModule,
       InvocationsModule.register({ ports: [InvocationPortsModule] }),

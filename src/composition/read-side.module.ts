@@ -5,14 +5,7 @@ import { EVENT_STORE, EventStore } from '../event-store/event-store.port';
 import { SqliteEventStore } from '../event-store/sqlite/sqlite-event-store';
 import { LiveProjections, ProjectionRunner, READ_MODEL_STORE, SqliteReadModelStore, openReadModelStore, type ProjectionRunnerLogger } from '../projection-runner';
 import { ReadStoreLock } from '../projection-runner/read-store.lock';
-import { LEDGER_QUERY_HANDLERS } from '../queries/ledger-query.handlers';
-import { ReadModels } from '../queries/read-models';
-import { SweepCandidatesReader } from '../queries/sweep-candidates.reader';
-import { SWEEP_CANDIDATES } from '../invocations/sweep-candidates.port';
 import { ProjectionWorkerHost } from '../projection-runner/worker/projection-worker.host';
-import { GetUsageHandler } from '../queries/get-usage.query';
-import { ListInvocationsHandler } from '../queries/list-invocations.query';
-import { ListLedgerEntriesHandler } from '../queries/list-ledger-entries.query';
 
 /**
  * The read side: the SQLite read-model store and what keeps it current. With the embedded store in a
@@ -20,17 +13,10 @@ import { ListLedgerEntriesHandler } from '../queries/list-ledger-entries.query';
  * loop spends nothing on read models; otherwise (EventStoreDB, an in-memory log, or
  * LEDGER_PROJECTIONS_THREAD=main) a ProjectionRunner runs them on the event loop. Either catches up
  * before the application serves (so reads after a restart are complete), then follows the log live,
- * and stops before the event store closes.
+ * and stops before the event store closes. Its queries are QueriesModule's (src/queries).
  */
 @Module({
   providers: [
-    ReadModels,
-    ...LEDGER_QUERY_HANDLERS,
-    {
-      provide: SWEEP_CANDIDATES,
-      inject: [LiveProjections, READ_MODEL_STORE],
-      useFactory: (runner: LiveProjections, store: SqliteReadModelStore) => new SweepCandidatesReader(runner, store),
-    },
     {
       // Held while the service runs, so `projections rebuild` refuses to rewrite these read models
       // under the live runner (and this service refuses to start on a rebuild in progress).
@@ -66,12 +52,8 @@ import { ListLedgerEntriesHandler } from '../queries/list-ledger-entries.query';
         return new ProjectionRunner({ eventStore, store, projections: ALL_PROJECTIONS, logger });
       },
     },
-    // The read queries of the QueryBus (docs/embedding.md); the HTTP routes execute the same ones.
-    ListInvocationsHandler,
-    ListLedgerEntriesHandler,
-    GetUsageHandler,
   ],
-  exports: [READ_MODEL_STORE, LiveProjections, ReadModels, SWEEP_CANDIDATES],
+  exports: [READ_MODEL_STORE, LiveProjections],
 })
 export class ReadSideModule implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
   constructor(

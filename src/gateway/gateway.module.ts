@@ -3,15 +3,11 @@ import { AggregatesModule } from '../aggregates/aggregates.module';
 import { GATEWAY_ACCOUNTING } from './gateway-call.port';
 import { GatewayAdmin } from './gateway-admin.service';
 import { GatewayCalls } from './gateway-calls.service';
-import { GatewayKeysController } from './gateway-keys.controller';
-import { RateCardController } from './rate-card.controller';
-
-/** The gateway's controllers, listed by the composition root beside the other rooms' (docs/architecture.md). */
-export const GATEWAY_CONTROLLERS = [GatewayKeysController, RateCardController] as const;
 
 /**
  * The gateway's accounting (docs/gateway.md): keys and the rate card, and the admission and settlement
- * of each call behind GATEWAY_ACCOUNTING, which the `/anthropic` routes use.
+ * of each call behind GATEWAY_ACCOUNTING, which the `/anthropic` routes use. Its admin routes are
+ * GatewayAdminHttpModule's.
  */
 @Module({
   imports: [AggregatesModule],

@@ -1,4 +1,6 @@
 import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { Database as SqliteDatabase } from 'better-sqlite3';
 
 /** Who holds a read store's lock: a running service, or `projections rebuild`. */
@@ -42,6 +44,8 @@ export class ReadStoreLock {
   static acquire(readStorePath: string, holder: ReadStoreLockHolder): ReadStoreLock {
     if (readStorePath === ':memory:') return new ReadStoreLock(undefined, holder);
     const lockPath = readStoreLockPath(readStorePath);
+    // Its folder is made here, as each store makes its own: the lock is taken before the read models open.
+    mkdirSync(dirname(lockPath), { recursive: true });
     const db = new Database(lockPath, { timeout: 0 });
     try {
       db.pragma('locking_mode = EXCLUSIVE');

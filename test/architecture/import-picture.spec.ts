@@ -199,3 +199,36 @@ describe('the import picture: what each floor may not know', () => {
     expect(violations(['projections'], /^src\/(http|http-kit|composition)(\/|$)/)).toEqual([]);
   });
 });
+
+describe('the import picture: one home for a route and for a handler (docs/architecture.md "where does my change go")', () => {
+  const FEATURE_FLOOR = FLOORS.findIndex(({ floor }) => floor === 'features');
+  const files = sourceFiles('src').concat(sourceFiles('projections'));
+  const declaring = (decorator: RegExp): string[] => files.filter((file) => decorator.test(readFileSync(join(ROOT, file), 'utf8')));
+  /** Which files import `target`, as `importer → target`. */
+  const importersOf = (targets: readonly string[]): (readonly [string, string])[] =>
+    LOCAL.filter(({ target }) => targets.includes(target)).map(({ file, target }) => [file, target] as const);
+
+  it('a controller is a *.controller.ts in a room of the features floor: never in the core, the kit or the composition', () => {
+    const controllers = declaring(/@Controller\(/);
+    expect(controllers.length).toBeGreaterThan(0);
+    expect(controllers.filter((file) => !file.endsWith('.controller.ts') || FLOOR_OF.get(roomOf(file)) !== FEATURE_FLOOR)).toEqual([]);
+  });
+
+  it('a controller is mounted by its own room\'s HTTP module (*-http.module.ts) and imported by nothing else', () => {
+    const strays = importersOf(declaring(/@Controller\(/)).filter(([file, target]) => roomOf(file) !== roomOf(target) || !file.endsWith('-http.module.ts'));
+    expect(strays.map(([file, target]) => `${file} → ${target}`)).toEqual([]);
+  });
+
+  it('a command, query or event handler is provided by a module of its own room, never listed by the composition', () => {
+    const handlers = declaring(/@(CommandHandler|QueryHandler|EventsHandler)\(/);
+    expect(handlers.length).toBeGreaterThan(0);
+    const listedAtHome = (handler: string): boolean =>
+      importersOf([handler]).some(([file]) => roomOf(file) === roomOf(handler) && file.endsWith('.module.ts'));
+    expect(handlers.filter((handler) => !listedAtHome(handler))).toEqual([]);
+    expect(violations(['src/composition'], /\.handlers?(\.ts)?$|\.query(\.ts)?$/)).toEqual([]);
+  });
+
+  it('one @Global module, the foundations: every other module imports what it uses', () => {
+    expect(declaring(/@Global\(\)/)).toEqual(['src/composition/ledger-foundations.module.ts']);
+  });
+});

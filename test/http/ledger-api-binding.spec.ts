@@ -3,7 +3,7 @@ import { ValidationPipe } from '@nestjs/common';
 import { BearerTokenGuard } from '../../src/http-kit/auth/bearer-token.guard';
 import { BodyErrorGuard } from '../../src/http-kit/body-error.guard';
 import { HttpErrorFilter } from '../../src/http-kit/http-error.filter';
-import { HttpApiModule, LEDGER_CONTROLLERS } from '../../src/composition/http-api.module';
+import { HttpApiModule, LEDGER_CONTROLLERS, LEDGER_HTTP_MODULES } from '../../src/composition/http-api.module';
 
 /**
  * The API's guards, pipe and filter are bound per controller (@LedgerApi), not application-wide, so
@@ -11,11 +11,14 @@ import { HttpApiModule, LEDGER_CONTROLLERS } from '../../src/composition/http-ap
  * be open to anyone: every controller the HTTP module mounts must carry them.
  */
 describe('every controller of the HTTP API is a @LedgerApi()', () => {
-  const controllers = Reflect.getMetadata(MODULE_METADATA.CONTROLLERS, HttpApiModule) as Function[];
+  const controllers = LEDGER_HTTP_MODULES.flatMap(({ module }) => Reflect.getMetadata(MODULE_METADATA.CONTROLLERS, module) as Function[]);
 
-  it('mounts controllers: exactly those of the one list, LEDGER_CONTROLLERS', () => {
-    expect(controllers.length).toBeGreaterThan(0);
-    expect(controllers).toEqual(LEDGER_CONTROLLERS);
+  it('mounts the features\' HTTP modules, each with its own controllers, and lists no controller of its own', () => {
+    const imports = Reflect.getMetadata(MODULE_METADATA.IMPORTS, HttpApiModule) as unknown[];
+    expect(imports.slice(0, LEDGER_HTTP_MODULES.length)).toEqual(LEDGER_HTTP_MODULES);
+    expect(Reflect.getMetadata(MODULE_METADATA.CONTROLLERS, HttpApiModule)).toBeUndefined();
+    expect(controllers.length).toBeGreaterThan(LEDGER_HTTP_MODULES.length);
+    expect(LEDGER_CONTROLLERS).toEqual(controllers);
   });
 
   it.each(controllers.map((controller) => [controller.name, controller] as const))('%s: bearer token, then refused body; the validation pipe; the error filter', (_name, controller) => {
