@@ -78,25 +78,7 @@ function applyExplanationEvent(
   event: InvocationRecordedEvent,
   tx: ReadModelTx,
 ): ExplanationFigures | undefined {
-  if (event.type === 'InvocationEstimated') {
-    const { organizationId, operationId, publication, gateway } = event.data;
-    if (publication !== null) {
-      const basis: ExplanationBasis = { totalTimeMs: publication.limits.totalTimeMs };
-      tx.put(EXPLANATION_BASIS_COLLECTION, invocationId, basis);
-    }
-    return {
-      invocationId,
-      organizationId,
-      operationId,
-      ...(publication === null ? {} : { publicationVersion: publication.version }),
-      ...(gateway === undefined ? {} : { gateway: { ...gateway } }),
-      state: 'estimated',
-      turns: withLimit(0, publication?.limits.maxTurns),
-      toolCalls: withLimit(0, publication?.limits.maxToolCalls),
-      credits: { spent: 0, hold: publication?.creditHold ?? 0 },
-      retries: 0,
-    };
-  }
+  if (event.type === 'InvocationEstimated') return estimatedFigures(invocationId, event.data, tx);
   // Every stream starts with InvocationEstimated; anything else before it is not an invocation's.
   if (view === undefined) return undefined;
   const { sentence: _sentence, ...figures } = view;
@@ -120,21 +102,8 @@ function applyExplanationEvent(
       };
     }
     case 'InvocationCompleted':
-    case 'InvocationFailed': {
-      const { turnsUsed, toolCallsUsed, spentCredits } = event.data;
-      const outcome: Outcome = event.type === 'InvocationCompleted' ? event.data.outcome : 'failed';
-      const ended: ExplanationFigures = {
-        ...figures,
-        state: event.type === 'InvocationCompleted' ? 'completed' : 'failed',
-        outcome,
-        turns: { ...figures.turns, used: turnsUsed },
-        toolCalls: { ...figures.toolCalls, used: toolCallsUsed },
-        credits: { ...figures.credits, spent: spentCredits },
-        ...(event.type === 'InvocationFailed' ? { fault: event.data.fault } : {}),
-      };
-      const endingLimit = endingLimitOf(ended, event.type === 'InvocationCompleted' ? event.data.endingLimit : undefined, tx);
-      return endingLimit === undefined ? ended : { ...ended, endingLimit };
-    }
+    case 'InvocationFailed':
+      return endedFigures(figures, event, tx);
     case 'InvocationPending':
       return { ...figures, state: 'pending' };
     case 'InvocationSettled': {
@@ -150,6 +119,51 @@ function applyExplanationEvent(
       // The first request stands (the decider records no second one).
       return figures.cancellation === undefined ? { ...figures, cancellation: { ...event.data } } : figures;
   }
+}
+
+/** The figures an invocation starts with, and the basis its time budget is valued from later. */
+function estimatedFigures(
+  invocationId: string,
+  { organizationId, operationId, publication, gateway }: Extract<InvocationRecordedEvent, { type: 'InvocationEstimated' }>['data'],
+  tx: ReadModelTx,
+): ExplanationFigures {
+  if (publication !== null) {
+    const basis: ExplanationBasis = { totalTimeMs: publication.limits.totalTimeMs };
+    tx.put(EXPLANATION_BASIS_COLLECTION, invocationId, basis);
+  }
+  return {
+    invocationId,
+    organizationId,
+    operationId,
+    ...(publication === null ? {} : { publicationVersion: publication.version }),
+    ...(gateway === undefined ? {} : { gateway: { ...gateway } }),
+    state: 'estimated',
+    turns: withLimit(0, publication?.limits.maxTurns),
+    toolCalls: withLimit(0, publication?.limits.maxToolCalls),
+    credits: { spent: 0, hold: publication?.creditHold ?? 0 },
+    retries: 0,
+  };
+}
+
+/** The figures once the conversation ended: its outcome, what it used, and the limit that ended it. */
+function endedFigures(
+  figures: ExplanationFigures,
+  event: Extract<InvocationRecordedEvent, { type: 'InvocationCompleted' | 'InvocationFailed' }>,
+  tx: ReadModelTx,
+): ExplanationFigures {
+  const { turnsUsed, toolCallsUsed, spentCredits } = event.data;
+  const outcome: Outcome = event.type === 'InvocationCompleted' ? event.data.outcome : 'failed';
+  const ended: ExplanationFigures = {
+    ...figures,
+    state: event.type === 'InvocationCompleted' ? 'completed' : 'failed',
+    outcome,
+    turns: { ...figures.turns, used: turnsUsed },
+    toolCalls: { ...figures.toolCalls, used: toolCallsUsed },
+    credits: { ...figures.credits, spent: spentCredits },
+    ...(event.type === 'InvocationFailed' ? { fault: event.data.fault } : {}),
+  };
+  const endingLimit = endingLimitOf(ended, event.type === 'InvocationCompleted' ? event.data.endingLimit : undefined, tx);
+  return endingLimit === undefined ? ended : { ...ended, endingLimit };
 }
 
 /**

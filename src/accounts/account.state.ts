@@ -213,58 +213,31 @@ function withUncrossed(state: AccountState): AccountState {
   return crossed === undefined ? state : { ...state, crossedThresholds: crossed };
 }
 
+/** The data of the account event of type `T`. */
+type AccountEventData<T extends AccountEvent['type']> = Extract<AccountEvent, { type: T }>['data'];
+
 function applyAccountEvent(state: AccountState, event: AccountEvent): AccountState {
   switch (event.type) {
     case 'CreditsGranted': {
       const { credits, reason, idempotencyKey, grantedAt } = event.data;
-      return {
-        ...state,
-        exists: true,
-        granted: state.granted + credits,
-        ledgerEntries: withEntry(state.ledgerEntries, idempotencyKey, { kind: 'grant', credits, reason, at: grantedAt }),
-      };
+      const ledgerEntries = withEntry(state.ledgerEntries, idempotencyKey, { kind: 'grant', credits, reason, at: grantedAt });
+      return { ...state, exists: true, granted: state.granted + credits, ledgerEntries };
     }
     case 'CreditsAdjusted': {
       const { credits, reason, idempotencyKey, adjustedAt } = event.data;
-      return {
-        ...state,
-        exists: true,
-        adjustments: state.adjustments + credits,
-        ledgerEntries: withEntry(state.ledgerEntries, idempotencyKey, { kind: 'adjustment', credits, reason, at: adjustedAt }),
-      };
+      const ledgerEntries = withEntry(state.ledgerEntries, idempotencyKey, { kind: 'adjustment', credits, reason, at: adjustedAt });
+      return { ...state, exists: true, adjustments: state.adjustments + credits, ledgerEntries };
     }
     case 'OrganizationSettingsChanged':
       return { ...state, exists: true, aiEnabled: event.data.aiEnabled, maxRunning: event.data.maxRunning };
-    case 'HoldPlaced': {
-      const { invocationId, credits, placedAt, gatewayKey } = event.data;
-      const openHolds = new Map(state.openHolds);
-      openHolds.set(invocationId, { credits, placedAt, ...(gatewayKey === undefined ? {} : { gatewayKey }) });
-      const next = { ...state, exists: true, openHolds };
-      return gatewayKey === undefined ? next : withKeyPeriod(next, gatewayKey.keyId, gatewayKey.period);
-    }
-    case 'HoldSettled': {
-      const open = state.openHolds.get(event.data.invocationId);
-      const openHolds = new Map(state.openHolds);
-      openHolds.delete(event.data.invocationId);
-      const next = { ...state, exists: true, charged: state.charged + event.data.chargedCredits, openHolds };
-      return open?.gatewayKey === undefined ? next : withKeySpent(next, open.gatewayKey.keyId, open.gatewayKey.period, event.data.chargedCredits);
-    }
-    case 'GatewayKeyIssued': {
-      const { keyId, keyHash, issuedAt, ...settings } = event.data;
-      const gatewayKeys = new Map(state.gatewayKeys);
-      gatewayKeys.set(keyId, { ...settings, keyId, keyHash, issuedAt, spentInPeriod: 0 });
-      const gatewayKeyHashes = new Map(state.gatewayKeyHashes);
-      gatewayKeyHashes.set(keyHash, keyId);
-      return { ...state, exists: true, gatewayKeys, gatewayKeyHashes };
-    }
-    case 'GatewayKeyChanged': {
-      const { keyId, changedAt: _changedAt, ...settings } = event.data;
-      const key = state.gatewayKeys.get(keyId);
-      if (key === undefined) return state;
-      // The settings are whole: a cap or a limit left out of the change is gone.
-      const { models: _m, maxOutputTokens: _o, spendLimit: _l, ...kept } = key;
-      return withKey(state, { ...kept, ...settings });
-    }
+    case 'HoldPlaced':
+      return withHoldPlaced(state, event.data);
+    case 'HoldSettled':
+      return withHoldSettled(state, event.data);
+    case 'GatewayKeyIssued':
+      return withKeyIssued(state, event.data);
+    case 'GatewayKeyChanged':
+      return withKeyChanged(state, event.data);
     case 'GatewayKeyRevoked': {
       const key = state.gatewayKeys.get(event.data.keyId);
       return key === undefined ? state : withKey(state, { ...key, revokedAt: event.data.revokedAt });
@@ -284,6 +257,37 @@ function applyAccountEvent(state: AccountState, event: AccountEvent): AccountSta
       // An event type this version does not know (written by a newer one) changes nothing here.
       return state;
   }
+}
+
+function withHoldPlaced(state: AccountState, { invocationId, credits, placedAt, gatewayKey }: AccountEventData<'HoldPlaced'>): AccountState {
+  const openHolds = new Map(state.openHolds);
+  openHolds.set(invocationId, { credits, placedAt, ...(gatewayKey === undefined ? {} : { gatewayKey }) });
+  const next = { ...state, exists: true, openHolds };
+  return gatewayKey === undefined ? next : withKeyPeriod(next, gatewayKey.keyId, gatewayKey.period);
+}
+
+function withHoldSettled(state: AccountState, { invocationId, chargedCredits }: AccountEventData<'HoldSettled'>): AccountState {
+  const open = state.openHolds.get(invocationId);
+  const openHolds = new Map(state.openHolds);
+  openHolds.delete(invocationId);
+  const next = { ...state, exists: true, charged: state.charged + chargedCredits, openHolds };
+  return open?.gatewayKey === undefined ? next : withKeySpent(next, open.gatewayKey.keyId, open.gatewayKey.period, chargedCredits);
+}
+
+function withKeyIssued(state: AccountState, { keyId, keyHash, issuedAt, ...settings }: AccountEventData<'GatewayKeyIssued'>): AccountState {
+  const gatewayKeys = new Map(state.gatewayKeys);
+  gatewayKeys.set(keyId, { ...settings, keyId, keyHash, issuedAt, spentInPeriod: 0 });
+  const gatewayKeyHashes = new Map(state.gatewayKeyHashes);
+  gatewayKeyHashes.set(keyHash, keyId);
+  return { ...state, exists: true, gatewayKeys, gatewayKeyHashes };
+}
+
+function withKeyChanged(state: AccountState, { keyId, changedAt: _changedAt, ...settings }: AccountEventData<'GatewayKeyChanged'>): AccountState {
+  const key = state.gatewayKeys.get(keyId);
+  if (key === undefined) return state;
+  // The settings are whole: a cap or a limit left out of the change is gone.
+  const { models: _m, maxOutputTokens: _o, spendLimit: _l, ...kept } = key;
+  return withKey(state, { ...kept, ...settings });
 }
 
 function withKey(state: AccountState, key: GatewayKey): AccountState {

@@ -63,88 +63,17 @@ export class LedgerMetrics {
     const org = options.organizationLabels ? ['organization'] : [];
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
-    this.invocations = new Counter({
-      name: 'ledger_invocations_total',
-      help: 'Invocations that reached a final state, by operation and outcome (refused ones as outcome="refused").',
-      labelNames: ['operation', 'outcome', ...org],
-      registers,
-    });
-    this.refusals = new Counter({
-      name: 'ledger_refusals_total',
-      help: 'Refused invocations by operation and refusal reason.',
-      labelNames: ['operation', 'reason', ...org],
-      registers,
-    });
-    this.creditsCharged = new Counter({
-      name: 'ledger_credits_charged_total',
-      help: 'Credits charged at settlement, by operation.',
-      labelNames: ['operation', ...org],
-      registers,
-    });
-    this.attempts = new Counter({
-      name: 'ledger_attempts_total',
-      help: 'Provider attempts by provider, model and classification (ok or the fault class).',
-      labelNames: ['provider', 'model', 'classification'],
-      registers,
-    });
-    this.attemptDuration = new Histogram({
-      name: 'ledger_provider_attempt_duration_seconds',
-      help: 'Duration of each provider attempt as recorded in the log.',
-      labelNames: ['provider', 'model', 'classification'],
-      buckets: [...PROVIDER_ATTEMPT_BUCKETS_SECONDS],
-      registers,
-    });
-    this.accountingOverhead = new Histogram({
-      name: 'ledger_accounting_overhead_seconds',
-      help: "An invocation's time outside the provider and its tools: admission, appends, settlement.",
-      labelNames: ['operation'],
-      buckets: [...ACCOUNTING_BUCKETS_SECONDS],
-      registers,
-    });
-    this.appendDuration = new Histogram({
-      name: 'ledger_append_duration_seconds',
-      help: 'Duration of each append to the event store made by a command.',
-      buckets: [...ACCOUNTING_BUCKETS_SECONDS],
-      registers,
-    });
-    this.recovered = new Counter({
-      name: 'ledger_recovered_total',
-      help: 'Leftovers of a crash this instance finished by its own recovery, by kind: the state an invocation was left in, or hold (a settled invocation whose hold was never released).',
-      labelNames: ['kind'],
-      registers,
-    });
-    // Every kind from zero, so a dashboard sees the series before the first crash.
-    for (const kind of RECOVERED_KINDS) this.recovered.inc({ kind }, 0);
+    // Registered in this order, which is the order of the scrape.
+    ({ invocations: this.invocations, refusals: this.refusals, creditsCharged: this.creditsCharged } = invocationMetrics(registers, org));
+    ({
+      attempts: this.attempts,
+      attemptDuration: this.attemptDuration,
+      accountingOverhead: this.accountingOverhead,
+      appendDuration: this.appendDuration,
+    } = timingMetrics(registers));
+    this.recovered = recoveredMetric(registers);
     this.gateway = gatewayMetrics(registers);
-    this.gauges = {
-      creditsHeld: new Gauge({
-        name: 'ledger_credits_held',
-        help: 'Credits held by invocations in flight, from the balances read model.',
-        labelNames: [...org],
-        registers,
-        collect() {
-          if (sources === undefined) return;
-          this.reset();
-          let total = 0;
-          for (const { organizationId, held } of sources.heldCredits()) {
-            if (options.organizationLabels) this.set({ organization: organizationId }, held);
-            else total += held;
-          }
-          if (!options.organizationLabels) this.set(total);
-        },
-      }),
-      projectionLag: new Gauge({
-        name: 'ledger_projection_lag_events',
-        help: "Each projection's distance behind the log's head (events with the embedded store).",
-        labelNames: ['projection'],
-        registers,
-        async collect() {
-          if (sources === undefined) return;
-          this.reset();
-          for (const { projection, lag } of await sources.projectionLag()) this.set({ projection }, lag);
-        },
-      }),
-    };
+    this.gauges = gaugeMetrics(registers, org, sources);
   }
 
   invocationEnded(labels: OrganizationScoped & { readonly operation: string; readonly outcome: string }): void {
@@ -191,6 +120,113 @@ export class LedgerMetrics {
   get withOrganizationLabels(): boolean {
     return this.organizationLabels;
   }
+}
+
+/** What an invocation ended as: its outcome, its refusal reason, the credits charged. */
+function invocationMetrics(registers: Registry[], org: readonly string[]): { invocations: Counter<string>; refusals: Counter<string>; creditsCharged: Counter<string> } {
+  return {
+    invocations: new Counter({
+      name: 'ledger_invocations_total',
+      help: 'Invocations that reached a final state, by operation and outcome (refused ones as outcome="refused").',
+      labelNames: ['operation', 'outcome', ...org],
+      registers,
+    }),
+    refusals: new Counter({
+      name: 'ledger_refusals_total',
+      help: 'Refused invocations by operation and refusal reason.',
+      labelNames: ['operation', 'reason', ...org],
+      registers,
+    }),
+    creditsCharged: new Counter({
+      name: 'ledger_credits_charged_total',
+      help: 'Credits charged at settlement, by operation.',
+      labelNames: ['operation', ...org],
+      registers,
+    }),
+  };
+}
+
+/** Provider attempts and their durations, the accounting overhead and the appends. */
+function timingMetrics(registers: Registry[]): {
+  attempts: Counter<string>;
+  attemptDuration: Histogram<string>;
+  accountingOverhead: Histogram<string>;
+  appendDuration: Histogram<string>;
+} {
+  return {
+    attempts: new Counter({
+      name: 'ledger_attempts_total',
+      help: 'Provider attempts by provider, model and classification (ok or the fault class).',
+      labelNames: ['provider', 'model', 'classification'],
+      registers,
+    }),
+    attemptDuration: new Histogram({
+      name: 'ledger_provider_attempt_duration_seconds',
+      help: 'Duration of each provider attempt as recorded in the log.',
+      labelNames: ['provider', 'model', 'classification'],
+      buckets: [...PROVIDER_ATTEMPT_BUCKETS_SECONDS],
+      registers,
+    }),
+    accountingOverhead: new Histogram({
+      name: 'ledger_accounting_overhead_seconds',
+      help: "An invocation's time outside the provider and its tools: admission, appends, settlement.",
+      labelNames: ['operation'],
+      buckets: [...ACCOUNTING_BUCKETS_SECONDS],
+      registers,
+    }),
+    appendDuration: new Histogram({
+      name: 'ledger_append_duration_seconds',
+      help: 'Duration of each append to the event store made by a command.',
+      buckets: [...ACCOUNTING_BUCKETS_SECONDS],
+      registers,
+    }),
+  };
+}
+
+function recoveredMetric(registers: Registry[]): Counter<string> {
+  const recovered = new Counter({
+    name: 'ledger_recovered_total',
+    help: 'Leftovers of a crash this instance finished by its own recovery, by kind: the state an invocation was left in, or hold (a settled invocation whose hold was never released).',
+    labelNames: ['kind'],
+    registers,
+  });
+  // Every kind from zero, so a dashboard sees the series before the first crash.
+  for (const kind of RECOVERED_KINDS) recovered.inc({ kind }, 0);
+  return recovered;
+}
+
+/** The gauges, read from `sources` on each scrape; per organization only with organization labels (`org`). */
+function gaugeMetrics(registers: Registry[], org: readonly string[], sources: GaugeSources | undefined): { creditsHeld: Gauge<string>; projectionLag: Gauge<string> } {
+  const byOrganization = org.length > 0;
+  return {
+    creditsHeld: new Gauge({
+      name: 'ledger_credits_held',
+      help: 'Credits held by invocations in flight, from the balances read model.',
+      labelNames: [...org],
+      registers,
+      collect() {
+        if (sources === undefined) return;
+        this.reset();
+        let total = 0;
+        for (const { organizationId, held } of sources.heldCredits()) {
+          if (byOrganization) this.set({ organization: organizationId }, held);
+          else total += held;
+        }
+        if (!byOrganization) this.set(total);
+      },
+    }),
+    projectionLag: new Gauge({
+      name: 'ledger_projection_lag_events',
+      help: "Each projection's distance behind the log's head (events with the embedded store).",
+      labelNames: ['projection'],
+      registers,
+      async collect() {
+        if (sources === undefined) return;
+        this.reset();
+        for (const { projection, lag } of await sources.projectionLag()) this.set({ projection }, lag);
+      },
+    }),
+  };
 }
 
 /** The gateway's metrics (docs/gateway.md): its calls by model and status, and its own share of their time. */

@@ -448,6 +448,18 @@ export class LogAudit {
     const fail = (invariant: string, detail: string): never => broken(invariant, detail, streams(), [invocationId]);
     const before = invocation.status;
     if (before === 'settled' || before === 'refused') fail('lifecycle.final-is-final', `${event.type} after ${before}`);
+    this.invocationEvent(invocation, event, before, fail);
+    invocation.ledger = invocationDecider.evolve(invocation.ledger, { type: event.type, data: event.data } as InvocationEvent);
+    if (invocation.ledger.status !== invocation.status) {
+      fail('lifecycle.ledger-fold-agrees', `the ledger's fold says ${invocation.ledger.status}, the audit's ${invocation.status}`);
+    }
+    if ((invocation.ledger.settlement?.chargeCredits ?? 0) !== (invocation.settlement?.charge ?? 0)) {
+      fail('lifecycle.ledger-fold-agrees', 'the settled charge differs between the ledger fold and the audit');
+    }
+  }
+
+  /** One event of an invocation's stream, checked against the state it arrives in (`before`) and folded. */
+  private invocationEvent(invocation: InvocationAudit, event: RecordedEvent, before: Status, fail: (invariant: string, detail: string) => never): void {
     const expectFrom = (...states: Status[]): void => {
       if (!states.includes(before)) fail('lifecycle.known-transitions', `${event.type} in state ${before}`);
     };
@@ -457,22 +469,14 @@ export class LogAudit {
         expectFrom('none');
         this.estimated(invocation, data, fail);
         break;
-      case 'InvocationRefused': {
+      case 'InvocationRefused':
         expectFrom('estimated');
-        const access = (ACCESS_REFUSAL_REASONS as readonly unknown[]).includes(data.reason);
-        if (data.transition !== (access ? 1 : 2)) fail('lifecycle.known-transitions', `refusal ${String(data.reason)} recorded as transition ${String(data.transition)}`);
-        invocation.status = 'refused';
+        this.refused(invocation, data, fail);
         break;
-      }
-      case 'InvocationReserved': {
+      case 'InvocationReserved':
         expectFrom('estimated');
-        if (data.creditHold !== invocation.estimate) fail('lifecycle.reserve-the-estimate', `reserved ${String(data.creditHold)} of an estimate of ${invocation.estimate}`);
-        const held = this.accounts.get(invocation.organizationId)?.open.get(invocationId);
-        if (held !== invocation.estimate) fail('lifecycle.reserved-holds', `reserved, but the account holds ${held ?? 'nothing'} for it`);
-        invocation.reservedCredits = invocation.estimate;
-        invocation.status = 'reserved';
+        this.reserved(invocation, data, fail);
         break;
-      }
       case 'InvocationDispatched':
         expectFrom('reserved');
         invocation.status = 'dispatched';
@@ -503,13 +507,20 @@ export class LogAudit {
       default:
         fail('lifecycle.known-events', `unexpected ${event.type}`);
     }
-    invocation.ledger = invocationDecider.evolve(invocation.ledger, { type: event.type, data: event.data } as InvocationEvent);
-    if (invocation.ledger.status !== invocation.status) {
-      fail('lifecycle.ledger-fold-agrees', `the ledger's fold says ${invocation.ledger.status}, the audit's ${invocation.status}`);
-    }
-    if ((invocation.ledger.settlement?.chargeCredits ?? 0) !== (invocation.settlement?.charge ?? 0)) {
-      fail('lifecycle.ledger-fold-agrees', 'the settled charge differs between the ledger fold and the audit');
-    }
+  }
+
+  private refused(invocation: InvocationAudit, data: Record<string, unknown>, fail: (invariant: string, detail: string) => never): void {
+    const access = (ACCESS_REFUSAL_REASONS as readonly unknown[]).includes(data.reason);
+    if (data.transition !== (access ? 1 : 2)) fail('lifecycle.known-transitions', `refusal ${String(data.reason)} recorded as transition ${String(data.transition)}`);
+    invocation.status = 'refused';
+  }
+
+  private reserved(invocation: InvocationAudit, data: Record<string, unknown>, fail: (invariant: string, detail: string) => never): void {
+    if (data.creditHold !== invocation.estimate) fail('lifecycle.reserve-the-estimate', `reserved ${String(data.creditHold)} of an estimate of ${invocation.estimate}`);
+    const held = this.accounts.get(invocation.organizationId)?.open.get(invocation.invocationId);
+    if (held !== invocation.estimate) fail('lifecycle.reserved-holds', `reserved, but the account holds ${held ?? 'nothing'} for it`);
+    invocation.reservedCredits = invocation.estimate;
+    invocation.status = 'reserved';
   }
 
   private estimated(invocation: InvocationAudit, data: Record<string, unknown>, fail: (invariant: string, detail: string) => never): void {

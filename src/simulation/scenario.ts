@@ -262,6 +262,17 @@ export function planScenario(seed: number, invocations: number, namespace = ''):
   return { seed, invocations, organizations, operations, waves, storeFaults, recovery };
 }
 
+/** The draws a wave's actions share, all from the wave's own stream. */
+interface WaveDraws {
+  readonly prng: Prng;
+  /** An instant of the wave. */
+  at(): number;
+  /** Now, or within `maxMs`. */
+  soon(maxMs: number): number;
+  /** One of the organizations. */
+  organization(): string;
+}
+
 function planWave(
   prng: Prng,
   index: number,
@@ -273,47 +284,67 @@ function planWave(
   seed: number,
   terms: ReadonlyMap<string, PublicationRequest>,
 ): WavePlan {
+  const draws: WaveDraws = {
+    prng,
+    // On a grid, so several pieces of work start at the same instant and race for real.
+    at: () => prng.int(0, WAVE_SPREAD_MS / WAVE_GRID_MS) * WAVE_GRID_MS,
+    soon: (maxMs) => (prng.chance(50) ? 0 : prng.int(0, maxMs / WAVE_GRID_MS) * WAVE_GRID_MS),
+    organization: () => prng.pick(organizations).id,
+  };
+  // In this order: each draws from the one stream, so the order is the plan.
   const actions: WaveAction[] = [];
-  // On a grid, so several pieces of work start at the same instant and race for real.
-  const at = (): number => prng.int(0, WAVE_SPREAD_MS / WAVE_GRID_MS) * WAVE_GRID_MS;
-  const soon = (maxMs: number): number => (prng.chance(50) ? 0 : prng.int(0, maxMs / WAVE_GRID_MS) * WAVE_GRID_MS);
-  const organization = (): string => prng.pick(organizations).id;
+  for (let n = 0; n < count; n++) actions.push(...planInvocation(draws, `i${firstInvocation + n}`, operations, namespace, terms));
+  actions.push(...planAccountChanges(draws, index, operations, namespace), ...planSweeps(draws));
+  const crash = planCrash(prng, index, seed);
+  return { index, actions, crash, restartAfter: crash === undefined && prng.chance(CLEAN_RESTART_PERCENT) };
+}
 
-  for (let n = 0; n < count; n++) {
-    const tag = `i${firstInvocation + n}`;
-    const organizationId = organization();
-    const idempotencyKey = `${namespace}key-${tag}`;
-    const operationId = prng.pick(operations).id;
-    const repeats: RepeatPlan[] = [];
-    if (prng.chance(20)) repeats.push({ afterMs: soon(5_000), bySecondProcess: false, otherOperationId: undefined });
-    if (prng.chance(10)) repeats.push({ afterMs: soon(2_000), bySecondProcess: true, otherOperationId: undefined });
-    if (operations.length > 1 && prng.chance(4)) {
-      const other = operations.find((operation) => operation.id !== operationId)!.id;
-      repeats.push({ afterMs: prng.int(0, 60_000), bySecondProcess: prng.chance(50), otherOperationId: other });
-    }
-    const atMs = at();
-    // A sweep aimed at the instant the conversation's time budget runs out, with no threshold: the
-    // sweep must still leave the conversation alone until the conversation's own deadline.
-    const totalTimeMs = terms.get(operationId)?.limits.totalTimeMs;
-    if (totalTimeMs !== undefined && prng.chance(DEADLINE_SWEEP_PERCENT)) {
-      actions.push({ kind: 'sweep', atMs: atMs + totalTimeMs, olderThanMs: 0, bySecondProcess: prng.chance(50), copies: 1 });
-    }
-    actions.push({
-      kind: 'invoke',
-      atMs,
-      plan: {
-        tag,
-        idempotencyKey,
-        invocationId: invocationIdFor(organizationId, idempotencyKey),
-        organizationId,
-        operationId,
-        bySecondProcess: prng.chance(15),
-        cancelAfterMs: prng.chance(10) ? prng.int(0, 20_000) : undefined,
-        repeats,
-      },
-    });
+/** One invocation of the wave, with its repeats, and a sweep aimed at its deadline now and then. */
+function planInvocation(
+  { prng, at, soon, organization }: WaveDraws,
+  tag: string,
+  operations: readonly OperationPlan[],
+  namespace: string,
+  terms: ReadonlyMap<string, PublicationRequest>,
+): WaveAction[] {
+  const actions: WaveAction[] = [];
+  const organizationId = organization();
+  const idempotencyKey = `${namespace}key-${tag}`;
+  const operationId = prng.pick(operations).id;
+  const repeats: RepeatPlan[] = [];
+  if (prng.chance(20)) repeats.push({ afterMs: soon(5_000), bySecondProcess: false, otherOperationId: undefined });
+  if (prng.chance(10)) repeats.push({ afterMs: soon(2_000), bySecondProcess: true, otherOperationId: undefined });
+  if (operations.length > 1 && prng.chance(4)) {
+    const other = operations.find((operation) => operation.id !== operationId)!.id;
+    repeats.push({ afterMs: prng.int(0, 60_000), bySecondProcess: prng.chance(50), otherOperationId: other });
   }
+  const atMs = at();
+  // A sweep aimed at the instant the conversation's time budget runs out, with no threshold: the
+  // sweep must still leave the conversation alone until the conversation's own deadline.
+  const totalTimeMs = terms.get(operationId)?.limits.totalTimeMs;
+  if (totalTimeMs !== undefined && prng.chance(DEADLINE_SWEEP_PERCENT)) {
+    actions.push({ kind: 'sweep', atMs: atMs + totalTimeMs, olderThanMs: 0, bySecondProcess: prng.chance(50), copies: 1 });
+  }
+  actions.push({
+    kind: 'invoke',
+    atMs,
+    plan: {
+      tag,
+      idempotencyKey,
+      invocationId: invocationIdFor(organizationId, idempotencyKey),
+      organizationId,
+      operationId,
+      bySecondProcess: prng.chance(15),
+      cancelAfterMs: prng.chance(10) ? prng.int(0, 20_000) : undefined,
+      repeats,
+    },
+  });
+  return actions;
+}
 
+/** Now and then a publication, a grant, an adjustment and an organization's settings changed. */
+function planAccountChanges({ prng, at, organization }: WaveDraws, index: number, operations: readonly OperationPlan[], namespace: string): WaveAction[] {
+  const actions: WaveAction[] = [];
   if (prng.chance(50)) {
     const operation = prng.pick(operations);
     actions.push({ kind: 'publish', atMs: at(), operationId: operation.id, terms: drawPublication(prng.fork('publication'), !prng.chance(10)) });
@@ -339,17 +370,24 @@ function planWave(
       repeatAfterMs: prng.chance(30) ? prng.int(0, 5_000) : undefined,
     });
   }
-  if (prng.chance(25)) {
-    const organizationId = organization();
-    if (prng.chance(50)) {
-      actions.push({ kind: 'settings', atMs: at(), organizationId, maxRunning: prng.int(1, 6) });
-    } else {
-      // AI off for a while, then on again within the wave.
-      const offAt = at();
-      actions.push({ kind: 'settings', atMs: offAt, organizationId, aiEnabled: false });
-      actions.push({ kind: 'settings', atMs: offAt + prng.int(1_000, 20_000), organizationId, aiEnabled: true });
-    }
-  }
+  if (prng.chance(25)) actions.push(...planSettings({ prng, at, organization }));
+  return actions;
+}
+
+/** An organization's concurrency changed, or its AI turned off for a while and on again within the wave. */
+function planSettings({ prng, at, organization }: Omit<WaveDraws, 'soon'>): WaveAction[] {
+  const organizationId = organization();
+  if (prng.chance(50)) return [{ kind: 'settings', atMs: at(), organizationId, maxRunning: prng.int(1, 6) }];
+  const offAt = at();
+  return [
+    { kind: 'settings', atMs: offAt, organizationId, aiEnabled: false },
+    { kind: 'settings', atMs: offAt + prng.int(1_000, 20_000), organizationId, aiEnabled: true },
+  ];
+}
+
+/** One to three sweeps at random instants, thresholds and processes, some sent twice at once. */
+function planSweeps({ prng, at }: WaveDraws): WaveAction[] {
+  const actions: WaveAction[] = [];
   const sweeps = prng.int(1, 3);
   for (let n = 0; n < sweeps; n++) {
     actions.push({
@@ -360,17 +398,20 @@ function planWave(
       copies: prng.chance(30) ? 2 : 1,
     });
   }
+  return actions;
+}
 
-  // Crash points walk through the boundaries with the wave number, so a run of several waves (and a
-  // batch of seeds) visits each of them, before and after the write.
-  const crash: CrashPlan | undefined = prng.chance(CRASH_WAVE_PERCENT)
-    ? {
-        eventType: CRASH_BOUNDARIES[modulo(index + seed, CRASH_BOUNDARIES.length)]!,
-        when: modulo(Math.floor((index + seed) / CRASH_BOUNDARIES.length) + index, 2) === 0 ? 'after' : 'before',
-        occurrence: prng.int(1, 3),
-      }
-    : undefined;
-  return { index, actions, crash, restartAfter: crash === undefined && prng.chance(CLEAN_RESTART_PERCENT) };
+/**
+ * Crash points walk through the boundaries with the wave number, so a run of several waves (and a
+ * batch of seeds) visits each of them, before and after the write.
+ */
+function planCrash(prng: Prng, index: number, seed: number): CrashPlan | undefined {
+  if (!prng.chance(CRASH_WAVE_PERCENT)) return undefined;
+  return {
+    eventType: CRASH_BOUNDARIES[modulo(index + seed, CRASH_BOUNDARIES.length)]!,
+    when: modulo(Math.floor((index + seed) / CRASH_BOUNDARIES.length) + index, 2) === 0 ? 'after' : 'before',
+    occurrence: prng.int(1, 3),
+  };
 }
 
 function modulo(value: number, divisor: number): number {

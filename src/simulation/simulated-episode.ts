@@ -53,6 +53,12 @@ type ModelMove =
   | 'max-tokens'
   | 'fault';
 
+/** A model reply's stop reason and content, before its usage is drawn. */
+interface ModelReplyShape {
+  readonly stopReason: StopReason;
+  readonly content: (TextBlock | ToolUseBlock)[];
+}
+
 const MOVE_WEIGHTS: Readonly<Record<ModelMove, number>> = {
   'answer-right': 14,
   'answer-wrong': 5,
@@ -151,79 +157,83 @@ export class SimulatedEpisode {
     this.tally.add(`model.${move}`);
     if (move === 'fault') return this.fault(latencyMs, this.profile.marathon);
 
-    let stopReason: StopReason = 'tool_use';
-    let content: (TextBlock | ToolUseBlock)[];
-    const answer = (value: unknown): ToolUseBlock => this.toolUse('submit_answer', { value });
+    const { stopReason, content } = this.replyOf(move, prng);
+    this.modelCalls.push({ move, toolRequesting: content.some((block) => block.type === 'tool_use') });
+    return { reply: { stopReason, content, usage: this.usage() }, latencyMs };
+  }
+
+  /** The reply a move makes: an answer, tool calls, or a turn that stops without either. */
+  private replyOf(move: Exclude<ModelMove, 'fault'>, prng: Prng): ModelReplyShape {
     const textAnswer = (text: string): TextBlock => ({ type: 'text', text });
+    switch (move) {
+      case 'answer-right':
+      case 'answer-wrong':
+      case 'answer-malformed':
+      case 'answer-beside-tools':
+        return this.answerReply(move, prng);
+      case 'text':
+        return { stopReason: 'end_turn', content: [textAnswer('thinking out loud')] };
+      case 'pause':
+        return { stopReason: 'pause_turn', content: [textAnswer('one moment')] };
+      case 'refusal':
+        return { stopReason: 'refusal', content: [textAnswer('I cannot help with that.')] };
+      case 'max-tokens':
+        return { stopReason: 'max_tokens', content: prng.chance(50) ? [textAnswer('the answer is')] : [this.toolUse('submit_answer', { value: RIGHT_ANSWER })] };
+      default:
+        return { stopReason: 'tool_use', content: this.toolCalls(move, prng) };
+    }
+  }
+
+  /** An answer, right, wrong or malformed, alone or beside tool calls, in the episode's answer style. */
+  private answerReply(move: 'answer-right' | 'answer-wrong' | 'answer-malformed' | 'answer-beside-tools', prng: Prng): ModelReplyShape {
+    const answer = (value: unknown): ToolUseBlock => this.toolUse('submit_answer', { value });
+    const inText = this.style === 'text-answer';
     switch (move) {
       case 'answer-right':
       case 'answer-wrong': {
         const value = move === 'answer-right' ? RIGHT_ANSWER : RIGHT_ANSWER + prng.int(1, 9);
-        if (this.style === 'text-answer') {
-          stopReason = 'end_turn';
-          content = [textAnswer(String(value))];
-        } else content = [answer(value)];
-        break;
+        return inText ? { stopReason: 'end_turn', content: [{ type: 'text', text: String(value) }] } : { stopReason: 'tool_use', content: [answer(value)] };
       }
       case 'answer-malformed':
-        content = this.style === 'text-answer' ? [this.toolUse('lookup', { q: 7 })] : [answer('forty-two')];
-        break;
+        return { stopReason: 'tool_use', content: inText ? [this.toolUse('lookup', { q: 7 })] : [answer('forty-two')] };
       case 'answer-beside-tools':
-        content =
-          this.style === 'text-answer'
-            ? [textAnswer('looking'), this.toolUse('lookup', { q: 'x' })]
-            : [this.toolUse('lookup', { q: 'x' }), answer(RIGHT_ANSWER), this.toolUse('lookup', { q: 'y' })];
-        break;
+        return {
+          stopReason: 'tool_use',
+          content: inText
+            ? [{ type: 'text', text: 'looking' }, this.toolUse('lookup', { q: 'x' })]
+            : [this.toolUse('lookup', { q: 'x' }), answer(RIGHT_ANSWER), this.toolUse('lookup', { q: 'y' })],
+        };
+    }
+  }
+
+  /** Tool calls, well formed or not: lookups, notes, tools without a handler or unknown, call ids repeated. */
+  private toolCalls(move: 'lookup' | 'lookup-malformed' | 'note-alone' | 'note-in-batch' | 'tool-without-handler' | 'unknown-tool' | 'duplicate-call-id' | 'reused-call-id', prng: Prng): ToolUseBlock[] {
+    switch (move) {
       case 'lookup': {
         const calls = prng.int(1, MAX_CALLS_PER_MODEL_TURN);
-        content = [];
+        const content: ToolUseBlock[] = [];
         for (let index = 0; index < calls; index++) content.push(this.toolUse('lookup', { q: `q${index}` }));
-        break;
+        return content;
       }
       case 'lookup-malformed':
-        content = [this.toolUse('lookup', { q: 7 })];
-        break;
+        return [this.toolUse('lookup', { q: 7 })];
       case 'note-alone':
-        content = [this.toolUse('note', { text: 'remember' })];
-        break;
+        return [this.toolUse('note', { text: 'remember' })];
       case 'note-in-batch':
-        content = [this.toolUse('lookup', { q: 'x' }), this.toolUse('note', { text: 'remember' })];
-        break;
+        return [this.toolUse('lookup', { q: 'x' }), this.toolUse('note', { text: 'remember' })];
       case 'tool-without-handler':
-        content = [this.toolUse('archive', {})];
-        break;
+        return [this.toolUse('archive', {})];
       case 'unknown-tool':
-        content = [this.toolUse('teleport', {})];
-        break;
+        return [this.toolUse('teleport', {})];
       case 'duplicate-call-id': {
         const first = this.toolUse('lookup', { q: 'a' });
-        content = [first, { ...first, input: { q: 'b' } }];
-        break;
+        return [first, { ...first, input: { q: 'b' } }];
       }
       case 'reused-call-id': {
         const earlier = this.issuedCallIds.length === 0 ? undefined : prng.pick(this.issuedCallIds);
-        content = [earlier === undefined ? this.toolUse('lookup', { q: 'a' }) : { type: 'tool_use', id: earlier, name: 'lookup', input: { q: 'a' } }];
-        break;
+        return [earlier === undefined ? this.toolUse('lookup', { q: 'a' }) : { type: 'tool_use', id: earlier, name: 'lookup', input: { q: 'a' } }];
       }
-      case 'text':
-        stopReason = 'end_turn';
-        content = [textAnswer('thinking out loud')];
-        break;
-      case 'pause':
-        stopReason = 'pause_turn';
-        content = [textAnswer('one moment')];
-        break;
-      case 'refusal':
-        stopReason = 'refusal';
-        content = [textAnswer('I cannot help with that.')];
-        break;
-      case 'max-tokens':
-        stopReason = 'max_tokens';
-        content = prng.chance(50) ? [textAnswer('the answer is')] : [answer(RIGHT_ANSWER)];
-        break;
     }
-    this.modelCalls.push({ move, toolRequesting: content.some((block) => block.type === 'tool_use') });
-    return { reply: { stopReason, content, usage: this.usage() }, latencyMs };
   }
 
   /** Handler of the read tool `lookup` and the write tool `note`. */
