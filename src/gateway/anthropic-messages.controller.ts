@@ -1,6 +1,5 @@
 import { Controller, Inject, Logger, Post, Req, Res, UseFilters } from '@nestjs/common';
 import type { ServerResponse } from 'node:http';
-import { performance } from 'node:perf_hooks';
 import { takeOverResponse, type HttpResponse } from '../http-kit/http.types';
 import { ReadsOwnBody } from '../http-kit/reads-own-body.decorator';
 import { contextOf, type LedgerRequest } from '../http-kit/request-context';
@@ -22,7 +21,7 @@ type Admitted = Extract<GatewayAdmission, { admitted: true }>;
 
 /** A call whose key has the form of one and whose body was read (or found wanting). */
 interface Begun {
-  /** `performance.now()` at the route, for the overhead. */
+  /** `performance.now()` when the request arrived (its first hook), for the overhead. */
   readonly arrivedAt: number;
   readonly response: ServerResponse;
   readonly requestId: string;
@@ -104,9 +103,8 @@ export class AnthropicMessagesController {
    * body left unread), then the body read; undefined when already answered. `counted` for a Messages call.
    */
   private async begin(request: LedgerRequest, reply: HttpResponse, counted: boolean): Promise<Begun | undefined> {
-    const arrivedAt = performance.now();
     const response = takeOverResponse(reply);
-    const { requestId } = contextOf(request);
+    const { requestId, arrivedAt } = contextOf(request);
     const presented = presentedKeyOf(request.headers);
     if (presented.problem !== undefined) {
       incomingOf(request).resume();

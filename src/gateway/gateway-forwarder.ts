@@ -28,7 +28,7 @@ export interface GatewayUpstream {
   readonly apiKey?: string;
 }
 
-export interface ForwardedCall extends Omit<RelayOptions, 'clock'> {
+export interface ForwardedCall extends RelayOptions {
   /** The Anthropic path (`/v1/messages`) and the caller's query string, as sent. */
   readonly path: string;
   readonly headers: IncomingHttpHeaders;
@@ -43,7 +43,7 @@ export class GatewayForwarder implements BeforeApplicationShutdown {
   private readonly basePath: string;
   private readonly apiKey: string | undefined;
   /** Every call in flight, with what still has to run once its outcome is known. */
-  private readonly inFlight = new Map<GatewayRelay, Promise<void>>();
+  private readonly inFlight = new Map<GatewayRelay, Promise<unknown>>();
   private closing = false;
 
   constructor(
@@ -73,28 +73,27 @@ export class GatewayForwarder implements BeforeApplicationShutdown {
     return this.closing;
   }
 
-  /** Forwards the call and relays its answer; resolves with its outcome once both ends are done. */
+  /**
+   * Forwards the call and relays its answer; resolves with its outcome once both ends are done and
+   * `onOutcome` has run. Never rejects: `onOutcome` must catch its own failures.
+   */
   forward(call: ForwardedCall): Promise<GatewayCallOutcome> {
-    const relay = new GatewayRelay({ ...call, clock: this.clock });
-    const finished = relay.done.then(async (outcome) => {
-      try {
-        await call.onOutcome?.(outcome);
-      } finally {
-        this.inFlight.delete(relay);
-      }
-      return outcome;
-    });
-    this.inFlight.set(
-      relay,
-      finished.then(
-        () => undefined,
-        () => undefined,
-      ),
-    );
+    const relay = new GatewayRelay(call, this.clock);
+    const finished = relay.done.then((outcome) => this.finish(relay, outcome, call.onOutcome));
+    this.inFlight.set(relay, finished);
     relay.start((handler) => {
       this.pool.dispatch({ path: this.basePath + call.path, method: 'POST', headers: this.upstreamHeaders(call.headers), body: call.body }, handler);
     });
     return finished;
+  }
+
+  private async finish(relay: GatewayRelay, outcome: GatewayCallOutcome, onOutcome: ForwardedCall['onOutcome']): Promise<GatewayCallOutcome> {
+    try {
+      if (onOutcome !== undefined) await onOutcome(outcome);
+    } finally {
+      this.inFlight.delete(relay);
+    }
+    return outcome;
   }
 
   async beforeApplicationShutdown(): Promise<void> {
@@ -104,7 +103,7 @@ export class GatewayForwarder implements BeforeApplicationShutdown {
     if (pending.length > 0) this.logger.warn({ message: 'gateway calls aborted by shutdown', calls: pending.length });
     let cancel: (() => void) | undefined;
     const waited = new Promise<void>((resolve) => (cancel = this.clock.setTimer(MAX_SHUTDOWN_SETTLE_WAIT_MS, resolve)));
-    await Promise.race([Promise.all(pending), waited]);
+    await Promise.race([Promise.allSettled(pending), waited]);
     cancel?.();
     await this.pool.destroy();
   }

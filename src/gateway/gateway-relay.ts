@@ -31,7 +31,6 @@ export const MAX_READ_ANSWER_BYTES = 8 * 1024 * 1024;
 
 export interface RelayOptions {
   readonly response: ServerResponse;
-  readonly clock: Clock;
   /** The whole call's time bound, from its first byte upstream to its last byte to the caller. */
   readonly timeoutMs: number;
   readonly requestId: string;
@@ -84,13 +83,17 @@ export class GatewayRelay implements Dispatcher.DispatchHandler {
   private callerGone = false;
   private answeredStatus = 0;
 
-  constructor(private readonly options: RelayOptions) {
+  constructor(
+    private readonly options: RelayOptions,
+    private readonly clock: Clock,
+  ) {
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
   }
 
   /** Starts the call: `send` hands this handler to the upstream dispatcher. */
   start(send: (handler: Dispatcher.DispatchHandler) => void): void {
-    const { response, clock } = this.options;
+    const { response } = this.options;
+    const clock = this.clock;
     this.startedAtMs = clock.now();
     this.sentAt = performance.now();
     this.cancelTimer = clock.setTimer(this.options.timeoutMs, this.onTimeout);
@@ -223,7 +226,7 @@ export class GatewayRelay implements Dispatcher.DispatchHandler {
 
   private upstreamEnded(): void {
     this.upstreamDone = true;
-    this.upstreamEndedAtMs = this.options.clock.now();
+    this.upstreamEndedAtMs = this.clock.now();
     this.upstreamEndedAt = performance.now();
   }
 

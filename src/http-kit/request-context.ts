@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { headerOf, type HttpRequest } from './http.types';
 import type { Caller } from './auth/caller';
@@ -14,6 +15,8 @@ export const REQUEST_ID_HEADER = 'x-request-id';
 /** What the HTTP layer attaches to a request while serving it. */
 export interface LedgerRequestContext {
   requestId: string;
+  /** `performance.now()` when the request arrived (its first hook ran), for timings measured from there. */
+  readonly arrivedAt: number;
   /** Set by the bearer-token guard once the token is known. */
   caller?: Caller;
   /** A body the parser refused; raised after authentication (see body-error.guard.ts). */
@@ -31,7 +34,7 @@ export type LedgerRequest = HttpRequest & { ledger?: LedgerRequestContext };
 
 /** The request's context, created on first use (a request that skipped the middleware still gets an id). */
 export function contextOf(request: LedgerRequest): LedgerRequestContext {
-  request.ledger ??= { requestId: randomUUID() };
+  request.ledger ??= { requestId: randomUUID(), arrivedAt: performance.now() };
   return request.ledger;
 }
 
@@ -50,7 +53,7 @@ export function startRequestContext(
   const offered = headerOf(request, REQUEST_ID_HEADER);
   const requestId =
     offered !== undefined && offered.length <= MAX_REQUEST_ID_CHARS && CLIENT_REQUEST_ID.test(offered) ? offered : randomUUID();
-  const context: LedgerRequestContext = { requestId };
+  const context: LedgerRequestContext = { requestId, arrivedAt: performance.now() };
   request.ledger = context;
   response.setHeader(REQUEST_ID_HEADER, requestId);
   const startedAt = process.hrtime.bigint();
