@@ -11,7 +11,6 @@ import {
 } from '../event-store/event-store.port';
 import { crossesSnapshotPoint, readLatestSnapshot, writeSnapshot, type SnapshotCodec } from './aggregate-snapshots';
 import { appendTimingChannel } from '../domain/timing.channels';
-import { KeyedLock } from './keyed-lock';
 import type { UpcasterRegistry } from '../event-store/upcasting';
 import type { Decider, DomainEvent } from '../domain/decider';
 
@@ -66,6 +65,11 @@ export const CURRENT_SCHEMA_VERSION = 1;
  * fails commands that would have gone through a moment later.
  */
 export const MAX_CONFLICT_RETRIES = 64;
+/**
+ * Most commands on one stream decided together and written in one append (those queued while the
+ * stream's previous append was in flight); the rest wait for the next append.
+ */
+export const MAX_DECISIONS_PER_APPEND = 256;
 /** Aggregates kept warm in memory (least recently used dropped first). */
 export const MAX_CACHED_AGGREGATES = 10_000;
 /** Events read per page when loading a stream, so a cold load of a long stream never holds it all. */
@@ -77,13 +81,15 @@ export const UNKNOWN_OUTCOME_RETRY_BASE_DELAY_MS = 50;
 
 /**
  * Loads an aggregate from its own stream, decides, and appends with the expected revision: the one
- * generic command handler every aggregate uses. Streams are serialised per name in this process, and the last
+ * generic command handler every aggregate uses. Commands on one stream queue in this process and those
+ * queued behind an append in flight are decided together and written in the next one; the last
  * known state of each stream is cached with its revision, so a load reads only the events appended
  * since — the cost of a command does not grow with the stream's history. Only a cold load (the first
  * of a stream in this process, or after eviction) folds the stream from its start.
  */
 export class AggregateRepository {
-  private readonly lock = new KeyedLock();
+  /** Decisions waiting for their stream's append in flight, per stream with one running. */
+  private readonly queues = new Map<string, QueuedDecision<unknown, unknown>[]>();
   private readonly cache = new Map<string, Loaded<unknown>>();
 
   /**
@@ -175,54 +181,92 @@ export class AggregateRepository {
     );
   }
 
-  private async decideAndAppend<Command, Event extends DomainEvent, State>(
+  private decideAndAppend<Command, Event extends DomainEvent, State>(
     streamName: string,
     decider: AggregateDecider<Command, Event, State>,
     decide: (state: State) => readonly Event[],
     context: CommandContext,
   ): Promise<Handled<Event, State>> {
-    return this.lock.run(streamName, async () => {
-      let fresh = context.refresh === true;
-      for (let conflicts = 0; ; ) {
-        const { state, revision } = fresh ? await this.load(streamName, decider) : await this.current(streamName, decider, context);
-        let events: readonly Event[];
-        try {
-          events = decide(state);
-        } catch (error) {
-          if (fresh) throw error;
-          fresh = true;
-          continue;
-        }
-        if (events.length === 0) {
-          if (fresh) return { state, revision, events };
-          fresh = true;
-          continue;
-        }
-        try {
-          const appendStartedAt = performance.now();
-          const result = await this.appendSettlingUnknownOutcome(
-            streamName,
-            events.map((event) => toNewEvent(event, context, this.upcasters?.currentVersion(event.type))),
-            { expectedRevision: revision ?? 'no_stream' },
-          );
-          if (appendTimingChannel.hasSubscribers) appendTimingChannel.publish({ durationMs: performance.now() - appendStartedAt });
-          const next = { state: events.reduce(decider.evolve, state), revision: result.nextExpectedRevision };
-          this.remember(streamName, next);
-          const codec = decider.snapshot;
-          if (codec !== undefined && crossesSnapshotPoint(revision, next.revision, codec.everyEvents)) {
-            writeSnapshot(this.store, streamName, codec, next.state, next.revision);
-          }
-          return { ...next, events };
-        } catch (error) {
-          if (!(error instanceof ConcurrencyError)) throw error;
-          if (fresh && ++conflicts > MAX_CONFLICT_RETRIES) throw error;
-          fresh = true;
-          // The stream only grows, so the cached state stays a valid prefix to read on from; a stream
-          // found shorter than the cache (rewritten underneath) is read again from its start.
-          if (error.actual === 'no_stream' || (revision !== undefined && error.actual < revision)) this.cache.delete(streamName);
-        }
+    return new Promise((resolve, reject) => {
+      const entry = { decide, context, resolve, reject } as QueuedDecision<unknown, unknown>;
+      const queue = this.queues.get(streamName);
+      if (queue !== undefined) {
+        queue.push(entry);
+        return;
       }
+      this.queues.set(streamName, [entry]);
+      void this.drain(streamName, decider);
     });
+  }
+
+  /**
+   * Runs the stream's queue: each turn takes every decision queued while the last append was in
+   * flight (up to MAX_DECISIONS_PER_APPEND) and appends them together. One hot stream (an account
+   * that many calls hold on at once) so costs one append per batch instead of one per command.
+   */
+  private async drain<Command, Event extends DomainEvent, State>(streamName: string, decider: AggregateDecider<Command, Event, State>): Promise<void> {
+    const queue = this.queues.get(streamName)!;
+    while (queue.length > 0) {
+      const batch = queue.splice(0, MAX_DECISIONS_PER_APPEND) as unknown as QueuedDecision<Event, State>[];
+      try {
+        await this.decideBatch(streamName, decider, batch);
+      } catch (error) {
+        for (const entry of batch) entry.reject(error);
+      }
+    }
+    this.queues.delete(streamName);
+  }
+
+  /**
+   * Decides a batch in order, each decision on the state the ones before it led to, and appends all
+   * their events in one append with the expected revision of the state the first was decided on.
+   * A commit proves that state was current, so every decision in the batch stands, refusals
+   * included; a batch that appends nothing (only refusals or no-ops) is decided again on the stream
+   * as read, and only that answer stands. A conflict decides the whole batch again on the stream as
+   * read, up to MAX_CONFLICT_RETRIES.
+   */
+  private async decideBatch<Command, Event extends DomainEvent, State>(
+    streamName: string,
+    decider: AggregateDecider<Command, Event, State>,
+    batch: readonly QueuedDecision<Event, State>[],
+  ): Promise<void> {
+    let fresh = batch.some((entry) => entry.context.refresh === true);
+    const newStream = batch.every((entry) => entry.context.newStream === true);
+    for (let conflicts = 0; ; ) {
+      const { state, revision } = fresh ? await this.load(streamName, decider) : await this.current(streamName, decider, newStream);
+      const { decided, after } = decideInOrder(decider, state, batch);
+      const events = decided.flatMap((outcome) => ('events' in outcome ? outcome.events : []));
+      if (events.length === 0 && !fresh) {
+        fresh = true;
+        continue;
+      }
+      if (events.length === 0) return settleBatch(batch, decided, revision);
+      try {
+        const appendStartedAt = performance.now();
+        const result = await this.appendSettlingUnknownOutcome(
+          streamName,
+          decided.flatMap((outcome, index) =>
+            'events' in outcome ? outcome.events.map((event) => toNewEvent(event, batch[index]!.context, this.upcasters?.currentVersion(event.type))) : [],
+          ),
+          { expectedRevision: revision ?? 'no_stream' },
+        );
+        if (appendTimingChannel.hasSubscribers) appendTimingChannel.publish({ durationMs: performance.now() - appendStartedAt });
+        const next = { state: after, revision: result.nextExpectedRevision };
+        this.remember(streamName, next);
+        const codec = decider.snapshot;
+        if (codec !== undefined && crossesSnapshotPoint(revision, next.revision, codec.everyEvents)) {
+          writeSnapshot(this.store, streamName, codec, next.state, next.revision);
+        }
+        return settleBatch(batch, decided, revision);
+      } catch (error) {
+        if (!(error instanceof ConcurrencyError)) throw error;
+        if (fresh && ++conflicts > MAX_CONFLICT_RETRIES) throw error;
+        fresh = true;
+        // The stream only grows, so the cached state stays a valid prefix to read on from; a stream
+        // found shorter than the cache (rewritten underneath) is read again from its start.
+        if (error.actual === 'no_stream' || (revision !== undefined && error.actual < revision)) this.cache.delete(streamName);
+      }
+    }
   }
 
   /**
@@ -252,11 +296,11 @@ export class AggregateRepository {
   private async current<Command, Event extends DomainEvent, State>(
     streamName: string,
     decider: AggregateDecider<Command, Event, State>,
-    context: CommandContext,
+    newStream: boolean,
   ): Promise<Loaded<State>> {
     const cached = this.cache.get(streamName) as Loaded<State> | undefined;
     if (cached !== undefined) return cached;
-    if (context.newStream === true) return { state: decider.initialState(), revision: undefined };
+    if (newStream) return { state: decider.initialState(), revision: undefined };
     return this.load(streamName, decider);
   }
 
@@ -275,6 +319,46 @@ export class AggregateRepository {
       this.cache.delete(oldest);
     }
   }
+}
+
+/** A command waiting for its stream: how it decides, and who hears the outcome. */
+interface QueuedDecision<Event, State> {
+  readonly decide: (state: State) => readonly Event[];
+  readonly context: CommandContext;
+  readonly resolve: (handled: Handled<Event, State>) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/** One decision of a batch: its events and the state after them, or the error it threw. */
+type DecidedOutcome<Event, State> = { readonly events: readonly Event[]; readonly state: State } | { readonly error: unknown };
+
+function decideInOrder<Command, Event extends DomainEvent, State>(
+  decider: AggregateDecider<Command, Event, State>,
+  initial: State,
+  batch: readonly QueuedDecision<Event, State>[],
+): { readonly decided: DecidedOutcome<Event, State>[]; readonly after: State } {
+  let state = initial;
+  const decided = batch.map((entry): DecidedOutcome<Event, State> => {
+    try {
+      const events = entry.decide(state);
+      state = events.reduce(decider.evolve, state);
+      return { events, state };
+    } catch (error) {
+      return { error };
+    }
+  });
+  return { decided, after: state };
+}
+
+/** Tells each command of a batch its outcome, with the stream's revision after its own events. */
+function settleBatch<Event, State>(batch: readonly QueuedDecision<Event, State>[], decided: readonly DecidedOutcome<Event, State>[], revision: bigint | undefined): void {
+  let after = revision;
+  decided.forEach((outcome, index) => {
+    const entry = batch[index]!;
+    if ('error' in outcome) return entry.reject(outcome.error);
+    if (outcome.events.length > 0) after = (after ?? -1n) + BigInt(outcome.events.length);
+    entry.resolve({ state: outcome.state, revision: after, events: outcome.events });
+  });
 }
 
 export function toNewEvent(event: DomainEvent, context: CommandContext = {}, schemaVersion = CURRENT_SCHEMA_VERSION): NewEvent {
