@@ -140,13 +140,18 @@ describe('SQLite event store', () => {
 
     /**
      * Two callbacks of one event-loop turn: the first appends, the second is unrelated work queued
-     * behind it. Resolves with whether the append was committed by the time the second one ran.
+     * behind it. Resolves with whether the append was committed by the time the second one ran (its
+     * acknowledgement may still wait for the WAL's fsync: see "durable acknowledgements").
      */
     const committedBeforeNextCallback = (target: SqliteEventStore, streamName: string): Promise<boolean> =>
       new Promise((resolve) => {
-        let committed = false;
-        setImmediate(() => void target.append(streamName, [newEvent()], { expectedRevision: 'no_stream' }).then(() => (committed = true)));
-        setImmediate(() => resolve(committed));
+        const before = target.groupCommitStats.transactions;
+        let appended: Promise<unknown> = Promise.resolve();
+        setImmediate(() => void (appended = target.append(streamName, [newEvent()], { expectedRevision: 'no_stream' })));
+        setImmediate(() => {
+          const committed = target.groupCommitStats.transactions > before;
+          void appended.then(() => resolve(committed));
+        });
       });
 
     it('commits an append as soon as the callback that made it has run, not after the rest of the turn', async () => {

@@ -27,6 +27,7 @@ import {
 import { migrateSqliteSchema } from './sqlite-schema.migrations';
 import { SqliteSubscription, type CommittedEvents } from './sqlite-subscription';
 import { DEFAULT_LOG_SYNCHRONOUS, type SqliteSynchronous } from './sqlite-synchronous';
+import { WalSync, type FsyncFile } from './wal-sync';
 
 
 export interface SqliteEventStoreOptions {
@@ -40,6 +41,15 @@ export interface SqliteEventStoreOptions {
    * processes simulated on one event loop, whose appends should overlap as real processes' do).
    */
   readonly eagerCommitsPerTurn?: number;
+  /**
+   * This connection follows the log another connection writes (a worker thread beside the service):
+   * its subscriptions read only up to the position last given to `pollNow(head)`, starting from
+   * `head` — the writer tells of a commit only once it is durable, so nothing downstream runs ahead
+   * of what a power loss would keep.
+   */
+  readonly follows?: { readonly head: bigint | undefined };
+  /** How the WAL file is fsynced under FULL (default Node's `fs.fsync`); a test holds it to see what waits for it. */
+  readonly fsyncFile?: FsyncFile;
 }
 
 /** What a checkpoint of the write-ahead log did (see SqliteEventStore.checkpointWal). */
@@ -372,6 +382,10 @@ export class SqliteEventStore implements EventStore {
   constructor(
     private readonly db: Database.Database,
     private readonly eagerCommitsPerTurn: number = MAX_EAGER_COMMITS_PER_TURN,
+    /** Set when the log is FULL: each commit is acknowledged once this made it durable. */
+    private readonly walSync?: WalSync,
+    /** Set for a follower (see SqliteEventStoreOptions.follows): the head its subscriptions read up to. */
+    private followedHead?: { value: bigint | undefined },
   ) {
     this.begin = db.prepare('BEGIN IMMEDIATE');
     this.commit = db.prepare('COMMIT');
@@ -412,6 +426,7 @@ export class SqliteEventStore implements EventStore {
 
   append(streamName: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
     if (this.closed) return Promise.reject(new Error('The event store is closed'));
+    if (this.walSync?.failure !== undefined) return Promise.reject(this.walSync.failure);
     let input: ReturnType<typeof validateAppend>;
     try {
       input = validateAppend(streamName, events, options);
@@ -447,7 +462,7 @@ export class SqliteEventStore implements EventStore {
   async readAll(options?: ReadAllOptions): Promise<RecordedEvent[]> {
     this.assertOpen();
     const input = validateReadAll(options);
-    return this.readPage(input.after, input.maxCount ?? -1);
+    return this.readDurablePage(input.after, input.maxCount ?? -1);
   }
 
   subscribeToAll(handler: SubscriptionHandler, options?: SubscribeOptions): Subscription {
@@ -456,7 +471,7 @@ export class SqliteEventStore implements EventStore {
     const after = validateSubscribe(handler, options);
     const subscription = new SqliteSubscription(
       {
-        readPage: (from, maxCount) => this.readPage(from, maxCount),
+        readPage: (from, maxCount) => this.readDurablePage(from, maxCount),
         onCommit: (listener) => {
           this.commitListeners.add(listener);
           return () => this.commitListeners.delete(listener);
@@ -470,9 +485,10 @@ export class SqliteEventStore implements EventStore {
     return subscription;
   }
 
+  /** The last position on disk: a commit still waiting for its fsync is not counted. */
   async headPosition(): Promise<bigint | undefined> {
-    this.assertOpen();
-    return (this.selectHead.get() as bigint | null) ?? undefined;
+    const followed = this.followedHead;
+    return followed === undefined ? this.durableHeadPosition() : followed.value;
   }
 
   /**
@@ -490,15 +506,28 @@ export class SqliteEventStore implements EventStore {
    * Tells this store's subscriptions that another connection (another thread or process) committed to
    * the file: they read the log now instead of at their next poll (SUBSCRIPTION_POLL_INTERVAL_MS).
    */
-  pollNow(): void {
+  pollNow(head?: bigint): void {
+    const followed = this.followedHead;
+    if (followed !== undefined && head !== undefined && (followed.value === undefined || head > followed.value)) followed.value = head;
     for (const subscription of this.subscriptions) subscription.poll();
   }
 
-  /** The `synchronous` level this store's writing connection commits with, as SQLite reports it. */
+  /** The last position on disk as this process knows it (commits still waiting for their fsync left out). */
+  durableHeadPosition(): bigint | undefined {
+    this.assertOpen();
+    const unsynced = this.walSync?.firstUnsynced;
+    if (unsynced !== undefined) return unsynced === 1n ? undefined : unsynced - 1n;
+    return (this.selectHead.get() as bigint | null) ?? undefined;
+  }
+
+  /**
+   * What an acknowledged append survives: `FULL` (power loss; SQLite's own FULL, or NORMAL with the
+   * WAL fsynced off the event loop before the acknowledgement) or `NORMAL` (a killed process).
+   */
   get synchronous(): SqliteSynchronous {
     this.assertOpen();
     // SQLite answers 1 for NORMAL and 2 for FULL; nothing else is ever set here.
-    return this.db.pragma('synchronous', { simple: true }) === 2 ? 'FULL' : 'NORMAL';
+    return this.walSync !== undefined || this.db.pragma('synchronous', { simple: true }) === 2 ? 'FULL' : 'NORMAL';
   }
 
   /**
@@ -521,6 +550,10 @@ export class SqliteEventStore implements EventStore {
       await Promise.allSettled([...this.subscriptions].map((subscription) => subscription.stop()));
       this.closed = true;
       this.flush();
+      if (this.walSync !== undefined) {
+        await this.walSync.drained();
+        this.walSync.close();
+      }
       this.db.close();
     })();
     return this.closing;
@@ -533,6 +566,26 @@ export class SqliteEventStore implements EventStore {
   private readPage(after: bigint | undefined, maxCount: number): RecordedEvent[] {
     const rows = this.selectAll.all(maxCount, after ?? -1);
     return rows.map(toRecordedEvent);
+  }
+
+  /**
+   * A page of `$all` as readers and subscriptions see it: only what is on disk (or, for a follower,
+   * what its writer said is), so no read model or webhook ever runs ahead of what a power loss keeps.
+   * Streams are read whole (readStream): a decision must see every commit, durable or not yet.
+   */
+  private readDurablePage(after: bigint | undefined, maxCount: number): RecordedEvent[] {
+    const page = this.readPage(after, maxCount);
+    const followed = this.followedHead;
+    if (followed !== undefined) {
+      const head = followed.value;
+      if (head === undefined) return [];
+      const end = page.findIndex((event) => event.position > head);
+      return end === -1 ? page : page.slice(0, end);
+    }
+    const unsynced = this.walSync?.firstUnsynced;
+    if (unsynced === undefined) return page;
+    const end = page.findIndex((event) => event.position >= unsynced);
+    return end === -1 ? page : page.slice(0, end);
   }
 
   private currentRevision(streamName: string): bigint | undefined {
@@ -592,13 +645,23 @@ export class SqliteEventStore implements EventStore {
     }
     this.transactionsCommitted++;
     this.appendsCommitted += written;
+    const deliver = (durability?: Error): void => this.deliver(group, outcomes, writtenAppends, recordedAtMs, durability);
+    if (this.walSync === undefined || writtenAppends.length === 0) return deliver();
+    this.walSync.afterCommit(writtenAppends[0]!.positions[0]!, deliver);
+  }
+
+  /**
+   * Settles each append of a committed group and tells the commit listeners, once the group is as
+   * durable as the store promises; a failed fsync fails the appends it was to make durable.
+   */
+  private deliver(group: readonly PendingAppend[], outcomes: ReadonlyArray<AppendResult | Error>, written: readonly WrittenAppend[], recordedAtMs: number, durability?: Error): void {
     for (let index = 0; index < group.length; index++) {
-      const outcome = outcomes[index]!;
+      const outcome = durability ?? outcomes[index]!;
       if (outcome instanceof Error) group[index]!.reject(outcome);
       else group[index]!.resolve(outcome);
     }
-    if (writtenAppends.length > 0 && this.commitListeners.size > 0) {
-      const committed = new CommittedGroup(writtenAppends, new Date(recordedAtMs).toISOString());
+    if (durability === undefined && written.length > 0 && this.commitListeners.size > 0) {
+      const committed = new CommittedGroup(written, new Date(recordedAtMs).toISOString());
       for (const listener of this.commitListeners) listener(committed);
     }
   }
@@ -728,7 +791,9 @@ export function openSqliteEventStore(options: SqliteEventStoreOptions): SqliteEv
     db.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
     const journalMode = db.pragma('journal_mode = WAL', { simple: true });
     if (!inMemory && journalMode !== 'wal') throw new Error(`Could not switch ${options.path} to WAL mode (got ${String(journalMode)})`);
-    db.pragma(`synchronous = ${synchronous}`);
+    // FULL's fsync runs off the event loop (WalSync); SQLite itself commits without one.
+    const walSync = synchronous === 'FULL' && !inMemory ? new WalSync(`${options.path}-wal`, options.fsyncFile) : undefined;
+    db.pragma(`synchronous = ${walSync === undefined ? synchronous : 'NORMAL'}`);
     db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
     // Each append runs in a savepoint, whose undo copies of pages would otherwise go to a temporary
     // file: measured at a quarter of append throughput. In memory they cost next to nothing.
@@ -738,7 +803,7 @@ export function openSqliteEventStore(options: SqliteEventStoreOptions): SqliteEv
     if (!Number.isInteger(eager) || eager < 0 || eager > MAX_EAGER_COMMITS_PER_TURN) {
       throw new InvalidEventStoreInputError('eagerCommitsPerTurn', `must be an integer from 0 to ${MAX_EAGER_COMMITS_PER_TURN}, got ${String(eager)}`);
     }
-    return new SqliteEventStore(db, eager);
+    return new SqliteEventStore(db, eager, walSync, options.follows === undefined ? undefined : { value: options.follows.head });
   } catch (error) {
     db.close();
     throw error;

@@ -1,0 +1,171 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { RecordedEvent } from '../../src/event-store/event-store.port';
+import { openSqliteEventStore, type SqliteEventStore } from '../../src/event-store/sqlite/sqlite-event-store';
+import type { FsyncFile } from '../../src/event-store/sqlite/wal-sync';
+import { newEvent } from './event-store.contract';
+
+const directory = mkdtempSync(join(tmpdir(), 'ledger-durable-ack-'));
+const newDatabasePath = (): string => join(directory, `${randomUUID()}.sqlite`);
+afterAll(() => rmSync(directory, { recursive: true, force: true }));
+
+/** An fsync the test releases by hand: each call waits in `held` until `release` answers it. */
+class HeldFsync {
+  readonly held: Array<(error: NodeJS.ErrnoException | null) => void> = [];
+  calls = 0;
+  readonly fsyncFile: FsyncFile = (_fd, done) => {
+    this.calls++;
+    this.held.push(done);
+  };
+
+  release(error: NodeJS.ErrnoException | null = null): void {
+    this.held.shift()!(error);
+  }
+}
+
+/** Lets every callback queued so far run (the group commit's microtask and the next turn). */
+const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+function observed<T>(promise: Promise<T>): { readonly state: () => 'pending' | 'resolved' | 'rejected'; readonly error: () => unknown } {
+  let state: 'pending' | 'resolved' | 'rejected' = 'pending';
+  let error: unknown;
+  promise.then(
+    () => (state = 'resolved'),
+    (reason: unknown) => {
+      state = 'rejected';
+      error = reason;
+    },
+  );
+  return { state: () => state, error: () => error };
+}
+
+describe('issue 24: an acknowledged append is on disk (synchronous=FULL), its fsync off the event loop', () => {
+  let fsync: HeldFsync;
+  let store: SqliteEventStore;
+
+  beforeEach(() => {
+    fsync = new HeldFsync();
+    store = openSqliteEventStore({ path: newDatabasePath(), fsyncFile: fsync.fsyncFile });
+  });
+
+  afterEach(async () => {
+    while (fsync.held.length > 0) fsync.release();
+    const closing = store.close();
+    await settle();
+    while (fsync.held.length > 0) fsync.release();
+    await closing;
+  });
+
+  it('commits at once but acknowledges only after the WAL fsync returned, and says FULL', async () => {
+    const append = observed(store.append('durable-1', [newEvent()], { expectedRevision: 'no_stream' }));
+    await settle();
+
+    expect(store.groupCommitStats.transactions).toBeGreaterThan(0);
+    expect(fsync.calls).toBe(1);
+    expect(append.state()).toBe('pending');
+    fsync.release();
+    await settle();
+    expect(append.state()).toBe('resolved');
+    expect(store.synchronous).toBe('FULL');
+  });
+
+  it('lets decisions read a commit still waiting for its fsync, but not readers of $all, subscriptions or the head', async () => {
+    const seen: RecordedEvent[] = [];
+    const subscription = store.subscribeToAll(async (event) => void seen.push(event));
+    void store.append('durable-2', [newEvent()], { expectedRevision: 'no_stream' });
+    await settle();
+
+    expect(await store.readStream('durable-2')).toHaveLength(1);
+    expect(await store.readAll()).toHaveLength(0);
+    expect(await store.headPosition()).toBeUndefined();
+    expect(seen).toHaveLength(0);
+
+    fsync.release();
+    await settle();
+    await settle();
+    expect(await store.readAll()).toHaveLength(1);
+    expect(await store.headPosition()).toBe(1n);
+    expect(seen.map((event) => event.streamName)).toEqual(['durable-2']);
+    await subscription.stop();
+  });
+
+  it('covers every commit made while one fsync runs with the next single fsync (group commit across commits)', async () => {
+    const first = observed(store.append('group-0', [newEvent()], { expectedRevision: 'no_stream' }));
+    await settle();
+    const later = Array.from({ length: 5 }, (_, index) => observed(store.append(`group-${index + 1}`, [newEvent()], { expectedRevision: 'no_stream' })));
+    await settle();
+    await settle();
+    expect(store.groupCommitStats.appends).toBe(6);
+    expect(fsync.calls).toBe(1);
+
+    fsync.release();
+    await settle();
+    expect(first.state()).toBe('resolved');
+    expect(later.map((append) => append.state())).toEqual(Array(5).fill('pending'));
+    expect(fsync.calls).toBe(2);
+    fsync.release();
+    await settle();
+    expect(later.map((append) => append.state())).toEqual(Array(5).fill('resolved'));
+  });
+
+  it('fails the appends a failed fsync was to make durable, and refuses every append after it', async () => {
+    const append = observed(store.append('lost-1', [newEvent()], { expectedRevision: 'no_stream' }));
+    await settle();
+    fsync.release(Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO' }));
+    await settle();
+
+    expect(append.state()).toBe('rejected');
+    expect(String(append.error())).toMatch(/could not be made durable .*EIO.*restart the service/);
+    await expect(store.append('lost-2', [newEvent()], { expectedRevision: 'no_stream' })).rejects.toThrow(/could not be made durable/);
+  });
+
+  it('waits for the fsync in flight before closing the file', async () => {
+    void store.append('closing-1', [newEvent()], { expectedRevision: 'no_stream' });
+    await settle();
+    const closing = observed(store.close());
+    await settle();
+    expect(closing.state()).toBe('pending');
+    fsync.release();
+    await settle();
+    expect(closing.state()).toBe('resolved');
+  });
+});
+
+describe('issue 24: synchronous=NORMAL is the opt-in that never fsyncs', () => {
+  it('acknowledges after COMMIT without an fsync', async () => {
+    const fsync = new HeldFsync();
+    const store = openSqliteEventStore({ path: newDatabasePath(), synchronous: 'NORMAL', fsyncFile: fsync.fsyncFile });
+    await store.append('fast-1', [newEvent()], { expectedRevision: 'no_stream' });
+    expect(fsync.calls).toBe(0);
+    expect(store.synchronous).toBe('NORMAL');
+    await store.close();
+  });
+});
+
+describe('a follower connection (the projection worker) reads no further than its writer said is durable', () => {
+  it('shows $all, its head and its subscriptions only up to the head it was told of', async () => {
+    const path = newDatabasePath();
+    const writer = openSqliteEventStore({ path, synchronous: 'NORMAL' });
+    await writer.append('followed-1', [newEvent()], { expectedRevision: 'no_stream' });
+    await writer.append('followed-2', [newEvent()], { expectedRevision: 'no_stream' });
+    const follower = openSqliteEventStore({ path, follows: { head: 1n } });
+    const seen: string[] = [];
+    const subscription = follower.subscribeToAll(async (event) => void seen.push(event.streamName));
+    await settle();
+
+    expect((await follower.readAll()).map((event) => event.streamName)).toEqual(['followed-1']);
+    expect(await follower.headPosition()).toBe(1n);
+    expect(seen).toEqual(['followed-1']);
+
+    follower.pollNow(2n);
+    await settle();
+    await settle();
+    expect(seen).toEqual(['followed-1', 'followed-2']);
+    expect(await follower.headPosition()).toBe(2n);
+    await subscription.stop();
+    await follower.close();
+    await writer.close();
+  });
+});
