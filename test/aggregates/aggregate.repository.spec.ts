@@ -102,6 +102,41 @@ describe('AggregateRepository — a cached state decides, the expected revision 
     expect(await store.streamRevision('invocation-inv-1')).toBe(0n);
   });
 
+  describe('commands queued on one stream behind its append in flight — decided together, one append', () => {
+    it('writes the holds of many concurrent callers on one account in a few appends, each caller told its own outcome', async () => {
+      const repository = new AggregateRepository(store);
+      await repository.handle(ACCOUNT, accountDecider, grant(1_000));
+      const before = store.groupCommitStats;
+
+      const outcomes = await Promise.allSettled(Array.from({ length: 20 }, (_, index) => repository.handle(ACCOUNT, accountDecider, placeHold(`inv-${index}`, 100))));
+
+      const admitted = outcomes.filter((outcome) => outcome.status === 'fulfilled');
+      const refused = outcomes.filter((outcome) => outcome.status === 'rejected');
+      expect(admitted).toHaveLength(10);
+      expect(refused.every((outcome) => outcome.reason instanceof AdmissionRefusedError)).toBe(true);
+      // All twenty were queued before the first decision ran: one append holds the ten admitted.
+      expect(store.groupCommitStats.appends - before.appends).toBe(1);
+      // Each caller sees the state after its own decision, at its own revision.
+      const revisions = admitted.map((outcome) => (outcome as PromiseFulfilledResult<{ revision: bigint | undefined }>).value.revision);
+      expect(revisions).toEqual(Array.from({ length: 10 }, (_, index) => BigInt(index + 1)));
+      expect(availableCredits((await repository.load(ACCOUNT, accountDecider)).state)).toBe(0);
+    });
+
+    it('decides a batch that appends nothing again on the stream as read, so refusals never stand on a stale cache', async () => {
+      const { store: counted, reads } = countingReads(store);
+      const here = new AggregateRepository(counted);
+      const elsewhere = new AggregateRepository(store);
+      await here.handle(ACCOUNT, accountDecider, grant(10, 'grant-1'));
+      await elsewhere.handle(ACCOUNT, accountDecider, grant(1_000, 'grant-2'));
+      reads.length = 0;
+
+      // The cache says 10 available: both holds would be refused on it; the stream says 1,010.
+      const [first, second] = await Promise.all([here.handle(ACCOUNT, accountDecider, placeHold('inv-a', 500)), here.handle(ACCOUNT, accountDecider, placeHold('inv-b', 500))]);
+      expect([first.events.length, second.events.length]).toEqual([1, 1]);
+      expect(reads.length).toBeGreaterThan(0);
+    });
+  });
+
   describe('handleAll — several commands decided in order and appended together', () => {
     it('decides each command on the state the earlier ones led to and appends all their events in one append', async () => {
       const repository = new AggregateRepository(store);
