@@ -331,11 +331,14 @@ function isDuplicateEventId(error: unknown): boolean {
  * turn (`setImmediate`) and shares one commit, which bounds the transactions (and, under
  * `synchronous=FULL`, the fsyncs) a busy turn costs. Each append is checked against its own expected revision
  * and runs inside its own savepoint (a one-event append needs none: its single INSERT is atomic): a
- * stale one fails alone with ConcurrencyError while the others commit. An append's promise settles only after COMMIT returned.
+ * stale one fails alone with ConcurrencyError while the others commit. An append's promise settles
+ * only after COMMIT returned (and, under FULL, the WAL's fsync after it).
  *
  * **What an acknowledged append means.** A resolved `append` has been committed to the WAL file.
- * - `synchronous=FULL` (default): the WAL is fsynced before COMMIT returns, so an acknowledged append
- *   also survives power loss, as far as the disk honours fsync. It costs one fsync per group commit.
+ * - `synchronous=FULL` (default): the WAL is fsynced before the append is acknowledged, so it also
+ *   survives power loss, as far as the disk honours fsync. The fsync runs on the thread pool (WalSync)
+ *   and covers every commit made while the previous one ran; until it returns the commit is visible
+ *   to readStream (decisions) but not to readAll, subscriptions, commit listeners or headPosition.
  * - `synchronous=NORMAL` (opt-in): the commit is written to the WAL with write(2) but not fsynced.
  *   It survives the process being killed (SIGKILL, a crash, an OOM kill), because the operating system
  *   already holds the bytes; an operating-system crash or a power loss may lose the most recent
