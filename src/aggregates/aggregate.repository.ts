@@ -6,6 +6,7 @@ import {
   ConcurrencyError,
   EventMetadata,
   EventStore,
+  InvalidEventStoreInputError,
   NewEvent,
   RecordedEvent,
 } from '../event-store/event-store.port';
@@ -54,6 +55,12 @@ export interface CommandContext {
    * stream exist after all, the append's `no_stream` check fails and the command is decided again.
    */
   readonly newStream?: boolean;
+  /**
+   * Acknowledge this command's append once committed, without waiting for the disk (AppendOptions
+   * `acknowledge: 'committed'`): for a step the same caller follows with a durable one on which it
+   * acts. Applies when every command of the batch asks for it.
+   */
+  readonly acknowledgeOnCommit?: boolean;
 }
 
 /** Every event is written at this schema version until an upcaster says otherwise. */
@@ -69,7 +76,7 @@ export const MAX_CONFLICT_RETRIES = 64;
  * Most commands on one stream decided together and written in one append (those queued while the
  * stream's previous append was in flight); the rest wait for the next append.
  */
-export const MAX_DECISIONS_PER_APPEND = 256;
+export const MAX_DECISIONS_PER_APPEND = 64;
 /** Aggregates kept warm in memory (least recently used dropped first). */
 export const MAX_CACHED_AGGREGATES = 10_000;
 /** Events read per page when loading a stream, so a cold load of a long stream never holds it all. */
@@ -90,6 +97,8 @@ export const UNKNOWN_OUTCOME_RETRY_BASE_DELAY_MS = 50;
 export class AggregateRepository {
   /** Decisions waiting for their stream's append in flight, per stream with one running. */
   private readonly queues = new Map<string, QueuedDecision<unknown, unknown>[]>();
+  /** A smaller next batch for a stream whose last one was too big for one append. */
+  private readonly splitNext = new Map<string, number>();
   private readonly cache = new Map<string, Loaded<unknown>>();
 
   /**
@@ -207,10 +216,19 @@ export class AggregateRepository {
   private async drain<Command, Event extends DomainEvent, State>(streamName: string, decider: AggregateDecider<Command, Event, State>): Promise<void> {
     const queue = this.queues.get(streamName)!;
     while (queue.length > 0) {
-      const batch = queue.splice(0, MAX_DECISIONS_PER_APPEND) as unknown as QueuedDecision<Event, State>[];
+      const size = this.splitNext.get(streamName) ?? MAX_DECISIONS_PER_APPEND;
+      this.splitNext.delete(streamName);
+      const batch = queue.splice(0, size) as unknown as QueuedDecision<Event, State>[];
       try {
         await this.decideBatch(streamName, decider, batch);
       } catch (error) {
+        if (error instanceof InvalidEventStoreInputError && batch.length > 1) {
+          // Together past the store's bounds on one append (events, bytes): nothing was written, so
+          // each half is decided again on its own.
+          queue.unshift(...(batch as unknown as QueuedDecision<unknown, unknown>[]));
+          this.splitNext.set(streamName, Math.ceil(batch.length / 2));
+          continue;
+        }
         for (const entry of batch) entry.reject(error);
       }
     }
@@ -248,7 +266,7 @@ export class AggregateRepository {
           decided.flatMap((outcome, index) =>
             'events' in outcome ? outcome.events.map((event) => toNewEvent(event, batch[index]!.context, this.upcasters?.currentVersion(event.type))) : [],
           ),
-          { expectedRevision: revision ?? 'no_stream' },
+          { expectedRevision: revision ?? 'no_stream', ...(batch.every((entry) => entry.context.acknowledgeOnCommit === true) ? { acknowledge: 'committed' as const } : {}) },
         );
         if (appendTimingChannel.hasSubscribers) appendTimingChannel.publish({ durationMs: performance.now() - appendStartedAt });
         const next = { state: after, revision: result.nextExpectedRevision };

@@ -130,6 +130,10 @@ export function validateAppend(
   const name = validateStreamName(streamName);
   if (options === null || typeof options !== 'object') fail('options', 'must be an object with an expectedRevision');
   const expectedRevision = validateExpectedRevision(options.expectedRevision);
+  const { acknowledge } = options as { acknowledge?: unknown };
+  if (acknowledge !== undefined && acknowledge !== 'durable' && acknowledge !== 'committed') {
+    fail('options.acknowledge', `must be 'durable' or 'committed', got ${describeValue(acknowledge)}`);
+  }
   if (!Array.isArray(events)) fail('events', `must be an array, got ${describeValue(events)}`);
   if (events.length === 0) fail('events', 'must contain at least one event');
   if (events.length > MAX_EVENTS_PER_APPEND) {

@@ -49,6 +49,14 @@ export interface RecordedEvent<Type extends string = string, Data = unknown> ext
 
 export interface AppendOptions {
   readonly expectedRevision: ExpectedRevision;
+  /**
+   * When the append is acknowledged: `durable` (default) once it is on disk as the store promises;
+   * `committed` once it is committed and ordered before every later commit, without waiting for the
+   * disk — for a step whose durability the same caller's next durable append implies (a log only
+   * keeps a commit if it keeps every earlier one). Stores whose every acknowledgement is durable
+   * (EventStoreDB) treat both alike.
+   */
+  readonly acknowledge?: 'durable' | 'committed';
 }
 
 export interface AppendResult {

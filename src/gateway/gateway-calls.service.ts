@@ -178,7 +178,8 @@ export class GatewayCalls implements GatewayAccounting {
     const invocationId = this.newInvocationId(organizationId);
     const streamName = invocationStreamName(invocationId);
     const context: CommandContext = { correlationId: invocationId, newStream: true };
-    const invoke = (steps: readonly CommandStep<InvocationCommand, InvocationState>[]) => this.repository.handleAll(streamName, invocationDecider, steps, context);
+    const invoke = (steps: readonly CommandStep<InvocationCommand, InvocationState>[], onCommit = false) =>
+      this.repository.handleAll(streamName, invocationDecider, steps, onCommit ? { ...context, acknowledgeOnCommit: true } : context);
     const at = isoAt(this.clock);
     const gateway = { keyId: key.keyId, keyName: key.name, model: card.model, rateCardVersion: card.version, stream };
     await invoke([
@@ -186,13 +187,15 @@ export class GatewayCalls implements GatewayAccounting {
         type: 'EstimateInvocation',
         data: { invocationId, operationId: GATEWAY_OPERATION_ID, organizationId, publication: publicationOf(card, holdCredits), gateway, estimatedAt: at },
       },
-    ]);
+    ], true);
     try {
       await this.repository.handle(
         accountStreamName(organizationId),
         accountDecider,
         { type: 'PlaceHold', data: { invocationId, credits: holdCredits, placedAt: at, gatewayKey: { keyId: key.keyId, period: '' } } },
-        { correlationId: invocationId },
+        // The estimate and the hold need not be on disk on their own: the dispatch below is, and a
+        // log that keeps it keeps both (nothing goes upstream before it).
+        { correlationId: invocationId, acknowledgeOnCommit: true },
       );
     } catch (error) {
       // Revoked between the key check and the hold: nothing is held, and the estimate is refused at once (transition 1).

@@ -122,6 +122,23 @@ describe('AggregateRepository — a cached state decides, the expected revision 
       expect(availableCredits((await repository.load(ACCOUNT, accountDecider)).state)).toBe(0);
     });
 
+    it('splits a batch too big for one append and decides each half again, so no caller pays for the others', async () => {
+      type Note = { readonly type: 'Noted'; readonly data: { readonly index: number } };
+      const noter = {
+        initialState: () => 0,
+        evolve: (count: number) => count + 1,
+        decide: (command: { readonly notes: number }): Note[] => Array.from({ length: command.notes }, (_, index) => ({ type: 'Noted', data: { index } })),
+      };
+      const repository = new AggregateRepository(store);
+      await repository.handle('notes-1', noter, { notes: 1 });
+      // Ten callers of 300 events each: 3,000 together, over the store's 1,000 per append.
+      const outcomes = await Promise.all(Array.from({ length: 10 }, () => repository.handle('notes-1', noter, { notes: 300 })));
+      expect(outcomes.map((outcome) => outcome.events.length)).toEqual(Array(10).fill(300));
+      expect(await store.streamRevision('notes-1')).toBe(3_000n);
+      // A single decision past the bound still fails, for its caller alone.
+      await expect(repository.handle('notes-1', noter, { notes: 1_001 })).rejects.toThrow(/at most 1000 events/);
+    });
+
     it('decides a batch that appends nothing again on the stream as read, so refusals never stand on a stale cache', async () => {
       const { store: counted, reads } = countingReads(store);
       const here = new AggregateRepository(counted);

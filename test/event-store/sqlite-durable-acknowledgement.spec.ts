@@ -110,6 +110,20 @@ describe('issue 24: an acknowledged append is on disk (synchronous=FULL), its fs
     expect(later.map((append) => append.state())).toEqual(Array(5).fill('resolved'));
   });
 
+  it("tells an append that asked for acknowledge 'committed' at COMMIT; readers and subscriptions still wait for the fsync", async () => {
+    const early = observed(store.append('early-1', [newEvent()], { expectedRevision: 'no_stream', acknowledge: 'committed' }));
+    const durable = observed(store.append('early-2', [newEvent()], { expectedRevision: 'no_stream' }));
+    await settle();
+    expect(early.state()).toBe('resolved');
+    expect(durable.state()).toBe('pending');
+    expect(await store.readAll()).toHaveLength(0);
+    fsync.release();
+    await settle();
+    expect(durable.state()).toBe('resolved');
+    expect(await store.readAll()).toHaveLength(2);
+    await expect(store.append('early-3', [newEvent()], { expectedRevision: 'no_stream', acknowledge: 'soon' as never })).rejects.toThrow(/options.acknowledge/);
+  });
+
   it('fails the appends a failed fsync was to make durable, and refuses every append after it', async () => {
     const append = observed(store.append('lost-1', [newEvent()], { expectedRevision: 'no_stream' }));
     await settle();

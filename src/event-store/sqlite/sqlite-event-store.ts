@@ -87,6 +87,8 @@ interface PendingAppend {
   /** How the expected revision is stored on the batch's first row, to recognise a re-append. */
   readonly expectedText: string;
   readonly events: readonly ValidatedEvent[];
+  /** Acknowledged at COMMIT, without waiting for the fsync (AppendOptions.acknowledge 'committed'). */
+  readonly onCommit: boolean;
   readonly resolve: (result: AppendResult) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -443,6 +445,7 @@ export class SqliteEventStore implements EventStore {
         expectedRevision: expected,
         expectedText: typeof expected === 'bigint' ? expected.toString() : expected,
         events: input.events,
+        onCommit: options.acknowledge === 'committed',
         resolve,
         reject,
       });
@@ -648,17 +651,27 @@ export class SqliteEventStore implements EventStore {
     }
     this.transactionsCommitted++;
     this.appendsCommitted += written;
-    const deliver = (durability?: Error): void => this.deliver(group, outcomes, writtenAppends, recordedAtMs, durability);
-    if (this.walSync === undefined || writtenAppends.length === 0) return deliver();
-    this.walSync.afterCommit(writtenAppends[0]!.positions[0]!, deliver);
+    if (this.walSync === undefined || writtenAppends.length === 0) return this.deliver(group, outcomes, writtenAppends, recordedAtMs);
+    // Appends that asked for it are told now; the rest, and the listeners, once the fsync returned.
+    const early = group.map((pending, index) => pending.onCommit && !(outcomes[index] instanceof Error));
+    early.forEach((now, index) => now && group[index]!.resolve(outcomes[index] as AppendResult));
+    this.walSync.afterCommit(writtenAppends[0]!.positions[0]!, (durability) => this.deliver(group, outcomes, writtenAppends, recordedAtMs, durability, early));
   }
 
   /**
    * Settles each append of a committed group and tells the commit listeners, once the group is as
    * durable as the store promises; a failed fsync fails the appends it was to make durable.
    */
-  private deliver(group: readonly PendingAppend[], outcomes: ReadonlyArray<AppendResult | Error>, written: readonly WrittenAppend[], recordedAtMs: number, durability?: Error): void {
+  private deliver(
+    group: readonly PendingAppend[],
+    outcomes: ReadonlyArray<AppendResult | Error>,
+    written: readonly WrittenAppend[],
+    recordedAtMs: number,
+    durability?: Error,
+    told?: readonly boolean[],
+  ): void {
     for (let index = 0; index < group.length; index++) {
+      if (told?.[index] === true) continue;
       const outcome = durability ?? outcomes[index]!;
       if (outcome instanceof Error) group[index]!.reject(outcome);
       else group[index]!.resolve(outcome);
