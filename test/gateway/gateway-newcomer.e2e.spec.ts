@@ -14,6 +14,9 @@ import { bearer, HttpLedger, startHttpLedger, TOKENS } from '../http/support/htt
 const MODEL = 'claude-sonnet-5-5';
 const PRICES = { inputPerMTok: 3_000_000, outputPerMTok: 15_000_000, cacheWritePerMTok: 3_750_000, cacheWrite1hPerMTok: 6_000_000, cacheReadPerMTok: 300_000 };
 
+/** Reads of the invocation, each waiting for the read models to reach the log, before giving up on its settlement. */
+const MAX_READS_UNTIL_SETTLED = 500;
+
 describe('docs/gateway.md from a newcomer’s side: three commands, then a streamed answer through the SDK with its charge and explanation', () => {
   let upstream: MessagesApiServer;
   let ledger: HttpLedger;
@@ -57,7 +60,12 @@ describe('docs/gateway.md from a newcomer’s side: three commands, then a strea
     const invocationId = (await stream.withResponse()).response.headers.get('llm-ledger-invocation-id')!;
     expect(invocationId).toEqual(expect.any(String));
     // 1,234 × 3,000,000 + 56 × 15,000,000 millionths = 4,542 credits.
-    const status = await ledger.http().get(`/v1/invocations/${invocationId}`).set(bearer(TOKENS.system)).expect(200);
+    // The settlement is written once the answer's last byte has gone (docs/gateway.md, Settlement):
+    // a read at that moment may still find the call dispatched, so read until it is settled.
+    let status = await ledger.http().get(`/v1/invocations/${invocationId}`).set(bearer(TOKENS.system)).expect(200);
+    for (let read = 0; status.body.state !== 'settled' && read < MAX_READS_UNTIL_SETTLED; read++) {
+      status = await ledger.http().get(`/v1/invocations/${invocationId}`).set(bearer(TOKENS.system)).expect(200);
+    }
     expect(status.body).toMatchObject({ state: 'settled', charge: 4_542 });
     const balance = await ledger.http().get('/v1/organizations/acme/balance').set(bearer(TOKENS.system)).expect(200);
     expect(balance.body).toMatchObject({ held: 0, running: 0, charged: 4_542 });
