@@ -158,13 +158,18 @@ describe('issue 24: synchronous=NORMAL is the opt-in that never fsyncs', () => {
   });
 });
 
-describe('a follower connection (the projection worker) reads no further than its writer said is durable', () => {
-  it('shows $all, its head and its subscriptions only up to the head it was told of', async () => {
+describe('a follower connection (the projection worker) reads no commit its writer has not made durable', () => {
+  it("stops $all, its head and its subscriptions before the writer's first commit still waiting for its fsync, and reads other writers' commits", async () => {
     const path = newDatabasePath();
-    const writer = openSqliteEventStore({ path, synchronous: 'NORMAL' });
-    await writer.append('followed-1', [newEvent()], { expectedRevision: 'no_stream' });
-    await writer.append('followed-2', [newEvent()], { expectedRevision: 'no_stream' });
-    const follower = openSqliteEventStore({ path, follows: { head: 1n } });
+    const fsync = new HeldFsync();
+    const writer = openSqliteEventStore({ path, fsyncFile: fsync.fsyncFile });
+    const follower = openSqliteEventStore({ path, follows: { unsyncedMarker: writer.unsyncedMarker } });
+    const first = writer.append('followed-1', [newEvent()], { expectedRevision: 'no_stream' });
+    await settle();
+    fsync.release();
+    await first;
+    void writer.append('followed-2', [newEvent()], { expectedRevision: 'no_stream' });
+    await settle();
     const seen: string[] = [];
     const subscription = follower.subscribeToAll(async (event) => void seen.push(event.streamName));
     await settle();
@@ -173,12 +178,20 @@ describe('a follower connection (the projection worker) reads no further than it
     expect(await follower.headPosition()).toBe(1n);
     expect(seen).toEqual(['followed-1']);
 
-    follower.pollNow(2n);
+    fsync.release();
+    await settle();
+    follower.pollNow();
     await settle();
     await settle();
     expect(seen).toEqual(['followed-1', 'followed-2']);
     expect(await follower.headPosition()).toBe(2n);
+
+    // Another process's commits (nothing of this writer waiting) are read as they come.
+    const elsewhere = openSqliteEventStore({ path, synchronous: 'NORMAL' });
+    await elsewhere.append('followed-3', [newEvent()], { expectedRevision: 'no_stream' });
+    expect((await follower.readAll()).map((event) => event.streamName)).toEqual(['followed-1', 'followed-2', 'followed-3']);
     await subscription.stop();
+    await elsewhere.close();
     await follower.close();
     await writer.close();
   });

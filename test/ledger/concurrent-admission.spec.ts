@@ -47,9 +47,12 @@ describe('concurrent admissions for one organization never over-commit credits o
   afterEach(() => ledger.close());
 
   it('keeps holds within what was available and running within maxRunning at every step, and ends every request settled or refused', async () => {
-    // Requests arrive one event-loop turn apart, so early ones settle while later ones are admitted.
+    // Requests arrive one event-loop turn apart, in waves of MAX_RUNNING; each wave waits for the
+    // first of the one before to end (its acknowledgements wait for the disk, not for turns), so early
+    // ones settle while later ones are admitted and both the slots and the credits run out.
     const pending: Promise<InvocationSummary>[] = [];
     for (let i = 0; i < REQUESTS; i++) {
+      if (i >= MAX_RUNNING && i % MAX_RUNNING === 0) await pending[i - MAX_RUNNING];
       pending.push(
         ledger.commandBus.execute(new RunOperationCommand({ operationId: 'test.concurrent', organizationId: 'acme', input: { question: `q${i}` } })),
       );

@@ -42,12 +42,12 @@ export interface SqliteEventStoreOptions {
    */
   readonly eagerCommitsPerTurn?: number;
   /**
-   * This connection follows the log another connection writes (a worker thread beside the service):
-   * its subscriptions read only up to the position last given to `pollNow(head)`, starting from
-   * `head` — the writer tells of a commit only once it is durable, so nothing downstream runs ahead
-   * of what a power loss would keep.
+   * This connection reads a log that another connection of this machine writes (the projection
+   * worker beside the service): `unsyncedMarker` is that writer's (SqliteEventStore.unsyncedMarker),
+   * so `$all` readers and subscriptions here stop before the writer's first commit still waiting for
+   * its fsync, as they do in the writer's own process.
    */
-  readonly follows?: { readonly head: bigint | undefined };
+  readonly follows?: { readonly unsyncedMarker: SharedArrayBuffer };
   /** How the WAL file is fsynced under FULL (default Node's `fs.fsync`); a test holds it to see what waits for it. */
   readonly fsyncFile?: FsyncFile;
 }
@@ -389,8 +389,11 @@ export class SqliteEventStore implements EventStore {
     private readonly eagerCommitsPerTurn: number = MAX_EAGER_COMMITS_PER_TURN,
     /** Set when the log is FULL: each commit is acknowledged once this made it durable. */
     private readonly walSync?: WalSync,
-    /** Set for a follower (see SqliteEventStoreOptions.follows): the head its subscriptions read up to. */
-    private followedHead?: { value: bigint | undefined },
+    /**
+     * Position of the writer's first commit not yet on disk, 0 when none: this store's own (as the
+     * writer, shared with the threads that follow it) or its writer's (as a follower).
+     */
+    private readonly unsynced: BigInt64Array = new BigInt64Array(new SharedArrayBuffer(8)),
   ) {
     this.begin = db.prepare('BEGIN IMMEDIATE');
     this.commit = db.prepare('COMMIT');
@@ -493,8 +496,10 @@ export class SqliteEventStore implements EventStore {
 
   /** The last position on disk: a commit still waiting for its fsync is not counted. */
   async headPosition(): Promise<bigint | undefined> {
-    const followed = this.followedHead;
-    return followed === undefined ? this.durableHeadPosition() : followed.value;
+    this.assertOpen();
+    const unsynced = this.firstUnsynced();
+    if (unsynced !== undefined) return unsynced === 1n ? undefined : unsynced - 1n;
+    return (this.selectHead.get() as bigint | null) ?? undefined;
   }
 
   /**
@@ -512,18 +517,22 @@ export class SqliteEventStore implements EventStore {
    * Tells this store's subscriptions that another connection (another thread or process) committed to
    * the file: they read the log now instead of at their next poll (SUBSCRIPTION_POLL_INTERVAL_MS).
    */
-  pollNow(head?: bigint): void {
-    const followed = this.followedHead;
-    if (followed !== undefined && head !== undefined && (followed.value === undefined || head > followed.value)) followed.value = head;
+  pollNow(): void {
     for (const subscription of this.subscriptions) subscription.poll();
   }
 
-  /** The last position on disk as this process knows it (commits still waiting for their fsync left out). */
-  durableHeadPosition(): bigint | undefined {
-    this.assertOpen();
-    const unsynced = this.walSync?.firstUnsynced;
-    if (unsynced !== undefined) return unsynced === 1n ? undefined : unsynced - 1n;
-    return (this.selectHead.get() as bigint | null) ?? undefined;
+  /**
+   * Shared memory holding the position of this writer's first commit still waiting for its fsync
+   * (0 when none), for a connection in another thread to follow it (SqliteEventStoreOptions.follows).
+   */
+  get unsyncedMarker(): SharedArrayBuffer {
+    return this.unsynced.buffer as SharedArrayBuffer;
+  }
+
+  /** Position of the first commit not yet on disk (this writer's, or the followed writer's), if any. */
+  private firstUnsynced(): bigint | undefined {
+    const marker = Atomics.load(this.unsynced, 0);
+    return marker === 0n ? undefined : marker;
   }
 
   /**
@@ -581,14 +590,7 @@ export class SqliteEventStore implements EventStore {
    */
   private readDurablePage(after: bigint | undefined, maxCount: number): RecordedEvent[] {
     const page = this.readPage(after, maxCount);
-    const followed = this.followedHead;
-    if (followed !== undefined) {
-      const head = followed.value;
-      if (head === undefined) return [];
-      const end = page.findIndex((event) => event.position > head);
-      return end === -1 ? page : page.slice(0, end);
-    }
-    const unsynced = this.walSync?.firstUnsynced;
+    const unsynced = this.firstUnsynced();
     if (unsynced === undefined) return page;
     const end = page.findIndex((event) => event.position >= unsynced);
     return end === -1 ? page : page.slice(0, end);
@@ -638,6 +640,10 @@ export class SqliteEventStore implements EventStore {
           outcomes[index] = outcome;
           if (!(outcome instanceof Error)) written++;
         }
+        // Before COMMIT makes them visible to other connections: followers must not read past them.
+        if (this.walSync !== undefined && writtenAppends.length > 0 && Atomics.load(this.unsynced, 0) === 0n) {
+          Atomics.store(this.unsynced, 0, writtenAppends[0]!.positions[0]!);
+        }
         this.commit.run();
       } catch (error) {
         // SQLite may already have rolled back on its own (e.g. disk full).
@@ -646,6 +652,7 @@ export class SqliteEventStore implements EventStore {
       }
     } catch (error) {
       // Not one append's fault (I/O, lock timeout): none of the group was committed.
+      if (this.walSync !== undefined && this.walSync.firstUnsynced === undefined) Atomics.store(this.unsynced, 0, 0n);
       for (const pending of group) pending.reject(error);
       return;
     }
@@ -655,7 +662,11 @@ export class SqliteEventStore implements EventStore {
     // Appends that asked for it are told now; the rest, and the listeners, once the fsync returned.
     const early = group.map((pending, index) => pending.onCommit && !(outcomes[index] instanceof Error));
     early.forEach((now, index) => now && group[index]!.resolve(outcomes[index] as AppendResult));
-    this.walSync.afterCommit(writtenAppends[0]!.positions[0]!, (durability) => this.deliver(group, outcomes, writtenAppends, recordedAtMs, durability, early));
+    const walSync = this.walSync;
+    walSync.afterCommit(writtenAppends[0]!.positions[0]!, (durability) => {
+      if (durability === undefined) Atomics.store(this.unsynced, 0, walSync.firstUnsynced ?? 0n);
+      this.deliver(group, outcomes, writtenAppends, recordedAtMs, durability, early);
+    });
   }
 
   /**
@@ -819,7 +830,8 @@ export function openSqliteEventStore(options: SqliteEventStoreOptions): SqliteEv
     if (!Number.isInteger(eager) || eager < 0 || eager > MAX_EAGER_COMMITS_PER_TURN) {
       throw new InvalidEventStoreInputError('eagerCommitsPerTurn', `must be an integer from 0 to ${MAX_EAGER_COMMITS_PER_TURN}, got ${String(eager)}`);
     }
-    return new SqliteEventStore(db, eager, walSync, options.follows === undefined ? undefined : { value: options.follows.head });
+    const follows = options.follows;
+    return follows === undefined ? new SqliteEventStore(db, eager, walSync) : new SqliteEventStore(db, eager, undefined, new BigInt64Array(follows.unsyncedMarker));
   } catch (error) {
     db.close();
     throw error;

@@ -91,7 +91,7 @@ export class ProjectionWorkerHost implements LiveProjections {
     this.stopping = undefined;
     const data: ProjectionWorkerData = {
       logPath: this.options.logPath,
-      logHead: this.options.eventStore.durableHeadPosition(),
+      logUnsyncedMarker: this.options.eventStore.unsyncedMarker,
       readModelPath: this.options.store.path,
       projections: this.options.projectionsModule,
       liveBatchIntervalMs: this.options.liveBatchIntervalMs,

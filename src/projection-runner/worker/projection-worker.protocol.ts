@@ -10,8 +10,8 @@ import type { ProjectionsModule } from '../projections-module';
 export interface ProjectionWorkerData {
   /** The embedded log's SQLite file; the worker reads it through its own connection. */
   readonly logPath: string;
-  /** The log's durable head when the worker starts: it reads no further until told of the next commit. */
-  readonly logHead: bigint | undefined;
+  /** The service's SqliteEventStore.unsyncedMarker: the worker reads no commit still waiting for its fsync. */
+  readonly logUnsyncedMarker: SharedArrayBuffer;
   /** The read-model SQLite file the worker writes. */
   readonly readModelPath: string;
   /** Where the worker loads the projections to run from. */

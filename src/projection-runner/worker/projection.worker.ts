@@ -17,7 +17,7 @@ import type { HostMessage, ProjectionWorkerData, WorkerMessage } from './project
  */
 function run(port: MessagePort, data: ProjectionWorkerData): void {
   const post = (message: WorkerMessage): void => port.postMessage(message);
-  const eventStore = openSqliteEventStore({ path: data.logPath, follows: { head: data.logHead } });
+  const eventStore = openSqliteEventStore({ path: data.logPath, follows: { unsyncedMarker: data.logUnsyncedMarker } });
   const store = openReadModelStore({ path: data.readModelPath });
   let runner: ProjectionRunner | undefined;
   const report = (): void => {
@@ -58,7 +58,7 @@ function run(port: MessagePort, data: ProjectionWorkerData): void {
   port.on('message', (message: HostMessage) => {
     switch (message.kind) {
       case 'head':
-        eventStore.pollNow(message.position);
+        eventStore.pollNow();
         return;
       case 'hurry':
         // Its only purpose is the immediate commit; the outcome reaches the host as status.
