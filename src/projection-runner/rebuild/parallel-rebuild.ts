@@ -27,8 +27,9 @@ export const MAX_REBUILD_WORKERS = 8;
 export const REBUILD_WORKER_YOUNG_GENERATION_MIB = 192;
 /**
  * Events at the log's end counted by type to weigh each projection's share of a rebuild (rebuildGroups):
- * enough to see the traffic's mix, few enough to count in tens of milliseconds (counting is a scan of
- * the rows: 100,000 took half a second on the read-side bench's log, the whole 1,000,000 seven).
+ * enough to see the traffic's mix, few enough to count in tens of milliseconds (counting reads every
+ * row: on the read-side bench's log, with two shared cores under heavy load, the last 100,000 took half
+ * a second and the whole 1,000,000 seven).
  */
 export const REBUILD_WEIGHT_SAMPLE_EVENTS = 10_000;
 
