@@ -11,7 +11,7 @@ import { IDEMPOTENCY_SECRET } from '../invocations/request-fingerprint';
 import { RunningInvocations } from '../invocations/running-invocations';
 import { InvocationEndings } from '../invocations/invocation-endings';
 import { LEDGER_UPCASTERS } from '../upcasters/ledger.upcasters';
-import { Module, type DynamicModule, type INestApplication } from '@nestjs/common';
+import { Global, Module, type DynamicModule, type INestApplication } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { Test } from '@nestjs/testing';
 import { AggregateRepository } from '../aggregates/aggregate.repository';
@@ -39,6 +39,9 @@ import { LiveProjections, ProjectionRunner, type SqliteReadModelStore } from '..
 import { ProviderRegistry } from '../providers/provider.registry';
 import type { RandomSource } from '../runtime';
 import { READ_MODEL_STORE } from '../projection-runner';
+import { GATEWAY_ACCOUNTING, type GatewayAccounting } from '../gateway/gateway-call.port';
+import { GatewayAdmin } from '../gateway/gateway-admin.service';
+import { GATEWAY_CALL_IDS, GatewayCalls, type GatewayCallIds } from '../gateway/gateway-calls.service';
 import type { ActivityProbe } from './event-loop-pump';
 import { FaultyEventStore, type StoreFaultController } from './faulty-event-store';
 import type { RecoveryPlan } from './scenario';
@@ -59,6 +62,8 @@ export interface LedgerNodeOptions {
   readonly recovery: RecoveryPlan;
   /** Told how each recovery pass ended, so the simulator can count it and judge its errors. */
   readonly onRecoveryPass: (pass: RecoveryPassEnd) => void;
+  /** Gateway calls' invocation ids, drawn in call order so a seed replays the same streams. */
+  readonly gatewayCallIds: GatewayCallIds;
 }
 
 /** How one recovery pass of a process ended. */
@@ -70,6 +75,8 @@ export type RecoveryPassEnd =
 export interface SecondProcess {
   run(request: RunOperationRequest): Promise<InvocationSummary>;
   sweep(olderThanMs: number): Promise<SweepReport>;
+  /** The second process's own gateway accounting: its repository, so its caches of keys and rate card are its own. */
+  readonly gateway: GatewayAccounting;
 }
 
 export class LedgerNode {
@@ -120,6 +127,7 @@ export class LedgerNode {
       {
         run: (request) => runHandler.execute(new RunOperationCommand(request)),
         sweep: (olderThanMs) => sweepHandler.execute(new SweepStaleInvocationsCommand(olderThanMs)),
+        gateway: new GatewayCalls(repository, options.clock, options.gatewayCallIds),
       },
       secondRecovery,
     );
@@ -130,6 +138,21 @@ export class LedgerNode {
   /** Resolves once neither process's recovery is in a pass (no timer fires while nobody turns the pump). */
   async recoveryIdle(): Promise<void> {
     await Promise.all([this.app.get(InvocationRecovery).idle(), this.secondRecovery.idle()]);
+  }
+
+  /** The accounting side the `/anthropic` routes call (GATEWAY_ACCOUNTING): admission and settlement. */
+  get gateway(): GatewayAccounting {
+    return this.app.get<GatewayAccounting>(GATEWAY_ACCOUNTING);
+  }
+
+  /** Rate card and key administration, as the `/v1/gateway/models` and `…/gateway-keys` routes use it. */
+  get gatewayAdmin(): GatewayAdmin {
+    return this.app.get(GatewayAdmin);
+  }
+
+  /** The application's own repository (its caches are the ones its gateway accounting reads). */
+  get repository(): AggregateRepository {
+    return this.app.get(AggregateRepository);
   }
 
   get commandBus(): CommandBus {
@@ -211,7 +234,7 @@ async function startApplication(
 ): Promise<{ readonly app: INestApplication; readonly store: FaultyEventStore }> {
   let wrapped: FaultyEventStore | undefined;
   const moduleRef = await Test.createTestingModule({
-    imports: [AppModule.forRoot({ env: options.env, imports: [featureModule(options.features)] })],
+    imports: [AppModule.forRoot({ env: options.env, imports: [featureModule(options.features), gatewayCallIdsModule(options.gatewayCallIds)] })],
   })
     .overrideProvider(CLOCK)
     .useValue(options.clock)
@@ -249,4 +272,11 @@ function featureModule(features: readonly OperationFeature[]): DynamicModule {
   @Module({})
   class SimulatedFeaturesModule {}
   return { module: SimulatedFeaturesModule, imports: [LedgerFeaturesModule.register(...features)] };
+}
+
+function gatewayCallIdsModule(ids: GatewayCallIds): DynamicModule {
+  @Global()
+  @Module({})
+  class SimulatedGatewayCallIdsModule {}
+  return { module: SimulatedGatewayCallIdsModule, providers: [{ provide: GATEWAY_CALL_IDS, useValue: ids }], exports: [GATEWAY_CALL_IDS] };
 }

@@ -14,6 +14,8 @@
  * - conversations: no more turns or tool calls than published, no more handler runs than answered
  *   calls, and `spent > creditHold` only by the turn that crossed it (the credit guard of docs/rules.md
  *   step 8, checked against what the model really answered);
+ * - gateway calls (gateway-audit.ts): holds only for live keys within their limits, the rate card
+ *   version in force copied, the worst-case hold, never a charge over the hold, every refusal explained;
  * - the ledger's own fold (its deciders' `evolve`) agrees with this one after every event.
  */
 import { createHash, type Hash } from 'node:crypto';
@@ -23,6 +25,20 @@ import type { AccountEvent } from '../accounts/account.events';
 import { balanceOf, type AccountState } from '../accounts/account.state';
 import { ACCESS_REFUSAL_REASONS } from '../accounts/admission.policy';
 import type { Publication } from '../catalog/operation.events';
+import type { GatewayKeySettings } from '../accounts/gateway-keys';
+import { GATEWAY_OPERATION_ID } from '../gateway/gateway-calls.service';
+import { RATE_CARD_STREAM } from '../gateway/rate-card';
+import type { GatewayPrices } from '../runtime/conversation.types';
+import {
+  cardVersionAcceptable,
+  expectedGatewayPublication,
+  independentGatewayPrice,
+  KeyAudit,
+  momentOf,
+  refusalExplainedBy,
+  type AccountMoment,
+  type CardVersionAudit,
+} from './gateway-audit';
 import type { EventStore, RecordedEvent } from '../event-store/event-store.port';
 import { invocationDecider } from '../invocations/invocation.decider';
 import { MAX_RETAINED_ATTEMPTS, TRANSITIONS, type InvocationEvent, type InvocationStatus } from '../invocations/invocation.events';
@@ -54,6 +70,8 @@ export interface ConversationWitness {
 export interface LogAuditOptions {
   /** Only ids starting with this are the run's own (a shared EventStoreDB holds other runs too). */
   readonly namespace: string;
+  /** Organizations that only make gateway calls and are never debited otherwise: available must never go below zero there. */
+  readonly gatewayOnlyOrganizations?: ReadonlySet<string>;
 }
 
 /** Events read from the log per page while catching up. */
@@ -67,6 +85,8 @@ type Status = InvocationStatus | 'none';
 interface HoldRecord {
   readonly credits: number;
   readonly placedAt: bigint;
+  /** The gateway key the hold counts against, for a gateway call. */
+  readonly keyId?: string;
   settled: { readonly charged: number; readonly at: bigint } | undefined;
 }
 
@@ -81,6 +101,10 @@ export class AccountAudit {
   /** Every hold ever placed. */
   readonly holds = new Map<string, HoldRecord>();
   readonly entryKeys = new Set<string>();
+  /** Gateway keys, by id. */
+  readonly keys = new Map<string, KeyAudit>();
+  /** The account after each of its events, for explaining recorded refusals (gateway-audit.ts). */
+  readonly moments: AccountMoment[] = [];
   ledger: AccountState = accountDecider.initialState();
 
   constructor(
@@ -134,6 +158,8 @@ export class InvocationAudit {
   settlement:
     | { readonly transition: number; readonly charge: number; readonly by: string; readonly at: bigint; readonly settledAtMs: number }
     | undefined;
+  /** A gateway call's key, model and rate card version; and the account's moment when it was estimated. */
+  gateway: { readonly keyId: string; readonly model: string; readonly rateCardVersion: number; readonly momentIndex: number } | undefined;
   ledger: InvocationState = invocationDecider.initialState();
 
   constructor(
@@ -162,6 +188,8 @@ export class LogAudit {
   readonly accounts = new Map<string, AccountAudit>();
   readonly invocations = new Map<string, InvocationAudit>();
   private readonly operations = new Map<string, OperationAudit>();
+  /** The rate card: model → its versions, oldest first. */
+  readonly rateCard = new Map<string, CardVersionAudit[]>();
   private after: bigint | undefined;
   private readonly hash: Hash = createHash('sha256');
   private folded = 0;
@@ -300,6 +328,9 @@ export class LogAudit {
         return this.foldInvocation(id, event);
       case 'operation':
         return this.foldOperation(id, event);
+      case 'gateway':
+        if (event.streamName === RATE_CARD_STREAM) return this.foldRateCard(event);
+        return broken('log.known-streams', `unexpected stream ${event.streamName}`, [event.streamName]);
       default:
         return broken('log.known-streams', `unexpected stream ${event.streamName}`, [event.streamName]);
     }
@@ -315,6 +346,16 @@ export class LogAudit {
     }
     operation.versions.set(publication.version, publication);
     operation.latest = publication.version;
+  }
+
+  private foldRateCard(event: RecordedEvent): void {
+    if (event.type !== 'GatewayModelPriced') broken('gateway.rate-card-known-events', `unexpected ${event.type}`, [event.streamName]);
+    const data = event.data as CardVersionAudit & { model: string };
+    const versions = this.rateCard.get(data.model) ?? [];
+    this.rateCard.set(data.model, versions);
+    if (data.version !== versions.length + 1) broken('gateway.rate-card-versions-consecutive', `${data.model} v${data.version} follows v${versions.length}`, [event.streamName]);
+    const { model: _model, ...card } = data;
+    versions.push({ ...card, pricedAtMs: Date.parse(data.pricedAt) });
   }
 
   private foldAccount(organizationId: string, event: RecordedEvent): void {
@@ -342,6 +383,11 @@ export class LogAudit {
       case 'HoldPlaced':
         this.holdPlaced(account, data.invocationId as string, data.credits as number, event);
         break;
+      case 'GatewayKeyIssued':
+      case 'GatewayKeyChanged':
+      case 'GatewayKeyRevoked':
+        this.keyEvent(account, event);
+        break;
       case 'HoldSettled':
         this.holdSettled(account, data as { invocationId: string; heldCredits: number; chargedCredits: number }, event);
         break;
@@ -350,6 +396,54 @@ export class LogAudit {
     }
     account.ledger = accountDecider.evolve(account.ledger, { type: event.type, data: event.data } as AccountEvent);
     this.compareAccount(account);
+    account.moments.push(momentOf(account.available, account.running, account.maxRunning, account.aiEnabled, account.keys.values()));
+    if (account.available < 0 && this.options.gatewayOnlyOrganizations?.has(organizationId) === true) {
+      broken('gateway.available-never-below-zero', `${stream} has ${account.available} credits available after ${event.type}, with only gateway calls charged`, [stream]);
+    }
+  }
+
+  private keyEvent(account: AccountAudit, event: RecordedEvent): void {
+    const data = event.data as GatewayKeySettings & { keyId: string; issuedAt?: string; changedAt?: string; revokedAt?: string; keyHash?: string };
+    const key = account.keys.get(data.keyId);
+    if (event.type === 'GatewayKeyIssued') {
+      if (key !== undefined) broken('gateway.key-issued-once', `key ${data.keyId} issued twice`, [account.stream]);
+      const issued = new KeyAudit(data.keyId, account.organizationId);
+      const { keyId: _id, keyHash: _hash, issuedAt, ...settings } = data;
+      issued.change(Date.parse(issuedAt!), settings);
+      account.keys.set(data.keyId, issued);
+      return;
+    }
+    if (key === undefined || key.revokedAtMs !== undefined) broken('gateway.key-changed-while-live', `${event.type} for key ${data.keyId}, which is unknown or revoked`, [account.stream]);
+    if (event.type === 'GatewayKeyRevoked') {
+      key.revokedAtMs = Date.parse(data.revokedAt!);
+      return;
+    }
+    const { keyId: _id, changedAt, ...settings } = data;
+    key.change(Date.parse(changedAt!), settings);
+  }
+
+  /** A gateway hold (docs/gateway.md "Admission"): a live key of this organization, in its own period, within its limit. */
+  private gatewayHold(account: AccountAudit, invocation: InvocationAudit, credits: number, data: Record<string, unknown>, streams: string[]): string | undefined {
+    const asked = data.gatewayKey as { keyId: string; period: string } | undefined;
+    const invocationId = invocation.invocationId;
+    if (invocation.gateway === undefined) {
+      if (asked !== undefined) broken('gateway.hold-names-its-key', `an operation's hold for ${invocationId} names gateway key ${asked.keyId}`, streams, [invocationId]);
+      return undefined;
+    }
+    if (asked?.keyId !== invocation.gateway.keyId) broken('gateway.hold-names-its-key', `gateway call ${invocationId} of key ${invocation.gateway.keyId} held against ${asked?.keyId ?? 'no key'}`, streams, [invocationId]);
+    const key = account.keys.get(asked.keyId);
+    if (key === undefined || key.revokedAtMs !== undefined) broken('gateway.hold-for-a-live-key', `hold for ${invocationId} against key ${asked.keyId}, which is ${key === undefined ? 'unknown' : 'revoked'}`, streams, [invocationId]);
+    const period = key.periodAt(data.placedAt as string);
+    if (asked.period !== period) broken('gateway.hold-in-the-keys-period', `hold for ${invocationId} counts in ${asked.period}; key ${key.keyId} (${key.kind}) counts it in ${period}`, streams, [invocationId]);
+    const limit = key.settings.spendLimit?.credits;
+    const { spent, held } = key.figures(period);
+    if (limit !== undefined && spent + held + credits > limit) {
+      broken('gateway.key-within-limit', `hold of ${credits} for ${invocationId}: key ${key.keyId} spent ${spent} and holds ${held} in ${period} of a limit of ${limit}`, streams, [invocationId]);
+    }
+    this.witness.note(`checked.gateway-key-limit.${limit === undefined ? 'none' : key.kind}`);
+    if (key.lastPeriod !== undefined && key.lastPeriod !== period) this.witness.note(`observed.gateway-key-period-rolled-over.${key.kind}`);
+    key.hold(invocationId, period, credits);
+    return key.keyId;
   }
 
   private holdPlaced(account: AccountAudit, invocationId: string, credits: number, event: RecordedEvent): void {
@@ -375,8 +469,9 @@ export class LogAudit {
     }
     if (invocation.status === 'settled') this.holdsAfterSettlement += 1;
     this.witness.note('checked.hold-admission');
+    const keyId = this.gatewayHold(account, invocation, credits, event.data as Record<string, unknown>, streams);
     account.open.set(invocationId, credits);
-    account.holds.set(invocationId, { credits, placedAt: event.position, settled: undefined });
+    account.holds.set(invocationId, { credits, placedAt: event.position, settled: undefined, ...(keyId === undefined ? {} : { keyId }) });
   }
 
   private holdSettled(account: AccountAudit, data: { invocationId: string; heldCredits: number; chargedCredits: number }, event: RecordedEvent): void {
@@ -406,6 +501,13 @@ export class LogAudit {
         streams,
         [invocationId],
       );
+    }
+    if (hold.keyId !== undefined) {
+      // A gateway call is never charged more than it held (docs/gateway.md), so it never takes its key
+      // past its limit nor its organization below what admission saw.
+      if (chargedCredits > hold.credits) broken('gateway.charge-within-hold', `gateway call ${invocationId} charged ${chargedCredits} of a hold of ${hold.credits}`, streams, [invocationId]);
+      account.keys.get(hold.keyId)?.settle(invocationId, chargedCredits);
+      this.witness.note('checked.gateway-charge-within-hold');
     }
     hold.settled = { charged: chargedCredits, at: event.position };
     this.witness.note('checked.hold-settlement');
@@ -512,6 +614,7 @@ export class LogAudit {
   private refused(invocation: InvocationAudit, data: Record<string, unknown>, fail: (invariant: string, detail: string) => never): void {
     const access = (ACCESS_REFUSAL_REASONS as readonly unknown[]).includes(data.reason);
     if (data.transition !== (access ? 1 : 2)) fail('lifecycle.known-transitions', `refusal ${String(data.reason)} recorded as transition ${String(data.transition)}`);
+    if (invocation.gateway !== undefined) this.gatewayRefusal(invocation, data, fail);
     invocation.status = 'refused';
   }
 
@@ -530,12 +633,50 @@ export class LogAudit {
     invocation.estimate = invocation.publication?.creditHold ?? 0;
     invocation.status = 'estimated';
     const publication = invocation.publication;
+    if (invocation.operationId === GATEWAY_OPERATION_ID) return this.gatewayEstimated(invocation, data, fail);
     if (publication === null) return;
     // The publication in force is copied whole; a later one never changes it (ATS-PFM-LLM-002-12).
     const published = this.operations.get(invocation.operationId)?.versions.get(publication.version);
     if (published === undefined || JSON.stringify(canonical(published)) !== JSON.stringify(canonical(publication))) {
       fail('catalog.publication-copied-whole', `the invocation's publication v${publication.version} is not the one published`);
     }
+  }
+
+  /** A gateway call copies the rate card version in force, whole, as a one-attempt publication, for one of its organization's live keys. */
+  private gatewayEstimated(invocation: InvocationAudit, data: Record<string, unknown>, fail: (invariant: string, detail: string) => never): void {
+    const gateway = data.gateway as { keyId: string; keyName: string; model: string; rateCardVersion: number } | undefined;
+    const publication = invocation.publication;
+    if (gateway === undefined || publication === null) return fail('gateway.estimate-names-its-call', 'a gateway call estimated without its key, model and rate card version');
+    const account = this.accounts.get(invocation.organizationId);
+    const key = account?.keys.get(gateway.keyId);
+    if (key === undefined) fail('gateway.estimate-names-its-call', `gateway call for key ${gateway.keyId}, which ${invocation.organizationId} never issued`);
+    invocation.gateway = { keyId: gateway.keyId, model: gateway.model, rateCardVersion: gateway.rateCardVersion, momentIndex: account!.moments.length };
+    const versions = this.rateCard.get(gateway.model) ?? [];
+    const card = versions[gateway.rateCardVersion - 1];
+    const estimatedAtMs = Date.parse(data.estimatedAt as string);
+    if (card === undefined || !cardVersionAcceptable(versions, gateway.rateCardVersion, estimatedAtMs)) {
+      fail('gateway.rate-card-in-force', `gateway call priced at ${gateway.model} v${gateway.rateCardVersion} at ${String(data.estimatedAt)}; the card holds ${versions.length} version(s), the next priced at ${versions[gateway.rateCardVersion]?.pricedAt ?? 'never'}`);
+    }
+    if (!card.enabled) fail('gateway.rate-card-in-force', `gateway call admitted at ${gateway.model} v${card.version}, which is disabled`);
+    const expected = expectedGatewayPublication(gateway.model, card, publication.creditHold);
+    if (JSON.stringify(canonical(expected)) !== JSON.stringify(canonical(publication))) {
+      fail('gateway.rate-card-copied-whole', `the call's publication ${JSON.stringify(publication)} is not ${gateway.model} v${card.version} of the rate card`);
+    }
+    this.witness.note('checked.gateway-estimate');
+  }
+
+  /** A recorded refusal of a gateway call: the account said so at some moment between its estimate and now. */
+  private gatewayRefusal(invocation: InvocationAudit, data: Record<string, unknown>, fail: (invariant: string, detail: string) => never): void {
+    const account = this.accounts.get(invocation.organizationId);
+    const refusal = { reason: data.reason as string, figures: data.figures as Record<string, unknown> };
+    const moments = account?.moments ?? [];
+    for (let index = Math.max(0, invocation.gateway!.momentIndex - 1); index < moments.length; index++) {
+      if (refusalExplainedBy(refusal, invocation.estimate, moments[index]!)) {
+        this.witness.note(`checked.gateway-refusal.${refusal.reason}`);
+        return;
+      }
+    }
+    fail('gateway.refusal-explained', `refused ${refusal.reason} ${JSON.stringify(refusal.figures)}, which the account never said between the call's estimate and its refusal`);
   }
 
   private attempt(invocation: InvocationAudit, data: Record<string, unknown>, fail: (invariant: string, detail: string) => never): void {
@@ -550,7 +691,8 @@ export class LogAudit {
     if (retry >= limits.maxAttemptsPerTurn) fail('conversation.attempts-within-limit', `retry ${retry} with maxAttemptsPerTurn ${limits.maxAttemptsPerTurn}`);
     if (invocation.attempts.length >= MAX_RETAINED_ATTEMPTS) fail('attempts.retained-bound', `more than ${MAX_RETAINED_ATTEMPTS} attempt records`);
     const usage = data.usage as Usage | undefined;
-    const price = priceOf(usage, publication.prices);
+    const price =
+      invocation.gateway === undefined || usage === undefined ? priceOf(usage, publication.prices) : independentGatewayPrice(usage, publication.prices as GatewayPrices);
     if (data.priceCredits !== price) fail('attempts.priced-at-rate-version', `attempt priced ${String(data.priceCredits)}; its usage costs ${price} at v${publication.version}`);
     invocation.attempts.push({ turn, retry, ok: data.classification === 'ok', priceCredits: price });
     this.witness.note('checked.attempt-price');
@@ -656,7 +798,7 @@ export class LogAudit {
     if (transition === 11 && !this.witness.disturbed(invocation.invocationId)) {
       fail('lifecycle.exception-needs-a-fault', 'settled by the exception path (transition 11) although no fault reached its appends');
     }
-    const expected = expectedCharge(invocation, transition);
+    const expected = invocation.gateway === undefined ? expectedCharge(invocation, transition) : expectedGatewayCharge(invocation, transition);
     const charge = data.chargeCredits as number;
     if (charge !== expected.credits) {
       fail('settlement.charge-per-spec', `transition ${transition} charged ${charge}; docs/lifecycle.md says ${expected.credits} (${expected.rule})`);
@@ -666,6 +808,7 @@ export class LogAudit {
       fail('settlement.releases-the-hold', `settlement releases ${String(data.heldCredits)} of ${held} held`);
     }
     invocation.settlement = { transition, charge, by, at: position, settledAtMs: Date.parse(data.settledAt as string) };
+    if (invocation.gateway !== undefined) this.witness.note(`observed.gateway-call-settled.transition-${transition}${staleOnly ? `.by-${by}` : ''}${expected.credits < invocation.recordedSpend ? '.capped-at-its-hold' : ''}`);
     this.witness.note(`checked.settlement-charge.transition-${transition}`);
     invocation.status = 'settled';
   }
@@ -685,6 +828,12 @@ function expectedCharge(invocation: InvocationAudit, transition: number): { cred
     default:
       return { credits: 0, rule: 'nothing was sent' };
   }
+}
+
+/** A gateway call's charge: as an operation's, but never more than its hold (docs/gateway.md "Settlement"). */
+function expectedGatewayCharge(invocation: InvocationAudit, transition: number): { credits: number; rule: string } {
+  const charge = expectedCharge(invocation, transition);
+  return charge.credits > invocation.estimate ? { credits: invocation.estimate, rule: `${charge.rule}, at most the hold` } : charge;
 }
 
 /**

@@ -14,6 +14,7 @@ import {
   MIN_RECOVERY_STALE_AFTER_MS,
   type RecoverySettings,
 } from '../domain/recovery.settings';
+import { planGateway, planGatewayWave, type GatewayAction, type GatewayPlan } from './gateway-scenario';
 import { Prng } from './prng';
 import {
   MAX_OPERATIONS,
@@ -93,7 +94,8 @@ export type WaveAction =
       readonly bySecondProcess: boolean;
       /** Sweeps started together (1 or 2). */
       readonly copies: number;
-    };
+    }
+  | GatewayAction;
 
 /** Where the process dies: the `occurrence`-th append holding `eventType` in the wave, before or after it is written. */
 export interface CrashPlan {
@@ -131,6 +133,8 @@ export interface ScenarioPlan {
   readonly waves: readonly WavePlan[];
   readonly storeFaults: StoreFaultRates;
   readonly recovery: RecoveryPlan;
+  /** The rate card, the gateway-only organizations and every organization's keys (gateway-scenario.ts). */
+  readonly gateway: GatewayPlan;
 }
 
 /**
@@ -246,6 +250,7 @@ export function planScenario(seed: number, invocations: number, namespace = ''):
   const recoveryPrng = root.fork('recovery');
   const recovery: RecoveryPlan = { node: recoveryOf(recoveryPrng), second: recoveryOf(recoveryPrng) };
 
+  const gateway = planGateway(root, organizations, namespace);
   const waves: WavePlan[] = [];
   /** The terms each operation was last published with, as far as the plan knows. */
   const terms = new Map<string, PublicationRequest>();
@@ -255,11 +260,11 @@ export function planScenario(seed: number, invocations: number, namespace = ''):
     const prng = root.fork(`wave-${index}`);
     const count = Math.min(invocations - planned, prng.int(MIN_WAVE_INVOCATIONS, MAX_WAVE_INVOCATIONS));
     const wave = planWave(prng, index, count, planned, organizations, operations, namespace, seed, terms);
-    waves.push(wave);
+    waves.push({ ...wave, actions: [...wave.actions, ...planGatewayWave(prng, index, gateway)] });
     for (const action of wave.actions) if (action.kind === 'publish') terms.set(action.operationId, action.terms);
     planned += count;
   }
-  return { seed, invocations, organizations, operations, waves, storeFaults, recovery };
+  return { seed, invocations, organizations, operations, waves, storeFaults, recovery, gateway };
 }
 
 /** The draws a wave's actions share, all from the wave's own stream. */

@@ -3,8 +3,12 @@
  * milliseconds on the simulation clock unless the name says otherwise.
  */
 
-/** Where virtual time starts: 2100-01-01T00:00:00Z, far past any wall-clock `recordedAt` the store writes. */
-export const SIMULATION_EPOCH_MS = Date.UTC(2100, 0, 1);
+/**
+ * Where virtual time starts: 2099-12-31T23:55:00Z, far past any wall-clock `recordedAt` the store
+ * writes, and five minutes before a UTC midnight that ends a day, a month and a year, so gateway
+ * keys' day and month periods roll over while calls run.
+ */
+export const SIMULATION_EPOCH_MS = Date.UTC(2099, 11, 31, 23, 55);
 
 /** Invocations a scenario may ask for (`--invocations`). */
 export const MAX_SCENARIO_INVOCATIONS = 5_000;

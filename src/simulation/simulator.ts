@@ -24,6 +24,7 @@ import { MAX_KEYED_REPEAT_WAIT_MS } from '../invocations/invocation-endings';
 import { RunOperationCommand, type RunOperationRequest } from '../invocations/run-operation.command';
 import { SweepStaleInvocationsCommand, type SweepReport } from '../invocations/sweep-stale-invocations.command';
 import { ActivityProbe, EventLoopPump } from './event-loop-pump';
+import { GatewayDriver } from './gateway-driver';
 import type { AppendFault, StoreFaultController } from './faulty-event-store';
 import { LedgerNode, type RecoveryPassEnd } from './ledger-node';
 import { LogAudit, type Violation } from './log-audit';
@@ -111,6 +112,8 @@ interface ActContext {
    * another operation's (a repeat that reused the key got there first), refusing it is right.
    */
   readonly operationId?: string;
+  /** Errors the command's own world explains (a key revoked before it was changed, a sweep that settled a call first). */
+  readonly explains?: (errorName: string) => boolean;
 }
 
 /** Events only a running conversation writes (the sweep writes none of them). */
@@ -152,6 +155,9 @@ class Simulation implements StoreFaultController {
   private violation: Violation | undefined;
   private checks = 0;
   private waves = 0;
+  /** Gateway calls' invocation ids drawn so far (GATEWAY_CALL_IDS: in call order, so a seed replays them). */
+  private gatewayCallIds = 0;
+  private readonly gateway: GatewayDriver;
   /** The ledger's retry jitter (RETRY_JITTER): the seeded stream, so a seed replays the same waits. */
   private readonly seededRandom = (): number => this.jitter.next();
 
@@ -178,6 +184,20 @@ class Simulation implements StoreFaultController {
         for (const when of ['before', 'after'] as const) this.boundariesLeft.push({ eventType, when, occurrence: 1 });
       }
     }
+    const simulation = this;
+    this.gateway = new GatewayDriver(
+      {
+        clock: this.clock,
+        tally: this.tally,
+        get audit() {
+          return simulation.audit;
+        },
+        act: (label, work, context) => this.act(label, work, context),
+        crash: (node) => this.crashNode(node),
+        fail: (violation) => this.fail(violation),
+      },
+      this.plan,
+    );
     this.directory = options.directory ?? mkdtempSync(join(tmpdir(), 'llm-ledger-sim-'));
     const store = options.store ?? `sqlite:${join(this.directory, 'ledger.sqlite')}`;
     this.env = {
@@ -203,7 +223,7 @@ class Simulation implements StoreFaultController {
           disturbed: (invocationId) => this.disturbedInvocations.has(invocationId),
           note: (name) => this.tally.add(name),
         },
-        { namespace: this.options.namespace ?? '' },
+        { namespace: this.options.namespace ?? '', gatewayOnlyOrganizations: new Set(this.plan.gateway.organizations.map((organization) => organization.id)) },
       );
       this.node = await this.startNode();
       this.nodeReady = Promise.resolve(this.node);
@@ -325,6 +345,7 @@ class Simulation implements StoreFaultController {
       logs: this.options.logs,
       recovery: this.options.recovery ?? this.plan.recovery,
       onRecoveryPass: (pass) => this.recoveryPassEnded(pass),
+      gatewayCallIds: () => `${this.options.namespace ?? ''}gw-call-${++this.gatewayCallIds}`,
     });
   }
 
@@ -372,6 +393,7 @@ class Simulation implements StoreFaultController {
         await this.act('grant', (node) => node.commandBus.execute(new GrantCreditsCommand(organization.id, organization.initialCredits, 'initial credits', `${organization.id}-initial`)));
       }
     }
+    await this.gateway.setup();
     await this.quiescentCheck();
   }
 
@@ -482,6 +504,9 @@ class Simulation implements StoreFaultController {
             return this.sweep(action.olderThanMs, bySecondProcess);
           });
         }
+        return;
+      default:
+        this.gateway.schedule(action, launch);
     }
   }
 
@@ -562,8 +587,7 @@ class Simulation implements StoreFaultController {
    * world explains it (the process died, an acknowledgement was lost, a sweep got there first);
    * any other escaping error is a violation.
    */
-  private async act<T>(label: string, work: (node: LedgerNode) => Promise<T>, context: ActContext = {}): Promise<T | undefined> {
-    const { invocationId, onProcessGone, expectedError, repeatSentAtMs, operationId } = context;
+  private async act<T>(label: string, work: (node: LedgerNode) => Promise<T>, contextOf: ActContext | (() => ActContext) = {}): Promise<T | undefined> {
     const node = await this.liveNode();
     let outcome: { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: unknown };
     try {
@@ -576,6 +600,9 @@ class Simulation implements StoreFaultController {
       if (isSummary(outcome.value)) this.failIf(this.audit.checkSummary(outcome.value));
       return outcome.value;
     }
+    // Read once the work ended: a gateway call learns its invocation id on the way.
+    const context = typeof contextOf === 'function' ? contextOf() : contextOf;
+    const { invocationId, onProcessGone, expectedError, repeatSentAtMs, operationId } = context;
     const { error } = outcome;
     const name = error instanceof Error ? error.name : typeof error;
     this.tally.add(`error.${name}`);
@@ -585,6 +612,7 @@ class Simulation implements StoreFaultController {
       node.dead ||
       EXPLAINED_ERRORS.has(name) ||
       name === expectedError ||
+      context.explains?.(name) === true ||
       (name === 'IdempotencyKeyReusedError' && invocationId !== undefined && operationId !== undefined && this.keyFirstUsedByAnother(invocationId, operationId)) ||
       (name === 'KeyedRequestInProgressError' && invocationId !== undefined && repeatSentAtMs !== undefined && this.firstStillRan(invocationId, repeatSentAtMs)) ||
       (name === 'IllegalTransitionError' && invocationId !== undefined && (this.audit.settledByStaleCloser(invocationId) || this.disturbedInvocations.has(invocationId)));
@@ -656,6 +684,16 @@ class Simulation implements StoreFaultController {
     if (this.violation !== undefined || this.node === undefined) return;
     this.checks += 1;
     this.failIf(await checkReadModels(this.node, this.audit));
+  }
+
+  /** A crash the scenario asks for at a moment rather than at an append (a gateway call mid-answer). */
+  private crashNode(node: LedgerNode): void {
+    if (node !== this.node || node.dead || this.restarting !== undefined || this.violation !== undefined) {
+      this.tally.add('gateway.crash-mid-call-skipped');
+      return;
+    }
+    this.tally.add('crash.mid-gateway-call');
+    this.beginRestart();
   }
 
   private beginRestart(): void {

@@ -1,0 +1,242 @@
+/**
+ * The audit's gateway part (docs/gateway.md), folded from the log apart from the ledger's own code:
+ * the rate card's versions, each organization's keys with their settings over time, and what each key
+ * spent and holds in each period. It checks that a gateway hold is placed only for a live key within
+ * its limit (what the key spent and holds in the hold's period, plus the hold), that the hold counts
+ * in the period the key's own kind gives at admission, that a call copies the rate card version in
+ * force, that its hold is the worst case of its body's facts (computed here on its own), that it is
+ * never charged more than it held, and that every refusal the log records is explained by the account
+ * as it was at some moment between the call's estimate and its refusal.
+ */
+import type { MessagesBodyFacts } from '../gateway/gateway-call.port';
+import type { GatewayKeySettings, SpendPeriod } from '../accounts/gateway-keys';
+import { BASIS_POINTS_PER_MULTIPLE, type GatewayPrices, type Prices } from '../runtime/conversation.types';
+import { PRICE_KINDS } from '../runtime/price-kinds';
+import type { Usage } from '../runtime/provider.port';
+
+/** Longest an admission takes from reading the rate card to its estimate, in virtual ms (store latency and conflicts included). */
+export const MAX_GATEWAY_ADMISSION_SPAN_MS = 5_000;
+/** docs/gateway.md's allowances, restated here so a change to the runtime's shows as a difference. */
+const REQUEST_ALLOWANCE = 4_096n;
+const IMAGE_ALLOWANCE = 10_000n;
+const DOCUMENT_ALLOWANCE = 500_000n;
+const SEARCH_RESULT_ALLOWANCE = 100_000n;
+const DEFAULT_SEARCHES = 10;
+const MILLION = 1_000_000n;
+
+export interface CardVersionAudit {
+  readonly version: number;
+  readonly prices: GatewayPrices;
+  readonly maxOutputTokens: number;
+  readonly attemptTimeoutMs: number;
+  readonly enabled: boolean;
+  readonly pricedAt: string;
+  readonly pricedAtMs: number;
+}
+
+interface KeyVersion {
+  readonly atMs: number;
+  readonly settings: GatewayKeySettings;
+}
+
+/** One key as the audit folds it: its settings over time and what it spent and holds per period. */
+export class KeyAudit {
+  readonly versions: KeyVersion[] = [];
+  revokedAtMs: number | undefined;
+  /** Times its period kind changed (counting starts afresh then: docs/gateway.md "Keys"). */
+  kindChanges = 0;
+  /** Charges of settled holds and credits of open ones, by period, since the last change of kind. */
+  readonly spent = new Map<string, number>();
+  readonly held = new Map<string, number>();
+  /** Open holds: invocation → its period and the kind-change count it was placed under. */
+  readonly open = new Map<string, { readonly period: string; readonly epoch: number; readonly credits: number }>();
+
+  constructor(
+    readonly keyId: string,
+    readonly organizationId: string,
+  ) {}
+
+  get settings(): GatewayKeySettings {
+    return this.versions[this.versions.length - 1]!.settings;
+  }
+
+  get kind(): SpendPeriod {
+    return this.settings.spendLimit?.period ?? 'total';
+  }
+
+  change(atMs: number, settings: GatewayKeySettings): void {
+    const before = this.versions.length === 0 ? undefined : this.kind;
+    this.versions.push({ atMs, settings });
+    if (before !== undefined && before !== this.kind) {
+      this.kindChanges += 1;
+      this.spent.clear();
+      this.held.clear();
+    }
+  }
+
+  /** The settings in force at any moment of [fromMs, toMs]: the last before it and every change within. */
+  settingsDuring(fromMs: number, toMs: number): GatewayKeySettings[] {
+    const during: GatewayKeySettings[] = [];
+    for (let index = this.versions.length - 1; index >= 0; index--) {
+      const version = this.versions[index]!;
+      if (version.atMs > toMs) continue;
+      during.push(version.settings);
+      if (version.atMs <= fromMs) break;
+    }
+    return during;
+  }
+
+  /** The period a hold placed at `at` counts in (day, month or total), computed here from the kind. */
+  periodAt(at: string): string {
+    const kind = this.kind;
+    return kind === 'day' ? at.slice(0, 10) : kind === 'month' ? at.slice(0, 7) : 'total';
+  }
+
+  /** The period of the key's latest hold: a hold in another one starts a new period's count. */
+  lastPeriod: string | undefined;
+
+  hold(invocationId: string, period: string, credits: number): void {
+    this.lastPeriod = period;
+    this.open.set(invocationId, { period, epoch: this.kindChanges, credits });
+    this.held.set(period, (this.held.get(period) ?? 0) + credits);
+  }
+
+  settle(invocationId: string, charged: number): void {
+    const open = this.open.get(invocationId);
+    this.open.delete(invocationId);
+    if (open === undefined || open.epoch !== this.kindChanges) return;
+    this.held.set(open.period, (this.held.get(open.period) ?? 0) - open.credits);
+    this.spent.set(open.period, (this.spent.get(open.period) ?? 0) + charged);
+  }
+
+  figures(period: string): { readonly spent: number; readonly held: number } {
+    return { spent: this.spent.get(period) ?? 0, held: this.held.get(period) ?? 0 };
+  }
+}
+
+/** The rate card version in force for a call estimated at `estimatedAtMs`: the latest, or one superseded during its admission. */
+export function cardVersionAcceptable(versions: readonly CardVersionAudit[], version: number, estimatedAtMs: number): boolean {
+  const next = versions[version];
+  return version >= 1 && version <= versions.length && (next === undefined || next.pricedAtMs >= estimatedAtMs - MAX_GATEWAY_ADMISSION_SPAN_MS);
+}
+
+/** The publication a gateway call must copy: its rate card version as one turn with one attempt (docs/gateway.md). */
+export function expectedGatewayPublication(model: string, card: CardVersionAudit, creditHold: number): Record<string, unknown> {
+  return {
+    version: card.version,
+    routing: { provider: 'anthropic', model },
+    limits: { maxTurns: 1, maxToolCalls: 0, totalTimeMs: card.attemptTimeoutMs, attemptTimeoutMs: card.attemptTimeoutMs, maxOutputTokens: card.maxOutputTokens, maxAttemptsPerTurn: 1 },
+    prices: card.prices,
+    creditHold,
+    enabled: card.enabled,
+    publishedAt: card.pricedAt,
+  };
+}
+
+/** Every rate a call at these prices could be charged at, per kind: ordinary and fast, each with its long-context set. */
+function rateSets(prices: GatewayPrices): Record<string, number>[] {
+  const sets: Prices[] = [prices, ...(prices.fast === undefined ? [] : [prices.fast])];
+  return sets.flatMap((set) => {
+    const plain = set as unknown as Record<string, number | undefined>;
+    const complete: Record<string, number> = {};
+    for (const kind of PRICE_KINDS) complete[kind.rate] = rateWithFallback(plain, kind);
+    if (set.longContext === undefined) return [complete];
+    return [complete, { ...complete, ...(set.longContext as unknown as Record<string, number>) }];
+  });
+}
+
+function rateWithFallback(rates: Record<string, number | undefined>, kind: (typeof PRICE_KINDS)[number]): number {
+  const own = rates[kind.rate];
+  if (own !== undefined) return own;
+  if (kind.fallback === 'required') return Number.NaN;
+  if ('credits' in kind.fallback) return 0;
+  const sameAs = kind.fallback.sameAs;
+  return rateWithFallback(rates, PRICE_KINDS.find((row) => row.rate === sameAs)!);
+}
+
+/**
+ * The worst-case hold of docs/gateway.md, computed here on its own: the input bound at the highest
+ * input-side rate, max_tokens at the highest output rate, the searches at the highest search rate, all
+ * at the highest geography multiplier, rounded up once.
+ */
+export function independentHold(facts: MessagesBodyFacts, prices: GatewayPrices): bigint {
+  const fallback = prices.webSearchMaxUsesDefault ?? DEFAULT_SEARCHES;
+  const searches = BigInt(facts.webSearchMaxUses.reduce<number>((sum, uses) => sum + (uses ?? fallback), 0));
+  const perStep = BigInt(facts.bodyBytes) + REQUEST_ALLOWANCE + BigInt(facts.imageBlocks) * IMAGE_ALLOWANCE + BigInt(facts.documentBlocks) * DOCUMENT_ALLOWANCE + searches * SEARCH_RESULT_ALLOWANCE;
+  const input = perStep * (1n + searches);
+  const sets = rateSets(prices);
+  const highest = (pick: (kind: (typeof PRICE_KINDS)[number]) => boolean): bigint =>
+    BigInt(Math.max(0, ...sets.flatMap((set) => PRICE_KINDS.filter(pick).map((kind) => set[kind.rate]!))));
+  let millionths = input * highest((kind) => kind.input) + BigInt(facts.maxTokens) * highest((kind) => kind.usage === 'outputTokens');
+  for (const kind of PRICE_KINDS.filter((row) => row.unit === 'searches')) {
+    millionths += searches * highest((row) => row.usage === kind.usage) * (MILLION / BigInt(kind.unitsPerRate));
+  }
+  const geo = BigInt(Math.max(BASIS_POINTS_PER_MULTIPLE, ...Object.values(prices.inferenceGeo ?? {})));
+  const divisor = MILLION * BigInt(BASIS_POINTS_PER_MULTIPLE);
+  return (millionths * geo + divisor - 1n) / divisor;
+}
+
+/**
+ * An attempt's price at gateway prices, on its own (docs/gateway.md "The rate card"): the `fast` set
+ * when Anthropic reports a fast answer and the card has one, its long-context rates past the
+ * threshold, the reported geography's multiplier on the whole price, one rounding up.
+ */
+export function independentGatewayPrice(usage: Usage, prices: GatewayPrices): number {
+  const counts = usage as unknown as Record<string, number>;
+  const base: Prices = usage.speed === 'fast' && prices.fast !== undefined ? prices.fast : prices;
+  const input = PRICE_KINDS.filter((kind) => kind.input).reduce((sum, kind) => sum + BigInt(counts[kind.usage]!), 0n);
+  const long = base.longContext !== undefined && input > BigInt(base.longContext.thresholdInputTokens) ? (base.longContext as unknown as Record<string, number>) : undefined;
+  const plain = base as unknown as Record<string, number | undefined>;
+  let millionths = 0n;
+  for (const kind of PRICE_KINDS) {
+    const rate = long !== undefined && kind.replaceable ? long[kind.rate]! : rateWithFallback(plain, kind);
+    millionths += BigInt(counts[kind.usage]!) * BigInt(rate) * (MILLION / BigInt(kind.unitsPerRate));
+  }
+  const geo = BigInt((usage.inferenceGeo === undefined ? undefined : prices.inferenceGeo?.[usage.inferenceGeo]) ?? BASIS_POINTS_PER_MULTIPLE);
+  const divisor = MILLION * BigInt(BASIS_POINTS_PER_MULTIPLE);
+  return Number((millionths * geo + divisor - 1n) / divisor);
+}
+
+/** The figures a recorded refusal can be explained by: the account as the audit folded it after one event. */
+export interface AccountMoment {
+  readonly available: number;
+  readonly running: number;
+  readonly maxRunning: number;
+  readonly aiEnabled: boolean;
+  /** Per key: its limit and period kind, and what it spent and holds in each period. */
+  readonly keys: ReadonlyMap<string, { readonly limit: number | undefined; readonly kind: SpendPeriod; readonly kindChanges: number; readonly spent: ReadonlyMap<string, number>; readonly held: ReadonlyMap<string, number> }>;
+}
+
+export function momentOf(available: number, running: number, maxRunning: number, aiEnabled: boolean, keys: Iterable<KeyAudit>): AccountMoment {
+  const figures = new Map<string, AccountMoment['keys'] extends ReadonlyMap<string, infer V> ? V : never>();
+  for (const key of keys) {
+    figures.set(key.keyId, { limit: key.settings.spendLimit?.credits, kind: key.kind, kindChanges: key.kindChanges, spent: new Map(key.spent), held: new Map(key.held) });
+  }
+  return { available, running, maxRunning, aiEnabled, keys: figures };
+}
+
+/** True when the refusal's reason and figures are what the account said at `moment`. */
+export function refusalExplainedBy(refusal: { readonly reason: string; readonly figures: Record<string, unknown> }, estimate: number, moment: AccountMoment): boolean {
+  const f = refusal.figures;
+  switch (refusal.reason) {
+    case 'ai_disabled':
+      return !moment.aiEnabled;
+    case 'insufficient_credits':
+      return moment.aiEnabled && f.creditHold === estimate && f.available === moment.available && moment.available < estimate;
+    case 'no_running_slot':
+      return f.running === moment.running && f.maxRunning === moment.maxRunning && moment.running >= moment.maxRunning;
+    case 'key_spend_limit': {
+      const key = moment.keys.get(f.keyId as string);
+      if (key === undefined || key.limit !== f.limitCredits || key.kind !== f.period || f.creditHold !== estimate) return false;
+      const spent = key.spent.get(f.periodStart as string) ?? 0;
+      const held = key.held.get(f.periodStart as string) ?? 0;
+      const remaining = (f.limitCredits as number) - (f.spentCredits as number) - (f.heldCredits as number);
+      // After a change of period kind the ledger may still count what came before (it restarts at the
+      // next hold in another period): figures at least the audit's then, exactly them otherwise.
+      const counted = key.kindChanges === 0 ? f.spentCredits === spent && f.heldCredits === held : (f.spentCredits as number) >= spent && (f.heldCredits as number) >= held;
+      return moment.available >= estimate && counted && remaining < estimate;
+    }
+    default:
+      return false;
+  }
+}

@@ -1,0 +1,98 @@
+/**
+ * The simulator's Anthropic: what upstream answers an admitted gateway call, as the HTTP side would
+ * hand it to the accounting (`GatewayCallOutcome`), with no socket. Usage within the request's
+ * bounds (docs/gateway.md, "How the hold is bounded"), or past them (an upstream that over-reports),
+ * error statuses, an `error` event mid-stream after usage was seen, a stream that ends before any
+ * usage, the time bound running out before or after usage, and a caller that went away.
+ */
+import type { GatewayCallOutcome, MessagesBodyFacts } from '../gateway/gateway-call.port';
+import type { FaultClass } from '../runtime/faults';
+import type { Usage } from '../runtime/provider.port';
+import { DOCUMENT_ALLOWANCE_TOKENS, IMAGE_ALLOWANCE_TOKENS, REQUEST_ALLOWANCE_TOKENS, WEB_SEARCH_RESULT_ALLOWANCE_TOKENS } from '../gateway/worst-case-hold';
+import type { GatewayCallPlan } from './gateway-scenario';
+import { Prng } from './prng';
+
+/** Error statuses upstream answers with, and their fault class (docs/gateway.md, "Relaying"). */
+const ERROR_STATUSES: readonly { readonly status: number; readonly fault: FaultClass }[] = [
+  { status: 429, fault: 'rate_limited' },
+  { status: 500, fault: 'server_error' },
+  { status: 529, fault: 'overloaded' },
+];
+/** The fault of an `error` event mid-stream. */
+const MID_STREAM_FAULTS: readonly FaultClass[] = ['overloaded', 'server_error'];
+
+/**
+ * Searches upstream may make: each tool's `max_uses`, or none where the tool sets no bound (the
+ * card's default may be 0).
+ */
+function searchesWithin(facts: MessagesBodyFacts): number {
+  return facts.webSearchMaxUses.reduce<number>((sum, uses) => sum + (uses ?? 0), 0);
+}
+
+/** Input tokens the request could make the model read, as docs/gateway.md bounds them. */
+function inputWithin(facts: MessagesBodyFacts, searches: number): number {
+  const perStep = facts.bodyBytes + REQUEST_ALLOWANCE_TOKENS + facts.imageBlocks * IMAGE_ALLOWANCE_TOKENS + facts.documentBlocks * DOCUMENT_ALLOWANCE_TOKENS + searches * WEB_SEARCH_RESULT_ALLOWANCE_TOKENS;
+  return perStep * (1 + searches);
+}
+
+/** A usage report of `input` tokens split over the four input kinds, `output` tokens and `searches`. */
+function report(prng: Prng, input: number, output: number, searches: number, facts: MessagesBodyFacts): Usage {
+  const cacheRead = prng.chance(30) ? prng.int(0, input) : 0;
+  const cacheWrite = prng.chance(30) ? prng.int(0, input - cacheRead) : 0;
+  const cacheWrite1h = prng.chance(20) ? prng.int(0, input - cacheRead - cacheWrite) : 0;
+  return {
+    inputTokens: input - cacheRead - cacheWrite - cacheWrite1h,
+    outputTokens: output,
+    cacheWriteTokens: cacheWrite,
+    cacheWrite1hTokens: cacheWrite1h,
+    cacheReadTokens: cacheRead,
+    webSearchRequests: searches,
+    // Anthropic reports the mode it served, asked for or not; the hold covers every one.
+    ...(facts.speed === 'fast' || prng.chance(5) ? { speed: 'fast' } : {}),
+    ...(facts.inferenceGeo !== undefined || prng.chance(5) ? { inferenceGeo: prng.pick(['us', 'eu']) } : {}),
+  };
+}
+
+/** Usage within the request's bounds: some share of the input bound, of max_tokens and of the searches. */
+function usageWithin(prng: Prng, facts: MessagesBodyFacts): Usage {
+  const searches = prng.int(0, searchesWithin(facts));
+  const bound = inputWithin(facts, searches);
+  const input = prng.chance(10) ? bound : prng.int(1, Math.max(1, Math.floor(bound / 2)));
+  const output = prng.chance(10) ? facts.maxTokens : prng.int(0, facts.maxTokens);
+  return report(prng, input, output, searches, facts);
+}
+
+/** What upstream answers the call: its outcome after `plan.latencyMs` (or the call's time bound). */
+export function upstreamOutcome(plan: GatewayCallPlan, startedAtMs: number, attemptTimeoutMs: number): GatewayCallOutcome {
+  const prng = new Prng(plan.usageSeed, `upstream-${plan.tag}`);
+  const facts = plan.facts;
+  const base = { startedAtMs, durationMs: Math.min(plan.latencyMs, attemptTimeoutMs), providerRequestId: `req_sim_${plan.tag}`, responseModel: facts.model, timedOut: false, callerDisconnected: false };
+  switch (plan.upstream) {
+    case 'ok':
+    case 'crash-mid-call':
+      return { ...base, classification: 'ok', httpStatus: 200, usage: usageWithin(prng, facts), stopReason: 'end_turn' };
+    case 'caller-disconnect':
+      return { ...base, classification: 'ok', httpStatus: 200, usage: usageWithin(prng, facts), stopReason: 'end_turn', callerDisconnected: true };
+    case 'over-report': {
+      // More than the request could produce: past max_tokens and past the input bound.
+      const input = inputWithin(facts, 0) * 2 + prng.int(1, 100_000);
+      return { ...base, classification: 'ok', httpStatus: 200, usage: report(prng, input, facts.maxTokens * 2 + prng.int(1, 50_000), 0, facts), stopReason: 'end_turn' };
+    }
+    case 'error-status': {
+      const { status, fault } = prng.pick(ERROR_STATUSES);
+      return { ...base, classification: fault, httpStatus: status };
+    }
+    case 'error-mid-stream': {
+      // message_start's usage was seen, then an `error` event: priced on the usage seen.
+      const seen = usageWithin(prng, facts);
+      return { ...base, classification: prng.pick(MID_STREAM_FAULTS), httpStatus: 200, usage: { ...seen, outputTokens: Math.min(seen.outputTokens, prng.int(0, 64)) } };
+    }
+    case 'no-usage':
+      // The connection broke before message_start: no usage was ever reported.
+      return { ...base, classification: 'connection' };
+    case 'timeout':
+      return { ...base, durationMs: attemptTimeoutMs, classification: 'timeout', timedOut: true };
+    case 'timeout-after-usage':
+      return { ...base, durationMs: attemptTimeoutMs, classification: 'timeout', timedOut: true, httpStatus: 200, usage: usageWithin(prng, facts) };
+  }
+}
