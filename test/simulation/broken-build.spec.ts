@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { NewEvent } from '../../src/event-store/event-store.port';
 import { runSimulation, type AppendTamper } from '../../src/simulation/simulator';
 
-const TIMEOUT_MS = 60_000;
+// A scenario with its gateway calls takes seconds alone; the bound leaves room for the full suite on a loaded machine.
+const TIMEOUT_MS = 180_000;
 
 /** A broken settlement: every hold that charges something is settled twice, so the account charges twice. */
 const chargeTwice: AppendTamper = (_stream, events) =>

@@ -4,7 +4,8 @@ import { EventStoreDbWireServer } from '../support/eventstoredb-wire-server';
 const connectionString = process.env['EVENTSTORE_CONNECTION_STRING'];
 
 // Every store call is a gRPC round trip to a local server: slower than the embedded store.
-jest.setTimeout(300_000);
+// Gateway calls run beside the operations (issue 23), about doubling the appends through the real client.
+jest.setTimeout(600_000);
 
 describe('issue 8: the simulator against EventStoreDB/KurrentDB', () => {
   it('runs a scenario through the real client against the wire test server, with the same invariants (a fresh log, so ids need no namespace)', async () => {
