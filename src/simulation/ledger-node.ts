@@ -11,7 +11,7 @@ import { IDEMPOTENCY_SECRET } from '../invocations/request-fingerprint';
 import { RunningInvocations } from '../invocations/running-invocations';
 import { InvocationEndings } from '../invocations/invocation-endings';
 import { LEDGER_UPCASTERS } from '../upcasters/ledger.upcasters';
-import { Global, Module, type DynamicModule, type INestApplication } from '@nestjs/common';
+import { Module, type DynamicModule, type INestApplication } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { Test } from '@nestjs/testing';
 import { AggregateRepository } from '../aggregates/aggregate.repository';
@@ -41,7 +41,7 @@ import type { RandomSource } from '../runtime';
 import { READ_MODEL_STORE } from '../projection-runner';
 import { GATEWAY_ACCOUNTING, type GatewayAccounting } from '../gateway/gateway-call.port';
 import { GatewayAdmin } from '../gateway/gateway-admin.service';
-import { GATEWAY_CALL_IDS, GatewayCalls, type GatewayCallIds } from '../gateway/gateway-calls.service';
+import { GatewayCalls, type GatewayCallIds } from '../gateway/gateway-calls.service';
 import type { ActivityProbe } from './event-loop-pump';
 import { FaultyEventStore, type StoreFaultController } from './faulty-event-store';
 import type { RecoveryPlan } from './scenario';
@@ -234,8 +234,11 @@ async function startApplication(
 ): Promise<{ readonly app: INestApplication; readonly store: FaultyEventStore }> {
   let wrapped: FaultyEventStore | undefined;
   const moduleRef = await Test.createTestingModule({
-    imports: [AppModule.forRoot({ env: options.env, imports: [featureModule(options.features), gatewayCallIdsModule(options.gatewayCallIds)] })],
+    imports: [AppModule.forRoot({ env: options.env, imports: [featureModule(options.features)] })],
   })
+    // The gateway's accounting with the simulator's call ids, so a seed replays the same streams.
+    .overrideProvider(GatewayCalls)
+    .useFactory({ inject: [AggregateRepository, CLOCK], factory: (repository: AggregateRepository, clock: SimulationClock) => new GatewayCalls(repository, clock, options.gatewayCallIds) })
     .overrideProvider(CLOCK)
     .useValue(options.clock)
     .overrideProvider(RETRY_JITTER)
@@ -274,9 +277,3 @@ function featureModule(features: readonly OperationFeature[]): DynamicModule {
   return { module: SimulatedFeaturesModule, imports: [LedgerFeaturesModule.register(...features)] };
 }
 
-function gatewayCallIdsModule(ids: GatewayCallIds): DynamicModule {
-  @Global()
-  @Module({})
-  class SimulatedGatewayCallIdsModule {}
-  return { module: SimulatedGatewayCallIdsModule, providers: [{ provide: GATEWAY_CALL_IDS, useValue: ids }], exports: [GATEWAY_CALL_IDS] };
-}
