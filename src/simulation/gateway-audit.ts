@@ -204,13 +204,13 @@ export interface AccountMoment {
   readonly maxRunning: number;
   readonly aiEnabled: boolean;
   /** Per key: its limit and period kind, and what it spent and holds in each period. */
-  readonly keys: ReadonlyMap<string, { readonly limit: number | undefined; readonly kind: SpendPeriod; readonly kindChanges: number; readonly spent: ReadonlyMap<string, number>; readonly held: ReadonlyMap<string, number> }>;
+  readonly keys: ReadonlyMap<string, { readonly revoked: boolean; readonly limit: number | undefined; readonly kind: SpendPeriod; readonly kindChanges: number; readonly spent: ReadonlyMap<string, number>; readonly held: ReadonlyMap<string, number> }>;
 }
 
 export function momentOf(available: number, running: number, maxRunning: number, aiEnabled: boolean, keys: Iterable<KeyAudit>): AccountMoment {
   const figures = new Map<string, AccountMoment['keys'] extends ReadonlyMap<string, infer V> ? V : never>();
   for (const key of keys) {
-    figures.set(key.keyId, { limit: key.settings.spendLimit?.credits, kind: key.kind, kindChanges: key.kindChanges, spent: new Map(key.spent), held: new Map(key.held) });
+    figures.set(key.keyId, { revoked: key.revokedAtMs !== undefined, limit: key.settings.spendLimit?.credits, kind: key.kind, kindChanges: key.kindChanges, spent: new Map(key.spent), held: new Map(key.held) });
   }
   return { available, running, maxRunning, aiEnabled, keys: figures };
 }
@@ -221,6 +221,9 @@ export function refusalExplainedBy(refusal: { readonly reason: string; readonly 
   switch (refusal.reason) {
     case 'ai_disabled':
       return !moment.aiEnabled;
+    case 'key_revoked':
+      // Revoked between the key check and the hold (docs/gateway.md "Admission").
+      return moment.keys.get(f.keyId as string)?.revoked === true;
     case 'insufficient_credits':
       return moment.aiEnabled && f.creditHold === estimate && f.available === moment.available && moment.available < estimate;
     case 'no_running_slot':
