@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,13 +10,10 @@ import { demoPublication, DEMO_OPERATION_ID, DEMO_ORGANIZATION_ID } from '../../
 import type { RecordedEvent } from '../../src/event-store/event-store.port';
 import { openSqliteEventStore } from '../../src/event-store/sqlite/sqlite-event-store';
 import { MemoryIo } from '../cli/support/memory-io';
+import { running, startServiceProcess, type ServiceProcess as Service } from '../support/service-process';
 
-const ROOT = join(__dirname, '..', '..');
-const HOOK = join(ROOT, 'tools', 'ts-require-hook.js');
-const MAIN = join(ROOT, 'src', 'main.ts');
 const SYSTEM = { Authorization: 'Bearer demo-system-token' };
 const MEMBER = { Authorization: 'Bearer demo-member-token', 'Content-Type': 'application/json' };
-const LISTENING = /listening on (?:\S+ )?port (\d+)/;
 
 /** Kills of the service under load, each followed by a restart on the same files. */
 const KILLS = 5;
@@ -34,57 +30,14 @@ const TOTAL_TIME_MS = 2_000;
  * placed and released at 0, which audit verify rightly reports).
  */
 const RECOVERY_ENV = { LEDGER_RECOVERY_INTERVAL_MS: '1000', LEDGER_RECOVERY_STALE_AFTER_MS: '3000' };
-/** A start from the TypeScript sources on two shared cores, compiled on load. */
-const SERVICE_START_TIMEOUT_MS = 90_000;
 /** How long the last instance may take to finish every leftover: budget + threshold + period, many times over. */
 const RECOVERED_WITHIN_MS = 60_000;
 /** How often the balance is read while waiting for recovery, in ms (a poll, not a wait for correctness). */
 const POLL_INTERVAL_MS = 250;
 const TEST_TIMEOUT_MS = 600_000;
 
-interface Service {
-  readonly child: ChildProcess;
-  readonly baseUrl: string;
-  readonly output: () => string;
-}
-
 /** The real service (`src/main.ts`, demo on, recovery at its shortest) on `directory`'s files. */
-async function startService(directory: string): Promise<Service> {
-  const child = spawn(process.execPath, ['-r', HOOK, MAIN], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOST: '127.0.0.1',
-      PORT: '0',
-      LEDGER_DEMO: '1',
-      LEDGER_STORE: `sqlite:${join(directory, 'ledger.sqlite')}`,
-      LEDGER_PROJECTIONS_THREAD: 'main',
-      ...RECOVERY_ENV,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`the service did not listen within ${SERVICE_START_TIMEOUT_MS} ms:\n${output.slice(-4_000)}`));
-    }, SERVICE_START_TIMEOUT_MS);
-    const read = (chunk: Buffer): void => {
-      output += chunk.toString();
-      const match = LISTENING.exec(output);
-      if (match === null) return;
-      clearTimeout(timer);
-      resolve(Number(match[1]));
-    };
-    child.stdout!.on('data', read);
-    child.stderr!.on('data', read);
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`the service exited (${code ?? signal}) before listening:\n${output.slice(-4_000)}`));
-    });
-  });
-  return { child, baseUrl: `http://127.0.0.1:${port}`, output: () => output };
-}
+const startService = (directory: string): Promise<Service> => startServiceProcess(directory, { LEDGER_DEMO: '1', ...RECOVERY_ENV });
 
 async function json<T>(service: Service, path: string, init: RequestInit = {}): Promise<T> {
   const response = await fetch(`${service.baseUrl}${path}`, { ...init, headers: { ...SYSTEM, ...(init.headers as Record<string, string>) } });
@@ -97,7 +50,7 @@ async function loadThenKill(service: Service, killAfter: number): Promise<number
   let answered = 0;
   const exited = once(service.child, 'exit');
   const client = async (): Promise<void> => {
-    while (service.child.exitCode === null && service.child.signalCode === null) {
+    while (running(service)) {
       try {
         const response = await fetch(`${service.baseUrl}/v1/invocations`, {
           method: 'POST',
@@ -154,7 +107,7 @@ describe('finding 3 of issue 24: the service killed five times under load and re
   });
 
   afterAll(async () => {
-    if (service !== undefined && service.child.exitCode === null && service.child.signalCode === null) service.child.kill('SIGKILL');
+    if (service !== undefined && running(service)) service.child.kill('SIGKILL');
     rmSync(directory, { recursive: true, force: true });
   });
 
