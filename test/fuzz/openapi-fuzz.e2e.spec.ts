@@ -20,10 +20,11 @@
  * nothing is appended to the log for a refused request.
  */
 import { request as httpRequest } from 'node:http';
-import { connect, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { EVENT_STORE, type EventStore } from '../../src/event-store/event-store.port';
 import { Prng } from '../../src/simulation/prng';
 import { bearer, publicationBody, startHttpLedger, TOKENS, type HttpLedger } from '../http/support/http-ledger';
+import { rawExchange } from '../http/support/raw-http';
 import type { OpenApiParameter, OpenApiSchema } from '../support/openapi-document.types';
 
 const FUZZ_SEED = Number(process.env.FUZZ_SEED ?? 13);
@@ -242,7 +243,7 @@ describe('fuzzing every route of the OpenAPI document (SPEC §11; issue 24, find
   };
 
   function send(item: Case): Promise<{ status: number; body: string }> {
-    if (item.raw !== undefined) return sendRaw(port, item.raw);
+    if (item.raw !== undefined) return rawExchange(port, item.raw);
     return new Promise((resolvePromise, reject) => {
       const req = httpRequest({ host: '127.0.0.1', port, method: item.method, path: item.path, headers: { ...(item.token === '' ? {} : bearer(item.token)), ...item.headers } }, (res) => {
         const chunks: Buffer[] = [];
@@ -494,19 +495,3 @@ function decodeURIComponentSafe(value: string): string {
   }
 }
 
-/** Sends raw bytes over a socket and reads the answer until the server closes it (the request asks to close). */
-function sendRaw(port: number, bytes: Buffer): Promise<{ status: number; body: string }> {
-  return new Promise((resolvePromise, reject) => {
-    const socket = connect(port, '127.0.0.1');
-    const chunks: Buffer[] = [];
-    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-    socket.on('error', reject);
-    socket.on('end', () => {
-      socket.destroy();
-      const text = Buffer.concat(chunks).toString('utf8');
-      const split = text.indexOf('\r\n\r\n');
-      resolvePromise({ status: Number(text.slice(0, text.indexOf('\r\n')).split(' ')[1]), body: text.slice(split + 4) });
-    });
-    socket.write(bytes);
-  });
-}
