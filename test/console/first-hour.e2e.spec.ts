@@ -99,7 +99,10 @@ describe('The console’s first hour (issue 26, findings 4–8): sign-in checked
       await search.getByRole('list', { name: `Results for ${DEMO_ORG}` }).waitFor();
       await expect(search.getByRole('listitem').allTextContents()).resolves.toEqual([`Organization ${DEMO_ORG} — 999,993 credits available`]);
       await find('demo.arithmetic');
-      await expect(search.getByRole('list', { name: 'Results for demo.arithmetic' }).getByRole('listitem').allTextContents()).resolves.toEqual([
+      // The list is drawn only once the search is done: wait for it before reading its items.
+      const operationResults = search.getByRole('list', { name: 'Results for demo.arithmetic' });
+      await operationResults.waitFor();
+      await expect(operationResults.getByRole('listitem').allTextContents()).resolves.toEqual([
         'Operation demo.arithmetic — 1 publication version',
       ]);
       await find(demoRun.invocationId);

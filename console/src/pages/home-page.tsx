@@ -1,5 +1,5 @@
 import { useLocation } from 'preact-iso';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, segment } from '../api/client';
 import type { Balance, InvocationStatus, RoutingBudgets } from '../api/types';
 import { invocationHref, operationHref, organizationHref, Section, usePageTitle } from '../components/common';
@@ -22,7 +22,10 @@ type Search = { readonly status: 'idle' } | { readonly status: 'searching'; read
 function useSearch(): { search: Search; run(id: string): void } {
   const { api } = useSession();
   const [search, setSearch] = useState<Search>({ status: 'idle' });
+  // Only the newest search may draw its results: an earlier one that answers later is dropped.
+  const newest = useRef(0);
   const run = (id: string) => {
+    const searchNumber = ++newest.current;
     setSearch({ status: 'searching', id });
     const failed: string[] = [];
     const look = async <T,>(path: string, what: string, found: (data: T) => Found): Promise<Found | undefined> => {
@@ -41,7 +44,9 @@ function useSearch(): { search: Search; run(id: string): void } {
         detail: formatCountOf(p.versions.length, 'publication version'),
       })),
       look<InvocationStatus>(`/v1/invocations/${segment(id)}`, 'invocations', (i) => ({ kind: 'Invocation', href: invocationHref(id), detail: `${i.state}, ${i.operationId} for ${i.organizationId}` })),
-    ]).then((results) => setSearch({ status: 'done', id, found: results.filter((r): r is Found => r !== undefined), failed }));
+    ]).then((results) => {
+      if (searchNumber === newest.current) setSearch({ status: 'done', id, found: results.filter((r): r is Found => r !== undefined), failed });
+    });
   };
   return { search, run };
 }
