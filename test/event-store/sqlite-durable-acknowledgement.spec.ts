@@ -135,6 +135,35 @@ describe('issue 24: an acknowledged append is on disk (synchronous=FULL), its fs
     await expect(store.append('lost-2', [newEvent()], { expectedRevision: 'no_stream' })).rejects.toThrow(/could not be made durable/);
   });
 
+  it('answers a retried append whose first attempt committed only once that commit is on disk, and fails it with that fsync', async () => {
+    const event = newEvent();
+    const first = observed(store.append('retried-1', [event], { expectedRevision: 'no_stream' }));
+    await settle();
+    // The same append sent again (the same event ids) while its first commit waits for its fsync:
+    // its group writes nothing, but it is not on disk yet either.
+    const retry = observed(store.append('retried-1', [event], { expectedRevision: 'no_stream' }));
+    await settle();
+    expect([first.state(), retry.state()]).toEqual(['pending', 'pending']);
+
+    fsync.release(Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO' }));
+    await settle();
+    expect([first.state(), retry.state()]).toEqual(['rejected', 'rejected']);
+    expect(String(retry.error())).toMatch(/could not be made durable/);
+  });
+
+  it('answers at once a retried append whose commit is already on disk, with its first result', async () => {
+    const event = newEvent();
+    const first = store.append('retried-2', [event], { expectedRevision: 'no_stream' });
+    await settle();
+    fsync.release();
+    const result = await first;
+    const retry = observed(store.append('retried-2', [event], { expectedRevision: 'no_stream' }));
+    await settle();
+    // Nothing else waits for the disk, so nothing holds the answer back.
+    expect(retry.state()).toBe('resolved');
+    await expect(store.append('retried-2', [event], { expectedRevision: 'no_stream' })).resolves.toEqual(result);
+  });
+
   it('waits for the fsync in flight before closing the file', async () => {
     void store.append('closing-1', [newEvent()], { expectedRevision: 'no_stream' });
     await settle();
@@ -144,6 +173,29 @@ describe('issue 24: an acknowledged append is on disk (synchronous=FULL), its fs
     fsync.release();
     await settle();
     expect(closing.state()).toBe('resolved');
+  });
+});
+
+describe('after a failed fsync the store commits nothing more', () => {
+  it('fails an append queued before the failure was known (waiting for the end of the turn) and writes none of it', async () => {
+    const fsync = new HeldFsync();
+    // No eager commits: every group waits for the end of the turn, as a busy turn's overflow does.
+    const store = openSqliteEventStore({ path: newDatabasePath(), fsyncFile: fsync.fsyncFile, eagerCommitsPerTurn: 0 });
+    const lost = observed(store.append('failed-1', [newEvent()], { expectedRevision: 'no_stream' }));
+    await settle();
+    expect(fsync.held).toHaveLength(1);
+    // Queued in the same turn as the failure, before the store commits it.
+    const queued = observed(store.append('failed-2', [newEvent()], { expectedRevision: 'no_stream', acknowledge: 'committed' }));
+    fsync.release(Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO' }));
+    await settle();
+
+    expect([lost.state(), queued.state()]).toEqual(['rejected', 'rejected']);
+    expect(String(queued.error())).toMatch(/could not be made durable/);
+    expect(await store.readStream('failed-2')).toEqual([]);
+    // The commit the fsync failed to make durable stays hidden from $all and the head.
+    expect(await store.readAll()).toEqual([]);
+    expect(await store.headPosition()).toBeUndefined();
+    await store.close();
   });
 });
 

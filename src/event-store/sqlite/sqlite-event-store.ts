@@ -628,6 +628,12 @@ export class SqliteEventStore implements EventStore {
 
   /** Writes a group of appends in one transaction; settles each one only after COMMIT. */
   private commitGroup(group: readonly PendingAppend[]): void {
+    // After a failed fsync nothing more is committed: appends queued before the store learned of it fail too.
+    const failure = this.walSync?.failure;
+    if (failure !== undefined) {
+      for (const pending of group) pending.reject(failure);
+      return;
+    }
     const outcomes: Array<AppendResult | Error> = new Array(group.length);
     const recordedAtMs = Date.now();
     const writtenAppends: WrittenAppend[] = [];
@@ -652,18 +658,23 @@ export class SqliteEventStore implements EventStore {
       }
     } catch (error) {
       // Not one append's fault (I/O, lock timeout): none of the group was committed.
-      if (this.walSync !== undefined && this.walSync.firstUnsynced === undefined) Atomics.store(this.unsynced, 0, 0n);
+      // (After a failed fsync the marker stays where it is: what it hides was never made durable.)
+      if (this.walSync !== undefined && this.walSync.firstUnsynced === undefined && this.walSync.failure === undefined) Atomics.store(this.unsynced, 0, 0n);
       for (const pending of group) pending.reject(error);
       return;
     }
     this.transactionsCommitted++;
     this.appendsCommitted += written;
-    if (this.walSync === undefined || writtenAppends.length === 0) return this.deliver(group, outcomes, writtenAppends, recordedAtMs);
+    if (this.walSync === undefined) return this.deliver(group, outcomes, writtenAppends, recordedAtMs);
+    // A group that wrote nothing may still answer a retried append whose first attempt committed: its
+    // commit may be waiting for its fsync, so the answer waits for the next one too.
+    const waitFrom = writtenAppends.length > 0 ? writtenAppends[0]!.positions[0]! : this.walSync.firstUnsynced;
+    if (waitFrom === undefined || outcomes.every((outcome) => outcome instanceof Error)) return this.deliver(group, outcomes, writtenAppends, recordedAtMs);
     // Appends that asked for it are told now; the rest, and the listeners, once the fsync returned.
     const early = group.map((pending, index) => pending.onCommit && !(outcomes[index] instanceof Error));
     early.forEach((now, index) => now && group[index]!.resolve(outcomes[index] as AppendResult));
     const walSync = this.walSync;
-    walSync.afterCommit(writtenAppends[0]!.positions[0]!, (durability) => {
+    walSync.afterCommit(waitFrom, (durability) => {
       if (durability === undefined) Atomics.store(this.unsynced, 0, walSync.firstUnsynced ?? 0n);
       this.deliver(group, outcomes, writtenAppends, recordedAtMs, durability, early);
     });
