@@ -153,6 +153,10 @@ export class AnthropicMessagesController {
    */
   private async settle(admission: Admitted, facts: MessagesBodyFacts, outcome: GatewayCallOutcome, requestId: string): Promise<void> {
     try {
+      // After the I/O of this turn of the event loop: the other answers that arrived with this one are
+      // relayed before any of their settlements runs (calls come back in bursts; the caller waits for
+      // its answer, nobody waits for the settlement).
+      await new Promise<void>((resolve) => setImmediate(resolve));
       await this.accounting.settle(admission, outcome);
     } catch (error) {
       this.logger.error({
