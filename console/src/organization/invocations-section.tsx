@@ -34,6 +34,70 @@ function ChoiceFilter({ id, label, choices, value, onChange }: { id: string; lab
   );
 }
 
+/** The filters as the user edits them; applied (and the pages started again) on submit. */
+function InvocationFilters({ draft, setDraft, onApply }: { draft: Filters; setDraft: (filters: Filters) => void; onApply: () => void }) {
+  return (
+    <form
+      class="filters"
+      aria-label="Invocation filters"
+      onSubmit={(event) => {
+        event.preventDefault();
+        onApply();
+      }}
+    >
+      <ChoiceFilter id="filter-state" label="State" choices={INVOCATION_STATUSES} value={draft.state} onChange={(state) => setDraft({ ...draft, state })} />
+      <ChoiceFilter id="filter-outcome" label="Outcome" choices={OUTCOMES} value={draft.outcome} onChange={(outcome) => setDraft({ ...draft, outcome })} />
+      <div>
+        <label for="filter-operation">Operation id</label>
+        <input id="filter-operation" type="text" spellcheck={false} value={draft.operationId} onInput={(e) => setDraft({ ...draft, operationId: e.currentTarget.value.trim() })} />
+      </div>
+      <button type="submit">Apply filters</button>
+    </form>
+  );
+}
+
+/** One page of invocations as a table, each linking to its page and its operation's. */
+function InvocationsTable({ invocations, pageNumber }: { invocations: InvocationPage['invocations']; pageNumber: number }) {
+  return (
+    <TableScroll label="Invocations table">
+      <table>
+        <caption class="visually-hidden">Invocations, newest first, page {pageNumber}</caption>
+        <thead>
+          <tr>
+            <th scope="col">Invocation</th>
+            <th scope="col">Operation</th>
+            <th scope="col">State</th>
+            <th scope="col">Outcome or refusal</th>
+            <th scope="col" class="num">Charge</th>
+            <th scope="col">Started</th>
+          </tr>
+        </thead>
+        <tbody>
+          {invocations.map((invocation) => (
+            <tr key={invocation.invocationId}>
+              <td>
+                <a href={invocationHref(invocation.invocationId)}>
+                  <code>{invocation.invocationId}</code>
+                </a>
+              </td>
+              <td>
+                <a href={operationHref(invocation.operationId)}>{invocation.operationId}</a>
+                {invocation.publicationVersion !== undefined && <span class="muted"> v{invocation.publicationVersion}</span>}
+              </td>
+              <td>
+                <StateBadge state={invocation.state} />
+              </td>
+              <td>{invocation.outcome ?? invocation.refusalReason ?? '—'}</td>
+              <td class="num">{formatCredits(invocation.charge)}</td>
+              <td>{formatTime(invocation.estimatedAt)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </TableScroll>
+  );
+}
+
 /**
  * An organization's invocations, newest first, each linking to its page. State and operation are
  * filtered by the API; the API has no outcome filter, so the outcome filters the page shown.
@@ -50,25 +114,17 @@ export function InvocationsSection({ organizationId, operationId }: { organizati
       cursor: pages.cursor,
     }),
   );
+  const unfiltered = filters.state === '' && filters.operationId === '' && filters.outcome === '';
   return (
     <Section id="invocations" title="Invocations, newest first">
-      <form
-        class="filters"
-        aria-label="Invocation filters"
-        onSubmit={(event) => {
-          event.preventDefault();
+      <InvocationFilters
+        draft={draft}
+        setDraft={setDraft}
+        onApply={() => {
           pages.reset();
           setFilters(draft);
         }}
-      >
-        <ChoiceFilter id="filter-state" label="State" choices={INVOCATION_STATUSES} value={draft.state} onChange={(state) => setDraft({ ...draft, state })} />
-        <ChoiceFilter id="filter-outcome" label="Outcome" choices={OUTCOMES} value={draft.outcome} onChange={(outcome) => setDraft({ ...draft, outcome })} />
-        <div>
-          <label for="filter-operation">Operation id</label>
-          <input id="filter-operation" type="text" spellcheck={false} value={draft.operationId} onInput={(e) => setDraft({ ...draft, operationId: e.currentTarget.value.trim() })} />
-        </div>
-        <button type="submit">Apply filters</button>
-      </form>
+      />
       <Show loaded={list} what="the invocations">
         {(page) => {
           const shown = filters.outcome === '' ? page.invocations : page.invocations.filter((i) => i.outcome === filters.outcome);
@@ -79,47 +135,10 @@ export function InvocationsSection({ organizationId, operationId }: { organizati
                   {shown.length} of the {formatCountOf(page.invocations.length, 'invocation')} on this page ended {filters.outcome}.
                 </p>
               )}
-              {shown.length > 0 && (
-                <TableScroll label="Invocations table">
-                  <table>
-                    <caption class="visually-hidden">Invocations, newest first, page {pages.pageNumber}</caption>
-                    <thead>
-                      <tr>
-                        <th scope="col">Invocation</th>
-                        <th scope="col">Operation</th>
-                        <th scope="col">State</th>
-                        <th scope="col">Outcome or refusal</th>
-                        <th scope="col" class="num">Charge</th>
-                        <th scope="col">Started</th>
-                      </tr>
-                    </thead>
-                    <tbody>
-                      {shown.map((invocation) => (
-                        <tr key={invocation.invocationId}>
-                          <td>
-                            <a href={invocationHref(invocation.invocationId)}>
-                              <code>{invocation.invocationId}</code>
-                            </a>
-                          </td>
-                          <td>
-                            <a href={operationHref(invocation.operationId)}>{invocation.operationId}</a>
-                            {invocation.publicationVersion !== undefined && <span class="muted"> v{invocation.publicationVersion}</span>}
-                          </td>
-                          <td>
-                            <StateBadge state={invocation.state} />
-                          </td>
-                          <td>{invocation.outcome ?? invocation.refusalReason ?? '—'}</td>
-                          <td class="num">{formatCredits(invocation.charge)}</td>
-                          <td>{formatTime(invocation.estimatedAt)}</td>
-                        </tr>
-                      ))}
-                    </tbody>
-                  </table>
-                </TableScroll>
-              )}
+              {shown.length > 0 && <InvocationsTable invocations={shown} pageNumber={pages.pageNumber} />}
               {shown.length === 0 && (
                 <p class="empty">
-                  {page.invocations.length === 0 && pages.pageNumber === 1 && filters.state === '' && filters.operationId === '' && filters.outcome === ''
+                  {page.invocations.length === 0 && pages.pageNumber === 1 && unfiltered
                     ? `No invocations yet: nothing has run for ${organizationId}.`
                     : 'No invocation matches these filters.'}
                 </p>

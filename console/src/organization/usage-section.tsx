@@ -22,6 +22,63 @@ function defaultPeriod(): { from: string; to: string } {
   return { from: utcDay(start), to: utcDay(today) };
 }
 
+type Period = ReturnType<typeof defaultPeriod>;
+
+/** The period as the user edits it (UTC days), shown on submit. */
+function PeriodForm({ draft, setDraft, onShow }: { draft: Period; setDraft: (period: Period) => void; onShow: () => void }) {
+  return (
+    <form
+      class="filters"
+      onSubmit={(event) => {
+        event.preventDefault();
+        onShow();
+      }}
+    >
+      <div>
+        <label for="usage-from">From (UTC day)</label>
+        <input id="usage-from" type="date" required value={draft.from} max={draft.to} onInput={(e) => setDraft({ ...draft, from: e.currentTarget.value })} />
+      </div>
+      <div>
+        <label for="usage-to">To (UTC day)</label>
+        <input id="usage-to" type="date" required value={draft.to} min={draft.from} onInput={(e) => setDraft({ ...draft, to: e.currentTarget.value })} />
+      </div>
+      <button type="submit">Show period</button>
+    </form>
+  );
+}
+
+/** The per-day chart's figures as a table, folded away. */
+function UsageTable({ rows }: { rows: UsageStatement['rows'] }) {
+  return (
+    <details>
+      <summary>The same figures as a table</summary>
+      <TableScroll label="Usage table">
+        <table>
+          <caption class="visually-hidden">Credits per day and operation</caption>
+          <thead>
+            <tr>
+              <th scope="col">Day</th>
+              <th scope="col">Operation</th>
+              <th scope="col" class="num">Settled</th>
+              <th scope="col" class="num">Credits</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((row) => (
+              <tr key={`${row.day}-${row.operationId}`}>
+                <td>{row.day}</td>
+                <td>{row.operationId}</td>
+                <td class="num">{formatCount(row.settled)}</td>
+                <td class="num">{formatCount(row.credits)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </TableScroll>
+    </details>
+  );
+}
+
 export function UsageSection({ organizationId }: { organizationId: string }) {
   const [period, setPeriod] = useState(defaultPeriod);
   const [draft, setDraft] = useState(period);
@@ -31,23 +88,7 @@ export function UsageSection({ organizationId }: { organizationId: string }) {
   const ledger = useApi<LedgerEntryPage>(withQuery(`/v1/organizations/${segment(organizationId)}/ledger`, { order: 'newest', limit: AVAILABLE_CHART_ENTRIES }));
   return (
     <Section id="usage" title="Credits over time">
-      <form
-        class="filters"
-        onSubmit={(event) => {
-          event.preventDefault();
-          setPeriod(draft);
-        }}
-      >
-        <div>
-          <label for="usage-from">From (UTC day)</label>
-          <input id="usage-from" type="date" required value={draft.from} max={draft.to} onInput={(e) => setDraft({ ...draft, from: e.currentTarget.value })} />
-        </div>
-        <div>
-          <label for="usage-to">To (UTC day)</label>
-          <input id="usage-to" type="date" required value={draft.to} min={draft.from} onInput={(e) => setDraft({ ...draft, to: e.currentTarget.value })} />
-        </div>
-        <button type="submit">Show period</button>
-      </form>
+      <PeriodForm draft={draft} setDraft={setDraft} onShow={() => setPeriod(draft)} />
       <Show loaded={usage} what="the usage statement">
         {(statement) => (
           <>
@@ -70,32 +111,7 @@ export function UsageSection({ organizationId }: { organizationId: string }) {
                 </Show>
               </div>
             </div>
-            <details>
-              <summary>The same figures as a table</summary>
-              <TableScroll label="Usage table">
-                <table>
-                  <caption class="visually-hidden">Credits per day and operation</caption>
-                  <thead>
-                    <tr>
-                      <th scope="col">Day</th>
-                      <th scope="col">Operation</th>
-                      <th scope="col" class="num">Settled</th>
-                      <th scope="col" class="num">Credits</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {statement.rows.map((row) => (
-                      <tr key={`${row.day}-${row.operationId}`}>
-                        <td>{row.day}</td>
-                        <td>{row.operationId}</td>
-                        <td class="num">{formatCount(row.settled)}</td>
-                        <td class="num">{formatCount(row.credits)}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </TableScroll>
-            </details>
+            <UsageTable rows={statement.rows} />
           </>
         )}
       </Show>

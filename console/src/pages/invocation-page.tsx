@@ -195,6 +195,39 @@ function gatewayFigures(gateway: ExplanationGateway): ReadonlyArray<readonly [st
   ];
 }
 
+/** The attempts table's head: a column per usage kind some attempt used, grouped under "Usage". */
+function AttemptsTableHead({ kinds, perAttemptModel }: { kinds: readonly string[]; perAttemptModel: boolean }) {
+  return (
+    <thead>
+      {kinds.length > 0 && (
+        <tr>
+          <td colSpan={perAttemptModel ? 6 : 5} />
+          <th scope="colgroup" colSpan={kinds.length} class="group">
+            Usage
+          </th>
+          <td />
+        </tr>
+      )}
+      <tr>
+        <th scope="col">Attempt</th>
+        <th scope="col">Wait before</th>
+        <th scope="col">Duration</th>
+        <th scope="col">Classification</th>
+        <th scope="col">HTTP</th>
+        {perAttemptModel && <th scope="col">Model</th>}
+        {kinds.map((kind) => (
+          <th scope="col" key={kind} class="num">
+            {words(kind).replace(/ tokens$/, '')}
+          </th>
+        ))}
+        <th scope="col" class="num">
+          Price (credits)
+        </th>
+      </tr>
+    </thead>
+  );
+}
+
 function AttemptsView({ history, status }: { history: AttemptHistory; status: Loaded<InvocationStatus> }) {
   if (history.attempts.length === 0) return <p class="muted">No provider attempt was made.</p>;
   // Only the kinds some attempt used get a column; the others are named once below the table.
@@ -221,33 +254,7 @@ function AttemptsView({ history, status }: { history: AttemptHistory; status: Lo
       <TableScroll label="Attempts table">
         <table>
           <caption class="visually-hidden">Attempts with their usage and price</caption>
-          <thead>
-            {kinds.length > 0 && (
-              <tr>
-                <td colSpan={perAttemptModel ? 6 : 5} />
-                <th scope="colgroup" colSpan={kinds.length} class="group">
-                  Usage
-                </th>
-                <td />
-              </tr>
-            )}
-            <tr>
-              <th scope="col">Attempt</th>
-              <th scope="col">Wait before</th>
-              <th scope="col">Duration</th>
-              <th scope="col">Classification</th>
-              <th scope="col">HTTP</th>
-              {perAttemptModel && <th scope="col">Model</th>}
-              {kinds.map((kind) => (
-                <th scope="col" key={kind} class="num">
-                  {words(kind).replace(/ tokens$/, '')}
-                </th>
-              ))}
-              <th scope="col" class="num">
-                Price (credits)
-              </th>
-            </tr>
-          </thead>
+          <AttemptsTableHead kinds={kinds} perAttemptModel={perAttemptModel} />
           <tbody>
             {history.attempts.map((attempt) => (
               <AttemptRowView key={`${attempt.turn}-${attempt.retry}`} attempt={attempt} kinds={kinds} showModel={perAttemptModel} />
