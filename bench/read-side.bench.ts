@@ -3,7 +3,7 @@
  * the service runs (projections/index.ts ALL_PROJECTIONS) from position 0, as `llm-ledger projections
  * rebuild` runs it (rebuildProjectionsInParallel, in the groups rebuildGroups derives, on worker threads) and
  * on one thread (rebuildProjections; the two must build the same read model), and the latency of reading
- * an invocation's explanation document (SPEC §10 `GET /v1/invocations/:id/explanation` reads exactly
+ * an invocation's explanation document (docs/http.md `GET /v1/invocations/:id/explanation` reads exactly
  * this document once the read model is caught up) on a freshly opened read-model file.
  *
  * The log: a real run of SAMPLE_INVOCATIONS invocations through RunOperationCommand (full-path shape:

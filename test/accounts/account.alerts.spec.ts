@@ -20,7 +20,7 @@ import {
 const spec = deciderSpec(accountDecider);
 const settlement = (invocationId: string) => ({ kind: 'settlement' as const, invocationId });
 
-describe('SPEC §13 credit alerts: a settlement that crosses a threshold appends CreditThresholdCrossed to the account', () => {
+describe('README.md credit alerts: a settlement that crosses a threshold appends CreditThresholdCrossed to the account', () => {
   it('appends it after HoldSettled when the settlement takes available below the threshold, with the figures after it', () => {
     spec
       .given([granted(1_000), alertsSet([availableBelow(300)]), holdPlaced('inv-1', 800)])
@@ -49,7 +49,7 @@ describe('SPEC §13 credit alerts: a settlement that crosses a threshold appends
   });
 });
 
-describe('SPEC §13 credit alerts: once per crossing, and again only after it was un-crossed', () => {
+describe('README.md credit alerts: once per crossing, and again only after it was un-crossed', () => {
   const crossedOnce = [
     granted(1_000),
     alertsSet([availableBelow(300)]),
@@ -81,7 +81,7 @@ describe('SPEC §13 credit alerts: once per crossing, and again only after it wa
   });
 });
 
-describe('SPEC §13 credit alerts: an adjustment that crosses a threshold appends it too', () => {
+describe('README.md credit alerts: an adjustment that crosses a threshold appends it too', () => {
   it('appends it after a negative adjustment that takes available below, naming the adjustment by its idempotency key', () => {
     spec
       .given([granted(1_000), alertsSet([availableBelow(500)])])
@@ -100,7 +100,7 @@ describe('SPEC §13 credit alerts: an adjustment that crosses a threshold append
   });
 });
 
-describe('SPEC §13 credit alerts: used_share_above compares in integers, never floats', () => {
+describe('README.md credit alerts: used_share_above compares in integers, never floats', () => {
   it('is not crossed at exactly the percent, and is crossed one credit past it', () => {
     spec
       .given([granted(1_000), alertsSet([usedShareAbove(80)]), holdPlaced('inv-1', 900)])
@@ -140,7 +140,7 @@ describe('SPEC §13 credit alerts: used_share_above compares in integers, never 
   });
 });
 
-describe('SPEC §13 credit alerts: PUT …/alerts replaces the thresholds', () => {
+describe('README.md credit alerts: PUT …/alerts replaces the thresholds', () => {
   it('records the thresholds, and writes nothing when the same ones are set again', () => {
     spec.given([granted(1_000)]).when(setAlerts([availableBelow(100), usedShareAbove(90)])).then([alertsSet([availableBelow(100), usedShareAbove(90)])]);
     spec.given([granted(1_000), alertsSet([availableBelow(100)])]).when(setAlerts([availableBelow(100)])).thenNothing();

@@ -19,7 +19,7 @@ import {
 
 const spec = deciderSpec(accountDecider);
 
-describe('SPEC §3 available = granted + adjustments − charged − held, derived and never stored', () => {
+describe('docs/lifecycle.md available = granted + adjustments − charged − held, derived and never stored', () => {
   it('derives every balance figure from grants, adjustments, holds and charges', () => {
     const state = spec
       .given([granted(1_000), adjusted(-100), holdPlaced('inv-1', 300), holdPlaced('inv-2', 200), holdSettled('inv-1', 300, 250)])
@@ -44,7 +44,7 @@ describe('SPEC §3 available = granted + adjustments − charged − held, deriv
   });
 });
 
-describe('SPEC §3 grants and adjustments: an idempotency key returns the first result and writes nothing new', () => {
+describe('docs/lifecycle.md grants and adjustments: an idempotency key returns the first result and writes nothing new', () => {
   it('grants credits', () => {
     spec.given([]).when(grant(1_000)).then([granted(1_000)]);
   });
@@ -84,7 +84,7 @@ describe('SPEC §3 grants and adjustments: an idempotency key returns the first 
     ['credits past MAX_LEDGER_ENTRY_CREDITS', { credits: MAX_LEDGER_ENTRY_CREDITS + 1 }, 'credits'],
     ['no reason', { reason: '' }, 'reason'],
     ['a time that is not ISO-8601', { grantedAt: '01/01/2025' }, 'grantedAt'],
-  ])('refuses a grant with %s, naming the field (SPEC §11)', (_name, override, field) => {
+  ])('refuses a grant with %s, naming the field (docs/http.md)', (_name, override, field) => {
     const command = grant(100);
     spec
       .given([])
@@ -114,7 +114,7 @@ describe('SPEC §3 grants and adjustments: an idempotency key returns the first 
   });
 });
 
-describe('SPEC §11 no account total may leave the exact-integer range (MAX_ACCOUNT_TOTAL_CREDITS)', () => {
+describe('docs/http.md no account total may leave the exact-integer range (MAX_ACCOUNT_TOTAL_CREDITS)', () => {
   // 9,007 grants of MAX_LEDGER_ENTRY_CREDITS, the most the range allows; one recorded event stands in
   // for them (the HTTP test makes the same total and is refused the same way).
   const fullGrants = [granted(9_007 * MAX_LEDGER_ENTRY_CREDITS, 'earlier')];
@@ -169,7 +169,7 @@ describe('SPEC §11 no account total may leave the exact-integer range (MAX_ACCO
   });
 });
 
-describe('SPEC §3 organization settings: the aiEnabled switch and maxRunning slots', () => {
+describe('docs/lifecycle.md organization settings: the aiEnabled switch and maxRunning slots', () => {
   it(`starts an account with AI enabled and DEFAULT_MAX_RUNNING (${DEFAULT_MAX_RUNNING}) slots`, () => {
     const state = spec.given([]).state();
     expect(state).toMatchObject({ exists: false, aiEnabled: true, maxRunning: DEFAULT_MAX_RUNNING });
@@ -198,7 +198,7 @@ describe('SPEC §3 organization settings: the aiEnabled switch and maxRunning sl
   });
 });
 
-describe('SPEC §3 holds name their invocation: each is placed at most once and settled at most once', () => {
+describe('docs/lifecycle.md holds name their invocation: each is placed at most once and settled at most once', () => {
   it('records who settled a hold when it was not the invocation’s own run: the sweep or recovery (issue 24)', () => {
     spec
       .given([granted(1_000), holdPlaced('inv-1', 300)])
@@ -268,7 +268,7 @@ describe('SPEC §3 holds name their invocation: each is placed at most once and 
   });
 });
 
-describe('SPEC §3 PlaceHold refuses what admission refuses, so the account never over-commits', () => {
+describe('docs/lifecycle.md PlaceHold refuses what admission refuses, so the account never over-commits', () => {
   it('refuses a hold while the organization switch is off', () => {
     spec
       .given([granted(1_000), settingsChanged(false, 10)])
@@ -301,7 +301,7 @@ describe('SPEC §3 PlaceHold refuses what admission refuses, so the account neve
   });
 });
 
-describe('SPEC §3 the account state is bounded by holds in flight, not by history', () => {
+describe('docs/lifecycle.md the account state is bounded by holds in flight, not by history', () => {
   function cycles(count: number): AccountState {
     let state = spec.given([granted(1_000_000_000), settingsChanged(true, 10)]).state();
     for (let i = 0; i < count; i++) {

@@ -51,7 +51,7 @@ const withSlots = (maxRunning: number): AccountState =>
     accountDecider.initialState(),
   );
 
-describe('SPEC §3 concurrent admissions never over-commit credits or slots (property)', () => {
+describe('docs/lifecycle.md concurrent admissions never over-commit credits or slots (property)', () => {
   it('places a hold only when it fits what was available and a slot was free, whatever the order of commands', () => {
     fc.assert(
       fc.property(

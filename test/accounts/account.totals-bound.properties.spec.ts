@@ -91,7 +91,7 @@ function moneyReducing(state: AccountState, pick: number): AccountCommand[] {
   return reducing;
 }
 
-describe('finding 1 of issue 24, as a property: no command leaves a total outside the exact-integer range, and money-reducing commands always succeed (SPEC §11)', () => {
+describe('finding 1 of issue 24, as a property: no command leaves a total outside the exact-integer range, and money-reducing commands always succeed (docs/http.md)', () => {
   it('from any reachable account state, settlements and negative adjustments are accepted, and every step stays exact', () => {
     // How often the runs met the bound, so the property is not vacuously true far from it.
     const met = { holdsRefusedAtTheBound: 0, creditsRefusedAtTheBound: 0 };

@@ -18,7 +18,7 @@ const publication = (overrides: Partial<Publication> = {}): Publication => ({
 
 const account = (...events: Parameters<typeof accountDecider.evolve>[1][]): AccountState => replay(accountDecider, events);
 
-describe('SPEC §3 admission, in order: access, credits, slot', () => {
+describe('docs/lifecycle.md admission, in order: access, credits, slot', () => {
   it('admits when the switch is on, the hold fits and a slot is free', () => {
     expect(decideAdmission(account(granted(1_000)), publication())).toEqual({ admitted: true });
   });

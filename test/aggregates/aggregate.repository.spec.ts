@@ -26,7 +26,7 @@ function countingReads(store: EventStore): { store: EventStore; reads: bigint[] 
   return { store: counted, reads };
 }
 
-describe('AggregateRepository — a cached state decides, the expected revision keeps it honest (issue 7, SPEC §3)', () => {
+describe('AggregateRepository — a cached state decides, the expected revision keeps it honest (issue 7, docs/lifecycle.md)', () => {
   let store: SqliteEventStore;
 
   beforeEach(() => {

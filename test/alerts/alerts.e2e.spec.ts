@@ -9,7 +9,7 @@ const feature = scriptedFeature('alerts.answer', () => [
 ]);
 const ALERTS = '/v1/organizations/acme/alerts';
 
-describe('SPEC §13 PUT /v1/organizations/:organizationId/alerts, and the crossings it leads to', () => {
+describe('README.md PUT /v1/organizations/:organizationId/alerts, and the crossings it leads to', () => {
   let ledger: HttpLedger;
 
   const invoke = () =>

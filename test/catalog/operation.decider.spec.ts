@@ -43,7 +43,7 @@ const published = (version: number, overrides: Partial<OperationPublished['data'
   },
 });
 
-describe('SPEC §2 operation catalog: numbered, immutable publications', () => {
+describe('README.md "Prices" operation catalog: numbered, immutable publications', () => {
   it('publishes version 1 of a new operation, filling in the default of three attempts per turn', () => {
     const state = spec.given([]).when(publish()).then([published(1)]);
     expect(publicationInForce(state)?.version).toBe(1);
@@ -83,7 +83,7 @@ describe('SPEC §2 operation catalog: numbered, immutable publications', () => {
     spec.given([published(1)]).when(publish({ operationId: 'other-op' })).thenThrows(ValidationError, { field: 'operationId' });
   });
 
-  it('refuses an invalid publication and writes nothing, naming the field (SPEC §11)', () => {
+  it('refuses an invalid publication and writes nothing, naming the field (docs/http.md)', () => {
     spec
       .given([published(1)])
       .when(publish({ creditHold: -1 }))

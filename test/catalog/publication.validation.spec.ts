@@ -36,7 +36,7 @@ function refusal(mutate: (body: Record<string, any>) => void): ValidationError {
   throw new Error('expected a ValidationError');
 }
 
-describe('SPEC §11 a bad publication is refused with the field named', () => {
+describe('docs/http.md a bad publication is refused with the field named', () => {
   const cases: [string, string, (body: Record<string, any>) => void][] = [
     ['a missing turn limit', 'limits.maxTurns', (b) => delete b.limits.maxTurns],
     ['a negative turn limit', 'limits.maxTurns', (b) => (b.limits.maxTurns = -1)],
@@ -111,7 +111,7 @@ describe('SPEC §11 a bad publication is refused with the field named', () => {
     expect(validatePublication({ ...body, prices, creditHold: 0 })).toMatchObject({ prices, creditHold: 0 });
   });
 
-  it('fills in three attempts per turn when the publisher names none (SPEC §6)', () => {
+  it('fills in three attempts per turn when the publisher names none (docs/rules.md)', () => {
     const body = valid();
     const { maxAttemptsPerTurn: _omitted, ...limits } = body.limits;
     expect(validatePublication({ ...body, limits }).limits.maxAttemptsPerTurn).toBe(3);

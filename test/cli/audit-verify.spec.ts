@@ -6,7 +6,7 @@ import { EXIT_DIFFERENCES, EXIT_OK } from '../../src/cli/cli-io';
 import { ledgerWithHistory, type AuditedLedger } from './ledger-fixture';
 import { MemoryIo } from './support/memory-io';
 
-describe('llm-ledger audit verify (SPEC §9): replays the log and checks every read model and balance', () => {
+describe('llm-ledger audit verify (README.md "The auditors\' CLI"): replays the log and checks every read model and balance', () => {
   let audited: AuditedLedger;
 
   beforeEach(async () => {

@@ -50,7 +50,7 @@ async function balancesOf(log: Log): Promise<SqliteReadModelStore> {
   return store;
 }
 
-describe('audit verify cross-checks each account against the charges settled in its invocation streams (SPEC §3, §9)', () => {
+describe('audit verify cross-checks each account against the charges settled in its invocation streams (docs/lifecycle.md, docs/http.md)', () => {
   it('finds nothing wrong in what runs and the sweep write', async () => {
     const log = new Log().append('account-acme', granted(1_000)).settledRun('inv-1').settledRun('inv-2');
     // The sweep closing a request that stopped between its hold and its reservation (transition 12, then the hold).
@@ -97,7 +97,7 @@ describe('audit verify cross-checks each account against the charges settled in 
   });
 });
 
-describe('audit verify recomputes every attempt price from its usage and the copied rate version (SPEC §7, BR-CAP-PFM-LLM-002-07)', () => {
+describe('audit verify recomputes every attempt price from its usage and the copied rate version (docs/rules.md rule 07, BR-CAP-PFM-LLM-002-07)', () => {
   const run = (attemptPrice: number, charge: number, attemptUsage = usage(12_333)): Log =>
     new Log()
       .append('account-acme', granted(1_000))
@@ -165,7 +165,7 @@ describe('audit verify checks the balances read model against its own arithmetic
   });
 });
 
-describe('audit verify flags an account whose totals left the exact-integer range (SPEC §11)', () => {
+describe('audit verify flags an account whose totals left the exact-integer range (docs/http.md)', () => {
   it('reports the first event that took a figure (here granted + adjustments) past Number.MAX_SAFE_INTEGER, once', async () => {
     // Written before the decider bounded every total: a log the audit must not call sound.
     const log = new Log()

@@ -22,7 +22,7 @@ function copyLedger(fromDirectory: string): { directory: string; logPath: string
   return { directory, logPath: join(directory, 'ledger.sqlite'), readPath: join(directory, readModelPathFor('ledger.sqlite')) };
 }
 
-describe('llm-ledger, the auditors\' CLI (SPEC §9), run in-process on a stopped service\'s files', () => {
+describe('llm-ledger, the auditors\' CLI (README.md), run in-process on a stopped service\'s files', () => {
   let original: string;
   let runs: readonly InvocationSummary[];
   const copies: string[] = [];

@@ -61,7 +61,7 @@ async function restoreLog(logPath: string): Promise<void> {
 
 const withNewKinds = (usage: Usage | undefined) => (usage === undefined ? undefined : { ...usage, cacheWrite1hTokens: 0, webSearchRequests: 0 });
 
-describe('SPEC §2 a log written before the rate version grew still loads, audits and prices exactly as before (upcaster, not a rewrite)', () => {
+describe('README.md "Prices" a log written before the rate version grew still loads, audits and prices exactly as before (upcaster, not a rewrite)', () => {
   let ledger: LedgerTestApp;
   let readStore: SqliteReadModelStore;
 

@@ -31,7 +31,7 @@ const PLATFORMS: ReadonlyArray<readonly [string, (moduleRef: TestingModule) => I
   ['Fastify', (moduleRef) => moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), { logger: false })],
 ];
 
-describe.each(PLATFORMS)('SPEC §12 the HTTP API (SPEC §10) embedded in an application on %s', (_platform, create) => {
+describe.each(PLATFORMS)('docs/embedding.md the HTTP API (docs/http.md) embedded in an application on %s', (_platform, create) => {
   let directory: string;
   let app: INestApplication;
   let server: ReturnType<INestApplication['getHttpServer']>;
@@ -69,7 +69,7 @@ describe.each(PLATFORMS)('SPEC §12 the HTTP API (SPEC §10) embedded in an appl
     expect(types[types.length - 1]).toBe('InvocationSettled');
   });
 
-  it('answers 202 with a Location under http.prefix for Prefer: respond-async (SPEC §10)', async () => {
+  it('answers 202 with a Location under http.prefix for Prefer: respond-async (docs/http.md)', async () => {
     const accepted = await request(server)
       .post('/ledger/v1/invocations')
       .set({ ...SYSTEM, Prefer: 'respond-async' })

@@ -79,7 +79,7 @@ async function runTriage(started: INestApplication): Promise<InvocationSummary> 
   return commands.execute(new RunOperationCommand({ operationId: 'support.triage-ticket', organizationId: 'acme', input: {} }));
 }
 
-describe('LedgerModule.forRoot / forRootAsync: the package a NestJS application embeds (SPEC §12)', () => {
+describe('LedgerModule.forRoot / forRootAsync: the package a NestJS application embeds (docs/embedding.md)', () => {
   it('embeds without HTTP or the demo by default, even when the environment asks for the demo', async () => {
     const started = await start([
       LedgerModule.forRoot({ store: `sqlite:${join(directory, 'ledger.sqlite')}`, env: { LEDGER_DEMO: '1', LEDGER_STORE: 'sqlite:/nonexistent/x.sqlite' } }),

@@ -1,6 +1,6 @@
 import { ConfigurationError, DEFAULT_HOST, DEFAULT_PORT, DEFAULT_STORE, loadLedgerConfig } from '../../src/config/ledger.config';
 
-describe('configuration from the environment (SPEC §10)', () => {
+describe('configuration from the environment (README.md "Configuration")', () => {
   it('starts on the embedded store at port 3000 when nothing is set', () => {
     const config = loadLedgerConfig({});
     expect(config.port).toBe(DEFAULT_PORT);

@@ -1,5 +1,5 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import ts from 'typescript';
 
 const ROOT = resolve(__dirname, '..', '..');
@@ -65,5 +65,21 @@ describe('the project documents itself: no page points outside the repository', 
       }
     }
     expect(broken).toEqual([]);
+  });
+});
+
+describe('the code cites the repository’s own documents, never the specification it came from', () => {
+  // Built from parts, so this file does not match itself.
+  const OUTSIDE_CITATION = new RegExp(['SPEC' + ' §', 'STYLE' + '\\.md', '\\.\\./shared/'].join('|'));
+  const FOLDERS = ['src', 'projections', 'test', 'console/src', 'bench', 'examples/quickstart', 'examples/support-desk/src', 'examples/support-desk/test'];
+
+  it('cites no section of the specification, its style guide or its shared folder in src/, projections/, test/, console/src/, bench/ or examples/', () => {
+    const files = FOLDERS.flatMap((folder) =>
+      readdirSync(join(ROOT, folder), { recursive: true, withFileTypes: true })
+        .filter((entry) => entry.isFile() && /\.(ts|tsx|js|md)$/.test(entry.name) && !entry.parentPath.includes('node_modules'))
+        .map((entry) => join(entry.parentPath, entry.name)),
+    );
+    expect(files.length).toBeGreaterThan(500);
+    expect(files.filter((file) => OUTSIDE_CITATION.test(readFileSync(file, 'utf8'))).map((file) => relative(ROOT, file))).toEqual([]);
   });
 });

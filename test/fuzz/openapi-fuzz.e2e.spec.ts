@@ -1,5 +1,5 @@
 /**
- * Fuzzes every route of the OpenAPI document (`/docs-json`) with inputs derived from it (SPEC §11):
+ * Fuzzes every route of the OpenAPI document (`/docs-json`) with inputs derived from it (docs/http.md):
  * path ids against their declared pattern and length; every body field, nested ones and the
  * feature's `input` included, of the wrong type, out of its declared bounds, off its pattern or null;
  * every query parameter of every GET route the same way, repeated, and unknown ones; unknown and
@@ -97,7 +97,7 @@ function ledgerPaths<T>(paths: Record<string, T>): [string, T][] {
   return Object.entries(paths).filter(([path]) => !path.startsWith('/anthropic'));
 }
 
-describe('fuzzing every route of the OpenAPI document (SPEC §11; issue 24, finding 5): only declared statuses, no 5xx, every 4xx in the error shape naming its field, no tenant crossed, nothing written', () => {
+describe('fuzzing every route of the OpenAPI document (docs/http.md; issue 24, finding 5): only declared statuses, no 5xx, every 4xx in the error shape naming its field, no tenant crossed, nothing written', () => {
   let ledger: HttpLedger;
   let port: number;
   let store: EventStore;

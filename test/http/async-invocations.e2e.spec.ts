@@ -77,7 +77,7 @@ async function readEvents(response: Response, stop: (messages: readonly SseMessa
   }
 }
 
-describe('SPEC §10 async invocations: Prefer: respond-async, then Server-Sent Events from the log', () => {
+describe('docs/http.md async invocations: Prefer: respond-async, then Server-Sent Events from the log', () => {
   let ledger: HttpLedger;
   let base: string;
 
@@ -170,7 +170,7 @@ describe('SPEC §10 async invocations: Prefer: respond-async, then Server-Sent E
     expect((await ledger.http().get(path)).status).toBe(401);
   });
 
-  it('answers a keyed async repeat 202 at once while the first still runs in this process, without waiting for its end (SPEC §10)', async () => {
+  it('answers a keyed async repeat 202 at once while the first still runs in this process, without waiting for its end (docs/http.md)', async () => {
     closeGate();
     const send = () =>
       ledger.http().post('/v1/invocations').set(bearer(TOKENS.acmeMember)).set('Prefer', 'respond-async').set('Idempotency-Key', 'async-repeat').send({ operationId: OPERATION, organizationId: 'acme', input: { question: 'q' } });

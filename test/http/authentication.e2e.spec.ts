@@ -7,7 +7,7 @@ interface Route {
   readonly body?: object;
 }
 
-/** The routes only an operator may use (SPEC §10 "who: system"), each with a body it would accept. */
+/** The routes only an operator may use (docs/http.md, role system), each with a body it would accept. */
 const SYSTEM_ROUTES: readonly Route[] = [
   { method: 'put', path: '/v1/operations/demo.arithmetic/publications', body: publicationBody() },
   { method: 'post', path: '/v1/organizations/acme/grants', body: { credits: 100, reason: 'top-up', idempotencyKey: 'forbidden-grant' } },
@@ -39,7 +39,7 @@ function call(ledger: HttpLedger, route: Route, headers: Record<string, string> 
 
 const label = (route: Route) => `${route.method.toUpperCase()} ${route.path}`;
 
-describe('HTTP authentication and roles (SPEC §10: 401 without a valid token, 403 for a role the route does not allow)', () => {
+describe('HTTP authentication and roles (docs/http.md: 401 without a valid token, 403 for a role the route does not allow)', () => {
   let ledger: HttpLedger;
 
   beforeAll(async () => {

@@ -2,7 +2,7 @@ import { bearer, HttpLedger, publicationBody, startHttpLedger, TOKENS } from './
 
 const UNKNOWN_INVOCATION = '00000000-0000-4000-8000-000000000000';
 
-describe('HTTP organization scoping (SPEC §10): another organization’s resources read as not found, never as forbidden', () => {
+describe('HTTP organization scoping (docs/http.md): another organization’s resources read as not found, never as forbidden', () => {
   let ledger: HttpLedger;
   let acmeInvocation: string;
 

@@ -19,7 +19,7 @@ const CONFIGURED_TOKENS = JSON.stringify({
   [DEMO.auditor]: { role: 'org_member', organizationId: 'initech' },
 });
 
-describe('LEDGER_DEMO=1 seeding (SPEC §10): the demo catalog, organization and tokens, added beside the configuration and never over the store', () => {
+describe('LEDGER_DEMO=1 seeding (README.md "The demo"): the demo catalog, organization and tokens, added beside the configuration and never over the store', () => {
   let directory: string;
 
   beforeEach(() => {

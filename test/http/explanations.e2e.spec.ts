@@ -74,7 +74,7 @@ const FEATURES = [
   }),
 ];
 
-describe('explanations over HTTP (SPEC §9, ATS-PFM-LLM-002-12, ATS-PFM-LLM-002-13)', () => {
+describe('explanations over HTTP (docs/http.md, ATS-PFM-LLM-002-12, ATS-PFM-LLM-002-13)', () => {
   let ledger: HttpLedger;
   const system = bearer(TOKENS.system);
 
@@ -170,7 +170,7 @@ describe('explanations over HTTP (SPEC §9, ATS-PFM-LLM-002-12, ATS-PFM-LLM-002-
     });
   });
 
-  describe('an explanation for each refusal reason (SPEC §3), naming the figures behind it', () => {
+  describe('an explanation for each refusal reason (docs/lifecycle.md), naming the figures behind it', () => {
     it('ai_disabled', async () => {
       await publish('test.completed');
       await fund('dormant', 10_000);
@@ -220,7 +220,7 @@ describe('explanations over HTTP (SPEC §9, ATS-PFM-LLM-002-12, ATS-PFM-LLM-002-
     });
   });
 
-  describe('an explanation for each outcome of SPEC §5 a scripted model can reach over HTTP', () => {
+  describe('an explanation for each outcome of docs/rules.md a scripted model can reach over HTTP', () => {
     it.each([
       ['completed', 'test.completed', {}, 'Completed: answer accepted after 1 of 6 turns'],
       ['tool_limit', 'test.tool-limit', { limits: limits({ maxToolCalls: 1 }) }, 'Ended by tool_limit: used 0 of 1 tool call and the next batch asked for more (maxToolCalls of test.tool-limit v1)'],

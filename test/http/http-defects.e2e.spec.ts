@@ -28,7 +28,7 @@ function raw(port: number, options: { method: string; path: string; headers?: Re
   });
 }
 
-describe('SPEC §11 every stream name made from an id fits the store (MAX_ID_CHARS, MAX_STREAM_NAME_LENGTH)', () => {
+describe('docs/http.md every stream name made from an id fits the store (MAX_ID_CHARS, MAX_STREAM_NAME_LENGTH)', () => {
   it('fits the longest id in each stream it names, snapshots included', () => {
     const id = 'x'.repeat(MAX_ID_CHARS);
     for (const name of [accountStreamName(id), operationStreamName(id), invocationStreamName(id)]) {
@@ -37,7 +37,7 @@ describe('SPEC §11 every stream name made from an id fits the store (MAX_ID_CHA
   });
 });
 
-describe('HTTP defects found by fuzzing (SPEC §11): each a 4xx in the one error shape, nothing written', () => {
+describe('HTTP defects found by fuzzing (docs/http.md): each a 4xx in the one error shape, nothing written', () => {
   let ledger: HttpLedger;
   let port: number;
 

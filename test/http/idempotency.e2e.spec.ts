@@ -15,7 +15,7 @@ async function fund(ledger: HttpLedger): Promise<void> {
   await ledger.http().post('/v1/organizations/acme/grants').set(bearer(TOKENS.system)).send({ credits: 100_000, reason: 'plan', idempotencyKey: 'order#123' }).expect(200);
 }
 
-describe('SPEC §10 idempotency keys: printable ASCII, body or header, recognised by a keyed fingerprint, never by the input', () => {
+describe('docs/http.md idempotency keys: printable ASCII, body or header, recognised by a keyed fingerprint, never by the input', () => {
   let ledger: HttpLedger;
   const post = (body: unknown, key?: string) => {
     const request = ledger.http().post('/v1/invocations').set(bearer(TOKENS.acmeMember));
@@ -112,7 +112,7 @@ describe('SPEC §10 idempotency keys: printable ASCII, body or header, recognise
   });
 });
 
-describe('SPEC §10 the fingerprint secret a deployment configures (LEDGER_IDEMPOTENCY_SECRET)', () => {
+describe('docs/http.md the fingerprint secret a deployment configures (LEDGER_IDEMPOTENCY_SECRET)', () => {
   it('uses LEDGER_IDEMPOTENCY_SECRET and keeps no file; another secret reads the same request as another one', async () => {
     const secret = 's'.repeat(32);
     const ledger = await startHttpLedger({ env: { LEDGER_IDEMPOTENCY_SECRET: secret }, keepDirectory: true });

@@ -12,7 +12,7 @@ const FEATURE = scriptedFeature(OPERATION, function* () {
 });
 const AT = new Date(0).toISOString();
 
-describe('finding 1 of issue 24: an account at the exact-integer bound still runs invocations and can be brought down (SPEC §11, STATE-PFM-LLM-001 transition 2)', () => {
+describe('finding 1 of issue 24: an account at the exact-integer bound still runs invocations and can be brought down (docs/http.md, STATE-PFM-LLM-001 transition 2)', () => {
   let ledger: HttpLedger;
   const system = bearer(TOKENS.system);
 

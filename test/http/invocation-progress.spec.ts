@@ -22,7 +22,7 @@ const estimated = recorded(0, 'InvocationEstimated', {
   estimatedAt: '2026-12-01T00:00:00.000Z',
 });
 
-describe('SPEC §10 event-stream messages: the public progress of an invocation, never the stored event', () => {
+describe('docs/http.md event-stream messages: the public progress of an invocation, never the stored event', () => {
   it('keeps the idempotency key, the fingerprint and the publication out, and says the estimate and version', () => {
     const message = new InvocationProgressReader('i1').read(estimated);
     expect(message).toEqual({

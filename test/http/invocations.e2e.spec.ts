@@ -35,7 +35,7 @@ describe('demo.arithmetic end to end over HTTP on a file-backed SQLite store', (
 
   afterAll(() => ledger.close());
 
-  it('runs a question to a settled, accepted answer and returns SPEC’s result once settled', async () => {
+  it('runs a question to a settled, accepted answer and returns the documented result once settled', async () => {
     const response = await ledger.http().post('/v1/invocations').set(bearer(TOKENS.acmeMember)).send(run('What is (6+1)*6?'));
     expect(response.status).toBe(200);
     expect(Object.keys(response.body).sort()).toEqual(
@@ -62,7 +62,7 @@ describe('demo.arithmetic end to end over HTTP on a file-backed SQLite store', (
     expect(balance.body).toEqual({ organizationId: 'acme', granted: 50_000, adjustments: 0, held: 0, charged: charge, available: 50_000 - charge, running: 0 });
   });
 
-  it('returns the accepted answer of "What is 6*7?" in the result: the submit_answer input (SPEC §5 "The answer")', async () => {
+  it('returns the accepted answer of "What is 6*7?" in the result: the submit_answer input (README.md "The answer")', async () => {
     const response = await ledger.http().post('/v1/invocations').set(bearer(TOKENS.acmeMember)).send(run('What is 6*7?')).expect(200);
     expect(response.body).toMatchObject({ state: 'settled', outcome: 'completed', answer: { value: 42 } });
     // The status read comes from the read models, which never hold the answer.
@@ -94,7 +94,7 @@ describe('demo.arithmetic end to end over HTTP on a file-backed SQLite store', (
     await ledger.http().put('/v1/organizations/acme/settings').set(bearer(TOKENS.system)).send({ aiEnabled: true }).expect(200);
   });
 
-  it('answers a grant repeated with its key with the first result, and the key reused for another amount with 422 (SPEC §3)', async () => {
+  it('answers a grant repeated with its key with the first result, and the key reused for another amount with 422 (docs/lifecycle.md)', async () => {
     const grant = { credits: 1_000, reason: 'bonus', idempotencyKey: 'bonus-1' };
     const first = await ledger.http().post('/v1/organizations/acme/grants').set(bearer(TOKENS.system)).send(grant).expect(200);
     expect(first.body.repeated).toBe(false);
@@ -177,7 +177,7 @@ describe('demo.arithmetic end to end over HTTP on a file-backed SQLite store', (
     );
   });
 
-  it('documents every route of SPEC §10 in OpenAPI, behind bearer auth', async () => {
+  it('documents every route of docs/http.md in OpenAPI, behind bearer auth', async () => {
     const document = (await ledger.http().get('/docs-json').expect(200)).body as {
       paths: Record<string, Record<string, { security?: unknown[]; description?: string }>>;
       components: { securitySchemes: Record<string, { scheme: string }> };

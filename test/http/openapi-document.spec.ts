@@ -1,5 +1,5 @@
 /**
- * The OpenAPI document (`/docs-json`) tells the truth about the API (SPEC §10, §11): whole numbers are
+ * The OpenAPI document (`/docs-json`) tells the truth about the API (docs/http.md): whole numbers are
  * integers with their bounds, every id states the pattern and length the validation enforces (from
  * the same constants), and every route declares the error answers it can give, in the error shape.
  * The fuzz suite (test/fuzz) then derives its cases from this document.
@@ -41,7 +41,7 @@ function ledgerPaths<T>(paths: Record<string, T>): [string, T][] {
   return Object.entries(paths).filter(([path]) => !path.startsWith('/anthropic'));
 }
 
-describe('the OpenAPI document states what the validation enforces and every answer a route gives (SPEC §10)', () => {
+describe('the OpenAPI document states what the validation enforces and every answer a route gives (docs/http.md)', () => {
   let ledger: HttpLedger;
   let document: Document;
   let operations: Array<{ route: string; method: string; path: string; operation: Operation }>;

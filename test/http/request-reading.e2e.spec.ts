@@ -37,7 +37,7 @@ function send(port: number, options: { method?: string; path: string; headers?: 
  * hold whatever way the body arrives, a body's problem is raised only after authentication, and
  * paths match as they always have (trailing slash and letter case ignored, any id length validated).
  */
-describe('SPEC §10–§11 reading requests: bounded bodies, problems after authentication, routing', () => {
+describe('docs/http.md reading requests: bounded bodies, problems after authentication, routing', () => {
   let ledger: HttpLedger;
   let port: number;
   const json = { 'Content-Type': 'application/json', ...bearer(TOKENS.system) };

@@ -39,7 +39,7 @@ const CASES: readonly Case[] = [
   ['a publication with a fractional creditHold', 'put', PUBLICATION, publicationBody({ creditHold: 10.5 }), 'creditHold'],
   ['a publication routed to an unknown provider', 'put', PUBLICATION, publicationBody({ routing: { provider: 'openai', model: 'x' } }), 'routing.provider'],
   ['a publication without a model', 'put', PUBLICATION, publicationBody({ routing: { provider: 'scripted' } }), 'routing.model'],
-  ['a publication naming a fallback model, which SPEC forbids', 'put', PUBLICATION, publicationBody({ fallbackModel: 'other' }), 'fallbackModel'],
+  ['a publication naming a fallback model, which no publication may name', 'put', PUBLICATION, publicationBody({ fallbackModel: 'other' }), 'fallbackModel'],
   ['a publication with enabled as a string', 'put', PUBLICATION, publicationBody({ enabled: 'yes' }), 'enabled'],
   ['a grant of fractional credits', 'post', GRANTS, { ...grant, credits: 10.5 }, 'credits'],
   ['a grant of credits as a string', 'post', GRANTS, { ...grant, credits: '500' }, 'credits'],
@@ -67,7 +67,7 @@ const CASES: readonly Case[] = [
   ['a sweep with a threshold under a second, which could catch live requests', 'post', SWEEP, { olderThanMs: 10 }, 'olderThanMs'],
 ];
 
-describe('HTTP bad input (SPEC §11): a 400 naming each bad field, and nothing written', () => {
+describe('HTTP bad input (docs/http.md): a 400 naming each bad field, and nothing written', () => {
   let ledger: HttpLedger;
 
   beforeAll(async () => {

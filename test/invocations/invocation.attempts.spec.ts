@@ -55,14 +55,14 @@ describe('ATS-PFM-LLM-002-07 retries retain their own usage prices', () => {
     spec.given(given).when(settle('runtime')).then([settled(8, PRICE_A, 500, 'runtime')]);
   });
 
-  it('refuses a priced attempt that reported no usage: it costs 0 (SPEC §7)', () => {
+  it('refuses a priced attempt that reported no usage: it costs 0 (docs/rules.md rule 07)', () => {
     spec
       .given(HISTORY.dispatched)
       .when(recordAttempt({ ...failedFirst, priceCredits: 3 }))
       .thenThrows(ValidationError, { field: 'priceCredits' });
   });
 
-  it('refuses a price that is not the §7 price of its usage at the invocation’s rate version', () => {
+  it('refuses a price that is not the price of its usage (docs/rules.md rule 07) at the invocation’s rate version', () => {
     spec
       .given(HISTORY.dispatched)
       .when(recordAttempt(attemptRecord(1, 0, { priceCredits: 12 })))
@@ -73,7 +73,7 @@ describe('ATS-PFM-LLM-002-07 retries retain their own usage prices', () => {
   });
 });
 
-describe('SPEC §7 attempts are recorded in order, while dispatched, without any conversation body', () => {
+describe('docs/rules.md rule 07 attempts are recorded in order, while dispatched, without any conversation body', () => {
   it('refuses an attempt that skips a retry, so a billed attempt cannot go missing', () => {
     spec
       .given([...HISTORY.dispatched, attemptRecorded(attemptRecord(1, 0))])
@@ -113,7 +113,7 @@ describe('SPEC §7 attempts are recorded in order, while dispatched, without any
   });
 });
 
-describe('SPEC §7 at most MAX_RETAINED_ATTEMPTS attempts are retained; the totals stay exact', () => {
+describe('docs/rules.md rule 07 at most MAX_RETAINED_ATTEMPTS attempts are retained; the totals stay exact', () => {
   // Long enough for 70 attempts: 35 turns of 2 attempts, nothing reported after the first.
   const LONG: Publication = { ...PUBLICATION, limits: { ...PUBLICATION.limits, maxTurns: 40, maxAttemptsPerTurn: 2 } };
   const free = (turn: number, retry: number) =>
@@ -152,7 +152,7 @@ describe('SPEC §7 at most MAX_RETAINED_ATTEMPTS attempts are retained; the tota
   });
 });
 
-describe('SPEC §5 a finished conversation reports figures within its published limits and its recorded attempts', () => {
+describe('docs/rules.md a finished conversation reports figures within its published limits and its recorded attempts', () => {
   const oneAttempt = [...HISTORY.dispatched, attemptRecorded(attemptRecord(1, 0))];
 
   it.each([
@@ -173,7 +173,7 @@ describe('SPEC §5 a finished conversation reports figures within its published 
     spec.given(oneAttempt).when(fail({ fault: 'weird' as never })).thenThrows(ValidationError, { field: 'fault' });
   });
 
-  it('records credit_limit over the hold: the crossing turn stays billed (SPEC §5 rule 8)', () => {
+  it('records credit_limit over the hold: the crossing turn stays billed (docs/rules.md rule 03)', () => {
     // One turn costing 13 credits in a conversation whose publication holds 10.
     const small: Publication = { ...PUBLICATION, creditHold: 10 };
     const given = [estimated(small), reserved(10), dispatched(), attemptRecorded(attemptRecord(1, 0))];

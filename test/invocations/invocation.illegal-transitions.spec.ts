@@ -42,7 +42,7 @@ const COMMANDS: Record<string, InvocationCommand> = {
 };
 
 /**
- * SPEC §4, read as: in this state, this command makes a transition of the table. Recording an attempt
+ * docs/lifecycle.md, read as: in this state, this command makes a transition of the table. Recording an attempt
  * is not a transition but is allowed only while dispatched. Once a result is recorded (completed,
  * pending, failed) the runtime, its exception path and the sweep all close it at the same charge.
  */
@@ -92,7 +92,7 @@ describe('STATE-PFM-LLM-001 no transition outside the table: every other command
   });
 });
 
-describe('STATE-PFM-LLM-001 settled and refused are final (SPEC §11: settling twice is refused)', () => {
+describe('STATE-PFM-LLM-001 settled and refused are final (docs/http.md: settling twice is refused)', () => {
   it('refuses a second settlement by the runtime', () => {
     spec.given(HISTORY.settled).when(settle('runtime')).thenThrows(IllegalTransitionError, { state: 'settled', command: 'SettleInvocation' });
   });

@@ -11,7 +11,7 @@ import { at, estimated, PUBLICATION, refuse, reserve } from './invocation.fixtur
 const spec = deciderSpec(invocationDecider);
 const CHARGED_TO_THE_BOUND = MAX_ACCOUNT_TOTAL_CREDITS - MAX_HOLD_OVERRUN_CREDITS;
 
-describe('SPEC §3 each refusal is terminal and recorded with its reason and figures', () => {
+describe('docs/lifecycle.md each refusal is terminal and recorded with its reason and figures', () => {
   it.each([
     ['ai_disabled', [settingsChanged(false, 10)], PUBLICATION, 1],
     ['operation_disabled', [granted(1_000)], { ...PUBLICATION, enabled: false }, 1],
@@ -33,7 +33,7 @@ describe('SPEC §3 each refusal is terminal and recorded with its reason and fig
   });
 });
 
-describe('SPEC §3 a recorded refusal agrees with the publication the invocation copied, so explanations never contradict it', () => {
+describe('docs/lifecycle.md a recorded refusal agrees with the publication the invocation copied, so explanations never contradict it', () => {
   it('refuses unknown_operation for a request resolved against a published version', () => {
     spec
       .given([estimated()])

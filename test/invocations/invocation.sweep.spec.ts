@@ -8,7 +8,7 @@ import { at, attemptRecord, attemptRecorded, HISTORY, PRICE_A, settled, sweep, T
 
 const spec = deciderSpec(invocationDecider);
 
-describe('SPEC §4 the sweep settles only stale requests, so it is safe beside live traffic', () => {
+describe('docs/lifecycle.md the sweep settles only stale requests, so it is safe beside live traffic', () => {
   it('leaves a request whose last transition is within the threshold, writing nothing', () => {
     spec.given(HISTORY.estimated).when(sweep(30_000, 60_000)).thenNothing();
   });

@@ -48,7 +48,7 @@ async function seenAtLeast(seen: Seen, count: number): Promise<void> {
   if (seen.events.length < count) throw new Error(`the consumer saw ${seen.events.length} of ${count} events`);
 }
 
-describe('SPEC §12: every lifecycle and account event reaches a consuming module’s @EventsHandler as its class, once committed', () => {
+describe('docs/embedding.md: every lifecycle and account event reaches a consuming module’s @EventsHandler as its class, once committed', () => {
   let ledger: LedgerTestApp;
   let failRefusals = false;
 

@@ -12,7 +12,7 @@ import { scriptedFeature, usage } from '../support/scripted-feature';
 
 const answersAtOnce = () => [scriptedToolUse([{ id: 'a', name: 'submit_answer', input: { value: 42 } }], { usage: usage(100, 10) })];
 
-describe('admission refusals are terminal and recorded with their figures (SPEC §3, STATE-PFM-LLM-001 transitions 1 and 2)', () => {
+describe('admission refusals are terminal and recorded with their figures (docs/lifecycle.md, STATE-PFM-LLM-001 transitions 1 and 2)', () => {
   let ledger: LedgerTestApp;
   const run = (organizationId = 'acme', operationId = 'test.admit', input: unknown = { question: 'q' }) =>
     ledger.commandBus.execute(new RunOperationCommand({ operationId, organizationId, input }));

@@ -58,7 +58,7 @@ const gated = scriptedFeature('test.gated', () => [
   },
 ]);
 
-describe('SPEC §5 "The answer": the result of a completed invocation carries its accepted answer, never the log', () => {
+describe('README.md "The answer": the result of a completed invocation carries its accepted answer, never the log', () => {
   let ledger: LedgerTestApp;
   let clock: ManualClock;
 

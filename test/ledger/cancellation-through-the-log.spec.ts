@@ -13,7 +13,7 @@ const HOLD_CREDITS = 700;
 
 type StreamEvent = { type: string; data: Record<string, unknown> };
 
-describe('cancellation through the log (SPEC §10 POST /v1/invocations/:id/cancel, §5 step 1, §4 settlement)', () => {
+describe('cancellation through the log (docs/http.md POST /v1/invocations/:id/cancel, docs/rules.md step 1, docs/lifecycle.md settlement)', () => {
   let ledger: HttpLedger;
   const events = async (stream: string): Promise<StreamEvent[]> =>
     (await ledger.http().get(`/v1/streams/${stream}`).set(bearer(TOKENS.auditor)).expect(200)).body.events;
@@ -71,7 +71,7 @@ describe('cancellation through the log (SPEC §10 POST /v1/invocations/:id/cance
   });
 });
 
-describe('CancelInvocationCommand in process (SPEC §12): the run of this process ends cancelled, the request recorded once', () => {
+describe('CancelInvocationCommand in process (docs/embedding.md): the run of this process ends cancelled, the request recorded once', () => {
   it('ends a local run at its next boundary and keeps the first request when asked twice', async () => {
     let attemptStarted!: () => void;
     const started = new Promise<void>((resolve) => (attemptStarted = resolve));

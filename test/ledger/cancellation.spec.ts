@@ -19,7 +19,7 @@ function cancelledMidAttempt(): ScriptedStep[] {
   ];
 }
 
-describe('a cancelled request (SPEC §5 step 1, outcome cancelled) is settled and explained', () => {
+describe('a cancelled request (docs/rules.md step 1, outcome cancelled) is settled and explained', () => {
   let ledger: LedgerTestApp;
 
   beforeEach(async () => {

@@ -27,7 +27,7 @@ function overlapping(): ScriptedStep[] {
   ];
 }
 
-describe('concurrent admissions for one organization never over-commit credits or slots (SPEC §3)', () => {
+describe('concurrent admissions for one organization never over-commit credits or slots (docs/lifecycle.md)', () => {
   let ledger: LedgerTestApp;
 
   beforeEach(async () => {

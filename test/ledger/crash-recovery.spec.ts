@@ -40,7 +40,7 @@ function crashChild(directory: string, crashAfter: string, model: string): Promi
 
 /**
  * Each row: the event after whose acknowledged append the process dies, the model it ran, and what
- * the sweep must then do (SPEC §4): the transition it settles with and the charge, or only release the
+ * the sweep must then do (docs/lifecycle.md): the transition it settles with and the charge, or only release the
  * hold of an invocation that was already settled.
  *
  * Reserved and dispatched are appended together, and so are a result (completed or failed, pending)
@@ -61,7 +61,7 @@ const BOUNDARIES: { after: string; model: 'measured' | 'unmeasured' | 'failing';
   { after: 'InvocationSettled', model: 'measured', charge: 'spent' },
 ];
 
-describe('crash recovery: a process killed between any two transitions leaves nothing the sweep cannot settle (SPEC §4 transitions 8–14, §11)', () => {
+describe('crash recovery: a process killed between any two transitions leaves nothing the sweep cannot settle (docs/lifecycle.md transitions 8–14, docs/http.md)', () => {
   const directories: string[] = [];
   afterAll(() => directories.forEach((directory) => rmSync(directory, { recursive: true, force: true })));
 

@@ -37,7 +37,7 @@ describe('RunOperation idempotency keys and conversation privacy', () => {
   it('stores no prompt, message, tool argument, tool result or answer in any event of a full run', async () => {
     const question = 'Kindly compute (1234.5 + 8765.25) * 3 for the quarterly report';
     const result = await demo(question);
-    // The answer is handed back (SPEC §5 "The answer") and, like the conversation, never written to the log.
+    // The answer is handed back (README.md "The answer") and, like the conversation, never written to the log.
     expect(result).toMatchObject({ state: 'settled', outcome: 'completed', answer: { value: 29999.25 } });
     const log = JSON.stringify((await ledger.store.readAll()).map((event) => [event.data, event.metadata]));
     const answer = JSON.stringify(result.answer);

@@ -1,5 +1,5 @@
 /**
- * SPEC §10 "a concurrent repeat waits for the first", across processes: the key's first request runs
+ * docs/http.md "a concurrent repeat waits for the first", across processes: the key's first request runs
  * on instance B (a real child process, test/ledger/fixtures/cancel-child.fixture.ts) and the repeat
  * arrives at instance A on the same SQLite log. A waits for B's settlement, observing the log, and
  * answers with its result; it never runs the request a second time nor answers with a state the
@@ -38,7 +38,7 @@ async function publishAndFund(ledger: HttpLedger): Promise<void> {
   await ledger.http().post('/v1/organizations/acme/grants').set(bearer(TOKENS.system)).send({ credits: 10_000, reason: 'plan', idempotencyKey: 'plan' }).expect(200);
 }
 
-describe('SPEC §10 idempotency: a keyed repeat at another instance waits for the first request’s settlement', () => {
+describe('docs/http.md idempotency: a keyed repeat at another instance waits for the first request’s settlement', () => {
   it('answers a repeat sent to instance A while the first runs on instance B with the first’s settled result, run once', async () => {
     const ledger = await startHttpLedger({ features: [scriptedFeature(WAITING_OPERATION, () => waitingScript())] });
     const key = 'repeat-across-1';
@@ -134,7 +134,7 @@ describe('SPEC §10 idempotency: a keyed repeat at another instance waits for th
   });
 });
 
-describe('SPEC §10 idempotency on EventStoreDB: two instances on one log (the real client against a local server speaking its protocol)', () => {
+describe('docs/http.md idempotency on EventStoreDB: two instances on one log (the real client against a local server speaking its protocol)', () => {
   it('makes a repeat at instance A wait for the run on instance B, which a cancellation sent to A ends, settled once', async () => {
     const server = await EventStoreDbWireServer.start({ batchAppend: true });
     const directory = mkdtempSync(join(tmpdir(), 'llm-ledger-esdb-repeat-'));

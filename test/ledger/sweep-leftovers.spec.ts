@@ -12,7 +12,7 @@ import { LedgerTestApp, startLedgerApp } from '../support/ledger-app';
 /**
  * A run appends reserved with dispatched, and a result with its settlement, so no crash of this build
  * leaves a reserved request or an unsettled result. A log can still hold them (written by an earlier
- * build that appended each transition alone, or by another writer): the sweep settles them as SPEC §4
+ * build that appended each transition alone, or by another writer): the sweep settles them as docs/lifecycle.md
  * says. The histories are dated 2025 and the sweep runs a day ahead of the wall clock, so every one is stale.
  */
 const A_DAY_MS = 86_400_000;
@@ -29,7 +29,7 @@ const LEFTOVERS: { history: HistoryName; transition: number; charge: number }[] 
   { history: 'failed', transition: 10, charge: PRICE_A },
 ];
 
-describe('the sweep settles requests left between transitions by earlier builds (SPEC §4 transitions 8, 9, 10, 13)', () => {
+describe('the sweep settles requests left between transitions by earlier builds (docs/lifecycle.md transitions 8, 9, 10, 13)', () => {
   let ledger: LedgerTestApp;
 
   beforeEach(async () => {

@@ -126,7 +126,7 @@ describe.each<[string, () => Promise<SharedLog>]>([
     await log?.close();
   });
 
-  it('SPEC §3: 200 concurrent invocations for one organization, split across both, never over-commit credits or slots', async () => {
+  it('docs/lifecycle.md: 200 concurrent invocations for one organization, split across both, never over-commit credits or slots', async () => {
     await a.ask({ kind: 'seed', credits: 50 * CONCURRENT_HOLD });
 
     const [onA, onB] = await Promise.all([

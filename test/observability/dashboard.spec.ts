@@ -8,7 +8,7 @@ const dashboard = JSON.parse(readFileSync(join(DOCKER, 'grafana', 'dashboards', 
 };
 const exprs = dashboard.panels.flatMap((panel) => panel.targets.map((target) => target.expr));
 
-describe('SPEC §13 the Grafana dashboard in docker/ is built on the metrics the service exports', () => {
+describe('README.md the Grafana dashboard in docker/ is built on the metrics the service exports', () => {
   it('queries only metrics the registry has (a histogram by its _bucket series)', async () => {
     const registry = new LedgerMetrics({ organizationLabels: false }).registry;
     const exported = new Set((await registry.getMetricsAsJSON()).map((metric) => metric.name));
@@ -17,7 +17,7 @@ describe('SPEC §13 the Grafana dashboard in docker/ is built on the metrics the
     for (const name of queried) expect(exported).toContain(name.replace(/_bucket$/, ''));
   });
 
-  it('graphs every SPEC §13 ledger metric', () => {
+  it('graphs every README.md ledger metric', () => {
     const all = exprs.join('\n');
     for (const name of [
       'ledger_invocations_total',

@@ -7,7 +7,7 @@ import { parseMetrics, samples } from './support/metrics-text';
 
 const event = (type: string, data: object) => ({ id: newEventId(), type, data, metadata: { schemaVersion: 1 } });
 
-describe('SPEC §13 the metrics follower counts what the log records after its start', () => {
+describe('README.md the metrics follower counts what the log records after its start', () => {
   let store: EventStore;
 
   beforeEach(async () => {

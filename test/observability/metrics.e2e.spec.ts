@@ -96,7 +96,7 @@ function getPlain(port: number, path: string): Promise<{ status: number; body: s
   });
 }
 
-describe('SPEC §13 GET /metrics, fed from the log after commit', () => {
+describe('README.md GET /metrics, fed from the log after commit', () => {
   let ledger: HttpLedger;
 
   beforeAll(async () => {
@@ -191,7 +191,7 @@ describe('SPEC §13 GET /metrics, fed from the log after commit', () => {
   });
 });
 
-describe('SPEC §13 organization labels, only when the operator turns them on', () => {
+describe('README.md organization labels, only when the operator turns them on', () => {
   it('labels the per-organization metrics with the organization under LEDGER_METRICS_ORGANIZATION_LABELS=1', async () => {
     const ledger = await startHttpLedger({ features: [answering], env: { LEDGER_METRICS_ORGANIZATION_LABELS: '1' } });
     try {

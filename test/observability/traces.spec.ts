@@ -60,7 +60,7 @@ const traced: OperationFeature = {
     ]),
 };
 
-describe('SPEC §13 OpenTelemetry GenAI traces of an invocation, through the in-memory exporter', () => {
+describe('README.md OpenTelemetry GenAI traces of an invocation, through the in-memory exporter', () => {
   const exporter = new InMemorySpanExporter();
   const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
   const contextManager = new AsyncLocalStorageContextManager();

@@ -8,7 +8,7 @@ import { startTracing, tracesExportRequested } from '../../src/observability/tra
 const HOOK = join(__dirname, '..', '..', 'tools', 'ts-require-hook.js');
 const CHILD = join(__dirname, 'fixtures', 'otlp-export.child.ts');
 
-describe('SPEC §13 the service exports traces only when the standard OTEL_* variables ask for it', () => {
+describe('README.md the service exports traces only when the standard OTEL_* variables ask for it', () => {
   it.each([
     [{}, false],
     [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' }, true],

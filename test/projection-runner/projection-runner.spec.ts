@@ -28,7 +28,7 @@ import {
   type ItemData,
 } from './fixtures/sample.projections';
 
-describe('ProjectionRunner — projections of the log, checkpointed with their read model (SPEC §9)', () => {
+describe('ProjectionRunner — projections of the log, checkpointed with their read model (docs/http.md)', () => {
   let dir: string;
   let log: InMemoryEventLog;
   const stores: SqliteReadModelStore[] = [];

@@ -102,7 +102,7 @@ describe('ATS-PFM-LLM-002-14 attempt history reports every attempt of an exhaust
   });
 });
 
-describe('INV-DOM-PFM-LLM-001-08 attempt history retains at most 64 attempts while its totals stay exact (SPEC §7)', () => {
+describe('INV-DOM-PFM-LLM-001-08 attempt history retains at most 64 attempts while its totals stay exact (docs/rules.md rule 07)', () => {
   it('marks the history truncated and takes count, usage and price from the final figures', () => {
     const attempts = Array.from({ length: MAX_RETAINED_ATTEMPTS }, (_, index) =>
       attempt(Math.floor(index / 3) + 1, index % 3, { usage: usage(100), priceCredits: 1 }),

@@ -43,7 +43,7 @@ const FOUR_TURNS = [
 const FOUR_TURN_FIGURES = figures({ turnsUsed: 4, toolCallsUsed: 2, spentCredits: 37, attemptCount: 5 });
 const conversation = (...ending: DomainEvent[]): DomainEvent[] => [estimated(V1), reserved(), dispatched(), ...FOUR_TURNS, ...ending];
 
-describe('explanations projection: refusals name their reason and the figures behind it (SPEC §3, ATS-PFM-LLM-002-13)', () => {
+describe('explanations projection: refusals name their reason and the figures behind it (docs/lifecycle.md, ATS-PFM-LLM-002-13)', () => {
   it.each([
     [
       'insufficient_credits',
@@ -158,7 +158,7 @@ describe('ATS-PFM-LLM-002-13 explanations name the retained limit that ended a c
   });
 });
 
-describe('explanations projection: one wording for each outcome of SPEC §5', () => {
+describe('explanations projection: one wording for each outcome of docs/rules.md', () => {
   const ONE_TURN = figures({ turnsUsed: 1, toolCallsUsed: 0, spentCredits: 7, attemptCount: 1 });
 
   it.each<[CompletedOutcome, string]>([
@@ -206,7 +206,7 @@ describe('explanations projection: one wording for each outcome of SPEC §5', ()
   });
 });
 
-describe('explanations projection: in-flight states and every settlement transition (SPEC §4)', () => {
+describe('explanations projection: in-flight states and every settlement transition (docs/lifecycle.md)', () => {
   it('says where a request stands before it ends', () => {
     expect(explain(estimated(V1)).view.sentence).toBe('Estimated: awaiting admission for a 500-credit hold (demo.arithmetic v1).');
     expect(explain(estimated(V1), reserved()).view.sentence).toBe('Reserved: 500 credits and a running slot held; not yet dispatched.');

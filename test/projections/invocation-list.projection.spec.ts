@@ -2,7 +2,7 @@ import { INVOCATION_LISTINGS, invocationListProjection, listingKey, type Invocat
 import { attempt, completed, dispatched, estimated, EventLog, figures, publicationV, reserved, settled } from './support/invocation-log';
 import { project } from './support/in-memory-read-model';
 
-describe('SPEC §9 the invocation list keeps each invocation at one place in every listing, so cursors stay valid', () => {
+describe('docs/http.md the invocation list keeps each invocation at one place in every listing, so cursors stay valid', () => {
   const log = new EventLog()
     .invocation('inv-1', estimated(publicationV(1), { invocationId: 'inv-1', operationId: 'op.a' }), reserved(), dispatched())
     .invocation('inv-2', estimated(publicationV(1), { invocationId: 'inv-2', operationId: 'op.b' }));

@@ -2,7 +2,7 @@ import { ROUTING_BUDGETS_COLLECTION, routingBudgetsProjection, type RoutingBudge
 import { at, EventLog, published, publicationV } from './support/invocation-log';
 import { project } from './support/in-memory-read-model';
 
-describe('ATS-PFM-LLM-002-12 historical routing budgets keep every publication with its window (SPEC §2, §9)', () => {
+describe('ATS-PFM-LLM-002-12 historical routing budgets keep every publication with its window (README.md "Prices", docs/http.md)', () => {
   const v1 = publicationV(1, { publishedAt: at(0), limits: { ...publicationV(1).limits, maxTurns: 2 } });
   const v2 = publicationV(2, { publishedAt: at(60_000), routing: { provider: 'anthropic', model: 'claude-x' }, creditHold: 800 });
   const v3 = publicationV(3, { publishedAt: at(120_000), enabled: false });
@@ -34,7 +34,7 @@ describe('ATS-PFM-LLM-002-12 historical routing budgets keep every publication w
     ]);
   });
 
-  it('shows each version’s whole rate version: 1-hour writes, web searches and long-context rates beside the old kinds (SPEC §2)', () => {
+  it('shows each version’s whole rate version: 1-hour writes, web searches and long-context rates beside the old kinds (README.md "Prices")', () => {
     const longContext = { thresholdInputTokens: 200_000, inputPerMTok: 6_000, outputPerMTok: 22_500, cacheWritePerMTok: 7_500, cacheWrite1hPerMTok: 12_000, cacheReadPerMTok: 600 };
     const richer = publicationV(2, { publishedAt: at(60_000), prices: { ...v1.prices, cacheWrite1hPerMTok: 6_000, webSearchPerThousand: 10_000, longContext } });
     const old = { ...v1, prices: { inputPerMTok: 3_000, outputPerMTok: 15_000, cacheWritePerMTok: 3_750, cacheReadPerMTok: 300 } };

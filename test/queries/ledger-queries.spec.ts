@@ -16,7 +16,7 @@ const feature = scriptedFeature('test.answer', () => [
   scriptedToolUse([{ id: 'a', name: 'submit_answer', input: { value: 42 } }], { usage: usage(1_000, 100) }),
 ]);
 
-describe('SPEC §12: the read side’s queries on the QueryBus, the one read path of in-process readers and HTTP', () => {
+describe('docs/embedding.md: the read side’s queries on the QueryBus, the one read path of in-process readers and HTTP', () => {
   let ledger: LedgerTestApp;
   let queries: QueryBus;
 

@@ -13,7 +13,7 @@ const SONNET: Prices = SONNET_LIST_PRICES;
 
 const usage = (counts: Partial<Usage>): Usage => ({ ...NO_USAGE, ...counts });
 
-describe('SPEC §7 BR-CAP-PFM-LLM-002-07 an attempt is priced from every usage kind at its own rate, rounded once', () => {
+describe('docs/rules.md rule 07 BR-CAP-PFM-LLM-002-07 an attempt is priced from every usage kind at its own rate, rounded once', () => {
   it('prices 1-hour cache writes at the 1-hour rate: 10,000 written for an hour cost 60,000 credits, not the 37,500 of the 5-minute rate', () => {
     // 1,000·3 + 500·15 + 10,000·6 = 3,000 + 7,500 + 60,000 credits.
     expect(priceAttempt(usage({ inputTokens: 1_000, outputTokens: 500, cacheWrite1hTokens: 10_000 }), SONNET)).toBe(70_500);
@@ -99,7 +99,7 @@ const pricesArb: fc.Arbitrary<Prices> = fc.record(
   { requiredKeys: ['inputPerMTok', 'outputPerMTok', 'cacheWritePerMTok', 'cacheReadPerMTok'] },
 );
 
-describe('SPEC §7 the exact formula, checked against arbitrary-precision arithmetic (property)', () => {
+describe('docs/rules.md rule 07 the exact formula, checked against arbitrary-precision arithmetic (property)', () => {
   it('prices every usage at every rate version exactly as decimal arithmetic with 80 digits does', () => {
     fc.assert(
       fc.property(usageArb, pricesArb, (u, prices) => {

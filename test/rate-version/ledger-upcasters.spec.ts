@@ -16,7 +16,7 @@ const stored = (type: string, data: unknown, schemaVersion = 1): RecordedEvent =
 const OLD_PRICES = { inputPerMTok: 3_000, outputPerMTok: 15_000, cacheWritePerMTok: 3_750, cacheReadPerMTok: 300 };
 const OLD_USAGE = { inputTokens: 10, outputTokens: 2, cacheWriteTokens: 5, cacheReadTokens: 1 };
 
-describe('SPEC §2 publications and attempts already in a log read with the new fields’ defaults (upcasters)', () => {
+describe('README.md "Prices" publications and attempts already in a log read with the new fields’ defaults (upcasters)', () => {
   it('reads an old publication with 1-hour writes at the 5-minute rate and web searches at 0', () => {
     const event = LEDGER_UPCASTERS.upcast(stored('OperationPublished', { operationId: 'op', version: 1, prices: OLD_PRICES }));
     expect(event.metadata.schemaVersion).toBe(2);

@@ -35,7 +35,7 @@ function fieldsRefused(prices: Record<string, unknown>): string[] {
   throw new Error('expected a ValidationError');
 }
 
-describe('SPEC §2 the rate version: 1-hour cache writes, web searches and long-context rates', () => {
+describe('README.md "Prices" the rate version: 1-hour cache writes, web searches and long-context rates', () => {
   it('stores a complete rate version, filling 1-hour writes with the 5-minute rate and web searches with 0 when left out', () => {
     expect(validatePublication(body({})).prices).toEqual({
       inputPerMTok: 3_000,

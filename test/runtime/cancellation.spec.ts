@@ -4,7 +4,7 @@ import { countingTool, harness, submitAnswer } from './fixtures';
 const finalAnswer = scriptedToolUse([{ id: 'final', name: 'submit_answer', input: { value: 42 } }]);
 const calcTurn = scriptedToolUse([{ id: 'c1', name: 'calc', input: { expression: '1' } }]);
 
-describe('SPEC §5 step 1 cancellation ends the conversation cancelled at every boundary, never retried', () => {
+describe('docs/rules.md step 1 cancellation ends the conversation cancelled at every boundary, never retried', () => {
   it('sends nothing when cancelled before the first turn', async () => {
     const controller = new AbortController();
     controller.abort();

@@ -52,7 +52,7 @@ describe('BR-CAP-PFM-LLM-002-03 the credit guard uses strict excess (ATS-PFM-LLM
 
 });
 
-describe('BR-CAP-PFM-LLM-002-03 the credit guard also covers text turns that continue (SPEC §5 step 8)', () => {
+describe('BR-CAP-PFM-LLM-002-03 the credit guard also covers text turns that continue (docs/rules.md step 8)', () => {
   it('stops a text turn answered with the answer-tool reminder once it spends past the hold, rather than sending another request', async () => {
     const { provider, run } = harness([scriptedText('let me think', { usage: usage(101) }), acceptedAnswer(0)]);
     const result = await run({ answerTool: submitAnswer(), creditHold: 100 });

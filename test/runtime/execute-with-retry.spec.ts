@@ -210,7 +210,7 @@ describe('cancellation during a retry wait ends the turn cancelled', () => {
   });
 });
 
-describe('SPEC §6 every fault class is retried or not, end to end, exactly as the table says (BR-CAP-PFM-LLM-002-05/06)', () => {
+describe('docs/rules.md every fault class is retried or not, end to end, exactly as the table says (BR-CAP-PFM-LLM-002-05/06)', () => {
   const retried = new Set(['timeout', 'rate_limited', 'overloaded', 'server_error', 'connection', 'conflict']);
   it.each([...FAULT_CLASSES])('%s', async (fault) => {
     const { provider, reported, execute } = setup([scriptedFault(fault), scriptedText('recovered')]);

@@ -97,7 +97,7 @@ describe('BR-CAP-PFM-LLM-002-14 final acceptance precedes the later budget guard
   });
 });
 
-describe('SPEC §5 step 7 a text-only turn is the final answer only when no answer tool is designated', () => {
+describe('docs/rules.md step 7 a text-only turn is the final answer only when no answer tool is designated', () => {
   it('accepts the text as the final answer when there is neither answer tool nor judge', async () => {
     const { run } = harness([scriptedText('The answer is 42.')]);
     expect(await run()).toMatchObject({ outcome: 'completed', answer: 'The answer is 42.', turnsUsed: 1 });

@@ -11,7 +11,7 @@ const usage = (inputTokens: number, outputTokens = 0, cacheWriteTokens = 0, cach
   webSearchRequests: 0,
 });
 
-describe('SPEC §7 an attempt’s price: ceil of the weighted token sum over a million, in integer credits', () => {
+describe('docs/rules.md rule 07 an attempt’s price: ceil of the weighted token sum over a million, in integer credits', () => {
   it('prices an attempt that reported no usage at 0', () => {
     expect(priceAttempt(undefined, prices)).toBe(0);
   });

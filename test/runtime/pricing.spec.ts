@@ -4,7 +4,7 @@ import { usage } from './fixtures';
 const RATES: Prices = { inputPerMTok: 3_000_000, outputPerMTok: 15_000_000, cacheWritePerMTok: 3_750_000, cacheReadPerMTok: 300_000 };
 
 describe('BR-CAP-PFM-LLM-002-07 each attempt is priced on its own usage in integer credits', () => {
-  it('applies the SPEC §7 formula to all four token kinds', () => {
+  it('applies the docs/rules.md rule 07 formula to all four token kinds', () => {
     // 1000·3 + 200·15 + 100·3.75 + 1000·0.3 = 6675 credits exactly.
     expect(priceAttempt(usage(1_000, 200, 100, 1_000), RATES)).toBe(6_675);
   });

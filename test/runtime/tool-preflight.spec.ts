@@ -172,7 +172,7 @@ describe('tool schemas are compiled once and cached', () => {
   });
 });
 
-describe('SPEC §5 step 11 error text reaching the model is bounded and free of stack traces', () => {
+describe('docs/rules.md step 11 error text reaching the model is bounded and free of stack traces', () => {
   it('keeps the message and drops the stack', () => {
     const error = new Error('division by zero');
     const text = describeThrown(error, 'fallback');

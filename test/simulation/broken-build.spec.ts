@@ -12,7 +12,7 @@ const chargeTwice: AppendTamper = (_stream, events) =>
     return event.type === 'HoldSettled' && charged > 0 ? [event, { ...event, id: randomUUID() }] : [event];
   });
 
-/** A broken settlement rule: a completed conversation is charged more than its attempts cost (SPEC §4 transition 8). */
+/** A broken settlement rule: a completed conversation is charged more than its attempts cost (docs/lifecycle.md transition 8). */
 const overchargeCompleted: AppendTamper = (_stream, events) =>
   events.map((event) => {
     const data = event.data as { transition?: number; chargeCredits?: number };
@@ -45,7 +45,7 @@ describe('issue 8: a deliberately broken build fails the simulation with its see
   );
 
   it(
-    'catches a settlement whose charge is not the one SPEC §4 gives its path',
+    'catches a settlement whose charge is not the one docs/lifecycle.md gives its path',
     async () => {
       const result = await runSimulation({ seed: 3, invocations: 30, tamper: overchargeCompleted });
       expect(result.violation?.invariant).toBe('settlement.charge-per-spec');

@@ -5,7 +5,7 @@ import { runSimulation, type SimulationResult } from '../../src/simulation/simul
 // One long seeded run of 400 invocations with a crash at every boundary: minutes on a loaded machine.
 const TIMEOUT_MS = 300_000;
 
-describe('issue 8: one long scenario reaches every fault the simulator is there to inject (STATE-PFM-LLM-001, SPEC §6)', () => {
+describe('issue 8: one long scenario reaches every fault the simulator is there to inject (STATE-PFM-LLM-001, docs/rules.md)', () => {
   let result: SimulationResult;
 
   beforeAll(async () => {
@@ -22,7 +22,7 @@ describe('issue 8: one long scenario reaches every fault the simulator is there 
     expect(result.tally.get('restart.after-crash')).toBeGreaterThanOrEqual(CRASH_BOUNDARIES.length * 2);
   });
 
-  it('meets a provider fault of every SPEC §6 class, a retry-after past the deadline and usage on a failed attempt', () => {
+  it('meets a provider fault of every docs/rules.md class, a retry-after past the deadline and usage on a failed attempt', () => {
     expect(FAULT_CLASSES.filter((fault) => result.tally.get(`provider.fault.${fault}`) === 0)).toEqual([]);
     expect(result.tally.get('provider.retry-after-beyond-deadline')).toBeGreaterThan(0);
     expect(result.tally.get('provider.usage-on-failed-attempt')).toBeGreaterThan(0);
@@ -57,7 +57,7 @@ describe('issue 8: one long scenario reaches every fault the simulator is there 
     expect(result.tally.total('recovery.settled.')).toBeGreaterThan(0);
   });
 
-  it('runs conversations past the 64 retained attempts (SPEC §7), whose charge must still be exact', () => {
+  it('runs conversations past the 64 retained attempts (docs/rules.md rule 07), whose charge must still be exact', () => {
     expect(result.tally.get('observed.attempts-truncated')).toBeGreaterThan(0);
   });
 

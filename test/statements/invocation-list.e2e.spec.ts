@@ -13,7 +13,7 @@ import { scriptedFeature, usage } from '../support/scripted-feature';
 const answering = (operationId: string) =>
   scriptedFeature(operationId, () => [scriptedToolUse([{ id: 'a', name: 'submit_answer', input: { value: 42 } }], { usage: usage(1_234, 56) })]);
 
-describe('SPEC §9, §10 an organization’s invocations and ledger entries, paged with opaque cursors', () => {
+describe('docs/http.md an organization’s invocations and ledger entries, paged with opaque cursors', () => {
   let ledger: HttpLedger;
   let commands: CommandBus;
   const runs: InvocationSummary[] = [];

@@ -55,7 +55,7 @@ class ShiftedClock implements Clock {
   }
 }
 
-describe('SPEC §9, §10 usage statements: what an organization is invoiced from', () => {
+describe('docs/http.md usage statements: what an organization is invoiced from', () => {
   const clock = new ShiftedClock();
   const counter = { n: 0 };
   let ledger: HttpLedger;

@@ -6,7 +6,7 @@ import { WebhookReceiver } from './support/webhook-receiver';
 
 const SEND_TIMEOUT_MS = 5_000;
 
-describe('SPEC §13 webhooks go to public addresses only, unless LEDGER_WEBHOOK_ADDRESSES=any', () => {
+describe('README.md webhooks go to public addresses only, unless LEDGER_WEBHOOK_ADDRESSES=any', () => {
   it.each([
     ['8.8.8.8', true],
     ['93.184.216.34', true],

@@ -1,5 +1,5 @@
 /**
- * At least once across a crash (SPEC §13): the real service, as a child process from the TypeScript
+ * At least once across a crash (README.md): the real service, as a child process from the TypeScript
  * sources, is killed with SIGKILL while its first delivery is on the wire (the receiver holds the
  * request open), so the answer is never recorded. After a restart on the same files the delivery is
  * sent again with the same delivery id, and every delivery arrives.
@@ -56,7 +56,7 @@ function exited(child: ChildProcess): Promise<void> {
   return child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((resolve) => child.once('exit', () => resolve()));
 }
 
-describe('SPEC §13 webhook deliveries are at least once: SIGKILL between the send and its record re-sends after restart', () => {
+describe('README.md webhook deliveries are at least once: SIGKILL between the send and its record re-sends after restart', () => {
   jest.setTimeout(150_000);
   let directory: string;
   let receiver: WebhookReceiver;

@@ -20,7 +20,7 @@ const CROSSED = {
   crossedAt: '2026-12-01T10:00:00.000Z',
 };
 
-describe('SPEC §13 webhook delivery from the log: signed POSTs, growing retries, dead letters', () => {
+describe('README.md webhook delivery from the log: signed POSTs, growing retries, dead letters', () => {
   let eventStore: EventStore;
   let webhooks: WebhookStore;
   let clock: VirtualClock;

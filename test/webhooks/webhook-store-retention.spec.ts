@@ -8,7 +8,7 @@ import { WebhookStore, type NewDelivery } from '../../src/webhooks/webhook.store
 const START_MS = Date.parse('2026-03-01T09:00:00.000Z');
 const iso = (ms: number): string => new Date(ms).toISOString();
 
-describe('SPEC §13 webhook history is kept for WEBHOOK_HISTORY_RETENTION_MS, then deleted', () => {
+describe('README.md webhook history is kept for WEBHOOK_HISTORY_RETENTION_MS, then deleted', () => {
   let directory: string;
   let store: WebhookStore;
   let position = 0n;

@@ -10,7 +10,7 @@ const feature = scriptedFeature('webhooks.answer', () => [
 ]);
 const WEBHOOKS = '/v1/organizations/acme/webhooks';
 
-describe('SPEC §13 webhooks over HTTP: register (secret shown once), list, deliveries, delete', () => {
+describe('README.md webhooks over HTTP: register (secret shown once), list, deliveries, delete', () => {
   let ledger: HttpLedger;
   let receiver: WebhookReceiver;
   let url: string;

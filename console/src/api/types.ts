@@ -44,7 +44,7 @@ export function usageByKind(usage: object): ReadonlyArray<readonly [string, numb
   return USAGE_KINDS.map((kind) => [kind, typeof counts[kind] === 'number' ? (counts[kind] as number) : 0] as const);
 }
 
-/* The organization reads: `…/invocations`, `…/ledger` and `…/usage` (SPEC §9, §10). */
+/* The organization reads: `…/invocations`, `…/ledger` and `…/usage` (docs/http.md). */
 export type { InvocationListEntry } from '../../../projections/invocation-list.projection';
 export type { LedgerEntryView as LedgerEntry } from '../../../projections/ledger-entries.projection';
 export type { InvocationPage } from '../../../src/queries/list-invocations.query';

@@ -12,7 +12,7 @@ import { useLifecycle } from '../invocation/use-lifecycle';
 /** How often a running invocation's page reads it again. */
 const LIVE_POLL_INTERVAL_MS = 1_000;
 
-/** SPEC §4's transitions into a final state, as a person reads them. */
+/** docs/lifecycle.md's transitions into a final state, as a person reads them. */
 const TRANSITIONS: Readonly<Record<number, string>> = {
   1: 'estimated → refused (the access check)',
   2: 'estimated → refused (no room for the hold or no running slot)',

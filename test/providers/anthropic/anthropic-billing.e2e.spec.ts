@@ -31,7 +31,7 @@ const SEARCH_RESULT = {
   content: [{ type: 'web_search_result', url: 'https://example.org/lyon', title: 'Lyon', encrypted_content: 'Eq0BCioIAhgB', page_age: null }],
 };
 
-describe('SPEC §8 BR-CAP-PFM-LLM-002-12 the Anthropic adapter over the real SDK: cache lifetimes, usage kinds, server tools and thinking', () => {
+describe('docs/rules.md rule 12 BR-CAP-PFM-LLM-002-12 the Anthropic adapter over the real SDK: cache lifetimes, usage kinds, server tools and thinking', () => {
   let server: MessagesApiServer;
   let provider: AnthropicProvider;
 

@@ -46,7 +46,7 @@ function recordingLogger(lines: string[]): AnthropicLogger {
   return { error: record, warn: record, info: record, debug: record };
 }
 
-describe('AnthropicProvider maps every HTTP error body to its SPEC §6 class (BR-CAP-PFM-LLM-002-05, BR-CAP-PFM-LLM-002-06, ATS-PFM-LLM-002-05, ATS-PFM-LLM-002-06)', () => {
+describe('AnthropicProvider maps every HTTP error body to its docs/rules.md class (BR-CAP-PFM-LLM-002-05, BR-CAP-PFM-LLM-002-06, ATS-PFM-LLM-002-05, ATS-PFM-LLM-002-06)', () => {
   let server: MessagesApiServer;
   let provider: AnthropicProvider;
 
@@ -261,7 +261,7 @@ describe('AnthropicProvider connection, timeout and cancellation faults (BR-CAP-
   });
 });
 
-describe('AnthropicProvider never lets the API key out (SPEC §8)', () => {
+describe('AnthropicProvider never lets the API key out (docs/rules.md rule 12)', () => {
   let server: MessagesApiServer;
 
   beforeEach(async () => {
@@ -307,7 +307,7 @@ describe('AnthropicProvider never lets the API key out (SPEC §8)', () => {
   });
 });
 
-describe('parseRetryAfterMs reads the server’s requested wait (SPEC §6)', () => {
+describe('parseRetryAfterMs reads the server’s requested wait (docs/rules.md)', () => {
   const headers = (values: Record<string, string>) => ({ get: (name: string) => values[name] ?? null });
 
   it('reads retry-after as delta-seconds, fractions rounded up to whole milliseconds', () => {

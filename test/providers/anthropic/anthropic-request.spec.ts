@@ -145,7 +145,7 @@ describe('AnthropicProvider request building (BR-CAP-PFM-LLM-002-12, ATS-PFM-LLM
   });
 });
 
-describe('AnthropicProvider request shape (SPEC §8)', () => {
+describe('AnthropicProvider request shape (docs/rules.md rule 12)', () => {
   let server: MessagesApiServer;
   let provider: AnthropicProvider;
 

@@ -18,7 +18,7 @@ function sendOptions(): SendOptions {
   return { timeoutMs: ATTEMPT_TIMEOUT_MS, signal: new AbortController().signal };
 }
 
-describe('AnthropicProvider response mapping (SPEC §8)', () => {
+describe('AnthropicProvider response mapping (docs/rules.md rule 12)', () => {
   let server: MessagesApiServer;
   let provider: AnthropicProvider;
 
