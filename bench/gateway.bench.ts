@@ -14,6 +14,7 @@
  * Environment: BENCH_GATEWAY_SECONDS (measured, per peer and scenario; default 10),
  * BENCH_GATEWAY_WARMUP_SECONDS (3), BENCH_GATEWAY_ROUNDS (1: each round measures every scenario again,
  * the peers after the direct calls in an order shifted by one each round), BENCH_GATEWAY_CONCURRENCY (64), BENCH_GATEWAY_DELAYS_MS ("0,50"),
+ * BENCH_GATEWAY_DELAY_JITTER_MS (0: each non-zero delay exactly; j: drawn from delay ± j, seeded, the same sequence for every peer),
  * BENCH_GATEWAY_MODES ("json,stream"), BENCH_GATEWAY_STREAM_DELTAS (20), BENCH_GATEWAY_BODY_BYTES (1024),
  * BENCH_GATEWAY_PEERS ("direct,bare,portkey,ledger"), BENCH_GATEWAY_PROFILE=<dir>: a CPU profile of
  * llm-ledger's main thread over each of its measured runs (`node dist/bench/http/cpu-profile-summary.js`).
@@ -37,6 +38,8 @@ export interface Scenario {
   readonly label: string;
   readonly stream: boolean;
   readonly delayMs: number;
+  /** Each call's delay is drawn from `delayMs ± delayJitterMs`, in ms (0: exactly `delayMs`). */
+  readonly delayJitterMs: number;
   /** Closed loops, each with its own connection. */
   readonly concurrency: number;
 }
@@ -94,6 +97,8 @@ function list(name: string, fallback: string): string[] {
 
 function readSettings(): Settings {
   const delays = list('BENCH_GATEWAY_DELAYS_MS', '0,50').map(Number);
+  const delayJitterMs = Number(process.env.BENCH_GATEWAY_DELAY_JITTER_MS ?? 0);
+  if (!Number.isFinite(delayJitterMs) || delayJitterMs < 0) throw new Error(`BENCH_GATEWAY_DELAY_JITTER_MS: expected a number of ms ≥ 0, got "${process.env.BENCH_GATEWAY_DELAY_JITTER_MS}"`);
   const modes = list('BENCH_GATEWAY_MODES', 'json,stream');
   const concurrencies = list('BENCH_GATEWAY_CONCURRENCY', String(GOAL_CONCURRENCY)).map(Number);
   const peers = new Set<PeerName>(['direct']);
@@ -111,9 +116,10 @@ function readSettings(): Settings {
     scenarios: concurrencies.flatMap((concurrency) =>
       modes.flatMap((mode) =>
         delays.map((delayMs) => ({
-          label: `${delayMs} ms, ${mode === 'stream' ? 'streamed' : 'not streamed'}${concurrencies.length > 1 ? `, ${concurrency} concurrent` : ''}`,
+          label: `${delayMs}${delayMs > 0 && delayJitterMs > 0 ? ` ± ${delayJitterMs}` : ''} ms, ${mode === 'stream' ? 'streamed' : 'not streamed'}${concurrencies.length > 1 ? `, ${concurrency} concurrent` : ''}`,
           stream: mode === 'stream',
           delayMs,
+          delayJitterMs: delayMs > 0 ? delayJitterMs : 0,
           concurrency,
         })),
       ),
@@ -172,7 +178,7 @@ function peerOrder(peers: readonly Peer[], round: number): Peer[] {
 
 async function measure(processes: BenchProcesses, peer: Extract<Peer, { available: true }>, scenario: Scenario, settings: Settings): Promise<GatewayRow> {
   const body = requestBody({ stream: scenario.stream, bytes: settings.bodyBytes });
-  const upstreamSettings: UpstreamSettings = { delayMs: scenario.delayMs, streamDeltas: settings.streamDeltas, expectedBodyBase64: body.toString('base64') };
+  const upstreamSettings: UpstreamSettings = { delayMs: scenario.delayMs, delayJitterMs: scenario.delayJitterMs, streamDeltas: settings.streamDeltas, expectedBodyBase64: body.toString('base64') };
   const spec = (seconds: number): LoadSpec => ({
     ...peer.target,
     bodyBase64: upstreamSettings.expectedBodyBase64,

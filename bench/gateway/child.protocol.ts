@@ -27,6 +27,12 @@ export interface ListeningNotice {
 export interface UpstreamSettings {
   /** How long a call takes: a non-streamed answer comes after it; a stream's deltas are spread over it. */
   readonly delayMs: number;
+  /**
+   * Each call's delay drawn uniformly from `delayMs ± delayJitterMs`, in ms (0 or absent: every call
+   * takes `delayMs`); from a seeded generator restarted by each `configure`, so every peer's run meets
+   * the same sequence of delays.
+   */
+  readonly delayJitterMs?: number;
   /** Text deltas per streamed answer. */
   readonly streamDeltas: number;
   /** The body every caller sends in this run (base64): the upstream counts the ones that arrive altered. */

@@ -1,7 +1,7 @@
 /**
  * The gateway benchmark's upstream: Anthropic's Messages API on 127.0.0.1, in a process of its own
  * so its cost is neither the peers' nor the load generator's. `POST /v1/messages` answers after the
- * configured delay, as JSON with its usage block, or (with `"stream": true`) as SSE: the head at
+ * configured delay (or one drawn around it, `delayJitterMs`), as JSON with its usage block, or (with `"stream": true`) as SSE: the head at
  * once, the deltas spread evenly over the delay (all in one write at 0 ms), then the tail. It does
  * as little as it can per call: no JSON parse, answers built from templates.
  *
@@ -23,6 +23,20 @@ let settings: UpstreamSettings = { delayMs: 0, streamDeltas: 20, expectedBodyBas
 let expectedBody = Buffer.alloc(0);
 let counters = { requests: 0, streamed: 0, bodiesAltered: 0, wrongKey: 0 } satisfies UpstreamCounters;
 let sequence = 0;
+/** The seed each run's sequence of jittered delays starts from. */
+const JITTER_SEED = 0x5eed;
+let jitterState = JITTER_SEED;
+
+/** The next call's delay: `delayMs`, or uniform in `delayMs ± delayJitterMs` (mulberry32, seeded per run). */
+function nextDelayMs(): number {
+  const { delayMs, delayJitterMs = 0 } = settings;
+  if (delayJitterMs === 0) return delayMs;
+  jitterState = (jitterState + 0x6d2b79f5) | 0;
+  let t = Math.imul(jitterState ^ (jitterState >>> 15), 1 | jitterState);
+  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+  const uniform = ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  return Math.max(0, delayMs - delayJitterMs + uniform * 2 * delayJitterMs);
+}
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 const SSE_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' };
@@ -33,7 +47,8 @@ function answer(req: IncomingMessage, res: ServerResponse, body: Buffer): void {
   if (req.headers['x-api-key'] !== UPSTREAM_API_KEY) counters.wrongKey++;
   const id = `msg_bench_${(++sequence).toString(36)}`;
   const requestId = `req_bench_${sequence.toString(36)}`;
-  const { delayMs, streamDeltas } = settings;
+  const { streamDeltas } = settings;
+  const delayMs = nextDelayMs();
   if (!STREAM_FLAG.test(body.toString('latin1'))) {
     const send = (): void => {
       const json = messageJson(id, body.length);
@@ -93,6 +108,7 @@ serveRequests((request: ChildRequest) => {
       settings = request.settings as UpstreamSettings;
       expectedBody = Buffer.from(settings.expectedBodyBase64, 'base64');
       counters = { requests: 0, streamed: 0, bodiesAltered: 0, wrongKey: 0 };
+      jitterState = JITTER_SEED;
       return null;
     }
     case 'counters':
