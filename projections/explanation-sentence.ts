@@ -69,6 +69,10 @@ function refusalSentence(view: ExplanationFigures, refusal: ExplanationRefusal):
     }
     case 'key_revoked':
       return `Refused: key_revoked — key ${refusal.figures.keyId} was revoked before the hold was placed.`;
+    case 'key_model_not_allowed':
+      return `Refused: key_model_not_allowed — key ${refusal.figures.keyId} no longer allowed ${refusal.figures.model} when the hold was to be placed.`;
+    case 'key_max_tokens':
+      return `Refused: key_max_tokens — key ${refusal.figures.keyId} allowed max_tokens up to ${refusal.figures.maxOutputTokens} when the hold was to be placed; the call asked for ${refusal.figures.maxTokens}.`;
     case 'key_spend_limit': {
       const key = refusal.figures;
       const period = key.period === 'total' ? 'in total' : `in ${key.periodStart} (UTC ${key.period})`;

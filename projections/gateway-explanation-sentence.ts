@@ -15,6 +15,8 @@ const REFUSAL_STATUS: Readonly<Record<ExplanationRefusal['reason'], number>> = {
   insufficient_credits: 402,
   key_spend_limit: 402,
   key_revoked: 401,
+  key_model_not_allowed: 403,
+  key_max_tokens: 400,
   no_running_slot: 429,
   ledger_totals_bound: 402,
 };
@@ -111,6 +113,10 @@ function refusalClause(view: ExplanationFigures, refusal: ExplanationRefusal): s
       return `the account cannot hold ${grouped(refusal.figures.creditHold)} more credits within its exact-integer bound`;
     case 'key_revoked':
       return 'the key was revoked before the hold was placed, so nothing was held or sent upstream';
+    case 'key_model_not_allowed':
+      return `the key's models were changed before the hold was placed and no longer include ${refusal.figures.model}, so nothing was held or sent upstream`;
+    case 'key_max_tokens':
+      return `the key's max_tokens cap was lowered to ${grouped(refusal.figures.maxOutputTokens)} before the hold was placed, below the call's ${grouped(refusal.figures.maxTokens)}, so nothing was held or sent upstream`;
     case 'key_spend_limit': {
       const key = refusal.figures;
       const period = key.period === 'total' ? 'in total' : `in ${key.periodStart} (UTC ${key.period})`;

@@ -56,6 +56,11 @@ export type PlaceHold = DomainCommand<
     readonly placedAt: string;
     /** A gateway call: the key must be live and its spend limit must cover the hold too. */
     readonly gatewayKey?: HoldGatewayKey;
+    /**
+     * What the gateway call asks of its key: the key, as this decision sees it, must still allow the
+     * model and a `max_tokens` this large (a change since the call's key check refuses it here).
+     */
+    readonly gatewayCall?: { readonly model: string; readonly maxTokens: number };
   }
 >;
 

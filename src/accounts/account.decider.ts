@@ -3,7 +3,7 @@
  * are idempotent by key; holds and their settlements name their invocation, so each is placed and
  * settled at most once however often a command is retried or replayed.
  */
-import { MAX_CREDIT_HOLD_CREDITS } from '../catalog/publication.validation';
+import { MAX_CREDIT_HOLD_CREDITS, MAX_MODEL_NAME_CHARS } from '../catalog/publication.validation';
 import type { SnapshotCodec } from '../aggregates/aggregate-snapshots';
 import type { Decider } from '../domain/decider';
 import { IdempotencyConflictError, IllegalTransitionError, ValidationError } from '../domain/domain.errors';
@@ -45,7 +45,7 @@ import {
 } from './credit-alerts';
 import { accountSnapshot } from './account.snapshot';
 import { admit, AdmissionRefusedError, refusalOf, totalsBoundRefusal } from './admission.policy';
-import { MAX_GATEWAY_KEYS_PER_ORGANIZATION, periodOf, readKeyHash, readKeySettings, UnknownGatewayKeyError } from './gateway-keys';
+import { keyAllowsModel, MAX_GATEWAY_KEYS_PER_ORGANIZATION, periodOf, readKeyHash, readKeySettings, UnknownGatewayKeyError } from './gateway-keys';
 
 /**
  * - GrantCredits / AdjustCredits → CreditsGranted / CreditsAdjusted; a repeated key with the same
@@ -155,7 +155,7 @@ function placeHold({ data }: PlaceHold, state: AccountState): AccountEvent[] {
     if (open.credits === credits) return [];
     throw new IdempotencyConflictError(invocationId, `invocation ${invocationId} already holds ${open.credits} credits`);
   }
-  const gatewayKey = data.gatewayKey === undefined ? undefined : liveKeyHold(state, data.gatewayKey, placedAt);
+  const gatewayKey = data.gatewayKey === undefined ? undefined : liveKeyHold(state, data.gatewayKey, placedAt, data.gatewayCall);
   const admission = admit(state, { creditHold: credits, at: placedAt, ...(gatewayKey === undefined ? {} : { gatewayKey }) });
   if (!admission.admitted) throw new AdmissionRefusedError(refusalOf(admission));
   // Admitted holds always fit (admission kept room for them); a log already past the range refuses
@@ -288,11 +288,22 @@ function assertRoomBelow(state: AccountState, credits: number): void {
 
 /**
  * The key a gateway hold counts against, with the period taken from the key's own limit at `placedAt`
- * (the caller's period is not trusted). A revoked or unknown key admits nothing.
+ * (the caller's period is not trusted). A revoked or unknown key admits nothing; nor does a key that
+ * no longer allows the call's model or `max_tokens`, decided here on the same state as the credits.
  */
-function liveKeyHold(state: AccountState, asked: HoldGatewayKey, placedAt: string): HoldGatewayKey {
+function liveKeyHold(state: AccountState, asked: HoldGatewayKey, placedAt: string, call: PlaceHold['data']['gatewayCall']): HoldGatewayKey {
   const key = state.gatewayKeys.get(asked.keyId);
   if (key === undefined || key.revokedAt !== undefined) throw new UnknownGatewayKeyError(asked.keyId);
+  if (call !== undefined) {
+    const checks = new FieldChecks();
+    const model = checks.text('gatewayCall.model', call.model, MAX_MODEL_NAME_CHARS);
+    const maxTokens = checks.integer('gatewayCall.maxTokens', call.maxTokens, { min: 1, max: Number.MAX_SAFE_INTEGER, unit: 'tokens' });
+    checks.throwIfAny();
+    if (!keyAllowsModel(key, model)) throw new AdmissionRefusedError({ reason: 'key_model_not_allowed', figures: { keyId: key.keyId, model } });
+    if (key.maxOutputTokens !== undefined && maxTokens > key.maxOutputTokens) {
+      throw new AdmissionRefusedError({ reason: 'key_max_tokens', figures: { keyId: key.keyId, maxTokens, maxOutputTokens: key.maxOutputTokens } });
+    }
+  }
   return { keyId: key.keyId, period: periodOf(key.spendLimit?.period ?? 'total', placedAt) };
 }
 

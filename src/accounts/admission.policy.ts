@@ -11,10 +11,12 @@ import { AccountState, availableCredits, committedCredits, keySpend, runningCoun
 import type { SpendPeriod } from './gateway-keys';
 
 /**
- * Refusals of the access check: docs/lifecycle.md transition 1. `key_revoked`: a gateway call whose key
- * was revoked after it was checked and before its hold was placed (docs/gateway.md "Admission").
+ * Refusals of the access check: docs/lifecycle.md transition 1. For a gateway call whose key changed
+ * after it was checked and before its hold was placed (docs/gateway.md "Admission"): `key_revoked`
+ * (revoked), `key_model_not_allowed` (its models no longer include the call's), `key_max_tokens` (its
+ * cap fell below the call's `max_tokens`).
  */
-export const ACCESS_REFUSAL_REASONS = ['ai_disabled', 'operation_disabled', 'unknown_operation', 'key_revoked'] as const;
+export const ACCESS_REFUSAL_REASONS = ['ai_disabled', 'operation_disabled', 'unknown_operation', 'key_revoked', 'key_model_not_allowed', 'key_max_tokens'] as const;
 /**
  * Refusals for want of credits or a slot, or a gateway key's limit, or because the hold and its settlement's room would not fit
  * in the exact-integer range (`ledger_totals_bound`): docs/lifecycle.md transition 2.
@@ -32,7 +34,9 @@ export type AdmissionRefusal =
   | { readonly reason: 'no_running_slot'; readonly figures: { readonly running: number; readonly maxRunning: number } }
   | { readonly reason: 'ledger_totals_bound'; readonly figures: LedgerTotalsBoundFigures }
   | { readonly reason: 'key_spend_limit'; readonly figures: KeySpendFigures }
-  | { readonly reason: 'key_revoked'; readonly figures: { readonly keyId: string } };
+  | { readonly reason: 'key_revoked'; readonly figures: { readonly keyId: string } }
+  | { readonly reason: 'key_model_not_allowed'; readonly figures: { readonly keyId: string; readonly model: string } }
+  | { readonly reason: 'key_max_tokens'; readonly figures: { readonly keyId: string; readonly maxTokens: number; readonly maxOutputTokens: number } };
 
 /**
  * Why a hold was refused at the exact-integer bound: `committedCredits + creditHold + overrunRoomCredits
@@ -62,7 +66,10 @@ export type KeySpendFigures = {
 };
 
 /** The refusals an account can decide alone. */
-export type AccountRefusal = Extract<AdmissionRefusal, { reason: 'ai_disabled' | 'insufficient_credits' | 'no_running_slot' | 'key_spend_limit' | 'ledger_totals_bound' }>;
+export type AccountRefusal = Extract<
+  AdmissionRefusal,
+  { reason: 'ai_disabled' | 'insufficient_credits' | 'no_running_slot' | 'key_spend_limit' | 'ledger_totals_bound' | 'key_model_not_allowed' | 'key_max_tokens' }
+>;
 
 export type AdmissionDecision = { readonly admitted: true } | ({ readonly admitted: false } & AdmissionRefusal);
 export type AccountAdmission = { readonly admitted: true } | ({ readonly admitted: false } & AccountRefusal);

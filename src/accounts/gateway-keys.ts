@@ -52,6 +52,11 @@ export interface GatewayKey extends GatewayKeySettings {
   readonly spentInPeriod: number;
 }
 
+/** Whether the key may call `model`: every model unless the key names its models. */
+export function keyAllowsModel(key: GatewayKeySettings, model: string): boolean {
+  return key.models === undefined || key.models.includes(model);
+}
+
 /** The period a call admitted at `at` (ISO-8601, UTC) counts against: `2026-12-01`, `2026-12` or `total`. */
 export function periodOf(period: SpendPeriod, at: string): string {
   if (period === 'day') return at.slice(0, 10);

@@ -11,7 +11,7 @@ import { accountDecider } from '../accounts/account.decider';
 import { accountStreamName } from '../accounts/account.events';
 import type { AccountState } from '../accounts/account.state';
 import { AdmissionRefusedError, type AccountRefusal, type AdmissionRefusal } from '../accounts/admission.policy';
-import { UnknownGatewayKeyError, type GatewayKey } from '../accounts/gateway-keys';
+import { keyAllowsModel, UnknownGatewayKeyError, type GatewayKey } from '../accounts/gateway-keys';
 import { AggregateRepository, type CommandContext, type CommandStep } from '../aggregates/aggregate.repository';
 import type { Publication } from '../catalog/operation.events';
 import { CLOCK, isoAt } from '../domain/clock.token';
@@ -30,6 +30,7 @@ import type {
   GatewayCallRequest,
   GatewayModelInfo,
   GatewayRefusal,
+  MessagesBodyFacts,
 } from './gateway-call.port';
 import { gatewayKeyHash, organizationOfKey } from './gateway-keys.codec';
 import { RATE_CARD_STREAM, rateCardDecider, rateCardInForce, type RateCardVersion } from './rate-card';
@@ -77,7 +78,7 @@ export class GatewayCalls implements GatewayAccounting {
     const card = (await this.repository.load(RATE_CARD_STREAM, rateCardDecider)).state;
     const models: GatewayModelInfo[] = [];
     for (const [model, versions] of [...card.models].sort(([a], [b]) => a.localeCompare(b))) {
-      if (!versions[versions.length - 1]!.enabled || !allows(found.key, model)) continue;
+      if (!versions[versions.length - 1]!.enabled || !keyAllowsModel(found.key, model)) continue;
       models.push({ type: 'model', id: model, display_name: model, created_at: versions[0]!.pricedAt });
     }
     return { ok: true, models };
@@ -91,7 +92,7 @@ export class GatewayCalls implements GatewayAccounting {
     // found calls priced minutes after their version's window ended on an instance that never re-read).
     const card = rateCardInForce((await this.repository.load(RATE_CARD_STREAM, rateCardDecider)).state, facts.model);
     if (card === undefined || !card.enabled) return refusal(404, 'not_found_error', `model: ${facts.model}`);
-    if (!allows(key, facts.model)) return refusal(403, 'permission_error', `key ${JSON.stringify(key.name)} may not call ${facts.model}`);
+    if (!keyAllowsModel(key, facts.model)) return refusal(403, 'permission_error', `key ${JSON.stringify(key.name)} may not call ${facts.model}`);
     const cap = Math.min(card.maxOutputTokens, key.maxOutputTokens ?? Number.MAX_SAFE_INTEGER);
     if (facts.maxTokens > cap) {
       const whose = cap === key.maxOutputTokens ? `key ${JSON.stringify(key.name)}'s maxOutputTokens` : `the rate card's maxOutputTokens for ${facts.model}`;
@@ -99,7 +100,7 @@ export class GatewayCalls implements GatewayAccounting {
     }
     const hold = worstCaseHold(facts, card);
     if (!Number.isFinite(hold.credits)) return refusal(400, 'invalid_request_error', 'the request could cost more than one call may hold');
-    return this.hold(organizationId, key, card, facts.stream, hold.credits);
+    return this.hold(organizationId, key, card, facts, hold.credits);
   }
 
   async settle(admission: Admitted, outcome: GatewayCallOutcome): Promise<void> {
@@ -174,7 +175,8 @@ export class GatewayCalls implements GatewayAccounting {
   }
 
   /** Estimated, held (or refused and recorded), reserved and dispatched. */
-  private async hold(organizationId: string, key: GatewayKey, card: RateCardVersion, stream: boolean, holdCredits: number): Promise<GatewayAdmission> {
+  private async hold(organizationId: string, key: GatewayKey, card: RateCardVersion, facts: MessagesBodyFacts, holdCredits: number): Promise<GatewayAdmission> {
+    const { stream } = facts;
     const invocationId = this.newInvocationId(organizationId);
     const streamName = invocationStreamName(invocationId);
     const context: CommandContext = { correlationId: invocationId, newStream: true };
@@ -192,7 +194,10 @@ export class GatewayCalls implements GatewayAccounting {
       await this.repository.handle(
         accountStreamName(organizationId),
         accountDecider,
-        { type: 'PlaceHold', data: { invocationId, credits: holdCredits, placedAt: at, gatewayKey: { keyId: key.keyId, period: '' } } },
+        {
+          type: 'PlaceHold',
+          data: { invocationId, credits: holdCredits, placedAt: at, gatewayKey: { keyId: key.keyId, period: '' }, gatewayCall: { model: card.model, maxTokens: facts.maxTokens } },
+        },
         // The estimate and the hold need not be on disk on their own: the dispatch below is, and a
         // log that keeps it keeps both (nothing goes upstream before it).
         { correlationId: invocationId, acknowledgeOnCommit: true },
@@ -212,10 +217,6 @@ export class GatewayCalls implements GatewayAccounting {
     ]);
     return { admitted: true, invocationId, organizationId, keyId: key.keyId, holdCredits, attemptTimeoutMs: card.attemptTimeoutMs };
   }
-}
-
-function allows(key: GatewayKey, model: string): boolean {
-  return key.models === undefined || key.models.includes(model);
 }
 
 /** Usage totals hold the counts only; the served mode stays on the attempt. */
@@ -267,5 +268,12 @@ function refusalOfAccount(refused: AccountRefusal, invocationId: string, key: Ga
       });
     case 'ledger_totals_bound':
       return refusal(402, 'billing_error', 'the account cannot hold this call within its exact-integer bound', { invocationId });
+    // The key changed after it was checked: the same answers as that check gives (docs/gateway.md "Admission").
+    case 'key_model_not_allowed':
+      return refusal(403, 'permission_error', `key ${JSON.stringify(key.name)} may not call ${refused.figures.model}`, { invocationId });
+    case 'key_max_tokens': {
+      const { maxTokens, maxOutputTokens } = refused.figures;
+      return refusal(400, 'invalid_request_error', `max_tokens: ${maxTokens} is over ${maxOutputTokens}, key ${JSON.stringify(key.name)}'s maxOutputTokens`, { invocationId });
+    }
   }
 }

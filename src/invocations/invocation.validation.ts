@@ -114,6 +114,17 @@ export function refusalFromState(
       const keyId = checks.id('figures.keyId', figures.keyId);
       return { reason, figures: { keyId } };
     }
+    case 'key_model_not_allowed': {
+      const keyId = checks.id('figures.keyId', figures.keyId);
+      return { reason, figures: { keyId, model: checks.text('figures.model', figures.model, MAX_MODEL_NAME_CHARS) } };
+    }
+    case 'key_max_tokens': {
+      const keyId = checks.id('figures.keyId', figures.keyId);
+      const maxTokens = checks.integer('figures.maxTokens', figures.maxTokens, { min: 1, max: Number.MAX_SAFE_INTEGER, unit: 'tokens' });
+      const maxOutputTokens = checks.integer('figures.maxOutputTokens', figures.maxOutputTokens, { min: 1, max: Number.MAX_SAFE_INTEGER, unit: 'tokens' });
+      if (checks.ok && maxTokens <= maxOutputTokens) checks.add('figures.maxTokens', 'is within the cap: nothing to refuse');
+      return { reason, figures: { keyId, maxTokens, maxOutputTokens } };
+    }
   }
 }
 

@@ -204,13 +204,34 @@ export interface AccountMoment {
   readonly maxRunning: number;
   readonly aiEnabled: boolean;
   /** Per key: its limit and period kind, and what it spent and holds in each period. */
-  readonly keys: ReadonlyMap<string, { readonly revoked: boolean; readonly limit: number | undefined; readonly kind: SpendPeriod; readonly kindChanges: number; readonly spent: ReadonlyMap<string, number>; readonly held: ReadonlyMap<string, number> }>;
+  readonly keys: ReadonlyMap<
+    string,
+    {
+      readonly revoked: boolean;
+      readonly models: readonly string[] | undefined;
+      readonly maxOutputTokens: number | undefined;
+      readonly limit: number | undefined;
+      readonly kind: SpendPeriod;
+      readonly kindChanges: number;
+      readonly spent: ReadonlyMap<string, number>;
+      readonly held: ReadonlyMap<string, number>;
+    }
+  >;
 }
 
 export function momentOf(available: number, running: number, maxRunning: number, aiEnabled: boolean, keys: Iterable<KeyAudit>): AccountMoment {
   const figures = new Map<string, AccountMoment['keys'] extends ReadonlyMap<string, infer V> ? V : never>();
   for (const key of keys) {
-    figures.set(key.keyId, { revoked: key.revokedAtMs !== undefined, limit: key.settings.spendLimit?.credits, kind: key.kind, kindChanges: key.kindChanges, spent: new Map(key.spent), held: new Map(key.held) });
+    figures.set(key.keyId, {
+      revoked: key.revokedAtMs !== undefined,
+      models: key.settings.models,
+      maxOutputTokens: key.settings.maxOutputTokens,
+      limit: key.settings.spendLimit?.credits,
+      kind: key.kind,
+      kindChanges: key.kindChanges,
+      spent: new Map(key.spent),
+      held: new Map(key.held),
+    });
   }
   return { available, running, maxRunning, aiEnabled, keys: figures };
 }
@@ -224,6 +245,16 @@ export function refusalExplainedBy(refusal: { readonly reason: string; readonly 
     case 'key_revoked':
       // Revoked between the key check and the hold (docs/gateway.md "Admission").
       return moment.keys.get(f.keyId as string)?.revoked === true;
+    case 'key_model_not_allowed': {
+      // Its models changed between the key check and the hold.
+      const models = moment.keys.get(f.keyId as string)?.models;
+      return models !== undefined && !models.includes(f.model as string);
+    }
+    case 'key_max_tokens': {
+      // Its cap was lowered between the key check and the hold.
+      const cap = moment.keys.get(f.keyId as string)?.maxOutputTokens;
+      return cap !== undefined && f.maxOutputTokens === cap && (f.maxTokens as number) > cap;
+    }
     case 'insufficient_credits':
       return moment.aiEnabled && f.creditHold === estimate && f.available === moment.available && moment.available < estimate;
     case 'no_running_slot':

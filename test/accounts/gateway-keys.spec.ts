@@ -98,6 +98,26 @@ describe('a gateway hold counts against its key’s spend limit in the same deci
     spec.given([granted(10_000)]).when(hold('b', 1)).thenThrows(UnknownGatewayKeyError);
   });
 
+  it('refuses a hold whose call the key, as this decision sees it, no longer allows: its model, then its max_tokens (STATE-PFM-LLM-001 transition 1)', () => {
+    const call = (model: string, maxTokens: number): AccountCommand => {
+      const command = hold('b', 1) as Extract<AccountCommand, { type: 'PlaceHold' }>;
+      return { ...command, data: { ...command.data, gatewayCall: { model, maxTokens } } };
+    };
+    const narrowed = { type: 'GatewayKeyChanged', data: { keyId: 'key-1', name: 'ci-bot', models: ['claude-haiku'], maxOutputTokens: 1_000, changedAt: DAY1 } } as const;
+    const given = spec.given([granted(10_000), issued(), narrowed]);
+    given.when(call('claude-sonnet', 10)).thenThrows(AdmissionRefusedError, (error) =>
+      expect(error.refusal).toEqual({ reason: 'key_model_not_allowed', figures: { keyId: 'key-1', model: 'claude-sonnet' } }),
+    );
+    given.when(call('claude-haiku', 1_001)).thenThrows(AdmissionRefusedError, (error) =>
+      expect(error.refusal).toEqual({ reason: 'key_max_tokens', figures: { keyId: 'key-1', maxTokens: 1_001, maxOutputTokens: 1_000 } }),
+    );
+    // Within the key's settings it is held (the change left no limit: the total counts), and the event carries nothing of the call.
+    given.when(call('claude-haiku', 1_000)).then([held('b', 1, 'total')]);
+    // A key with no models and no cap allows every call.
+    spec.given([granted(10_000), issued()]).when(call('any-model', 100_000)).then([held('b', 1)]);
+    spec.given([granted(10_000), issued()]).when(call('', 0)).thenThrows(ValidationError);
+  });
+
   it('keeps the organization’s own refusals first: credits before the key’s limit', () => {
     spec
       .given([granted(100), issued()])

@@ -138,6 +138,39 @@ describe('gateway calls are admitted at their worst-case hold and settled at Ant
     expect(await balance('revoked')).toMatchObject({ held: 0, running: 0, charged: 0, available: 1_000 });
   });
 
+  it.each([
+    ['its models no longer include the call’s', { models: ['claude-other'] }, 403, 'permission_error', 'key_model_not_allowed', { model: MODEL }, `the key's models were changed before the hold was placed and no longer include ${MODEL}`],
+    ['its max_tokens cap falls below the call’s', { maxOutputTokens: 999 }, 400, 'invalid_request_error', 'key_max_tokens', { maxTokens: 1_000, maxOutputTokens: 999 }, "the key's max_tokens cap was lowered to 999 before the hold was placed, below the call's 1,000"],
+  ])(
+    'refuses at once a call whose key changes between the key check and the hold so that %s: recorded, explained, nothing held (STATE-PFM-LLM-001 transition 1)',
+    async (_what, change, status, errorType, reason, figures, clause) => {
+      const organizationId = `narrowed-${reason}`;
+      await grant(organizationId, 1_000, `g-${reason}`);
+      const { key, keyId } = await issue(organizationId, { name: 'narrowed' });
+      const repository = ledger.app.get(AggregateRepository);
+      const handleAll = repository.handleAll.bind(repository);
+      // The first append of the admission is its estimate, after the key was checked: change the key then.
+      const spy = jest.spyOn(repository, 'handleAll').mockImplementationOnce(async (...args: Parameters<AggregateRepository['handleAll']>) => {
+        await ledger.http().patch(`/v1/organizations/${organizationId}/gateway-keys/${keyId}`).set(bearer(TOKENS.system)).send({ name: 'narrowed', ...change }).expect(200);
+        return handleAll(...args);
+      });
+      let refused: GatewayAdmission;
+      try {
+        refused = await accounting.admit({ presentedKey: key, facts: facts(), requestId: 'r' });
+      } finally {
+        spy.mockRestore();
+      }
+      expect(refused).toMatchObject({ admitted: false, status, errorType, invocationId: expect.any(String) });
+      const { invocationId } = refused as { invocationId: string };
+      const events = await ledger.app.get<EventStore>(EVENT_STORE).readStream(`invocation-${invocationId}`);
+      expect(events.map((event) => event.type)).toEqual(['InvocationEstimated', 'InvocationRefused']);
+      expect(events[1]!.data).toMatchObject({ reason, figures: { keyId, ...figures }, transition: 1 });
+      const explanation = await ledger.http().get(`/v1/invocations/${invocationId}/explanation`).set(bearer(TOKENS.system)).expect(200);
+      expect(explanation.body.sentence).toBe(`Gateway call by key "narrowed" to ${MODEL} refused (${status} ${reason}): ${clause}, so nothing was held or sent upstream.`);
+      expect(await balance(organizationId)).toMatchObject({ held: 0, running: 0, charged: 0, available: 1_000 });
+    },
+  );
+
   it('refuses a call the organization cannot hold with 402 billing_error, recorded and explained', async () => {
     await grant('poor', 10, 'g-poor');
     const { key } = await issue('poor', { name: 'bot' });
