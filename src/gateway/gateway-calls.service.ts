@@ -92,11 +92,11 @@ export class GatewayCalls implements GatewayAccounting {
     // found calls priced minutes after their version's window ended on an instance that never re-read).
     const card = rateCardInForce((await this.repository.load(RATE_CARD_STREAM, rateCardDecider)).state, facts.model);
     if (card === undefined || !card.enabled) return refusal(404, 'not_found_error', `model: ${facts.model}`);
-    if (!keyAllowsModel(key, facts.model)) return refusal(403, 'permission_error', `key ${JSON.stringify(key.name)} may not call ${facts.model}`);
+    if (!keyAllowsModel(key, facts.model)) return modelNotAllowed(key, facts.model);
     const cap = Math.min(card.maxOutputTokens, key.maxOutputTokens ?? Number.MAX_SAFE_INTEGER);
     if (facts.maxTokens > cap) {
-      const whose = cap === key.maxOutputTokens ? `key ${JSON.stringify(key.name)}'s maxOutputTokens` : `the rate card's maxOutputTokens for ${facts.model}`;
-      return refusal(400, 'invalid_request_error', `max_tokens: ${facts.maxTokens} is over ${cap}, ${whose}`);
+      const whose = cap === key.maxOutputTokens ? keyCap(key) : `the rate card's maxOutputTokens for ${facts.model}`;
+      return maxTokensOverCap(facts.maxTokens, cap, whose);
     }
     const hold = worstCaseHold(facts, card);
     if (!Number.isFinite(hold.credits)) return refusal(400, 'invalid_request_error', 'the request could cost more than one call may hold');
@@ -270,10 +270,20 @@ function refusalOfAccount(refused: AccountRefusal, invocationId: string, key: Ga
       return refusal(402, 'billing_error', 'the account cannot hold this call within its exact-integer bound', { invocationId });
     // The key changed after it was checked: the same answers as that check gives (docs/gateway.md "Admission").
     case 'key_model_not_allowed':
-      return refusal(403, 'permission_error', `key ${JSON.stringify(key.name)} may not call ${refused.figures.model}`, { invocationId });
-    case 'key_max_tokens': {
-      const { maxTokens, maxOutputTokens } = refused.figures;
-      return refusal(400, 'invalid_request_error', `max_tokens: ${maxTokens} is over ${maxOutputTokens}, key ${JSON.stringify(key.name)}'s maxOutputTokens`, { invocationId });
-    }
+      return modelNotAllowed(key, refused.figures.model, { invocationId });
+    case 'key_max_tokens':
+      return maxTokensOverCap(refused.figures.maxTokens, refused.figures.maxOutputTokens, keyCap(key), { invocationId });
   }
 }
+
+/** A model outside the key's `models`: at the key check, or recorded when the key changed before the hold. */
+function modelNotAllowed(key: GatewayKey, model: string, extra: Partial<GatewayRefusal> = {}): GatewayRefusal {
+  return refusal(403, 'permission_error', `key ${JSON.stringify(key.name)} may not call ${model}`, extra);
+}
+
+/** A `max_tokens` over a cap (`whose` names it): at the key check, or recorded when the key's cap fell before the hold. */
+function maxTokensOverCap(maxTokens: number, cap: number, whose: string, extra: Partial<GatewayRefusal> = {}): GatewayRefusal {
+  return refusal(400, 'invalid_request_error', `max_tokens: ${maxTokens} is over ${cap}, ${whose}`, extra);
+}
+
+const keyCap = (key: GatewayKey): string => `key ${JSON.stringify(key.name)}'s maxOutputTokens`;

@@ -42,6 +42,20 @@ describe('gateway calls are admitted at their worst-case hold and settled at Ant
     ledger.http().post(`/v1/organizations/${organizationId}/grants`).set(bearer(TOKENS.system)).send({ credits, reason: 'test', idempotencyKey }).expect(200);
   const issue = async (organizationId: string, body: Record<string, unknown>) =>
     (await ledger.http().post(`/v1/organizations/${organizationId}/gateway-keys`).set(bearer(TOKENS.system)).send(body).expect(200)).body as { key: string; keyId: string };
+  /** Admits a call and, right after its key check (its first append is the estimate), changes the key with `change`. */
+  const admitChangingKeyBeforeHold = async (key: string, change: () => PromiseLike<unknown>): Promise<GatewayAdmission> => {
+    const repository = ledger.app.get(AggregateRepository);
+    const handleAll = repository.handleAll.bind(repository);
+    const spy = jest.spyOn(repository, 'handleAll').mockImplementationOnce(async (...args: Parameters<AggregateRepository['handleAll']>) => {
+      await change();
+      return handleAll(...args);
+    });
+    try {
+      return await accounting.admit({ presentedKey: key, facts: facts(), requestId: 'r' });
+    } finally {
+      spy.mockRestore();
+    }
+  };
 
   beforeAll(async () => {
     ledger = await startHttpLedger({ env: { LEDGER_MAX_RUNNING: '1000' } });
@@ -113,19 +127,7 @@ describe('gateway calls are admitted at their worst-case hold and settled at Ant
   it('refuses at once a call whose key is revoked between the key check and the hold: 401, recorded as key_revoked (transition 1), nothing held (STATE-PFM-LLM-001 transition 1)', async () => {
     await grant('revoked', 1_000, 'g-revoked');
     const { key, keyId } = await issue('revoked', { name: 'late' });
-    const repository = ledger.app.get(AggregateRepository);
-    const handleAll = repository.handleAll.bind(repository);
-    // The first append of the admission is its estimate, after the key was checked: revoke the key then.
-    const spy = jest.spyOn(repository, 'handleAll').mockImplementationOnce(async (...args: Parameters<AggregateRepository['handleAll']>) => {
-      await ledger.http().delete(`/v1/organizations/revoked/gateway-keys/${keyId}`).set(bearer(TOKENS.system)).expect(200);
-      return handleAll(...args);
-    });
-    let refused: GatewayAdmission;
-    try {
-      refused = await accounting.admit({ presentedKey: key, facts: facts(), requestId: 'r' });
-    } finally {
-      spy.mockRestore();
-    }
+    const refused = await admitChangingKeyBeforeHold(key, () => ledger.http().delete(`/v1/organizations/revoked/gateway-keys/${keyId}`).set(bearer(TOKENS.system)).expect(200));
     expect(refused).toMatchObject({ admitted: false, status: 401, errorType: 'authentication_error', invocationId: expect.any(String) });
     const { invocationId } = refused as { invocationId: string };
     const { body } = await ledger.http().get(`/v1/invocations/${invocationId}`).set(bearer(TOKENS.system)).expect(200);
@@ -147,19 +149,9 @@ describe('gateway calls are admitted at their worst-case hold and settled at Ant
       const organizationId = `narrowed-${reason}`;
       await grant(organizationId, 1_000, `g-${reason}`);
       const { key, keyId } = await issue(organizationId, { name: 'narrowed' });
-      const repository = ledger.app.get(AggregateRepository);
-      const handleAll = repository.handleAll.bind(repository);
-      // The first append of the admission is its estimate, after the key was checked: change the key then.
-      const spy = jest.spyOn(repository, 'handleAll').mockImplementationOnce(async (...args: Parameters<AggregateRepository['handleAll']>) => {
-        await ledger.http().patch(`/v1/organizations/${organizationId}/gateway-keys/${keyId}`).set(bearer(TOKENS.system)).send({ name: 'narrowed', ...change }).expect(200);
-        return handleAll(...args);
-      });
-      let refused: GatewayAdmission;
-      try {
-        refused = await accounting.admit({ presentedKey: key, facts: facts(), requestId: 'r' });
-      } finally {
-        spy.mockRestore();
-      }
+      const refused = await admitChangingKeyBeforeHold(key, () =>
+        ledger.http().patch(`/v1/organizations/${organizationId}/gateway-keys/${keyId}`).set(bearer(TOKENS.system)).send({ name: 'narrowed', ...change }).expect(200),
+      );
       expect(refused).toMatchObject({ admitted: false, status, errorType, invocationId: expect.any(String) });
       const { invocationId } = refused as { invocationId: string };
       const events = await ledger.app.get<EventStore>(EVENT_STORE).readStream(`invocation-${invocationId}`);
