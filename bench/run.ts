@@ -21,6 +21,7 @@ const BENCHMARKS: Record<string, () => Promise<Bench>> = {
   soak: async () => (await import('./soak.bench')).run,
   gateway: async () => (await import('./gateway.bench')).run,
   'gateway-soak': async () => (await import('./gateway-soak.bench')).run,
+  'json-members': async () => (await import('./json-members.bench')).run,
 };
 /** Run only when named: the soaks take ten minutes each. */
 const ONLY_WHEN_NAMED = new Set(['soak', 'gateway-soak']);

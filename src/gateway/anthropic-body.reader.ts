@@ -5,12 +5,19 @@
  * still has the bytes. See docs/gateway.md.
  */
 import type { IncomingMessage } from 'node:http';
+import { duplicateMember } from '../http-kit/json-body.checks';
 
 /**
  * Largest request body the gateway accepts, in bytes: Anthropic's own bound on a Messages request
  * (32 MB) with room to spare, so Anthropic, not the gateway, refuses what lies between. Larger → 413.
  */
 export const MAX_GATEWAY_BODY_BYTES = 32 * 1024 * 1024;
+
+/**
+ * Deepest nesting of objects and arrays a gateway body may have, in levels: far deeper than any
+ * Messages request nests, and what bounds the memory the one reading of a body keeps per level.
+ */
+export const MAX_GATEWAY_JSON_NESTING_LEVELS = 1_000;
 
 export interface GatewayBodyProblem {
   readonly status: 400 | 413 | 415 | 500;
@@ -96,4 +103,25 @@ function isJson(contentType: string | undefined): boolean {
   if (semicolon === -1) return true;
   const charset = /charset\s*=\s*"?([^";\s]+)/i.exec(contentType.slice(semicolon));
   return charset === null || charset[1]!.toLowerCase() === 'utf-8';
+}
+
+/**
+ * The one reading of a gateway body's JSON: parsed once, and refused when it names a member twice in
+ * one object at any depth (names compared unescaped, issue 31, finding 3). JSON.parse keeps the last
+ * of two members and the upstream's parser may keep the first: a body read one way and held, then
+ * read the other way upstream, would cost what was not held. Everything the gateway reads of a body
+ * (the facts the hold is sized by) reads this value, and the bytes forwarded are the bytes it read.
+ */
+export function readGatewayJson(bytes: Buffer): { readonly value: unknown; readonly problem?: undefined } | { readonly value?: undefined; readonly problem: string } {
+  const text = bytes.toString('utf8');
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return { problem: 'The request body is not valid JSON.' };
+  }
+  const duplicate = duplicateMember(text, MAX_GATEWAY_JSON_NESTING_LEVELS);
+  if (duplicate === 'too deep') return { problem: `The request body is nested deeper than ${MAX_GATEWAY_JSON_NESTING_LEVELS} levels.` };
+  if (duplicate !== undefined) return { problem: `${duplicate.path}: the member ${JSON.stringify(duplicate.name)} is named more than once in its object; name each member once` };
+  return { value };
 }

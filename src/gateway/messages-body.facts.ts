@@ -3,6 +3,7 @@
  * (`model`, `max_tokens`, `messages`) and counts what the worst-case hold depends on. The body itself
  * goes upstream as received; nothing here keeps or logs any of its text. See docs/gateway.md.
  */
+import { readGatewayJson } from './anthropic-body.reader';
 import type { MessagesBodyFacts } from './gateway-call.port';
 
 /** Longest `model` accepted, in characters: a model id, never a document. Longer → 400. */
@@ -15,7 +16,6 @@ export interface MessagesBodyProblem {
 
 export type ReadFacts = { readonly facts: MessagesBodyFacts; readonly problem?: undefined } | { readonly facts?: undefined; readonly problem: MessagesBodyProblem };
 
-const NOT_JSON: MessagesBodyProblem = { message: 'The request body is not valid JSON.' };
 const NOT_AN_OBJECT: MessagesBodyProblem = { message: 'The request body must be a JSON object.' };
 
 /** A web-search server tool (`web_search_20250305`, …), whose searches are billed per use. */
@@ -23,15 +23,13 @@ const WEB_SEARCH_TOOL_PREFIX = 'web_search_';
 
 /**
  * The facts of a Messages body (`bytes` as received), or the problem that refuses it. The body is
- * parsed once; the counting walk uses an explicit stack, so no nesting depth can exhaust the stack.
+ * read once (readGatewayJson: a member named twice is refused); the counting walk uses an explicit
+ * stack, so no nesting depth can exhaust the stack.
  */
 export function readMessagesBodyFacts(bytes: Buffer): ReadFacts {
-  let body: unknown;
-  try {
-    body = JSON.parse(bytes.toString('utf8'));
-  } catch {
-    return { problem: NOT_JSON };
-  }
+  const read = readGatewayJson(bytes);
+  if (read.problem !== undefined) return { problem: { message: read.problem } };
+  const body = read.value;
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return { problem: NOT_AN_OBJECT };
   const fields = body as Record<string, unknown>;
   const { model, max_tokens: maxTokens, messages } = fields;

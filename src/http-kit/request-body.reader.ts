@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { MAX_JSON_NESTING_LEVELS, MAX_REQUEST_BODY_BYTES } from './http.bounds';
-import { nestsTooDeep, prototypeNamedKeys } from './json-body.checks';
+import { duplicateMember, nestsTooDeep, prototypeNamedKeys } from './json-body.checks';
 import type { BodyProblem } from './request-context';
 
 /** What reading a request's body gave: the parsed JSON, or the problem to raise once the caller is known. */
@@ -29,7 +29,8 @@ const TOO_LARGE: BodyProblem = { status: 413, message: `the request body is larg
 /**
  * Reads a request body as the API's commands need it: JSON in UTF-8, possibly compressed, at most
  * MAX_REQUEST_BODY_BYTES once decompressed, nested at most MAX_JSON_NESTING_LEVELS deep (checked on
- * the bytes, before the parse), an object, with no key named like an `Object.prototype` member.
+ * the bytes, before the parse), no member named twice in one object (issue 31, finding 3), an object,
+ * with no key named like an `Object.prototype` member.
  * Never rejects: what is wrong comes back as a problem, which the body-error guard raises after the
  * bearer-token guard, so a caller without a valid token learns nothing about its body.
  */
@@ -80,6 +81,11 @@ function parsed(bytes: Buffer, command: boolean): ReadBody {
     body = JSON.parse(text);
   } catch {
     return { problem: { status: 400, message: 'is not valid JSON' } };
+  }
+  // A member named twice would be read as its last value here and as its first by another reader.
+  const duplicate = duplicateMember(text, MAX_JSON_NESTING_LEVELS);
+  if (duplicate !== undefined && duplicate !== 'too deep') {
+    return { problem: { status: 400, message: 'names a member twice', fields: { [duplicate.path]: ['is named more than once in its object'] } } };
   }
   if (!command) return { body };
   if (Array.isArray(body)) return { problem: { status: 400, message: 'must be a JSON object' } };

@@ -83,6 +83,18 @@ describe('docs/http.md reading requests: bounded bodies, problems after authenti
     if (status === 400) expect(answer.body.fields).toHaveProperty('body');
   });
 
+  it.each([
+    ['twice', '{"credits":1,"credits":1000000,"reason":"plan","idempotencyKey":"dup-1"}', 'credits'],
+    ['twice, once with an escape', '{"credits":1,"cr\\u0065dits":1000000,"reason":"plan","idempotencyKey":"dup-2"}', 'credits'],
+    ['twice in a nested object', '{"credits":1,"reason":"plan","idempotencyKey":"dup-3","x":{"y":[{"z":1,"z":2}]}}', 'x.y.0.z'],
+  ])('finding 3: the API refuses a body that names a member %s with 400 naming it, and grants nothing', async (_case, body, field) => {
+    const balance = async () => (await ledger.http().get('/v1/organizations/acme/balance').set(bearer(TOKENS.system))).body as unknown;
+    const before = await balance();
+    const answer = await send(port, { path: GRANTS, headers: json, body: Buffer.from(body) });
+    expect(answer).toMatchObject({ status: 400, body: { code: 'invalid_request', fields: { [field]: ['is named more than once in its object'] } } });
+    expect(await balance()).toEqual(before);
+  });
+
   it('reads a Content-Type with an empty body as no body, as any request without one', async () => {
     const cancel = '/v1/invocations/00000000-0000-4000-8000-000000000000/cancel';
     for (const type of ['application/json', 'text/plain']) {
