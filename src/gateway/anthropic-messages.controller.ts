@@ -11,7 +11,7 @@ import { ApiGatewayPassThrough, ApiGatewayTag } from './gateway-http.openapi';
 import { GATEWAY_ACCOUNTING, type GatewayAccounting, type GatewayAdmission, type GatewayCallOutcome, type MessagesBodyFacts } from './gateway-call.port';
 import { GatewayForwarder } from './gateway-forwarder';
 import { NOT_ADMITTED_MODEL, publishGatewayAttempt, publishGatewayCall } from './gateway-http.channels';
-import { incomingOf, isRefusal, queryOf, sendRefusal } from './gateway-http.request';
+import { incomingOf, isRefusal, queryOf, repeatedHeaderProblem, sendRefusal } from './gateway-http.request';
 import { readMessagesBodyFacts } from './messages-body.facts';
 
 /** count_tokens is held by nothing, so it has a bound of its own, in ms (a count takes well under a second). */
@@ -100,17 +100,20 @@ export class AnthropicMessagesController {
 
   /**
    * What both routes do first: Node's response taken over, the key's form checked (401 at once, the
-   * body left unread), then the body read; undefined when already answered. `counted` for a Messages call.
+   * body left unread) and no single-valued header sent twice (400), then the body read; undefined when already answered. `counted` for a Messages call.
    */
   private async begin(request: LedgerRequest, reply: HttpResponse, counted: boolean): Promise<Begun | undefined> {
     const response = takeOverResponse(reply);
     const { requestId, arrivedAt } = contextOf(request);
     const presented = presentedKeyOf(request.headers);
-    if (presented.problem !== undefined) {
+    const refused = (status: number, message: string): undefined => {
       incomingOf(request).resume();
-      this.answer(response, 401, presented.problem, requestId, counted);
+      this.answer(response, status, message, requestId, counted);
       return undefined;
-    }
+    };
+    if (presented.problem !== undefined) return refused(401, presented.problem);
+    const repeated = repeatedHeaderProblem(request);
+    if (repeated !== undefined) return refused(400, repeated);
     return { arrivedAt, response, requestId, key: presented.key, read: await readGatewayBody(request, incomingOf(request)) };
   }
 

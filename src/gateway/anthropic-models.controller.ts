@@ -9,7 +9,7 @@ import { AnthropicErrorFilter } from './anthropic-error.filter';
 import { presentedKeyOf } from './anthropic-key';
 import { GATEWAY_ACCOUNTING, type GatewayAccounting, type GatewayModelInfo } from './gateway-call.port';
 import { ApiGatewayRead, ApiGatewayTag } from './gateway-http.openapi';
-import { incomingOf, isRefusal, sendRefusal } from './gateway-http.request';
+import { incomingOf, isRefusal, repeatedHeaderProblem, sendRefusal } from './gateway-http.request';
 
 /** Models a page lists unless `limit` says otherwise, and the most it may say (Anthropic's own bounds). */
 export const DEFAULT_MODELS_PAGE_SIZE = 20;
@@ -71,6 +71,11 @@ export class AnthropicModelsController {
     const presented = presentedKeyOf(request.headers);
     if (presented.problem !== undefined) {
       sendAnthropicError(response, 401, 'authentication_error', presented.problem, requestId);
+      return undefined;
+    }
+    const repeated = repeatedHeaderProblem(request);
+    if (repeated !== undefined) {
+      sendAnthropicError(response, 400, 'invalid_request_error', repeated, requestId);
       return undefined;
     }
     const answer = await this.accounting.models(presented.key);

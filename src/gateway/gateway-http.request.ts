@@ -5,6 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { HttpRequest } from '../http-kit/http.types';
+import { repeatedSingleValuedHeader } from '../http-kit/single-valued-headers';
 import { sendAnthropicError } from './anthropic-error.body';
 import type { GatewayRefusal } from './gateway-call.port';
 
@@ -31,4 +32,13 @@ export function sendRefusal(response: ServerResponse, refusal: GatewayRefusal, r
 /** The accounting's answer to a key or a models list is a refusal (its success carries `ok`). */
 export function isRefusal<T extends object>(answer: T | GatewayRefusal): answer is GatewayRefusal {
   return (answer as Partial<GatewayRefusal>).admitted === false;
+}
+
+/**
+ * A header the service reads as one value (`Content-Type`, `Authorization`, …) sent more than once:
+ * the 400's message, as the API refuses it (src/http-kit/single-valued-headers.ts); else undefined.
+ */
+export function repeatedHeaderProblem(request: HttpRequest): string | undefined {
+  const repeated = repeatedSingleValuedHeader(request);
+  return repeated === undefined ? undefined : `${repeated}: must be sent once (it was sent more than once)`;
 }

@@ -5,6 +5,7 @@
  * secret. Only the SHA-256 of the whole key is ever kept.
  */
 import { createHash, randomBytes } from 'node:crypto';
+import { ID_PATTERN, MAX_ID_CHARS } from '../domain/field-checks';
 
 export const GATEWAY_KEY_PREFIX = 'llk_';
 /** Random bytes in a key: 256 bits, so a fast hash is as safe to keep as a slow one. */
@@ -20,7 +21,12 @@ export function gatewayKeyHash(key: string): string {
   return createHash('sha256').update(key, 'utf8').digest('hex');
 }
 
-/** The organization a key names, or undefined when the text is not shaped like a key. */
+/**
+ * The organization a key names, or undefined when the text is not shaped like a key or names no id an
+ * organization could have (ID_PATTERN, at most MAX_ID_CHARS): such a key is unknown (401) before any
+ * stream is named after it (issue 31, finding 7: an over-long one made a stream name past the store's
+ * bound, a 500).
+ */
 export function organizationOfKey(key: string): string | undefined {
   if (key.length > MAX_GATEWAY_KEY_CHARS || !key.startsWith(GATEWAY_KEY_PREFIX)) return undefined;
   const dot = key.indexOf('.', GATEWAY_KEY_PREFIX.length);
@@ -28,5 +34,5 @@ export function organizationOfKey(key: string): string | undefined {
   const encoded = key.slice(GATEWAY_KEY_PREFIX.length, dot);
   if (!/^[A-Za-z0-9_-]+$/.test(encoded)) return undefined;
   const organizationId = Buffer.from(encoded, 'base64url').toString('utf8');
-  return organizationId === '' ? undefined : organizationId;
+  return organizationId.length <= MAX_ID_CHARS && ID_PATTERN.test(organizationId) ? organizationId : undefined;
 }

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { messageReply } from '../support/messages-api-server';
 import { rawExchange } from '../http/support/raw-http';
 import { bearer, TOKENS } from '../http/support/http-ledger';
-import { GATEWAY_MODEL, startGatewayService, type GatewayService } from './support/gateway-service';
+import { GATEWAY_MODEL, settledView, startGatewayService, type GatewayService } from './support/gateway-service';
 
 interface ErrorBody {
   readonly type?: string;
@@ -30,7 +30,7 @@ describe('the gateway’s edges (issue 31): one reading of a body, a 401 for eve
   afterAll(() => service.close());
 
   /** One request over a raw socket, so headers go as written (twice, in any case). */
-  const send = async (method: string, path: string, headers: readonly [string, string][], body = ''): Promise<{ status: number; body: ErrorBody; text: string }> => {
+  const send = async (method: string, path: string, headers: readonly (readonly [string, string])[], body = ''): Promise<{ status: number; body: ErrorBody; text: string; headers: Record<string, string> }> => {
     const lines = [`${method} ${path} HTTP/1.1`, 'Host: 127.0.0.1', 'Connection: close', ...headers.map(([name, value]) => `${name}: ${value}`)];
     if (body !== '' || method === 'POST') lines.push(`Content-Length: ${Buffer.byteLength(body)}`);
     const answer = await rawExchange(port, `${lines.join('\r\n')}\r\n\r\n${body}`);
@@ -40,7 +40,7 @@ describe('the gateway’s edges (issue 31): one reading of a body, a 401 for eve
     } catch {
       // The assertion on the shape below says what was wrong.
     }
-    return { status: answer.status, body: parsed, text: answer.body };
+    return { status: answer.status, body: parsed, text: answer.body, headers: answer.headers };
   };
   const nothingHeldOrSent = async (upstreamBefore: number): Promise<void> => {
     expect(service.upstream.requests).toHaveLength(upstreamBefore);
@@ -83,6 +83,68 @@ describe('the gateway’s edges (issue 31): one reading of a body, a 401 for eve
       const answer = await send('POST', '/anthropic/v1/messages', json(service.key), body);
       expect(answer.status).toBe(200);
       expect(service.upstream.requests.at(-1)!.rawBody).toBe(body);
+      // Settled before the test ends, so no other test sees its hold.
+      await settledView(service.ledger, answer.headers['llm-ledger-invocation-id']!);
+    });
+  });
+  /** The routes a key is checked on, each with what it sends. */
+  const ROUTES: readonly [method: string, path: string, body: string][] = [
+    ['POST', '/anthropic/v1/messages', bodyWith('"max_tokens":16')],
+    ['POST', '/anthropic/v1/messages/count_tokens', bodyWith('"max_tokens":16')],
+    ['GET', '/anthropic/v1/models', ''],
+    ['GET', `/anthropic/v1/models/${GATEWAY_MODEL}`, ''],
+  ];
+  const forged = (organization: string, secret = 'A'.repeat(43)): string => `llk_${Buffer.from(organization, 'utf8').toString('base64url')}.${secret}`;
+  /** Keys that are not keys of this service: the over-long organization of the finding, and every other shape. */
+  const NOT_KEYS: readonly [string, string][] = [
+    ['an organization part of 200 × "x" (finding 7)', forged('x'.repeat(200))],
+    ['an organization part just past the id bound', forged('o'.repeat(129))],
+    ['an organization part of the longest id', forged('o'.repeat(128))],
+    ['an organization of control bytes', forged('\u0000\u0001acme')],
+    ['an organization of "$all"', forged('$all')],
+    ['an organization with a slash', forged('acme/../x')],
+    ['an organization of invalid UTF-8', `llk_${Buffer.from([0xff, 0xfe, 0x41]).toString('base64url')}.${'A'.repeat(43)}`],
+    ['an organization that does not exist', forged('globex')],
+    ['acme with a secret of the right length that is not its key', forged('acme')],
+    ['acme with a short secret', forged('acme', 'short')],
+    ['no dot', `llk_${'x'.repeat(100)}`],
+    ['an empty organization part', `llk_.${'A'.repeat(43)}`],
+    ['padding in the organization part', `llk_YWNtZQ==.${'A'.repeat(43)}`],
+    ['another prefix', `sk-ant-api03-${'x'.repeat(90)}`],
+    ['the longest key form accepted', forged('x'.repeat(300)).slice(0, 512)],
+  ];
+
+  describe('finding 7: any malformed or unknown key is 401 authentication_error on every /anthropic route', () => {
+    it.each(NOT_KEYS)('finding 7: a key with %s is 401 on messages, count_tokens, models and models/:id', async (_case, key) => {
+      const before = service.upstream.requests.length;
+      for (const [method, path, body] of ROUTES) {
+        for (const header of [['x-api-key', key], ['Authorization', `Bearer ${key}`]] as [string, string][]) {
+          const answer = await send(method, path, [['Content-Type', 'application/json'], header], body);
+          expect({ route: `${method} ${path}`, header: header[0], status: answer.status, shape: answer.body.type, type: answer.body.error?.type }).toEqual({
+            route: `${method} ${path}`,
+            header: header[0],
+            status: 401,
+            shape: 'error',
+            type: 'authentication_error',
+          });
+          expect(answer.text).not.toMatch(/at [\w.<>]+ \(|Error:/);
+        }
+      }
+      await nothingHeldOrSent(before);
+    });
+  });
+
+  describe('finding 7: a second Content-Type on a gateway call is 400 in Anthropic’s shape, as on the API', () => {
+    it.each(ROUTES)('finding 7: two Content-Type headers on %s %s are refused 400 naming the header', async (method, path, body) => {
+      const before = service.upstream.requests.length;
+      const answer = await send(method, path, [['Content-Type', 'application/json'], ['content-type', 'text/plain'], ['x-api-key', service.key]], body);
+      anthropicError(answer, 400, 'invalid_request_error', /^Content-Type: /);
+      await nothingHeldOrSent(before);
+    });
+
+    it('finding 7: two x-api-key headers are refused 401, never read as one of them', async () => {
+      const answer = await send('POST', '/anthropic/v1/messages', [['Content-Type', 'application/json'], ['x-api-key', service.key], ['x-api-key', service.key]], bodyWith('"max_tokens":16'));
+      expect(answer.status).toBe(401);
     });
   });
 });

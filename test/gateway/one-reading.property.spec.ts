@@ -68,7 +68,9 @@ interface Generated {
   readonly duplicated?: string;
 }
 
-function generate(body: fc.RecordValue<typeof messagesBody>): Generated {
+type GeneratedBody = typeof messagesBody extends fc.Arbitrary<infer T> ? T : never;
+
+function generate(body: GeneratedBody): Generated {
   const [m, t, s, l, g] = body.topEscapes as [boolean[], boolean[], boolean[], boolean[], boolean[]];
   const tools: Json = { items: body.tools.map((entry) => ({ members: [['type', [false], entry.type], ['max_uses', [false], entry.max_uses]] as Member[] })) };
   const top: { members: Member[] } = {
