@@ -8,7 +8,14 @@ import { IsArray, ValidateNested } from 'class-validator';
 import { MAX_LEDGER_ENTRY_CREDITS } from '../accounts/account.bounds';
 import { MAX_GATEWAY_KEY_NAME_CHARS, MAX_GATEWAY_KEY_OUTPUT_TOKENS, SPEND_PERIODS, type SpendLimit, type SpendPeriod } from '../accounts/gateway-keys';
 import { Bool, JsonObject, OneOf, Optional, Text, WholeNumber } from '../http-kit/dto/field-rules';
-import { MAX_GATEWAY_ATTEMPT_TIMEOUT_MS, MAX_GATEWAY_OUTPUT_TOKENS } from './rate-card';
+import {
+  MAX_GATEWAY_ATTEMPT_TIMEOUT_MS,
+  MAX_GATEWAY_OUTPUT_TOKENS,
+  MAX_SERVER_TOOL_ALLOWANCE_TOKENS,
+  MAX_SERVER_TOOL_ALLOWANCE_USES,
+  type ServerToolAllowance,
+  type ServerToolAllowances,
+} from './rate-card';
 
 export class SpendLimitDto implements SpendLimit {
   @ApiProperty({ description: 'Integer credits the key may spend (charged plus held) in one period.' })
@@ -59,6 +66,38 @@ export class IssuedGatewayKeyDto extends GatewayKeyDto {
   @ApiProperty({ description: '`llk_…`: shown only in this answer; only its SHA-256 is kept.' }) readonly key!: string;
 }
 
+/** What the hold assumes of one call's code execution or MCP tool calls (docs/gateway.md, "How the hold is bounded"). */
+export class ServerToolAllowanceDto implements ServerToolAllowance {
+  @ApiProperty({ description: 'Uses in one call, all of this kind together; each may start one more sampling step that reads the context again.' })
+  @WholeNumber({ min: 1, max: MAX_SERVER_TOOL_ALLOWANCE_USES, unit: 'uses' })
+  readonly maxUses!: number;
+
+  @ApiProperty({ description: 'Input tokens one use’s result may add to the context.' })
+  @WholeNumber({ min: 0, max: MAX_SERVER_TOOL_ALLOWANCE_TOKENS, unit: 'tokens' })
+  readonly resultTokensPerUse!: number;
+
+  @ApiProperty({ description: 'Input tokens the definitions add beyond the body’s bytes: per code-execution tool, or per MCP server (the tools it lists).' })
+  @WholeNumber({ min: 0, max: MAX_SERVER_TOOL_ALLOWANCE_TOKENS, unit: 'tokens' })
+  readonly definitionTokens!: number;
+}
+
+/** The server tools a call may use only with an allowance: no field of the request bounds their uses. */
+export class ServerToolAllowancesDto implements ServerToolAllowances {
+  @ApiPropertyOptional({ type: ServerToolAllowanceDto, description: 'Code execution (`code_execution_*` tools); absent: such a call is refused (400).' })
+  @Optional()
+  @JsonObject()
+  @ValidateNested()
+  @Type(() => ServerToolAllowanceDto)
+  readonly codeExecution?: ServerToolAllowanceDto;
+
+  @ApiPropertyOptional({ type: ServerToolAllowanceDto, description: 'MCP servers (`mcp_servers`, `mcp_toolset` tools); absent: such a call is refused (400).' })
+  @Optional()
+  @JsonObject()
+  @ValidateNested()
+  @Type(() => ServerToolAllowanceDto)
+  readonly mcpServers?: ServerToolAllowanceDto;
+}
+
 /** `PUT /v1/gateway/models/:model`: the model's next rate card version. */
 export class PriceGatewayModelDto {
   @ApiProperty({
@@ -78,6 +117,13 @@ export class PriceGatewayModelDto {
   @ApiProperty({ description: 'The call’s time bound, its stream included.' })
   @WholeNumber({ min: 1, max: MAX_GATEWAY_ATTEMPT_TIMEOUT_MS, unit: 'ms' })
   readonly attemptTimeoutMs!: number;
+
+  @ApiPropertyOptional({ type: ServerToolAllowancesDto, description: 'What the hold assumes of code execution and MCP servers; a call using one the card gives no allowance is refused (400).' })
+  @Optional()
+  @JsonObject()
+  @ValidateNested()
+  @Type(() => ServerToolAllowancesDto)
+  readonly serverToolAllowances?: ServerToolAllowancesDto;
 
   @ApiProperty({ description: 'A disabled model is refused (404) and left out of the models list.' })
   @Bool()

@@ -38,7 +38,15 @@ export class GatewayAdmin {
   async priceModel(model: string, body: Record<string, unknown>): Promise<{ readonly model: string; readonly version: number }> {
     const { events } = await this.repository.handle(RATE_CARD_STREAM, rateCardDecider, {
       type: 'PriceGatewayModel',
-      data: { model, prices: body.prices, maxOutputTokens: body.maxOutputTokens, attemptTimeoutMs: body.attemptTimeoutMs, enabled: body.enabled, pricedAt: isoAt(this.clock) },
+      data: {
+        model,
+        prices: body.prices,
+        maxOutputTokens: body.maxOutputTokens,
+        attemptTimeoutMs: body.attemptTimeoutMs,
+        serverToolAllowances: body.serverToolAllowances,
+        enabled: body.enabled,
+        pricedAt: isoAt(this.clock),
+      },
     });
     return { model, version: events[0]!.data.version };
   }

@@ -26,10 +26,33 @@ export interface MessagesBodyFacts {
    * request declares no web-search tool.
    */
   readonly webSearchMaxUses: readonly (number | undefined)[];
+  /** Each web-fetch server tool's `max_uses` and `max_content_tokens`, where it sets them. */
+  readonly webFetches: readonly WebFetchFacts[];
+  /** Each code-execution server tool, by where it is in `tools`. */
+  readonly codeExecutionTools: readonly ToolAt[];
+  /** The MCP servers the request names (`mcp_servers`; else as many as its `mcp_toolset` tools). */
+  readonly mcpServers: number;
+  /**
+   * Tools Anthropic defines (any `type` but `custom`: web search and fetch, code execution, bash, the
+   * text editor, computer use, memory), each expanded upstream into a definition its bytes do not hold.
+   */
+  readonly definedTools: number;
   /** `speed` as asked (`fast`, `standard`), when the body says. */
   readonly speed?: string;
   /** `inference_geo` as asked, when the body says. */
   readonly inferenceGeo?: string;
+}
+
+/** A web-fetch tool's own bounds, as the request sets them. */
+export interface WebFetchFacts {
+  readonly maxUses?: number;
+  readonly maxContentTokens?: number;
+}
+
+/** A tool of the request: where it is (`tools[2]`) and its `type`. */
+export interface ToolAt {
+  readonly field: string;
+  readonly type: string;
 }
 
 /** An Anthropic error type, as Anthropic's SDKs map it to their error classes. */

@@ -99,7 +99,7 @@ export class GatewayCalls implements GatewayAccounting {
       return maxTokensOverCap(facts.maxTokens, cap, whose);
     }
     const hold = worstCaseHold(facts, card);
-    if (!Number.isFinite(hold.credits)) return refusal(400, 'invalid_request_error', 'the request could cost more than one call may hold');
+    if (hold.problem !== undefined) return refusal(400, 'invalid_request_error', hold.problem);
     return this.hold(organizationId, key, card, facts, hold.credits);
   }
 

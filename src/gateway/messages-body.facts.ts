@@ -4,7 +4,8 @@
  * goes upstream as received; nothing here keeps or logs any of its text. See docs/gateway.md.
  */
 import { readGatewayJson } from './anthropic-body.reader';
-import type { MessagesBodyFacts } from './gateway-call.port';
+import type { MessagesBodyFacts, ToolAt, WebFetchFacts } from './gateway-call.port';
+import { MAX_WEB_FETCH_CONTENT_TOKENS, MAX_WEB_FETCH_USES } from './worst-case-hold';
 
 /** Longest `model` accepted, in characters: a model id, never a document. Longer → 400. */
 export const MAX_MODEL_ID_CHARS = 256;
@@ -20,6 +21,23 @@ const NOT_AN_OBJECT: MessagesBodyProblem = { message: 'The request body must be 
 
 /** A web-search server tool (`web_search_20250305`, …), whose searches are billed per use. */
 const WEB_SEARCH_TOOL_PREFIX = 'web_search_';
+/** A web-fetch server tool (`web_fetch_20250910`, …): each fetch's content is read as input. */
+const WEB_FETCH_TOOL_PREFIX = 'web_fetch_';
+/** A code-execution server tool (`code_execution_20250825`, …): held only with the rate card's allowance. */
+const CODE_EXECUTION_TOOL_PREFIX = 'code_execution_';
+/** A tool that names an MCP server's tools (`mcp_servers`): held only with the rate card's allowance. */
+const MCP_TOOLSET_TYPE = 'mcp_toolset';
+/**
+ * Tools Anthropic defines that the caller runs (`bash_20250124`, `text_editor_20250728`,
+ * `computer_20250124`, `memory_20250818`, …): upstream only adds their definition; their results come
+ * back in the caller's next request, counted there.
+ */
+const CLIENT_TOOL_PREFIXES = ['bash_', 'text_editor_', 'computer_', 'memory_'];
+/** A tool the caller defines and runs: no `type`, or this one. */
+const CUSTOM_TOOL_TYPE = 'custom';
+
+/** What the request's `tools` and `mcp_servers` add to the facts. */
+type ToolFacts = Pick<MessagesBodyFacts, 'webSearchMaxUses' | 'webFetches' | 'codeExecutionTools' | 'mcpServers' | 'definedTools'>;
 
 /**
  * The facts of a Messages body (`bytes` as received), or the problem that refuses it. The body is
@@ -41,6 +59,8 @@ export function readMessagesBodyFacts(bytes: Buffer): ReadFacts {
   if (maxTokens < 1) return { problem: { message: 'max_tokens: Input should be greater than or equal to 1' } };
   if (messages === undefined) return { problem: { message: 'messages: Field required' } };
   if (!Array.isArray(messages)) return { problem: { message: 'messages: Input should be a valid list' } };
+  const tools = readTools(fields.tools, fields.mcp_servers);
+  if ('problem' in tools) return { problem: tools.problem };
   const blocks = countBlocks(messages, fields.system);
   const { speed, inference_geo: inferenceGeo } = fields;
   return {
@@ -51,7 +71,7 @@ export function readMessagesBodyFacts(bytes: Buffer): ReadFacts {
       stream: fields.stream === true,
       imageBlocks: blocks.images,
       documentBlocks: blocks.documents,
-      webSearchMaxUses: webSearchMaxUses(fields.tools),
+      ...tools,
       ...(typeof speed === 'string' ? { speed } : {}),
       ...(typeof inferenceGeo === 'string' ? { inferenceGeo } : {}),
     },
@@ -86,15 +106,51 @@ function countBlocks(messages: readonly unknown[], system: unknown): { images: n
   return { images, documents };
 }
 
-/** Each web-search tool's `max_uses`, or undefined for one that sets no valid bound. */
-function webSearchMaxUses(tools: unknown): (number | undefined)[] {
-  if (!Array.isArray(tools)) return [];
-  const found: (number | undefined)[] = [];
-  for (const tool of tools) {
+/**
+ * The facts of the request's tools: each web search's and web fetch's bounds, each code-execution
+ * tool, the MCP servers, and how many tools Anthropic defines. A tool with any other `type` is a
+ * server tool the hold cannot bound: the body is refused, naming it. A web fetch's bound outside its
+ * range is refused too; an entry of `tools` that is not an object is left to upstream to refuse.
+ */
+function readTools(tools: unknown, mcpServers: unknown): ToolFacts | { readonly problem: MessagesBodyProblem } {
+  const facts = { webSearchMaxUses: [] as (number | undefined)[], webFetches: [] as WebFetchFacts[], codeExecutionTools: [] as ToolAt[], definedTools: 0 };
+  let toolsets = 0;
+  for (const [index, tool] of (Array.isArray(tools) ? tools : []).entries()) {
     if (typeof tool !== 'object' || tool === null) continue;
+    const field = `tools[${index}]`;
     const { type, max_uses: maxUses } = tool as Record<string, unknown>;
-    if (typeof type !== 'string' || !type.startsWith(WEB_SEARCH_TOOL_PREFIX)) continue;
-    found.push(typeof maxUses === 'number' && Number.isSafeInteger(maxUses) && maxUses > 0 ? maxUses : undefined);
+    if (type === undefined || type === CUSTOM_TOOL_TYPE) continue;
+    if (typeof type !== 'string') return { problem: { message: `${field}.type: Input should be a string` } };
+    facts.definedTools++;
+    if (type.startsWith(WEB_SEARCH_TOOL_PREFIX)) facts.webSearchMaxUses.push(typeof maxUses === 'number' && Number.isSafeInteger(maxUses) && maxUses > 0 ? maxUses : undefined);
+    else if (type.startsWith(WEB_FETCH_TOOL_PREFIX)) {
+      const fetch = readWebFetch(field, tool as Record<string, unknown>);
+      if ('problem' in fetch) return fetch;
+      facts.webFetches.push(fetch);
+    } else if (type.startsWith(CODE_EXECUTION_TOOL_PREFIX)) facts.codeExecutionTools.push({ field, type });
+    else if (type === MCP_TOOLSET_TYPE) toolsets++;
+    else if (!CLIENT_TOOL_PREFIXES.some((prefix) => type.startsWith(prefix))) {
+      return { problem: { message: `${field}.type: ${type} is a server tool the gateway cannot bound, so it cannot hold the call` } };
+    }
   }
-  return found;
+  // An `mcp_servers` that is not a list is upstream's to refuse; counted as one server, it is never held as none.
+  const servers = Array.isArray(mcpServers) ? mcpServers.length : mcpServers === undefined || mcpServers === null ? 0 : 1;
+  return { ...facts, mcpServers: Math.max(servers, toolsets) };
+}
+
+/** A web-fetch tool's `max_uses` and `max_content_tokens`: absent, or a whole number within its named bound. */
+function readWebFetch(field: string, tool: Record<string, unknown>): WebFetchFacts | { readonly problem: MessagesBodyProblem } {
+  const fetch: { maxUses?: number; maxContentTokens?: number } = {};
+  for (const [name, key, max] of [
+    ['max_uses', 'maxUses', MAX_WEB_FETCH_USES],
+    ['max_content_tokens', 'maxContentTokens', MAX_WEB_FETCH_CONTENT_TOKENS],
+  ] as const) {
+    const value = tool[name];
+    if (value === undefined) continue;
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1 || value > max) {
+      return { problem: { message: `${field}.${name}: Input should be a whole number from 1 to ${max}` } };
+    }
+    fetch[key] = value;
+  }
+  return fetch;
 }

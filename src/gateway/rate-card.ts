@@ -28,6 +28,29 @@ export const MAX_GEOS = 20;
 export const MAX_WEB_SEARCH_USES_DEFAULT = 1_000;
 /** What a web-search tool without `max_uses` may search when the card names no default. */
 export const DEFAULT_WEB_SEARCH_MAX_USES = 10;
+/** The most uses a server-tool allowance may admit in one call (`maxUses`). */
+export const MAX_SERVER_TOOL_ALLOWANCE_USES = 100;
+/** The most input tokens a server-tool allowance may name for one use's result or one tool's or server's definitions. */
+export const MAX_SERVER_TOOL_ALLOWANCE_TOKENS = 1_000_000;
+
+/** The server tools a request may use only when the card gives them an allowance: nothing in a request bounds their uses. */
+export const ALLOWANCE_SERVER_TOOLS = ['codeExecution', 'mcpServers'] as const;
+export type AllowanceServerTool = (typeof ALLOWANCE_SERVER_TOOLS)[number];
+
+/**
+ * What the hold assumes of one call's code execution or MCP tool calls, which Anthropic does not
+ * bound by any field of the request: the operator's figures, stated on the card.
+ */
+export interface ServerToolAllowance {
+  /** Uses in one call, all of the tool's kind together; each may start one more sampling step. */
+  readonly maxUses: number;
+  /** Input tokens one use's result may add to the context (stdout and files, an MCP tool's answer). */
+  readonly resultTokensPerUse: number;
+  /** Input tokens the definitions add beyond the body's bytes: per code-execution tool, per MCP server (the tools it lists). */
+  readonly definitionTokens: number;
+}
+
+export type ServerToolAllowances = { readonly [K in AllowanceServerTool]?: ServerToolAllowance };
 
 export interface RateCardVersion {
   readonly model: string;
@@ -38,6 +61,8 @@ export interface RateCardVersion {
   readonly maxOutputTokens: number;
   /** The call's time bound, its stream included. */
   readonly attemptTimeoutMs: number;
+  /** Code execution and MCP servers are refused (400) unless this gives them an allowance. */
+  readonly serverToolAllowances?: ServerToolAllowances;
   readonly enabled: boolean;
   /** ISO-8601; the start of this version's window (it ends where the next version's starts). */
   readonly pricedAt: string;
@@ -48,7 +73,15 @@ export type RateCardEvent = GatewayModelPriced;
 
 export type PriceGatewayModel = DomainCommand<
   'PriceGatewayModel',
-  { readonly model: string; readonly prices: unknown; readonly maxOutputTokens: unknown; readonly attemptTimeoutMs: unknown; readonly enabled: unknown; readonly pricedAt: string }
+  {
+    readonly model: string;
+    readonly prices: unknown;
+    readonly maxOutputTokens: unknown;
+    readonly attemptTimeoutMs: unknown;
+    readonly serverToolAllowances?: unknown;
+    readonly enabled: unknown;
+    readonly pricedAt: string;
+  }
 >;
 export type RateCardCommand = PriceGatewayModel;
 
@@ -103,6 +136,26 @@ export function readGatewayPrices(checks: FieldChecks, value: unknown): GatewayP
   };
 }
 
+/** The card's server-tool allowances, each of its three figures within its bound. */
+export function readServerToolAllowances(checks: FieldChecks, value: unknown): ServerToolAllowances {
+  const allowancesIn = checks.object('serverToolAllowances', value);
+  refuseUnknown(checks, 'serverToolAllowances', allowancesIn, ALLOWANCE_SERVER_TOOLS);
+  const allowances: { [K in AllowanceServerTool]?: ServerToolAllowance } = {};
+  for (const tool of ALLOWANCE_SERVER_TOOLS) {
+    if (allowancesIn[tool] === undefined) continue;
+    const path = `serverToolAllowances.${tool}`;
+    const allowance = checks.object(path, allowancesIn[tool]);
+    refuseUnknown(checks, path, allowance, ['maxUses', 'resultTokensPerUse', 'definitionTokens']);
+    const tokens = (field: string): number => checks.integer(`${path}.${field}`, allowance[field], { min: 0, max: MAX_SERVER_TOOL_ALLOWANCE_TOKENS, unit: 'tokens' });
+    allowances[tool] = {
+      maxUses: checks.integer(`${path}.maxUses`, allowance.maxUses, { min: 1, max: MAX_SERVER_TOOL_ALLOWANCE_USES, unit: 'uses' }),
+      resultTokensPerUse: tokens('resultTokensPerUse'),
+      definitionTokens: tokens('definitionTokens'),
+    };
+  }
+  return allowances;
+}
+
 /** A misspelt optional rate would silently take its fallback: every field must be one the card knows. */
 function refuseUnknown(checks: FieldChecks, path: string, value: Record<string, unknown>, known: readonly string[]): void {
   for (const field of Object.keys(value)) if (!known.includes(field)) checks.add(`${path}.${field}`, 'is not a field of a rate card version');
@@ -114,6 +167,7 @@ function price({ data }: PriceGatewayModel, state: RateCardState): RateCardEvent
   const prices = readGatewayPrices(checks, data.prices);
   const maxOutputTokens = checks.integer('maxOutputTokens', data.maxOutputTokens, { min: 1, max: MAX_GATEWAY_OUTPUT_TOKENS, unit: 'tokens' });
   const attemptTimeoutMs = checks.integer('attemptTimeoutMs', data.attemptTimeoutMs, { min: 1, max: MAX_GATEWAY_ATTEMPT_TIMEOUT_MS, unit: 'ms' });
+  const serverToolAllowances = data.serverToolAllowances === undefined ? undefined : readServerToolAllowances(checks, data.serverToolAllowances);
   const enabled = checks.boolean('enabled', data.enabled);
   const pricedAt = checks.instant('pricedAt', data.pricedAt);
   checks.throwIfAny();
@@ -121,7 +175,8 @@ function price({ data }: PriceGatewayModel, state: RateCardState): RateCardEvent
   if (versions.length === 0 && state.models.size >= MAX_RATE_CARD_MODELS) {
     throw ValidationError.of('model', `the rate card holds ${MAX_RATE_CARD_MODELS} models, the most it may`);
   }
-  return [{ type: 'GatewayModelPriced', data: { model, version: versions.length + 1, prices, maxOutputTokens, attemptTimeoutMs, enabled, pricedAt } }];
+  const allowances = serverToolAllowances === undefined ? {} : { serverToolAllowances };
+  return [{ type: 'GatewayModelPriced', data: { model, version: versions.length + 1, prices, maxOutputTokens, attemptTimeoutMs, ...allowances, enabled, pricedAt } }];
 }
 
 function evolve(state: RateCardState, event: RateCardEvent): RateCardState {

@@ -16,6 +16,18 @@ export const MAX_PRICE_PER_MTOK_CREDITS = 1_000_000_000;
 /** The largest web-search rate, in credits per 1,000 searches. */
 export const MAX_WEB_SEARCH_PER_THOUSAND_CREDITS = 1_000_000_000;
 
+/**
+ * How the worst-case hold of a gateway call bounds a kind's count (docs/gateway.md, "How the hold is
+ * bounded"; src/gateway/worst-case-hold.ts gives each its figure):
+ * - `inputBound`: every kind with this bound, together, is at most the request's input bound: what
+ *   the model could read, in every sampling step together;
+ * - `maxTokens`: at most the request's `max_tokens`;
+ * - `webSearches`: at most the searches the request's web-search tools may make.
+ * Kinds sharing a bound share its count, so the hold prices it at the highest of their rates.
+ */
+export const WORST_CASE_BOUNDS = ['inputBound', 'maxTokens', 'webSearches'] as const;
+export type WorstCaseBound = (typeof WORST_CASE_BOUNDS)[number];
+
 export interface PriceKind {
   /** The count's field in `Usage`. */
   readonly usage: string;
@@ -39,6 +51,11 @@ export interface PriceKind {
   readonly replaceable: boolean;
   /** True when the kind counts toward the attempt's input (the long-context threshold, the input bound). */
   readonly input: boolean;
+  /**
+   * The worst-case allowance: which of the hold's bounds caps the kind's count. Required, so a new
+   * kind cannot be priced without the hold covering it.
+   */
+  readonly worstCase: WorstCaseBound;
   /** How the usage figure is described (OpenAPI, docs). */
   readonly usageDescription: string;
   /** How the rate is described (OpenAPI, docs). */
@@ -55,6 +72,7 @@ export const PRICE_KINDS = [
     fallback: 'required',
     replaceable: true,
     input: true,
+    worstCase: 'inputBound',
     usageDescription: 'Uncached input tokens.',
     rateDescription: 'Credits per million uncached input tokens.',
   },
@@ -67,6 +85,7 @@ export const PRICE_KINDS = [
     fallback: 'required',
     replaceable: true,
     input: false,
+    worstCase: 'maxTokens',
     usageDescription: 'Output tokens.',
     rateDescription: 'Credits per million output tokens.',
   },
@@ -79,6 +98,7 @@ export const PRICE_KINDS = [
     fallback: 'required',
     replaceable: true,
     input: true,
+    worstCase: 'inputBound',
     usageDescription: 'Tokens written to the cache with the 5-minute lifetime.',
     rateDescription: 'Credits per million cache-write tokens with the 5-minute lifetime.',
   },
@@ -91,6 +111,7 @@ export const PRICE_KINDS = [
     fallback: { sameAs: 'cacheWritePerMTok' },
     replaceable: true,
     input: true,
+    worstCase: 'inputBound',
     usageDescription: 'Tokens written to the cache with the 1-hour lifetime.',
     rateDescription: 'Credits per million cache-write tokens with the 1-hour lifetime; absent: `cacheWritePerMTok`.',
   },
@@ -103,6 +124,7 @@ export const PRICE_KINDS = [
     fallback: 'required',
     replaceable: true,
     input: true,
+    worstCase: 'inputBound',
     usageDescription: 'Tokens read from the cache.',
     rateDescription: 'Credits per million cache-read tokens.',
   },
@@ -115,6 +137,7 @@ export const PRICE_KINDS = [
     fallback: { credits: 0 },
     replaceable: false,
     input: false,
+    worstCase: 'webSearches',
     usageDescription: 'Server-side web searches.',
     rateDescription: 'Credits per 1,000 server-side web searches; absent: 0.',
   },

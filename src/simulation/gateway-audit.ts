@@ -22,6 +22,9 @@ const IMAGE_ALLOWANCE = 10_000n;
 const DOCUMENT_ALLOWANCE = 500_000n;
 const SEARCH_RESULT_ALLOWANCE = 100_000n;
 const DEFAULT_SEARCHES = 10;
+const DEFINED_TOOL_ALLOWANCE = 4_096n;
+const DEFAULT_FETCHES = 10;
+const FETCH_CONTENT_ALLOWANCE = 100_000;
 const MILLION = 1_000_000n;
 
 export interface CardVersionAudit {
@@ -155,15 +158,21 @@ function rateWithFallback(rates: Record<string, number | undefined>, kind: (type
 }
 
 /**
- * The worst-case hold of docs/gateway.md, computed here on its own: the input bound at the highest
- * input-side rate, max_tokens at the highest output rate, the searches at the highest search rate, all
- * at the highest geography multiplier, rounded up once.
+ * The worst-case hold of docs/gateway.md, computed here on its own: the input bound (web searches and
+ * fetches included) at the highest input-side rate, max_tokens at the highest output rate, the
+ * searches at the highest search rate, all at the highest geography multiplier, rounded up once.
  */
 export function independentHold(facts: MessagesBodyFacts, prices: GatewayPrices): bigint {
   const fallback = prices.webSearchMaxUsesDefault ?? DEFAULT_SEARCHES;
   const searches = BigInt(facts.webSearchMaxUses.reduce<number>((sum, uses) => sum + (uses ?? fallback), 0));
-  const perStep = BigInt(facts.bodyBytes) + REQUEST_ALLOWANCE + BigInt(facts.imageBlocks) * IMAGE_ALLOWANCE + BigInt(facts.documentBlocks) * DOCUMENT_ALLOWANCE + searches * SEARCH_RESULT_ALLOWANCE;
-  const input = perStep * (1n + searches);
+  if (facts.codeExecutionTools.length > 0 || facts.mcpServers > 0) throw new Error('the simulated calls use no code execution or MCP servers');
+  const fetches = BigInt(facts.webFetches.reduce((sum, fetch) => sum + (fetch.maxUses ?? DEFAULT_FETCHES), 0));
+  const fetched = facts.webFetches.reduce((sum, fetch) => sum + BigInt(fetch.maxUses ?? DEFAULT_FETCHES) * BigInt(fetch.maxContentTokens ?? FETCH_CONTENT_ALLOWANCE), 0n);
+  const uses = searches + fetches;
+  const tools = BigInt(facts.definedTools) * DEFINED_TOOL_ALLOWANCE + searches * SEARCH_RESULT_ALLOWANCE + fetched;
+  // After a server tool's use, a sampling step reads the context again, with the answer so far.
+  const perStep = BigInt(facts.bodyBytes) + REQUEST_ALLOWANCE + BigInt(facts.imageBlocks) * IMAGE_ALLOWANCE + BigInt(facts.documentBlocks) * DOCUMENT_ALLOWANCE + tools + (uses > 0n ? BigInt(facts.maxTokens) : 0n);
+  const input = perStep * (1n + uses);
   const sets = rateSets(prices);
   const highest = (pick: (kind: (typeof PRICE_KINDS)[number]) => boolean): bigint =>
     BigInt(Math.max(0, ...sets.flatMap((set) => PRICE_KINDS.filter(pick).map((kind) => set[kind.rate]!))));

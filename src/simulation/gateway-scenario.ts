@@ -154,6 +154,7 @@ export function planGateway(root: Prng, organizations: readonly GatewayOrganizat
 function drawFacts(prng: Prng): MessagesBodyFacts {
   const model = prng.chance(4) ? UNPRICED_GATEWAY_MODEL : prng.pick(MODELS);
   const searches = prng.chance(20) ? [prng.chance(50) ? undefined : prng.int(0, 3)] : [];
+  const fetches = prng.chance(10) ? [{ ...(prng.chance(50) ? {} : { maxUses: prng.int(1, 3) }), ...(prng.chance(50) ? {} : { maxContentTokens: prng.pick([500, 5_000]) }) }] : [];
   return {
     bodyBytes: prng.pick([40, 900, 6_000, 30_000]),
     model,
@@ -163,6 +164,10 @@ function drawFacts(prng: Prng): MessagesBodyFacts {
     imageBlocks: prng.chance(15) ? prng.int(1, 2) : 0,
     documentBlocks: prng.chance(4) ? 1 : 0,
     webSearchMaxUses: searches,
+    webFetches: fetches,
+    codeExecutionTools: [],
+    mcpServers: 0,
+    definedTools: searches.length + fetches.length,
     ...(prng.chance(20) ? { speed: 'fast' } : {}),
     ...(prng.chance(25) ? { inferenceGeo: 'us' } : {}),
   };

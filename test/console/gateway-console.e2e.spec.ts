@@ -22,7 +22,7 @@ const DEMO_AUDITOR = 'demo-auditor-token';
 const DEMO_MEMBER = 'demo-member-token';
 const MODEL = 'claude-sonnet-5-5';
 const PRICES = { inputPerMTok: 3_000, outputPerMTok: 15_000, cacheWritePerMTok: 3_750, cacheWrite1hPerMTok: 6_000, cacheReadPerMTok: 300 };
-const FACTS: MessagesBodyFacts = { bodyBytes: 1_000, model: MODEL, maxTokens: 1_000, stream: true, imageBlocks: 0, documentBlocks: 0, webSearchMaxUses: [] };
+const FACTS: MessagesBodyFacts = { bodyBytes: 1_000, model: MODEL, maxTokens: 1_000, stream: true, imageBlocks: 0, documentBlocks: 0, webSearchMaxUses: [], webFetches: [], codeExecutionTools: [], mcpServers: 0, definedTools: 0 };
 
 type Admitted = Extract<GatewayAdmission, { admitted: true }>;
 

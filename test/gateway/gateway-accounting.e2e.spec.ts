@@ -20,6 +20,10 @@ const facts = (overrides: Partial<MessagesBodyFacts> = {}): MessagesBodyFacts =>
   imageBlocks: 0,
   documentBlocks: 0,
   webSearchMaxUses: [],
+  webFetches: [],
+  codeExecutionTools: [],
+  mcpServers: 0,
+  definedTools: 0,
   ...overrides,
 });
 const OK = (usage = { ...NO_USAGE, inputTokens: 1_234, outputTokens: 56 }) => ({

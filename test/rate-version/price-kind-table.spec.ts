@@ -8,6 +8,9 @@
 import 'reflect-metadata';
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
+import type { MessagesBodyFacts } from '../../src/gateway/gateway-call.port';
+import type { RateCardVersion } from '../../src/gateway/rate-card';
+import type { PriceKind } from '../../src/runtime/price-kinds';
 
 const THROWAWAY = {
   usage: 'throwawayTokens',
@@ -18,9 +21,33 @@ const THROWAWAY = {
   fallback: 'required',
   replaceable: true,
   input: false,
+  worstCase: 'maxTokens',
   usageDescription: 'A kind that exists only in this test.',
   rateDescription: 'Credits per million throwaway tokens.',
-} as const;
+} as const satisfies PriceKind;
+
+/** The row as a developer would add it who forgot the worst-case allowance. */
+const { worstCase: _forgotten, ...WITHOUT_ALLOWANCE } = THROWAWAY;
+// @ts-expect-error a kind without a worst-case allowance does not compile into the table
+const NOT_A_KIND: PriceKind = WITHOUT_ALLOWANCE;
+
+/** A gateway request of 904 bytes, max_tokens 1,000,000, with one web-search tool of 3 searches. */
+const FACTS: MessagesBodyFacts = {
+  bodyBytes: 904,
+  model: 'm',
+  maxTokens: 1_000_000,
+  stream: false,
+  imageBlocks: 0,
+  documentBlocks: 0,
+  webSearchMaxUses: [3],
+  webFetches: [],
+  codeExecutionTools: [],
+  mcpServers: 0,
+  definedTools: 1,
+};
+const NO_RATES = { inputPerMTok: 0, outputPerMTok: 0, cacheWritePerMTok: 0, cacheWrite1hPerMTok: 0, cacheReadPerMTok: 0, webSearchPerThousand: 0 };
+const cardAt = (prices: Record<string, number>): RateCardVersion =>
+  ({ model: 'm', version: 1, prices, maxOutputTokens: 1_000_000, attemptTimeoutMs: 1, enabled: true, pricedAt: '2026-12-01T00:00:00.000Z' }) as unknown as RateCardVersion;
 
 const RATES = { inputPerMTok: 3, outputPerMTok: 15, cacheWritePerMTok: 4, cacheReadPerMTok: 1 };
 const PUBLICATION = {
@@ -32,13 +59,13 @@ const PUBLICATION = {
   publishedAt: '2026-12-01T00:00:00.000Z',
 };
 
-/** Loads `load` with the throwaway kind appended to the table, in a module registry of its own. */
-function withThrowawayKind<T>(load: () => T): T {
+/** Loads `load` with the throwaway kind (or `kind`) appended to the table, in a module registry of its own. */
+function withThrowawayKind<T>(load: () => T, kind: object = THROWAWAY): T {
   let loaded: T | undefined;
   jest.isolateModules(() => {
     jest.doMock('../../src/runtime/price-kinds', () => {
       const actual = jest.requireActual<typeof import('../../src/runtime/price-kinds')>('../../src/runtime/price-kinds');
-      const PRICE_KINDS = [...actual.PRICE_KINDS, THROWAWAY];
+      const PRICE_KINDS = [...actual.PRICE_KINDS, kind as typeof THROWAWAY];
       return {
         ...actual,
         PRICE_KINDS,
@@ -102,6 +129,18 @@ describe('a price kind added as one row of the price-kind table reaches every pl
     expect(header.split(',')).toContain('throwawayTokens');
   });
 
+  it('the gateway’s worst-case hold bounds it by its allowance: here max_tokens at its rate', () => {
+    const { worstCaseHold } = withThrowawayKind(() => require('../../src/gateway/worst-case-hold') as typeof import('../../src/gateway/worst-case-hold'));
+    // 1,000,000 throwaway tokens (max_tokens) at 7 credits per million.
+    expect(worstCaseHold(FACTS, cardAt({ ...NO_RATES, throwawayPerMTok: 7 })).credits).toBe(7);
+  });
+
+  it('a kind added without a worst-case allowance is never held as nothing: the table does not compile, and the hold stops naming it', () => {
+    expect(NOT_A_KIND).not.toHaveProperty('worstCase');
+    const { worstCaseHold } = withThrowawayKind(() => require('../../src/gateway/worst-case-hold') as typeof import('../../src/gateway/worst-case-hold'), WITHOUT_ALLOWANCE);
+    expect(() => worstCaseHold(FACTS, cardAt({ ...NO_RATES, throwawayPerMTok: 7 }))).toThrow(/throwawayTokens has no worst-case allowance/);
+  });
+
   it('the console shows it in the usage tables, read as 0 where an answer lacks it', () => {
     const { usageByKind } = withThrowawayKind(() => require('../../console/src/api/types') as typeof import('../../console/src/api/types'));
     expect(usageByKind({ inputTokens: 5 })).toContainEqual(['throwawayTokens', 0]);
@@ -115,6 +154,15 @@ describe('every kind of the real price-kind table reaches the same places', () =
   const views = jest.requireActual<typeof import('../../src/http/dto/read-views.dto')>('../../src/http/dto/read-views.dto');
   const { NO_USAGE } = jest.requireActual<typeof import('../../src/runtime/usage')>('../../src/runtime/usage');
   const { priceAttempt } = jest.requireActual<typeof import('../../src/runtime/pricing')>('../../src/runtime/pricing');
+  const { worstCaseHold } = jest.requireActual<typeof import('../../src/gateway/worst-case-hold')>('../../src/gateway/worst-case-hold');
+
+  it.each(PRICE_KINDS.map((kind) => [kind.usage, kind] as const))('%s: the worst-case hold is the price of its bound, to the credit, when it alone has a rate', (_name, kind) => {
+    const card = cardAt({ ...NO_RATES, [kind.rate]: 1_000_000 });
+    const hold = worstCaseHold(FACTS, card);
+    const atBound = { ...NO_USAGE, [kind.usage]: Number(hold.bounds![kind.worstCase]) };
+    expect(hold.credits).toBeGreaterThan(0);
+    expect(priceAttempt(atBound, card.prices)).toBe(hold.credits);
+  });
 
   it.each(PRICE_KINDS.map((kind) => [kind.usage, kind] as const))('%s: a rate in the DTO and its schema, a count in the usage view, a price of its own', (_name, kind) => {
     expect(swaggerProperties(dto.PricesDto)).toContain(kind.rate);
