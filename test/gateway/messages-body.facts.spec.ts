@@ -1,3 +1,4 @@
+import { MAX_GATEWAY_JSON_NESTING_LEVELS } from '../../src/gateway/anthropic-body.reader';
 import { MAX_MODEL_ID_CHARS, readMessagesBodyFacts } from '../../src/gateway/messages-body.facts';
 import { MAX_WEB_FETCH_CONTENT_TOKENS, MAX_WEB_FETCH_USES } from '../../src/gateway/worst-case-hold';
 
@@ -89,10 +90,11 @@ describe('a Messages body is read once for what the hold needs, never for its te
     expect(facts).not.toHaveProperty('inferenceGeo');
   });
 
-  it('walks a body nested far deeper than the call stack could recurse, without failing', () => {
-    const depth = 200_000;
-    const text = `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":${'['.repeat(depth)}{"type":"image"}${']'.repeat(depth)}}]}`;
-    expect(readMessagesBodyFacts(Buffer.from(text)).facts).toMatchObject({ imageBlocks: 1 });
+  it('walks a body nested as deep as it may be, and refuses one nested far deeper than the call stack could recurse, without failing', () => {
+    const body = (depth: number) => Buffer.from(`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":${'['.repeat(depth)}{"type":"image"}${']'.repeat(depth)}}]}`);
+    // The body, messages, the message and the block are four of the levels.
+    expect(readMessagesBodyFacts(body(MAX_GATEWAY_JSON_NESTING_LEVELS - 4)).facts).toMatchObject({ imageBlocks: 1 });
+    expect(readMessagesBodyFacts(body(200_000))).toEqual({ problem: { message: `The request body is nested deeper than ${MAX_GATEWAY_JSON_NESTING_LEVELS} levels.` } });
   });
 
   it.each<[string, unknown, string]>([
