@@ -68,7 +68,10 @@ export function ApiGatewayPassThrough(summary: string, description: string): Met
       },
     }),
     ApiGatewayErrors(),
-    anthropicShaped(400, 'The body is not JSON, or lacks `model`, `max_tokens` or `messages`, or asks more than a cap allows (`invalid_request_error`, naming the field).'),
+    anthropicShaped(
+      400,
+      'The body is not JSON, or lacks `model`, `max_tokens` or `messages`, or asks more than a cap allows, or uses a server tool the hold cannot bound (an unknown tool type; code execution or MCP servers the rate card gives no allowance) (`invalid_request_error`, naming the field).',
+    ),
     anthropicShaped(402, 'The organization’s credits, or the key’s spend limit, cannot cover the call’s worst case (`billing_error`).'),
     anthropicShaped(403, 'The key may not use the model, or the organization’s AI is off (`permission_error`).'),
     anthropicShaped(404, 'The model is not on the rate card (`not_found_error`).'),

@@ -14,6 +14,7 @@ import { NO_USAGE } from '../../src/runtime/usage';
 import { bearer, startHttpLedger, type HttpLedger } from '../http/support/http-ledger';
 import { accessibilityViolations, launchBrowser, type TestBrowser } from './support/browser';
 import { buildConsole } from './support/console-build';
+import { NO_TOOLS } from '../gateway/support/body-facts';
 
 const DEMO_ORG = 'demo-org';
 const DEMO_SYSTEM = 'demo-system-token';
@@ -22,7 +23,7 @@ const DEMO_AUDITOR = 'demo-auditor-token';
 const DEMO_MEMBER = 'demo-member-token';
 const MODEL = 'claude-sonnet-5-5';
 const PRICES = { inputPerMTok: 3_000, outputPerMTok: 15_000, cacheWritePerMTok: 3_750, cacheWrite1hPerMTok: 6_000, cacheReadPerMTok: 300 };
-const FACTS: MessagesBodyFacts = { bodyBytes: 1_000, model: MODEL, maxTokens: 1_000, stream: true, imageBlocks: 0, documentBlocks: 0, webSearchMaxUses: [], webFetches: [], codeExecutionTools: [], mcpServers: 0, definedTools: 0 };
+const FACTS: MessagesBodyFacts = { bodyBytes: 1_000, model: MODEL, maxTokens: 1_000, stream: true, imageBlocks: 0, documentBlocks: 0, ...NO_TOOLS };
 
 type Admitted = Extract<GatewayAdmission, { admitted: true }>;
 

@@ -9,6 +9,7 @@ import { AggregateRepository } from '../../src/aggregates/aggregate.repository';
 import { EVENT_STORE, type EventStore } from '../../src/event-store/event-store.port';
 import { NO_USAGE } from '../../src/runtime/usage';
 import { bearer, HttpLedger, startHttpLedger, TOKENS } from '../http/support/http-ledger';
+import { NO_TOOLS } from './support/body-facts';
 
 const MODEL = 'claude-sonnet-5-5';
 const PRICES = { inputPerMTok: 3_000, outputPerMTok: 15_000, cacheWritePerMTok: 3_750, cacheWrite1hPerMTok: 6_000, cacheReadPerMTok: 300 };
@@ -19,11 +20,7 @@ const facts = (overrides: Partial<MessagesBodyFacts> = {}): MessagesBodyFacts =>
   stream: false,
   imageBlocks: 0,
   documentBlocks: 0,
-  webSearchMaxUses: [],
-  webFetches: [],
-  codeExecutionTools: [],
-  mcpServers: 0,
-  definedTools: 0,
+  ...NO_TOOLS,
   ...overrides,
 });
 const OK = (usage = { ...NO_USAGE, inputTokens: 1_234, outputTokens: 56 }) => ({

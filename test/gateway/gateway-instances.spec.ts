@@ -16,12 +16,13 @@ import { invocationDecider } from '../../src/invocations/invocation.decider';
 import { invocationStreamName } from '../../src/invocations/invocation.events';
 import { VirtualClock } from '../../src/runtime/clock';
 import { NO_USAGE } from '../../src/runtime/usage';
+import { NO_TOOLS } from './support/body-facts';
 
 const ORG = 'acme';
 const MODEL = 'claude-sim';
 const PRICES = { inputPerMTok: 3_000, outputPerMTok: 15_000, cacheWritePerMTok: 3_750, cacheWrite1hPerMTok: 6_000, cacheReadPerMTok: 300 };
 const CARD = { prices: PRICES, maxOutputTokens: 64_000, attemptTimeoutMs: 60_000, enabled: true };
-const FACTS: MessagesBodyFacts = { bodyBytes: 1_000, model: MODEL, maxTokens: 1_000, stream: true, imageBlocks: 0, documentBlocks: 0, webSearchMaxUses: [], webFetches: [], codeExecutionTools: [], mcpServers: 0, definedTools: 0 };
+const FACTS: MessagesBodyFacts = { bodyBytes: 1_000, model: MODEL, maxTokens: 1_000, stream: true, imageBlocks: 0, documentBlocks: 0, ...NO_TOOLS };
 type Admitted = Extract<GatewayAdmission, { admitted: true }>;
 
 describe('gateway accounting across instances on one log, and at most the hold (docs/gateway.md "Admission", "Settlement")', () => {

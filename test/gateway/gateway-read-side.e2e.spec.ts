@@ -18,12 +18,13 @@ import { NO_USAGE } from '../../src/runtime/usage';
 import { MemoryIo } from '../cli/support/memory-io';
 import { bearer, publicationBody, startHttpLedger, TOKENS, type HttpLedger } from '../http/support/http-ledger';
 import { scriptedFeature, usage } from '../support/scripted-feature';
+import { NO_TOOLS } from './support/body-facts';
 
 const MODEL = 'claude-sonnet-5-5';
 const PRICES = { inputPerMTok: 3_000, outputPerMTok: 15_000, cacheWritePerMTok: 3_750, cacheWrite1hPerMTok: 6_000, cacheReadPerMTok: 300 };
 /** (1,000 bytes + 4,096 framing) × 6,000 + 1,000 × 15,000 millionths → 46 credits. */
 const HOLD = 46;
-const FACTS: MessagesBodyFacts = { bodyBytes: 1_000, model: MODEL, maxTokens: 1_000, stream: true, imageBlocks: 0, documentBlocks: 0, webSearchMaxUses: [], webFetches: [], codeExecutionTools: [], mcpServers: 0, definedTools: 0 };
+const FACTS: MessagesBodyFacts = { bodyBytes: 1_000, model: MODEL, maxTokens: 1_000, stream: true, imageBlocks: 0, documentBlocks: 0, ...NO_TOOLS };
 /** A key name an administrator could set that a spreadsheet would run as a formula. */
 const FORMULA_NAME = '=HYPERLINK("http://example.invalid","bot")';
 const OPERATION = 'gwread.answer';

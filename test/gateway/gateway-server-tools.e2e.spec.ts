@@ -4,14 +4,10 @@
  * (code execution or MCP servers without a rate-card allowance, an unknown server tool) is refused
  * with a 400 naming the field, before anything is held, recorded or sent upstream.
  */
-import { once } from 'node:events';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { MessagesApiServer, messageReply } from '../support/messages-api-server';
-import { bearer, HttpLedger, startHttpLedger, TOKENS } from '../http/support/http-ledger';
-import { settledView } from './support/gateway-service';
+import { messageReply } from '../support/messages-api-server';
+import { bearer, TOKENS } from '../http/support/http-ledger';
+import { GATEWAY_MODEL as MODEL, settledView, startGatewayService, type GatewayService } from './support/gateway-service';
 
-const MODEL = 'claude-tools-test';
 /** One credit per token of every kind: a price in credits reads as a count of tokens. */
 const ONE_CREDIT_PER_TOKEN = { inputPerMTok: 1_000_000, outputPerMTok: 1_000_000, cacheWritePerMTok: 1_000_000, cacheWrite1hPerMTok: 1_000_000, cacheReadPerMTok: 1_000_000 };
 /** Enough for the holds below (the largest, 50 fetches of the default allowance, is about 2.6 × 10⁸). */
@@ -25,48 +21,30 @@ interface Answer {
 }
 
 describe('server tools: each admitted tool is held for what its uses can read; one the gateway cannot bound is refused (docs/gateway.md)', () => {
-  let upstream: MessagesApiServer;
-  let ledger: HttpLedger;
-  let baseURL: string;
-  let key: string;
-
-  const balance = async () => (await ledger.http().get('/v1/organizations/acme/balance').set(bearer(TOKENS.system)).expect(200)).body as Record<string, number>;
-  const invocations = async () => ((await ledger.http().get('/v1/organizations/acme/invocations').set(bearer(TOKENS.system)).expect(200)).body as { invocations: unknown[] }).invocations;
+  let service: GatewayService;
+  const balance = async () => (await service.ledger.http().get('/v1/organizations/acme/balance').set(bearer(TOKENS.system)).expect(200)).body as Record<string, number>;
+  const invocations = async () => ((await service.ledger.http().get('/v1/organizations/acme/invocations').set(bearer(TOKENS.system)).expect(200)).body as { invocations: unknown[] }).invocations;
 
   /** One Messages request with `extra` merged into a small body, answered as the gateway answers it. */
   const call = async (extra: Record<string, unknown>): Promise<Answer> => {
-    const response = await fetch(`${baseURL}/v1/messages`, {
+    const response = await fetch(`${service.client().baseURL}/v1/messages`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', 'x-api-key': key },
+      headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', 'x-api-key': service.key },
       body: JSON.stringify({ model: MODEL, max_tokens: 10, messages: MESSAGES, ...extra }),
     });
     return { status: response.status, body: (await response.json()) as Answer['body'], invocationId: response.headers.get('llm-ledger-invocation-id') };
   };
 
   beforeAll(async () => {
-    upstream = await MessagesApiServer.start();
-    ledger = await startHttpLedger({ env: { ANTHROPIC_BASE_URL: upstream.baseURL, ANTHROPIC_API_KEY: 'sk-ant-the-service-own' } });
-    const server = ledger.app.getHttpServer() as Server;
-    if (!server.listening) {
-      server.listen(0, '127.0.0.1');
-      await once(server, 'listening');
-    }
-    baseURL = `http://127.0.0.1:${(server.address() as AddressInfo).port}/anthropic`;
-    const system = bearer(TOKENS.system);
-    await ledger.http().post('/v1/organizations/acme/grants').set(system).send({ credits: GRANTED, reason: 'start', idempotencyKey: 'g-1' }).expect(200);
-    await ledger.http().put(`/v1/gateway/models/${MODEL}`).set(system).send({ prices: ONE_CREDIT_PER_TOKEN, maxOutputTokens: 64_000, attemptTimeoutMs: 60_000, enabled: true }).expect(200);
-    key = ((await ledger.http().post('/v1/organizations/acme/gateway-keys').set(system).send({ name: 'tools-bot' }).expect(200)).body as { key: string }).key;
+    service = await startGatewayService({ prices: ONE_CREDIT_PER_TOKEN, credits: GRANTED });
   });
-  afterAll(async () => {
-    await ledger.close();
-    await upstream.close();
-  });
+  afterAll(() => service.close());
 
   it('finding 4: a web_fetch tool with max_uses 50 is held for what 50 fetches can read, and charged the 150,010 credits its usage prices at', async () => {
-    upstream.reply(messageReply({ model: MODEL, usage: { input_tokens: 150_000, output_tokens: 10 } }));
+    service.upstream.reply(messageReply({ model: MODEL, usage: { input_tokens: 150_000, output_tokens: 10 } }));
     const answer = await call({ tools: [{ type: 'web_fetch_20250910', name: 'web_fetch', max_uses: 50 }] });
     expect(answer.status).toBe(200);
-    const view = await settledView(ledger, answer.invocationId!);
+    const view = await settledView(service.ledger, answer.invocationId!);
     // A plain request's hold was about 4,200: the 150,010-credit price was cut to it and the rest lost.
     expect(view.estimate as number).toBeGreaterThanOrEqual(50 * 100_000);
     expect(view).toMatchObject({ state: 'settled', outcome: 'completed', charge: 150_010 });
@@ -74,11 +52,11 @@ describe('server tools: each admitted tool is held for what its uses can read; o
   });
 
   it('holds a web_fetch tool for max_uses × max_content_tokens, each fetch read again on every later step', async () => {
-    upstream.reply(messageReply({ model: MODEL, usage: { input_tokens: 1_000, output_tokens: 10 } }));
+    service.upstream.reply(messageReply({ model: MODEL, usage: { input_tokens: 1_000, output_tokens: 10 } }));
     const plain = await call({});
-    upstream.reply(messageReply({ model: MODEL, usage: { input_tokens: 1_000, output_tokens: 10 } }));
+    service.upstream.reply(messageReply({ model: MODEL, usage: { input_tokens: 1_000, output_tokens: 10 } }));
     const fetching = await call({ tools: [{ type: 'web_fetch_20250910', name: 'web_fetch', max_uses: 2, max_content_tokens: 3_000 }] });
-    const [plainView, fetchingView] = [await settledView(ledger, plain.invocationId!), await settledView(ledger, fetching.invocationId!)];
+    const [plainView, fetchingView] = [await settledView(service.ledger, plain.invocationId!), await settledView(service.ledger, fetching.invocationId!)];
     // Two fetches of 3,000 tokens, read on three steps: at least 3 × 6,000 more than the plain call.
     expect((fetchingView.estimate as number) - (plainView.estimate as number)).toBeGreaterThanOrEqual(3 * 6_000);
     expect(fetchingView).toMatchObject({ state: 'settled', charge: 1_010 });
@@ -87,10 +65,10 @@ describe('server tools: each admitted tool is held for what its uses can read; o
   describe('a server tool the gateway cannot bound is refused with a 400 naming the field, nothing held, recorded or sent upstream', () => {
     let before: { requests: number; invocations: number; balance: Record<string, number> };
     beforeEach(async () => {
-      before = { requests: upstream.requests.length, invocations: (await invocations()).length, balance: await balance() };
+      before = { requests: service.upstream.requests.length, invocations: (await invocations()).length, balance: await balance() };
     });
     afterEach(async () => {
-      expect(upstream.requests).toHaveLength(before.requests);
+      expect(service.upstream.requests).toHaveLength(before.requests);
       expect(await invocations()).toHaveLength(before.invocations);
       expect(await balance()).toEqual(before.balance);
     });
@@ -109,16 +87,16 @@ describe('server tools: each admitted tool is held for what its uses can read; o
 
   it('admits code execution and MCP servers once the rate card gives them an allowance, and holds for it', async () => {
     const allowance = { maxUses: 3, resultTokensPerUse: 20_000, definitionTokens: 5_000 };
-    await ledger
+    await service.ledger
       .http()
       .put(`/v1/gateway/models/${MODEL}`)
       .set(bearer(TOKENS.system))
       .send({ prices: ONE_CREDIT_PER_TOKEN, maxOutputTokens: 64_000, attemptTimeoutMs: 60_000, enabled: true, serverToolAllowances: { codeExecution: allowance, mcpServers: allowance } })
       .expect(200, { model: MODEL, version: 2 });
-    upstream.reply(messageReply({ model: MODEL, usage: { input_tokens: 60_000, output_tokens: 10 } }));
+    service.upstream.reply(messageReply({ model: MODEL, usage: { input_tokens: 60_000, output_tokens: 10 } }));
     const answer = await call({ tools: [{ type: 'code_execution_20250825', name: 'code_execution' }], mcp_servers: [{ type: 'url', url: 'https://mcp.example.org/sse', name: 'example' }] });
     expect(answer.status).toBe(200);
-    const view = await settledView(ledger, answer.invocationId!);
+    const view = await settledView(service.ledger, answer.invocationId!);
     // Six uses of 20,000 result tokens each, read again on each of the seven steps.
     expect(view.estimate as number).toBeGreaterThanOrEqual(7 * 6 * 20_000);
     expect(view).toMatchObject({ charge: 60_010 });
@@ -126,16 +104,16 @@ describe('server tools: each admitted tool is held for what its uses can read; o
 
   it('refuses a rate card allowance out of its bounds, naming the field', async () => {
     const put = (serverToolAllowances: unknown) =>
-      ledger.http().put(`/v1/gateway/models/${MODEL}`).set(bearer(TOKENS.system)).send({ prices: ONE_CREDIT_PER_TOKEN, maxOutputTokens: 64_000, attemptTimeoutMs: 60_000, enabled: true, serverToolAllowances });
+      service.ledger.http().put(`/v1/gateway/models/${MODEL}`).set(bearer(TOKENS.system)).send({ prices: ONE_CREDIT_PER_TOKEN, maxOutputTokens: 64_000, attemptTimeoutMs: 60_000, enabled: true, serverToolAllowances });
     expect((await put({ codeExecution: { maxUses: 0, resultTokensPerUse: 1, definitionTokens: 0 } }).expect(400)).body.fields).toHaveProperty(['serverToolAllowances.codeExecution.maxUses']);
     expect((await put({ mcpServers: { maxUses: 1, resultTokensPerUse: 1 } }).expect(400)).body.fields).toHaveProperty(['serverToolAllowances.mcpServers.definitionTokens']);
     expect((await put({ bash: { maxUses: 1, resultTokensPerUse: 1, definitionTokens: 0 } }).expect(400)).body.fields).toHaveProperty(['serverToolAllowances.bash']);
   });
 
   it('passes a client tool Anthropic defines (bash, text editor, computer, memory) upstream, held for its definition', async () => {
-    upstream.reply(messageReply({ model: MODEL, usage: { input_tokens: 2_000, output_tokens: 10 } }));
+    service.upstream.reply(messageReply({ model: MODEL, usage: { input_tokens: 2_000, output_tokens: 10 } }));
     const answer = await call({ tools: [{ type: 'bash_20250124', name: 'bash' }, { type: 'text_editor_20250728', name: 'str_replace_based_edit_tool' }] });
     expect(answer.status).toBe(200);
-    expect(await settledView(ledger, answer.invocationId!)).toMatchObject({ charge: 2_010 });
+    expect(await settledView(service.ledger, answer.invocationId!)).toMatchObject({ charge: 2_010 });
   });
 });

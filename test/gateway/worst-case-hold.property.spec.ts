@@ -32,6 +32,7 @@ import {
 import type { Prices } from '../../src/runtime/conversation.types';
 import { priceAttempt } from '../../src/runtime/pricing';
 import type { Usage } from '../../src/runtime/provider.port';
+import { NO_TOOLS } from './support/body-facts';
 
 const rate = fc.integer({ min: 0, max: 100_000 });
 const rates = fc.record({ inputPerMTok: rate, outputPerMTok: rate, cacheWritePerMTok: rate, cacheWrite1hPerMTok: rate, cacheReadPerMTok: rate, webSearchPerThousand: rate });
@@ -173,11 +174,7 @@ const PLAIN: MessagesBodyFacts = {
   stream: false,
   imageBlocks: 0,
   documentBlocks: 0,
-  webSearchMaxUses: [],
-  webFetches: [],
-  codeExecutionTools: [],
-  mcpServers: 0,
-  definedTools: 0,
+  ...NO_TOOLS,
 };
 const CARD: RateCardVersion = {
   model: 'm',

@@ -11,6 +11,7 @@ import { validateSync } from 'class-validator';
 import type { MessagesBodyFacts } from '../../src/gateway/gateway-call.port';
 import type { RateCardVersion } from '../../src/gateway/rate-card';
 import type { PriceKind } from '../../src/runtime/price-kinds';
+import { NO_TOOLS } from '../gateway/support/body-facts';
 
 const THROWAWAY = {
   usage: 'throwawayTokens',
@@ -39,10 +40,8 @@ const FACTS: MessagesBodyFacts = {
   stream: false,
   imageBlocks: 0,
   documentBlocks: 0,
+  ...NO_TOOLS,
   webSearchMaxUses: [3],
-  webFetches: [],
-  codeExecutionTools: [],
-  mcpServers: 0,
   definedTools: 1,
 };
 const NO_RATES = { inputPerMTok: 0, outputPerMTok: 0, cacheWritePerMTok: 0, cacheWrite1hPerMTok: 0, cacheReadPerMTok: 0, webSearchPerThousand: 0 };

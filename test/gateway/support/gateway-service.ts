@@ -28,7 +28,14 @@ export interface GatewayService {
   close(): Promise<void>;
 }
 
-export async function startGatewayService(options: HttpLedgerOptions = {}): Promise<GatewayService> {
+export interface GatewayServiceOptions extends HttpLedgerOptions {
+  /** The model's rate card prices; GATEWAY_PRICES by default. */
+  readonly prices?: Readonly<Record<string, number>>;
+  /** What `acme` is granted; GRANTED_CREDITS by default. */
+  readonly credits?: number;
+}
+
+export async function startGatewayService(options: GatewayServiceOptions = {}): Promise<GatewayService> {
   const upstream = await MessagesApiServer.start();
   const ledger = await startHttpLedger({ ...options, env: { ANTHROPIC_BASE_URL: upstream.baseURL, ANTHROPIC_API_KEY: 'sk-ant-the-service-own', ...options.env } });
   const server = ledger.app.getHttpServer() as Server;
@@ -38,8 +45,8 @@ export async function startGatewayService(options: HttpLedgerOptions = {}): Prom
   }
   const baseURL = `http://127.0.0.1:${(server.address() as AddressInfo).port}/anthropic`;
   const system = bearer(TOKENS.system);
-  await ledger.http().post('/v1/organizations/acme/grants').set(system).send({ credits: GRANTED_CREDITS, reason: 'start', idempotencyKey: 'g-1' }).expect(200);
-  await ledger.http().put(`/v1/gateway/models/${GATEWAY_MODEL}`).set(system).send({ prices: GATEWAY_PRICES, maxOutputTokens: 64_000, attemptTimeoutMs: 60_000, enabled: true }).expect(200);
+  await ledger.http().post('/v1/organizations/acme/grants').set(system).send({ credits: options.credits ?? GRANTED_CREDITS, reason: 'start', idempotencyKey: 'g-1' }).expect(200);
+  await ledger.http().put(`/v1/gateway/models/${GATEWAY_MODEL}`).set(system).send({ prices: options.prices ?? GATEWAY_PRICES, maxOutputTokens: 64_000, attemptTimeoutMs: 60_000, enabled: true }).expect(200);
   const issued = await ledger.http().post('/v1/organizations/acme/gateway-keys').set(system).send({ name: GATEWAY_KEY_NAME }).expect(200);
   const { key, keyId } = issued.body as { key: string; keyId: string };
   return {
