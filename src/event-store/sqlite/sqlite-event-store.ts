@@ -24,6 +24,7 @@ import {
   validateStreamName,
   validateSubscribe,
 } from '../event-store-input.validation';
+import { duplicateEventIdError, replayFromStoredRows, storedAppendMismatch, type StoredEventPlace } from '../stored-append-replay';
 import { migrateSqliteSchema } from './sqlite-schema.migrations';
 import { SqliteSubscription, type CommittedEvents } from './sqlite-subscription';
 import { DEFAULT_LOG_SYNCHRONOUS, type SqliteSynchronous } from './sqlite-synchronous';
@@ -762,51 +763,26 @@ export class SqliteEventStore implements EventStore {
    * differs. `undefined` when the first id is new.
    */
   private replayOf(pending: PendingAppend): AppendResult | Error | undefined {
-    const events = pending.events;
-    const firstId = events[0]!.id;
-    const stored = this.selectEventById.get(firstId) as [string, bigint, string | null] | undefined;
+    const stored = this.storedPlace(pending.events[0]!.id);
     if (stored === undefined) return undefined;
-    const [streamName, revision, batchExpected] = stored;
-    if (streamName !== pending.streamName) {
-      return new InvalidEventStoreInputError(
-        'events[0].id',
-        `${firstId} is already stored in stream "${streamName}" at revision ${revision}; an event id is unique across the store`,
-      );
-    }
-    if (batchExpected === null) {
-      return new InvalidEventStoreInputError(
-        'events[0].id',
-        `${firstId} is already stored inside an earlier append to "${streamName}" (revision ${revision}), not at its start: the ids only partly match a stored append`,
-      );
-    }
-    if (batchExpected !== pending.expectedText) {
-      return new InvalidEventStoreInputError(
-        'options.expectedRevision',
-        `this batch was first appended to "${streamName}" with expected revision ${batchExpected}; re-appending it with ${pending.expectedText} is a different append, not a retry`,
-      );
-    }
-    const rows = this.selectBatch.all(streamName, revision, events.length + 1) as Array<[string, string | null, bigint]>;
-    const partial = new InvalidEventStoreInputError(
-      'events',
-      `the ids only partly match the append stored at "${streamName}" revision ${revision}: re-append exactly the original batch, or use new ids`,
+    const mismatch = storedAppendMismatch(pending, stored);
+    if (mismatch !== undefined) return mismatch;
+    const rows = this.selectBatch.all(stored.streamName, stored.revision, pending.events.length + 1) as Array<[string, string | null, bigint]>;
+    return replayFromStoredRows(
+      pending,
+      stored.revision,
+      rows.map(([id, batchExpected, position]) => ({ id, batchExpected, position })),
     );
-    for (let index = 0; index < events.length; index++) {
-      const row = rows[index];
-      if (row === undefined || row[0] !== events[index]!.id || (index > 0 && row[1] !== null)) return partial;
-    }
-    const following = rows[events.length];
-    if (following !== undefined && following[1] === null) return partial;
-    return { nextExpectedRevision: revision + BigInt(events.length - 1), position: rows[events.length - 1]![2] };
+  }
+
+  private storedPlace(id: string): StoredEventPlace | undefined {
+    const stored = this.selectEventById.get(id) as [string, bigint, string | null] | undefined;
+    return stored === undefined ? undefined : { streamName: stored[0], revision: stored[1], batchExpected: stored[2] };
   }
 
   private duplicateIdError(pending: PendingAppend, index: number): Error {
     const id = pending.events[index]!.id;
-    const stored = this.selectEventById.get(id) as [string, bigint, string | null] | undefined;
-    const where = stored ? ` in stream "${stored[0]}" at revision ${stored[1]}` : '';
-    return new InvalidEventStoreInputError(
-      `events[${index}].id`,
-      `${id} is already stored${where}: a batch whose ids partly exist is neither a new append nor a retry of one`,
-    );
+    return duplicateEventIdError(id, index, this.storedPlace(id));
   }
 }
 
