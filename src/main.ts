@@ -44,7 +44,7 @@ async function bootstrap(env: NodeJS.ProcessEnv): Promise<void> {
   // SIGTERM/SIGINT close the HTTP server, then the store (LedgerFoundationsModule.onApplicationShutdown).
   app.enableShutdownHooks();
   await app.listen(config.port, config.host);
-  const store = config.store.kind === 'sqlite' ? `sqlite:${config.store.path}` : 'EventStoreDB';
+  const store = config.store.kind === 'sqlite' ? `sqlite:${config.store.path}` : config.store.kind === 'postgres' ? 'PostgreSQL' : 'EventStoreDB';
   // The port the server really got: PORT=0 asks the system for a free one (the HTTP benchmark does).
   const port = ((app.getHttpServer() as Server).address() as AddressInfo | null)?.port ?? config.port;
   logger.log(`llm-ledger listening on ${config.host} port ${port} (store: ${store})`, 'Bootstrap');

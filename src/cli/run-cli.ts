@@ -267,7 +267,7 @@ async function withStores(
   // Taken before anything is opened: a running service holds it, and nothing is touched then.
   const lock = needs.lock === undefined ? undefined : ReadStoreLock.acquire(config.readStorePath, needs.lock);
   try {
-    const eventStore = await openEventStore(config.store, { synchronous: config.sqliteSynchronous });
+    const eventStore = await openEventStore(config.store, { synchronous: config.sqliteSynchronous, allowAsyncCommit: config.postgresAllowAsyncCommit });
     let readStore: SqliteReadModelStore | undefined;
     try {
       if (needs.readStore !== 'none') readStore = openReadModelStore({ path: config.readStorePath });

@@ -32,7 +32,7 @@ const retryJitterProvider: FactoryProvider<RandomSource> = {
       provide: EVENT_STORE,
       inject: [LEDGER_CONFIG],
       useFactory: (config: LedgerConfig): Promise<EventStore> =>
-        openEventStore(config.store, { synchronous: config.sqliteSynchronous }),
+        openEventStore(config.store, { synchronous: config.sqliteSynchronous, allowAsyncCommit: config.postgresAllowAsyncCommit }),
     },
   ],
   exports: [EVENT_STORE, CLOCK, RETRY_JITTER],

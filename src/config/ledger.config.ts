@@ -38,7 +38,7 @@ export interface LedgerConfig {
    */
   readonly host: string;
   readonly port: number;
-  /** `sqlite:<path>` or an `esdb://…` / `kurrentdb://…` connection string, parsed. */
+  /** `sqlite:<path>`, a `postgres://…` URL or an `esdb://…` / `kurrentdb://…` connection string, parsed. */
   readonly store: StoreLocation;
   /**
    * The SQLite file of the read models: beside the log for the embedded store
@@ -60,6 +60,12 @@ export interface LedgerConfig {
   readonly answerStorePath: string;
   /** SQLite durability of the embedded log: `FULL` unless LEDGER_SQLITE_SYNCHRONOUS says NORMAL (README "Durability"). */
   readonly sqliteSynchronous: SqliteSynchronous;
+  /**
+   * `LEDGER_POSTGRES_ALLOW_ASYNC_COMMIT=1`: accept a PostgreSQL server whose `synchronous_commit` is
+   * off (an acknowledged append may then be lost in a server crash). Default false: such a server is
+   * refused at start.
+   */
+  readonly postgresAllowAsyncCommit: boolean;
   readonly anthropicApiKey?: string;
   readonly anthropicBaseUrl?: string;
   /** Bearer token → grant. */
@@ -165,6 +171,11 @@ export function loadLedgerConfig(
     problems.push(`LEDGER_SQLITE_SYNCHRONOUS: expected NORMAL or FULL, got "${env.LEDGER_SQLITE_SYNCHRONOUS}"`);
   }
 
+  const allowAsyncCommit = nonEmpty(env.LEDGER_POSTGRES_ALLOW_ASYNC_COMMIT);
+  if (allowAsyncCommit !== undefined && !['0', '1'].includes(allowAsyncCommit)) {
+    problems.push(`LEDGER_POSTGRES_ALLOW_ASYNC_COMMIT: expected 1 or 0, got "${allowAsyncCommit}"`);
+  }
+
   const anthropicBaseUrl = nonEmpty(env.ANTHROPIC_BASE_URL);
   if (anthropicBaseUrl !== undefined && !isHttpUrl(anthropicBaseUrl)) {
     problems.push(`ANTHROPIC_BASE_URL: expected an http(s) URL, got "${anthropicBaseUrl}"`);
@@ -190,6 +201,7 @@ export function loadLedgerConfig(
     answerStorePath,
     projectionsThread,
     sqliteSynchronous: synchronous as SqliteSynchronous,
+    postgresAllowAsyncCommit: allowAsyncCommit === '1',
     anthropicApiKey: nonEmpty(env.ANTHROPIC_API_KEY),
     ...(idempotencySecret === undefined ? {} : { idempotencySecret }),
     anthropicBaseUrl,

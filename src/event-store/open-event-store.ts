@@ -1,12 +1,14 @@
 import type { EventStore } from './event-store.port';
 import { openEventStoreDb } from './eventstoredb/eventstoredb-event-store';
+import { openPostgresEventStore } from './postgres/postgres-event-store';
 import { openSqliteEventStore } from './sqlite/sqlite-event-store';
 import type { SqliteSynchronous } from './sqlite/sqlite-synchronous';
 
 /** Where the log lives, as `LEDGER_STORE` names it. */
 export type StoreLocation =
   | { readonly kind: 'sqlite'; readonly path: string }
-  | { readonly kind: 'eventstoredb'; readonly connectionString: string };
+  | { readonly kind: 'eventstoredb'; readonly connectionString: string }
+  | { readonly kind: 'postgres'; readonly connectionString: string };
 
 /** Thrown for a `LEDGER_STORE` value that names no store this build can open. */
 export class InvalidStoreUrlError extends Error {
@@ -14,14 +16,16 @@ export class InvalidStoreUrlError extends Error {
 }
 
 const ACCEPTED_FORMS =
-  'sqlite:<path>, or a KurrentDB connection string: esdb://…, kurrentdb://…, kurrent://… or kdb://… (each also +discover); ' +
-  'the connection uses TLS unless it says ?tls=false';
+  'sqlite:<path>, a PostgreSQL URL (postgres://… or postgresql://…), or a KurrentDB connection string: ' +
+  'esdb://…, kurrentdb://…, kurrent://… or kdb://… (each also +discover); the KurrentDB connection uses TLS unless it says ?tls=false';
+const POSTGRES_SCHEME = /^(postgres|postgresql):\/\/(.*)$/i;
 const EVENTSTOREDB_SCHEME = /^(esdb|kurrentdb|kurrent|kdb)(\+discover)?:\/\/(.*)$/i;
 
 /**
  * Parses a `LEDGER_STORE` value:
  * - `sqlite:<path>` — the embedded store; `sqlite://<path>` is read the same way (so `sqlite:///abs`
  *   is `/abs`), and `sqlite::memory:` is a throw-away in-memory store;
+ * - `postgres://…` or `postgresql://…` — PostgreSQL (a libpq connection URL, passed on as given);
  * - `esdb://`, `kurrentdb://`, `kurrent://`, `kdb://`, each also with `+discover` — a
  *   KurrentDB/EventStoreDB connection string, passed on as given (TLS unless it says `?tls=false`).
  * Anything else throws InvalidStoreUrlError naming LEDGER_STORE. The message repeats only the
@@ -35,6 +39,13 @@ export function parseStoreUrl(value: string): StoreLocation {
     if (path.startsWith('//')) path = path.slice(2);
     if (path.length === 0) throw new InvalidStoreUrlError('LEDGER_STORE: "sqlite:" needs a file path, e.g. sqlite:./var/ledger.sqlite');
     return { kind: 'sqlite', path };
+  }
+  const postgres = POSTGRES_SCHEME.exec(trimmed);
+  if (postgres) {
+    if ((postgres[2] ?? '').replace(/^[^@/]*@/, '').split(/[/?]/, 1)[0]?.length === 0 && !/[?&]host=/i.test(trimmed)) {
+      throw new InvalidStoreUrlError(`LEDGER_STORE: the ${postgres[1]}:// URL names no host`);
+    }
+    return { kind: 'postgres', connectionString: trimmed };
   }
   const eventStoreDb = EVENTSTOREDB_SCHEME.exec(trimmed);
   if (eventStoreDb) {
@@ -55,6 +66,8 @@ export interface OpenEventStoreOptions {
   readonly synchronous?: SqliteSynchronous;
   /** See SqliteEventStoreOptions.eagerCommitsPerTurn (ignored for EventStoreDB). */
   readonly eagerCommitsPerTurn?: number;
+  /** See PostgresEventStoreOptions.allowAsyncCommit (PostgreSQL only; LEDGER_POSTGRES_ALLOW_ASYNC_COMMIT). */
+  readonly allowAsyncCommit?: boolean;
 }
 
 /** Opens the store a `LEDGER_STORE` value (or an already parsed location) names. */
@@ -72,5 +85,7 @@ export async function openEventStore(
       });
     case 'eventstoredb':
       return openEventStoreDb(location.connectionString);
+    case 'postgres':
+      return openPostgresEventStore({ connectionString: location.connectionString, allowAsyncCommit: options.allowAsyncCommit === true });
   }
 }

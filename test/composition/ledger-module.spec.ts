@@ -196,7 +196,7 @@ describe('LedgerModule.forRoot / forRootAsync: the package a NestJS application 
   });
 
   it('refuses a bad option under its variable’s name, before serving', async () => {
-    await expect(start([LedgerModule.forRoot({ store: 'postgres://x', env: {} })])).rejects.toThrow(ConfigurationError);
-    await expect(start([LedgerModule.forRoot({ store: 'postgres://x', env: {} })])).rejects.toThrow(/LEDGER_STORE: unsupported store URL/);
+    await expect(start([LedgerModule.forRoot({ store: 'mysql://x', env: {} })])).rejects.toThrow(ConfigurationError);
+    await expect(start([LedgerModule.forRoot({ store: 'mysql://x', env: {} })])).rejects.toThrow(/LEDGER_STORE: unsupported store URL/);
   });
 });

@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { Writable } from 'node:stream';
 import { ConfigurationError } from '../../src/config/ledger.config';
+import { PostgresAsyncCommitError } from '../../src/event-store/postgres/postgres-event-store';
 import {
   describeStartupFailure,
   EXIT_STARTUP_ADDRESS,
@@ -38,6 +39,15 @@ describe('A failed start, in words and an exit status by kind (issue 26, finding
       kind: 'store',
       exitCode: EXIT_STARTUP_STORE,
       message: 'llm-ledger: a SQLite store could not be opened (file is not a database) — check LEDGER_STORE, LEDGER_READ_STORE and LEDGER_ANSWER_STORE',
+    });
+  });
+
+  it('calls a PostgreSQL server with synchronous_commit off a store failure, in the one line that names the setting and its override', () => {
+    const error = new PostgresAsyncCommitError('PostgreSQL synchronous_commit is off … or set LEDGER_POSTGRES_ALLOW_ASYNC_COMMIT=1 to accept that');
+    expect(describeStartupFailure(error)).toMatchObject({
+      kind: 'store',
+      exitCode: EXIT_STARTUP_STORE,
+      message: `llm-ledger: ${error.message}`,
     });
   });
 

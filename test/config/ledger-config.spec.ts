@@ -72,7 +72,16 @@ describe('configuration from the environment (README.md "Configuration")', () =>
   });
 
   it('refuses an unparsable LEDGER_STORE with a message naming the variable', () => {
-    expect(() => loadLedgerConfig({ LEDGER_STORE: 'postgres://x' })).toThrow(/LEDGER_STORE: unsupported store URL/);
+    expect(() => loadLedgerConfig({ LEDGER_STORE: 'mysql://x' })).toThrow(/LEDGER_STORE: unsupported store URL/);
+  });
+
+  it('reads LEDGER_POSTGRES_ALLOW_ASYNC_COMMIT: off unless 1, and refuses anything but 1 or 0 naming the variable', () => {
+    expect(loadLedgerConfig({ LEDGER_STORE: 'postgres://ledger@db/ledger' })).toMatchObject({
+      store: { kind: 'postgres', connectionString: 'postgres://ledger@db/ledger' },
+      postgresAllowAsyncCommit: false,
+    });
+    expect(loadLedgerConfig({ LEDGER_POSTGRES_ALLOW_ASYNC_COMMIT: '1' }).postgresAllowAsyncCommit).toBe(true);
+    expect(() => loadLedgerConfig({ LEDGER_POSTGRES_ALLOW_ASYNC_COMMIT: 'yes' })).toThrow(/LEDGER_POSTGRES_ALLOW_ASYNC_COMMIT: expected 1 or 0/);
   });
 
   it('lists every bad variable at once, so one restart fixes them all', () => {

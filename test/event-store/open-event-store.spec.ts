@@ -27,7 +27,16 @@ describe('LEDGER_STORE parsing', () => {
   });
 
   it.each([
-    ['an unknown scheme', 'postgres://localhost/ledger', /LEDGER_STORE.*"postgres:"/],
+    'postgres://ledger@db.internal:5432/ledger',
+    'postgresql://ledger:s3cret@10.0.0.5/ledger?sslmode=require',
+    'postgres://localhost/ledger',
+  ])('reads %p as a PostgreSQL connection URL, passed on unchanged', (value) => {
+    expect(parseStoreUrl(value)).toEqual({ kind: 'postgres', connectionString: value });
+  });
+
+  it.each([
+    ['an unknown scheme', 'mysql://localhost/ledger', /LEDGER_STORE.*"mysql:"/],
+    ['a PostgreSQL URL with no host', 'postgres:///ledger', /LEDGER_STORE.*postgres:\/\/ URL names no host/],
     ['a bare path without a scheme', './var/ledger.sqlite', /LEDGER_STORE.*no scheme/],
     ['an empty value', '   ', /LEDGER_STORE is empty/],
     ['sqlite: without a path', 'sqlite:', /LEDGER_STORE.*file path/],

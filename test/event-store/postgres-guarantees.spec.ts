@@ -1,0 +1,184 @@
+import { randomUUID } from 'node:crypto';
+import { Client } from 'pg';
+import { EventStoreUnavailableError, RecordedEvent } from '../../src/event-store/event-store.port';
+import {
+  openPostgresEventStore,
+  PostgresAsyncCommitError,
+  PostgresEventStore,
+} from '../../src/event-store/postgres/postgres-event-store';
+import { POSTGRES_SCHEMA_VERSION } from '../../src/event-store/postgres/postgres-schema.migrations';
+import { PostgresTestServer } from '../support/postgres-server';
+import { newEvent } from './event-store.contract';
+
+// Real server round trips, and one test stops and starts the server.
+jest.setTimeout(120_000);
+
+let server: PostgresTestServer | undefined;
+
+beforeAll(async () => {
+  server = await PostgresTestServer.start();
+});
+
+afterAll(async () => {
+  await server?.stop();
+});
+
+async function freshDatabase(): Promise<string> {
+  return server!.createDatabase(`g${randomUUID().replace(/-/g, '')}`);
+}
+
+async function withClient<T>(url: string, use: (client: Client) => Promise<T>): Promise<T> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await use(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Collects what a subscription hands over and resolves once `count` events arrived. */
+function collector(): { events: RecordedEvent[]; until(count: number): Promise<void>; handle(event: RecordedEvent): void } {
+  const events: RecordedEvent[] = [];
+  let waiters: Array<{ count: number; resolve: () => void }> = [];
+  return {
+    events,
+    handle(event) {
+      events.push(event);
+      waiters = waiters.filter((waiter) => (events.length >= waiter.count ? (waiter.resolve(), false) : true));
+    },
+    until(count) {
+      return events.length >= count ? Promise.resolve() : new Promise((resolve) => waiters.push({ count, resolve }));
+    },
+  };
+}
+
+describe('PostgreSQL store: the global order never skips a transaction that commits late', () => {
+  let url: string;
+  let store: PostgresEventStore;
+
+  beforeEach(async () => {
+    url = await freshDatabase();
+    store = await openPostgresEventStore({ connectionString: url });
+  });
+
+  afterEach(async () => {
+    await store.close();
+  });
+
+  it('holds back a later append while an earlier-numbered one is still uncommitted, then hands both over in position order, to readAll and to a live subscription', async () => {
+    const seen = collector();
+    const subscription = store.subscribeToAll((event) => seen.handle(event));
+    const early = newEvent('CommittedLate');
+    const late = newEvent('CommittedFirst');
+
+    await withClient(url, async (held) => {
+      // The lower number: its transaction writes first and stays open.
+      await held.query('BEGIN');
+      const { rows } = await held.query<{ last_position: string }>(
+        `SELECT last_position::text FROM ledger_append($1, 'no_stream', $2::uuid[], $3::text[], $4::text[], $5::text[])`,
+        ['order-early', [early.id], [early.type], [JSON.stringify(early.data)], [JSON.stringify(early.metadata)]],
+      );
+      const earlyPosition = BigInt(rows[0]!.last_position);
+
+      // The higher number commits first, through the store.
+      const committed = await store.append('order-late', [late], { expectedRevision: 'no_stream' });
+      expect(committed.position > earlyPosition).toBe(true);
+      expect(await store.readStream('order-late')).toHaveLength(1);
+      // A reader of $all now must not see it: handing it over would skip the lower one for good.
+      expect(await store.readAll()).toEqual([]);
+      expect(await store.headPosition()).toBeUndefined();
+
+      await held.query('COMMIT');
+    });
+    // The held transaction's writer announces its end as the store does after each append.
+    await withClient(url, (client) => client.query('NOTIFY ledger_events'));
+
+    const all = await store.readAll();
+    expect(all.map((event) => event.id)).toEqual([early.id, late.id]);
+    await seen.until(2);
+    await subscription.stop();
+    expect(seen.events.map((event) => event.id)).toEqual([early.id, late.id]);
+    expect(await store.headPosition()).toBe(all[1]!.position);
+  });
+});
+
+describe('PostgreSQL store: an acknowledgement only after a durable commit', () => {
+  it('refuses to open on a database whose synchronous_commit is off, in one line naming the setting and the override, and opens when the operator allows it', async () => {
+    const url = await freshDatabase();
+    const database = new URL(url).pathname.slice(1);
+    await withClient(url, (client) => client.query(`ALTER DATABASE "${database}" SET synchronous_commit = off`));
+
+    const refusal = await openPostgresEventStore({ connectionString: url }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+
+    expect(refusal).toBeInstanceOf(PostgresAsyncCommitError);
+    const message = (refusal as Error).message;
+    expect(message).toMatch(/synchronous_commit/);
+    expect(message).toMatch(/LEDGER_POSTGRES_ALLOW_ASYNC_COMMIT=1/);
+    expect(message).not.toMatch(/\n/);
+    const allowed = await openPostgresEventStore({ connectionString: url, allowAsyncCommit: true });
+    await allowed.append('allowed', [newEvent()], { expectedRevision: 'no_stream' });
+    await allowed.close();
+  });
+});
+
+describe('PostgreSQL store: schema created and migrated by the service on start', () => {
+  it('migrates a fresh database once when several instances open it at the same moment, and each can append', async () => {
+    const url = await freshDatabase();
+
+    const stores = await Promise.all(Array.from({ length: 6 }, () => openPostgresEventStore({ connectionString: url })));
+    try {
+      const versions = await withClient(url, async (client) => (await client.query<{ version: number }>('SELECT version FROM ledger_schema_migrations ORDER BY version')).rows);
+      expect(versions.map((row) => row.version)).toEqual(Array.from({ length: POSTGRES_SCHEMA_VERSION }, (_, index) => index + 1));
+      const results = await Promise.all(stores.map((store, index) => store.append(`instance-${index}`, [newEvent()], { expectedRevision: 'no_stream' })));
+      expect(results.map((result) => result.nextExpectedRevision)).toEqual(stores.map(() => 0n));
+    } finally {
+      await Promise.all(stores.map((store) => store.close()));
+    }
+    // Opening again finds the schema current and changes nothing.
+    const again = await openPostgresEventStore({ connectionString: url });
+    expect(await again.readAll()).toHaveLength(6);
+    await again.close();
+  });
+});
+
+describe('PostgreSQL store: a server restart under a live subscription', () => {
+  it('answers appends while the server is down as unavailable, and the subscription carries on after it is back with nothing skipped and nothing twice', async () => {
+    const url = await freshDatabase();
+    const store = await openPostgresEventStore({ connectionString: url });
+    const seen = collector();
+    const permanent: Error[] = [];
+    const subscription = store.subscribeToAll((event) => seen.handle(event), {
+      onError: (error, willRetry) => {
+        if (!willRetry) permanent.push(error);
+      },
+    });
+    const appended: string[] = [];
+    const appendOne = async (): Promise<void> => {
+      const event = newEvent('Ticked');
+      await store.append('restart', [event], { expectedRevision: 'any' });
+      appended.push(event.id);
+    };
+    try {
+      for (let index = 0; index < 3; index++) await appendOne();
+      await seen.until(3);
+
+      await server!.stopServer();
+      await expect(appendOne()).rejects.toBeInstanceOf(EventStoreUnavailableError);
+      await expect(store.readAll()).rejects.toBeInstanceOf(EventStoreUnavailableError);
+      await server!.startAgain();
+
+      for (let index = 0; index < 3; index++) await appendOne();
+      await seen.until(6);
+      await subscription.stop();
+    } finally {
+      await store.close();
+    }
+
+    expect(seen.events.map((event) => event.id)).toEqual(appended);
+    expect(permanent).toEqual([]);
+  });
+});
