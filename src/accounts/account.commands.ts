@@ -6,7 +6,7 @@
 import type { DomainCommand } from '../domain/decider';
 import type { HoldGatewayKey, HoldSettler } from './account.events';
 import type { AlertThreshold } from './credit-alerts';
-import type { GatewayKeySettings } from './gateway-keys';
+import type { GatewayKeySettings, GatewayRejectionCounts } from './gateway-keys';
 
 /** Operator grant. Repeating `idempotencyKey` with the same request returns the first result. */
 export type GrantCredits = DomainCommand<
@@ -96,6 +96,12 @@ export type ChangeGatewayKey = DomainCommand<'ChangeGatewayKey', GatewayKeySetti
 /** Revokes a key; a no-op when it is revoked already. */
 export type RevokeGatewayKey = DomainCommand<'RevokeGatewayKey', { readonly keyId: string; readonly revokedAt: string }>;
 
+/** Records calls refused before their hold, counted per key and reason over `from`…`to`. */
+export type RecordGatewayRejections = DomainCommand<
+  'RecordGatewayRejections',
+  { readonly rejections: readonly { readonly keyId: string; readonly counts: GatewayRejectionCounts }[]; readonly from: string; readonly to: string }
+>;
+
 export type AccountCommand =
   | GrantCredits
   | AdjustCredits
@@ -105,4 +111,5 @@ export type AccountCommand =
   | SetAlertThresholds
   | IssueGatewayKey
   | ChangeGatewayKey
-  | RevokeGatewayKey;
+  | RevokeGatewayKey
+  | RecordGatewayRejections;

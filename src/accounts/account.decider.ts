@@ -17,6 +17,7 @@ import type {
   GrantCredits,
   IssueGatewayKey,
   PlaceHold,
+  RecordGatewayRejections,
   RevokeGatewayKey,
   SetAlertThresholds,
   SettleHold,
@@ -45,7 +46,16 @@ import {
 } from './credit-alerts';
 import { accountSnapshot } from './account.snapshot';
 import { admit, AdmissionRefusedError, refusalOf, totalsBoundRefusal } from './admission.policy';
-import { keyAllowsModel, MAX_GATEWAY_KEYS_PER_ORGANIZATION, periodOf, readKeyHash, readKeySettings, UnknownGatewayKeyError } from './gateway-keys';
+import {
+  GATEWAY_REJECTION_REASONS,
+  keyAllowsModel,
+  MAX_GATEWAY_KEYS_PER_ORGANIZATION,
+  periodOf,
+  readKeyHash,
+  readKeySettings,
+  UnknownGatewayKeyError,
+  type GatewayRejectionCounts,
+} from './gateway-keys';
 
 /**
  * - GrantCredits / AdjustCredits → CreditsGranted / CreditsAdjusted; a repeated key with the same
@@ -81,6 +91,8 @@ export function decideAccount(command: AccountCommand, state: AccountState): Acc
       return changeGatewayKey(command, state);
     case 'RevokeGatewayKey':
       return revokeGatewayKey(command, state);
+    case 'RecordGatewayRejections':
+      return recordGatewayRejections(command, state);
     default:
       throw ValidationError.of('type', `unknown account command ${(command as { type: unknown }).type}`);
   }
@@ -346,4 +358,29 @@ function revokeGatewayKey({ data }: RevokeGatewayKey, state: AccountState): Acco
   if (key === undefined) throw new UnknownGatewayKeyError(keyId);
   if (key.revokedAt !== undefined) return [];
   return [{ type: 'GatewayKeyRevoked', data: { keyId, revokedAt } }];
+}
+
+/**
+ * One GatewayCallsRejected per key with a count; a key the account does not have (never the case for
+ * counts the gateway kept, keys are never deleted) is left out rather than refusing the others.
+ */
+function recordGatewayRejections({ data }: RecordGatewayRejections, state: AccountState): AccountEvent[] {
+  const checks = new FieldChecks();
+  const from = checks.instant('from', data.from);
+  const to = checks.instant('to', data.to);
+  const entries = Array.isArray(data.rejections) ? data.rejections : [];
+  if (!Array.isArray(data.rejections)) checks.add('rejections', 'must be a list');
+  const rejections = entries.map((entry, index) => {
+    const keyId = checks.id(`rejections.${index}.keyId`, entry?.keyId);
+    const counts: Partial<Record<(typeof GATEWAY_REJECTION_REASONS)[number], number>> = {};
+    for (const reason of GATEWAY_REJECTION_REASONS) {
+      const count = entry?.counts?.[reason];
+      if (count !== undefined) counts[reason] = checks.integer(`rejections.${index}.counts.${reason}`, count, { min: 1, max: Number.MAX_SAFE_INTEGER, unit: 'calls' });
+    }
+    return { keyId, counts: counts as GatewayRejectionCounts };
+  });
+  checks.throwIfAny();
+  return rejections
+    .filter(({ keyId, counts }) => state.gatewayKeys.has(keyId) && Object.keys(counts).length > 0)
+    .map(({ keyId, counts }) => ({ type: 'GatewayCallsRejected', data: { keyId, counts, from, to } }));
 }

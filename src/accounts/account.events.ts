@@ -5,7 +5,7 @@
  */
 import type { DomainEvent } from '../domain/decider';
 import type { AlertThreshold } from './credit-alerts';
-import type { GatewayKeySettings } from './gateway-keys';
+import type { GatewayKeySettings, GatewayRejectionCounts } from './gateway-keys';
 
 export type CreditsGranted = DomainEvent<
   'CreditsGranted',
@@ -69,6 +69,16 @@ export type GatewayKeyChanged = DomainEvent<'GatewayKeyChanged', GatewayKeySetti
 
 /** The key is refused from now on, on every instance: admission reads this stream. */
 export type GatewayKeyRevoked = DomainEvent<'GatewayKeyRevoked', { readonly keyId: string; readonly revokedAt: string }>;
+
+/**
+ * Calls by this key refused before their hold between `from` and `to`, counted by reason: one event
+ * per key per instance per flush (GATEWAY_REJECTIONS_FLUSH_MS), never one per call, so a flood of
+ * refused calls cannot grow the log faster than that (docs/gateway.md "Rejections before admission").
+ */
+export type GatewayCallsRejected = DomainEvent<
+  'GatewayCallsRejected',
+  { readonly keyId: string; readonly counts: GatewayRejectionCounts; readonly from: string; readonly to: string }
+>;
 
 /** Who settles a hold when the invocation's own run did not: the sweep, or recovery after a crash. */
 export const HOLD_SETTLERS = ['sweep', 'recovery'] as const;
@@ -135,7 +145,8 @@ export type AccountEvent =
   | CreditThresholdCrossed
   | GatewayKeyIssued
   | GatewayKeyChanged
-  | GatewayKeyRevoked;
+  | GatewayKeyRevoked
+  | GatewayCallsRejected;
 
 export function accountStreamName(organizationId: string): string {
   return `account-${organizationId}`;

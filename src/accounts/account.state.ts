@@ -8,7 +8,7 @@ import { isoToMs } from '../domain/field-checks';
 import { DEFAULT_MAX_RUNNING, MAX_ACCOUNT_TOTAL_CREDITS, MAX_HOLD_OVERRUN_CREDITS } from './account.bounds';
 import type { AccountEvent, HoldGatewayKey } from './account.events';
 import { isPast, thresholdKey, type AlertFigures, type AlertThreshold } from './credit-alerts';
-import { keySpendAt, type GatewayKey } from './gateway-keys';
+import { keySpendAt, withRejections, type GatewayKey } from './gateway-keys';
 
 /** A hold not yet settled. */
 export interface OpenHold {
@@ -241,6 +241,10 @@ function applyAccountEvent(state: AccountState, event: AccountEvent): AccountSta
     case 'GatewayKeyRevoked': {
       const key = state.gatewayKeys.get(event.data.keyId);
       return key === undefined ? state : withKey(state, { ...key, revokedAt: event.data.revokedAt });
+    }
+    case 'GatewayCallsRejected': {
+      const key = state.gatewayKeys.get(event.data.keyId);
+      return key === undefined ? state : withKey(state, withRejections(key, event.data.counts));
     }
     case 'AlertThresholdsSet': {
       // A threshold kept from the list before keeps its recorded crossing; a new one starts uncrossed.

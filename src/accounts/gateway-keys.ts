@@ -21,6 +21,18 @@ export const MAX_GATEWAY_KEY_OUTPUT_TOKENS = 1_000_000;
 /** Characters of a key's SHA-256, hex. */
 export const GATEWAY_KEY_HASH_HEX_CHARS = 64;
 
+/**
+ * Why a call by a known key was refused before anything was held (docs/gateway.md "Rejections before
+ * admission"): its model is not on the rate card (or not enabled), the key may not call it, its
+ * `max_tokens` is over the key's or the rate card's cap, it cannot be held (a server tool the rate
+ * card gives no allowance, or a worst case past what one call may hold), or its body could not be
+ * read as a Messages request.
+ */
+export const GATEWAY_REJECTION_REASONS = ['model_not_on_rate_card', 'model_not_allowed', 'max_tokens_over_cap', 'not_holdable', 'invalid_body'] as const;
+export type GatewayRejectionReason = (typeof GATEWAY_REJECTION_REASONS)[number];
+/** Rejections of a key by reason; a reason never seen is absent. */
+export type GatewayRejectionCounts = Readonly<Partial<Record<GatewayRejectionReason, number>>>;
+
 export const SPEND_PERIODS = ['day', 'month', 'total'] as const;
 export type SpendPeriod = (typeof SPEND_PERIODS)[number];
 
@@ -50,6 +62,18 @@ export interface GatewayKey extends GatewayKeySettings {
   readonly spendPeriod?: string;
   /** Credits charged for calls admitted in `spendPeriod`. */
   readonly spentInPeriod: number;
+  /** Calls refused before their hold since the key was issued, by reason; absent before the first. */
+  readonly rejections?: GatewayRejectionCounts;
+}
+
+/** `counts` added to a key's rejections; a count stops at Number.MAX_SAFE_INTEGER rather than leave the exact range. */
+export function withRejections(key: GatewayKey, counts: GatewayRejectionCounts): GatewayKey {
+  const rejections: Partial<Record<GatewayRejectionReason, number>> = { ...key.rejections };
+  for (const reason of GATEWAY_REJECTION_REASONS) {
+    const count = counts[reason];
+    if (count !== undefined) rejections[reason] = Math.min(Number.MAX_SAFE_INTEGER, (rejections[reason] ?? 0) + count);
+  }
+  return { ...key, rejections };
 }
 
 /** Whether the key may call `model`: every model unless the key names its models. */

@@ -117,7 +117,10 @@ export class AnthropicMessagesController {
     return { arrivedAt, response, requestId, key: presented.key, read: await readGatewayBody(request, incomingOf(request)) };
   }
 
-  /** A body the gateway cannot hold is reported only to a caller whose key is known (else 401). */
+  /**
+   * A body the gateway cannot hold is reported only to a caller whose key is known (else 401), and
+   * counted on that key as `invalid_body` (docs/gateway.md "Rejections before admission").
+   */
   private async refuseBody(response: ServerResponse, key: string, problem: GatewayBodyProblem, requestId: string): Promise<void> {
     const known = await this.accounting.authenticate(key);
     if (isRefusal(known)) {
@@ -125,6 +128,7 @@ export class AnthropicMessagesController {
       publishGatewayCall(NOT_ADMITTED_MODEL, known.status);
       return;
     }
+    this.accounting.noteRejection({ organizationId: known.organizationId, keyId: known.keyId, reason: 'invalid_body', requestId });
     this.answer(response, problem.status, problem.message, requestId, true);
   }
 

@@ -7,7 +7,7 @@ import { contextOf, type LedgerRequest } from '../http-kit/request-context';
 import { anthropicErrorTypeOf, sendAnthropicError } from './anthropic-error.body';
 import { AnthropicErrorFilter } from './anthropic-error.filter';
 import { presentedKeyOf } from './anthropic-key';
-import { GATEWAY_ACCOUNTING, type GatewayAccounting, type GatewayModelInfo } from './gateway-call.port';
+import { GATEWAY_ACCOUNTING, modelNotOnRateCard, type GatewayAccounting, type GatewayModelInfo } from './gateway-call.port';
 import { ApiGatewayRead, ApiGatewayTag } from './gateway-http.openapi';
 import { incomingOf, isRefusal, repeatedHeaderProblem, sendRefusal } from './gateway-http.request';
 
@@ -61,7 +61,7 @@ export class AnthropicModelsController {
     const models = await this.models(request, response);
     if (models === undefined) return;
     const found = models.find((info) => info.id === model);
-    if (found === undefined) sendAnthropicError(response, 404, 'not_found_error', `model: ${model}`, contextOf(request).requestId);
+    if (found === undefined) sendAnthropicError(response, 404, 'not_found_error', modelNotOnRateCard(model), contextOf(request).requestId);
     else sendJson(response, found);
   }
 

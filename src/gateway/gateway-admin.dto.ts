@@ -6,7 +6,15 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsArray, ValidateNested } from 'class-validator';
 import { MAX_LEDGER_ENTRY_CREDITS } from '../accounts/account.bounds';
-import { MAX_GATEWAY_KEY_NAME_CHARS, MAX_GATEWAY_KEY_OUTPUT_TOKENS, SPEND_PERIODS, type SpendLimit, type SpendPeriod } from '../accounts/gateway-keys';
+import {
+  GATEWAY_REJECTION_REASONS,
+  MAX_GATEWAY_KEY_NAME_CHARS,
+  MAX_GATEWAY_KEY_OUTPUT_TOKENS,
+  SPEND_PERIODS,
+  type GatewayRejectionReason,
+  type SpendLimit,
+  type SpendPeriod,
+} from '../accounts/gateway-keys';
 import { Bool, JsonObject, OneOf, Optional, Text, WholeNumber } from '../http-kit/dto/field-rules';
 import {
   MAX_GATEWAY_ATTEMPT_TIMEOUT_MS,
@@ -59,6 +67,14 @@ export class GatewayKeyDto extends GatewayKeySettingsDto {
   @ApiProperty({ description: 'The period counted now: `2026-12-01`, `2026-12` or `total`.' }) readonly period!: string;
   @ApiProperty({ type: 'integer', description: 'Credits charged for the key’s calls admitted in the period.' }) readonly spentCredits!: number;
   @ApiProperty({ type: 'integer', description: 'Credits the key’s calls in flight hold in the period.' }) readonly heldCredits!: number;
+  @ApiProperty({
+    type: 'object',
+    properties: Object.fromEntries(GATEWAY_REJECTION_REASONS.map((reason) => [reason, { type: 'integer', minimum: 1 }])),
+    additionalProperties: false,
+    description:
+      'Calls by the key refused before anything was held, since it was issued, by reason (a reason never seen is absent). Recorded at most a minute after the refusal (docs/gateway.md "Rejections before admission").',
+  })
+  readonly rejections!: Partial<Record<GatewayRejectionReason, number>>;
 }
 
 /** The answer of `POST …/gateway-keys`: the key, shown this once. */

@@ -7,7 +7,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { accountDecider } from '../accounts/account.decider';
 import { accountStreamName } from '../accounts/account.events';
 import { keySpend } from '../accounts/account.state';
-import { readKeySettings, UnknownGatewayKeyError, type GatewayKey, type GatewayKeySettings } from '../accounts/gateway-keys';
+import { readKeySettings, UnknownGatewayKeyError, type GatewayKey, type GatewayKeySettings, type GatewayRejectionCounts } from '../accounts/gateway-keys';
 import { AggregateRepository } from '../aggregates/aggregate.repository';
 import { CLOCK, isoAt } from '../domain/clock.token';
 import { FieldChecks } from '../domain/field-checks';
@@ -26,6 +26,8 @@ export interface GatewayKeyView extends GatewayKeySettings {
   readonly period: string;
   readonly spentCredits: number;
   readonly heldCredits: number;
+  /** Calls refused before their hold since the key was issued, by reason (docs/gateway.md "Rejections before admission"). */
+  readonly rejections: GatewayRejectionCounts;
 }
 
 @Injectable()
@@ -128,5 +130,6 @@ function viewOf(key: GatewayKey, spend: { readonly period: string; readonly spen
     period: spend.period,
     spentCredits: spend.spent,
     heldCredits: spend.held,
+    rejections: key.rejections ?? {},
   };
 }

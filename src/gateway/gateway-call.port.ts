@@ -5,6 +5,7 @@
  */
 import type { FaultClass } from '../runtime/faults';
 import type { Usage } from '../runtime/provider.port';
+import type { GatewayRejectionReason } from '../accounts/gateway-keys';
 
 /**
  * What the hold needs to know of a Messages request body, read once by the HTTP side from the parsed
@@ -128,6 +129,19 @@ export interface GatewayModelInfo {
   readonly created_at: string;
 }
 
+/** A call by a known key, refused before its hold (docs/gateway.md "Rejections before admission"). */
+export interface GatewayRejection {
+  readonly organizationId: string;
+  readonly keyId: string;
+  readonly reason: GatewayRejectionReason;
+  /** The model the body asked for, when it could be read. */
+  readonly model?: string;
+  readonly requestId: string;
+}
+
+/** The 404's message for a model the rate card does not offer (absent, or not enabled), on every route that says it. */
+export const modelNotOnRateCard = (model: string): string => `model: ${model} is not on this gateway's rate card`;
+
 export type GatewayRefusal = Extract<GatewayAdmission, { admitted: false }>;
 
 /** The accounting side of a gateway call, implemented by GatewayCalls (gateway-calls.service.ts). */
@@ -140,6 +154,11 @@ export interface GatewayAccounting {
   /** The rate card's enabled models that the key may use, in id order. */
   models(presentedKey: string): Promise<{ readonly ok: true; readonly models: readonly GatewayModelInfo[] } | GatewayRefusal>;
   admit(request: GatewayCallRequest): Promise<GatewayAdmission>;
+  /**
+   * A call by a known key refused before its hold for what the HTTP side found (its body): counted on
+   * the key and logged, as admit() counts its own refusals before the hold (docs/gateway.md).
+   */
+  noteRejection(rejection: GatewayRejection): void;
   settle(admission: Extract<GatewayAdmission, { admitted: true }>, outcome: GatewayCallOutcome): Promise<void>;
 }
 

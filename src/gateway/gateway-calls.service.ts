@@ -11,7 +11,7 @@ import { accountDecider } from '../accounts/account.decider';
 import { accountStreamName } from '../accounts/account.events';
 import type { AccountState } from '../accounts/account.state';
 import { AdmissionRefusedError, type AccountRefusal, type AdmissionRefusal } from '../accounts/admission.policy';
-import { keyAllowsModel, UnknownGatewayKeyError, type GatewayKey } from '../accounts/gateway-keys';
+import { keyAllowsModel, UnknownGatewayKeyError, type GatewayKey, type GatewayRejectionReason } from '../accounts/gateway-keys';
 import { AggregateRepository, type CommandContext, type CommandStep } from '../aggregates/aggregate.repository';
 import type { Publication } from '../catalog/operation.events';
 import { CLOCK, isoAt } from '../domain/clock.token';
@@ -23,16 +23,19 @@ import { isUnmeasured, type InvocationState } from '../invocations/invocation.st
 import type { Clock } from '../runtime';
 import { priceAttempt } from '../runtime/pricing';
 import { NO_USAGE } from '../runtime/usage';
-import type {
-  GatewayAccounting,
-  GatewayAdmission,
-  GatewayCallOutcome,
-  GatewayCallRequest,
-  GatewayModelInfo,
-  GatewayRefusal,
-  MessagesBodyFacts,
+import {
+  modelNotOnRateCard,
+  type GatewayAccounting,
+  type GatewayAdmission,
+  type GatewayCallOutcome,
+  type GatewayCallRequest,
+  type GatewayModelInfo,
+  type GatewayRefusal,
+  type GatewayRejection,
+  type MessagesBodyFacts,
 } from './gateway-call.port';
 import { gatewayKeyHash, organizationOfKey } from './gateway-keys.codec';
+import { GatewayRejections } from './gateway-rejections';
 import { RATE_CARD_STREAM, rateCardDecider, rateCardInForce, type RateCardVersion } from './rate-card';
 import { worstCaseHold } from './worst-case-hold';
 
@@ -65,7 +68,13 @@ export class GatewayCalls implements GatewayAccounting {
     private readonly repository: AggregateRepository,
     @Inject(CLOCK) private readonly clock: Clock,
     @Optional() @Inject(GATEWAY_CALL_IDS) private readonly newInvocationId: GatewayCallIds = (organizationId) => invocationIdFor(organizationId, undefined),
+    // Absent where only the accounting is built (the simulator's nodes): nothing is counted there.
+    @Optional() private readonly rejections?: GatewayRejections,
   ) {}
+
+  noteRejection(rejection: GatewayRejection): void {
+    this.rejections?.note(rejection);
+  }
 
   async authenticate(presentedKey: string): Promise<{ readonly ok: true; readonly organizationId: string; readonly keyId: string } | GatewayRefusal> {
     const found = await this.findKey(presentedKey);
@@ -84,22 +93,27 @@ export class GatewayCalls implements GatewayAccounting {
     return { ok: true, models };
   }
 
-  async admit({ presentedKey, facts }: GatewayCallRequest): Promise<GatewayAdmission> {
+  async admit({ presentedKey, facts, requestId }: GatewayCallRequest): Promise<GatewayAdmission> {
     const found = await this.findKey(presentedKey);
     if (!('ok' in found)) return found;
     const { key, organizationId } = found;
+    // Counted on the key and logged (docs/gateway.md "Rejections before admission"); nothing is held.
+    const rejected = (reason: GatewayRejectionReason, answer: GatewayRefusal): GatewayRefusal => {
+      this.noteRejection({ organizationId, keyId: key.keyId, reason, model: facts.model, requestId });
+      return answer;
+    };
     // Read on from the cached revision: another instance may have priced a new version (the simulator
     // found calls priced minutes after their version's window ended on an instance that never re-read).
     const card = rateCardInForce((await this.repository.load(RATE_CARD_STREAM, rateCardDecider)).state, facts.model);
-    if (card === undefined || !card.enabled) return refusal(404, 'not_found_error', `model: ${facts.model}`);
-    if (!keyAllowsModel(key, facts.model)) return modelNotAllowed(key, facts.model);
+    if (card === undefined || !card.enabled) return rejected('model_not_on_rate_card', refusal(404, 'not_found_error', modelNotOnRateCard(facts.model)));
+    if (!keyAllowsModel(key, facts.model)) return rejected('model_not_allowed', modelNotAllowed(key, facts.model));
     const cap = Math.min(card.maxOutputTokens, key.maxOutputTokens ?? Number.MAX_SAFE_INTEGER);
     if (facts.maxTokens > cap) {
       const whose = cap === key.maxOutputTokens ? keyCap(key) : `the rate card's maxOutputTokens for ${facts.model}`;
-      return maxTokensOverCap(facts.maxTokens, cap, whose);
+      return rejected('max_tokens_over_cap', maxTokensOverCap(facts.maxTokens, cap, whose));
     }
     const hold = worstCaseHold(facts, card);
-    if (hold.problem !== undefined) return refusal(400, 'invalid_request_error', hold.problem);
+    if (hold.problem !== undefined) return rejected('not_holdable', refusal(400, 'invalid_request_error', hold.problem));
     return this.hold(organizationId, key, card, facts, hold.credits);
   }
 

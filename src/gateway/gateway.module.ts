@@ -3,6 +3,7 @@ import { AggregatesModule } from '../aggregates/aggregates.module';
 import { GATEWAY_ACCOUNTING } from './gateway-call.port';
 import { GatewayAdmin } from './gateway-admin.service';
 import { GatewayCalls } from './gateway-calls.service';
+import { GatewayRejections } from './gateway-rejections';
 
 /**
  * The gateway's accounting (docs/gateway.md): keys and the rate card, and the admission and settlement
@@ -11,7 +12,7 @@ import { GatewayCalls } from './gateway-calls.service';
  */
 @Module({
   imports: [AggregatesModule],
-  providers: [GatewayCalls, GatewayAdmin, { provide: GATEWAY_ACCOUNTING, useExisting: GatewayCalls }],
-  exports: [GatewayCalls, GatewayAdmin, GATEWAY_ACCOUNTING],
+  providers: [GatewayCalls, GatewayAdmin, GatewayRejections, { provide: GATEWAY_ACCOUNTING, useExisting: GatewayCalls }],
+  exports: [GatewayCalls, GatewayAdmin, GatewayRejections, GATEWAY_ACCOUNTING],
 })
 export class GatewayModule {}

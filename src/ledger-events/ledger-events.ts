@@ -7,6 +7,7 @@ import type {
   GatewayKeyChanged as GatewayKeyChangedEvent,
   GatewayKeyIssued as GatewayKeyIssuedEvent,
   GatewayKeyRevoked as GatewayKeyRevokedEvent,
+  GatewayCallsRejected as GatewayCallsRejectedEvent,
   HoldPlaced as HoldPlacedEvent,
   HoldSettled as HoldSettledEvent,
   OrganizationSettingsChanged as OrganizationSettingsChangedEvent,
@@ -117,6 +118,9 @@ export class GatewayKeyChanged extends LedgerEvent<GatewayKeyChangedEvent['data'
 export class GatewayKeyRevoked extends LedgerEvent<GatewayKeyRevokedEvent['data']> {
   readonly type = 'GatewayKeyRevoked';
 }
+export class GatewayCallsRejected extends LedgerEvent<GatewayCallsRejectedEvent['data']> {
+  readonly type = 'GatewayCallsRejected';
+}
 
 type LedgerEventClass = new (event: RecordedEvent) => LedgerEvent;
 type PublishedEventType = InvocationEvent['type'] | AccountEvent['type'] | OperationEvent['type'];
@@ -143,6 +147,7 @@ const CLASS_OF: Record<PublishedEventType, LedgerEventClass> = {
   GatewayKeyIssued,
   GatewayKeyChanged,
   GatewayKeyRevoked,
+  GatewayCallsRejected,
   OperationPublished,
 };
 

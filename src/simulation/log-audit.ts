@@ -388,6 +388,9 @@ export class LogAudit {
       case 'GatewayKeyRevoked':
         this.keyEvent(account, event);
         break;
+      case 'GatewayCallsRejected':
+        // Counts of calls refused before their hold: no money moves.
+        break;
       case 'HoldSettled':
         this.holdSettled(account, data as { invocationId: string; heldCredits: number; chargedCredits: number }, event);
         break;

@@ -49,6 +49,20 @@ describe('gateway keys are issued, changed and revoked as account events, holdin
     expect(error.issues.map((issue) => issue.field)).toEqual(['keyHash', 'name', 'spendLimit.period']);
   });
 
+  it('finding 4: records rejections before admission per key and reason, adds them up, leaves out a key it does not have, and survives a snapshot', () => {
+    const command = (counts: Record<string, unknown>, keyId = 'key-1'): AccountCommand =>
+      ({ type: 'RecordGatewayRejections', data: { rejections: [{ keyId, counts }, { keyId: 'no-such-key', counts: { invalid_body: 1 } }], from: DAY1, to: DAY1 } }) as AccountCommand;
+    const first = { type: 'GatewayCallsRejected', data: { keyId: 'key-1', counts: { model_not_on_rate_card: 3, invalid_body: 1 }, from: DAY1, to: DAY1 } } as const;
+    spec.given([granted(10), issued()]).when(command({ model_not_on_rate_card: 3, invalid_body: 1 })).then([first]);
+    const state = spec.given([granted(10), issued(), first]).when(command({ model_not_on_rate_card: 2 })).then([
+      { type: 'GatewayCallsRejected', data: { keyId: 'key-1', counts: { model_not_on_rate_card: 2 }, from: DAY1, to: DAY1 } },
+    ]);
+    expect(state.gatewayKeys.get('key-1')?.rejections).toEqual({ model_not_on_rate_card: 5, invalid_body: 1 });
+    expect(accountSnapshot.decode(JSON.parse(JSON.stringify(accountSnapshot.encode(state)))).gatewayKeys.get('key-1')?.rejections).toEqual({ model_not_on_rate_card: 5, invalid_body: 1 });
+    const error = spec.given([granted(10), issued()]).when(command({ max_tokens_over_cap: 0 })).thenThrows(ValidationError);
+    expect(error.issues.map((issue) => issue.field)).toEqual(['rejections.0.counts.max_tokens_over_cap']);
+  });
+
   it('replaces the settings whole on a change (a limit left out is gone), and revokes once', () => {
     const state = spec
       .given([granted(10), issued()])

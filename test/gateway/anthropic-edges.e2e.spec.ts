@@ -5,9 +5,11 @@
  * upstream.
  */
 import type { AddressInfo } from 'node:net';
+import { EVENT_STORE, type EventStore } from '../../src/event-store/event-store.port';
+import { GatewayRejections } from '../../src/gateway/gateway-rejections';
 import { messageReply } from '../support/messages-api-server';
 import { rawExchange } from '../http/support/raw-http';
-import { bearer, TOKENS } from '../http/support/http-ledger';
+import { bearer, startHttpLedger, TOKENS } from '../http/support/http-ledger';
 import { GATEWAY_MODEL, settledView, startGatewayService, type GatewayService } from './support/gateway-service';
 
 interface ErrorBody {
@@ -145,6 +147,64 @@ describe('the gateway’s edges (issue 31): one reading of a body, a 401 for eve
     it('finding 7: two x-api-key headers are refused 401, never read as one of them', async () => {
       const answer = await send('POST', '/anthropic/v1/messages', [['Content-Type', 'application/json'], ['x-api-key', service.key], ['x-api-key', service.key]], bodyWith('"max_tokens":16'));
       expect(answer.status).toBe(401);
+    });
+  });
+  describe('finding 4: rejections before admission are visible', () => {
+    /** Text in every refused body: no log line may hold it. */
+    const PROMPT = 'a prompt no log line may hold 7f3a';
+    const call = (key: string, members: string) =>
+      send('POST', '/anthropic/v1/messages', json(key), `{${members},"messages":[{"role":"user","content":${JSON.stringify(PROMPT)}}]}`);
+    const issue = async (ledger: GatewayService['ledger'], body: Record<string, unknown>) =>
+      (await ledger.http().post('/v1/organizations/acme/gateway-keys').set(bearer(TOKENS.system)).send(body).expect(200)).body as { key: string; keyId: string };
+    const listed = async (ledger: GatewayService['ledger'], keyId: string) => {
+      const { body } = await ledger.http().get('/v1/organizations/acme/gateway-keys').set(bearer(TOKENS.system)).expect(200);
+      return (body.keys as { keyId: string; rejections: Record<string, number> }[]).find((key) => key.keyId === keyId)!;
+    };
+    const model = (name: string) => `"model":${JSON.stringify(name)}`;
+
+    it('finding 4: a call refused before its hold by a known key is counted on the key per reason, logged with its key id, reason and model, never its body', async () => {
+      const { key, keyId } = await issue(service.ledger, { name: 'rejected-calls' });
+      const narrow = await issue(service.ledger, { name: 'narrow', models: ['claude-other'] });
+      const before = service.upstream.requests.length;
+      for (let index = 0; index < 3; index++) {
+        anthropicError(await call(key, `${model('claude-x')},"max_tokens":16`), 404, 'not_found_error', /^model: claude-x is not on this gateway's rate card$/);
+      }
+      anthropicError(await call(key, `${model(GATEWAY_MODEL)},"max_tokens":100000`), 400, 'invalid_request_error', /^max_tokens: /);
+      anthropicError(await call(key, model(GATEWAY_MODEL)), 400, 'invalid_request_error', /^max_tokens: Field required/);
+      anthropicError(await call(key, `${model(GATEWAY_MODEL)},"max_tokens":16,"max_tokens":1`), 400, 'invalid_request_error', /^max_tokens: /);
+      anthropicError(await call(narrow.key, `${model(GATEWAY_MODEL)},"max_tokens":16`), 403, 'permission_error', /may not call/);
+      await nothingHeldOrSent(before);
+
+      await service.ledger.app.get(GatewayRejections).flush();
+      expect((await listed(service.ledger, keyId)).rejections).toEqual({ model_not_on_rate_card: 3, max_tokens_over_cap: 1, invalid_body: 2 });
+      expect((await listed(service.ledger, narrow.keyId)).rejections).toEqual({ model_not_allowed: 1 });
+      const lines = service.ledger.logs.filter((line) => line.includes('refused before its hold'));
+      expect(lines.filter((line) => line.includes(keyId))).toHaveLength(6);
+      expect(lines.some((line) => line.includes(keyId) && line.includes('"reason":"model_not_on_rate_card"') && line.includes('"model":"claude-x"'))).toBe(true);
+      expect(lines.some((line) => line.includes(narrow.keyId) && line.includes('"reason":"model_not_allowed"'))).toBe(true);
+      expect(service.ledger.logs.filter((line) => line.includes(PROMPT) || line.includes(key))).toEqual([]);
+    });
+
+    it('finding 4: the counts survive a restart, and a flood of refused calls grows the log by one event per key per flush', async () => {
+      const own = await startGatewayService({ keepDirectory: true });
+      const { key, keyId } = await issue(own.ledger, { name: 'flooded' });
+      const ownPort = (own.ledger.app.getHttpServer().address() as AddressInfo).port;
+      const flood = 60;
+      for (let index = 0; index < flood; index++) {
+        const body = `{${model('claude-x')},"max_tokens":16,"messages":[]}`;
+        const answer = await rawExchange(ownPort, `POST /anthropic/v1/messages HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nx-api-key: ${key}\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+        expect(answer.status).toBe(404);
+      }
+      // Closing flushes what was counted; the next process reads it from the log.
+      await own.close();
+      const restarted = await startHttpLedger({ directory: own.ledger.directory });
+      try {
+        expect((await listed(restarted as GatewayService['ledger'], keyId)).rejections).toEqual({ model_not_on_rate_card: flood });
+        const events = await restarted.app.get<EventStore>(EVENT_STORE).readStream('account-acme');
+        expect(events.filter((event) => event.type === 'GatewayCallsRejected')).toHaveLength(1);
+      } finally {
+        await restarted.close();
+      }
     });
   });
 });

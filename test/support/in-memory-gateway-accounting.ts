@@ -12,6 +12,7 @@ import type {
   GatewayCallRequest,
   GatewayModelInfo,
   GatewayRefusal,
+  GatewayRejection,
 } from '../../src/gateway/gateway-call.port';
 import type { Usage } from '../../src/runtime/provider.port';
 
@@ -52,6 +53,8 @@ export class InMemoryGatewayAccounting implements GatewayAccounting {
   readonly admitted: GatewayCallRequest['facts'][] = [];
   readonly refusals: GatewayRefusal[] = [];
   readonly settlements: Settlement[] = [];
+  /** What the HTTP side reported as refused before a hold (noteRejection). */
+  readonly rejections: GatewayRejection[] = [];
   private readonly keys: Map<string, FakeGatewayKey>;
   private readonly models_: readonly FakeRateCardModel[];
   private readonly accounts = new Map<string, Account>();
@@ -97,6 +100,10 @@ export class InMemoryGatewayAccounting implements GatewayAccounting {
     const key = this.keys.get(presentedKey)!;
     const models = this.models_.filter((model) => key.models === undefined || key.models.includes(model.id));
     return { ok: true, models: models.map((model) => ({ type: 'model', id: model.id, display_name: `Model ${model.id}`, created_at: '2026-01-01T00:00:00Z' })) };
+  }
+
+  noteRejection(rejection: GatewayRejection): void {
+    this.rejections.push(rejection);
   }
 
   async admit(request: GatewayCallRequest): Promise<GatewayAdmission> {
