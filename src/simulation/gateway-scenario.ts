@@ -151,10 +151,14 @@ export function planGateway(root: Prng, organizations: readonly GatewayOrganizat
   return { organizations: own, models, keys };
 }
 
-function drawFacts(prng: Prng): MessagesBodyFacts {
+function drawFacts(prng: Prng, tag: string): MessagesBodyFacts {
   const model = prng.chance(4) ? UNPRICED_GATEWAY_MODEL : prng.pick(MODELS);
   const searches = prng.chance(20) ? [prng.chance(50) ? undefined : prng.int(0, 3)] : [];
-  const fetches = prng.chance(10) ? [{ ...(prng.chance(50) ? {} : { maxUses: prng.int(1, 3) }), ...(prng.chance(50) ? {} : { maxContentTokens: prng.pick([500, 5_000]) }) }] : [];
+  // Drawn on a stream of its own, so the draws of every other fact (and call) stay as they were.
+  const fetchPrng = prng.fork(`web-fetch-${tag}`);
+  const fetches = fetchPrng.chance(10)
+    ? [{ ...(fetchPrng.chance(50) ? {} : { maxUses: fetchPrng.int(1, 3) }), ...(fetchPrng.chance(50) ? {} : { maxContentTokens: fetchPrng.pick([500, 5_000]) }) }]
+    : [];
   return {
     bodyBytes: prng.pick([40, 900, 6_000, 30_000]),
     model,
@@ -181,7 +185,7 @@ function drawCall(prng: Prng, tag: string, key: GatewayKeyPlan, inBurst = false)
     keyId: key.keyId,
     organizationId: key.organizationId,
     presented,
-    facts: drawFacts(prng),
+    facts: drawFacts(prng, tag),
     upstream,
     bySecondProcess: prng.chance(SECOND_PROCESS_CALL_PERCENT),
     latencyMs: prng.pick([0, 250, 1_000, 4_000]),

@@ -8,7 +8,14 @@
 import type { GatewayCallOutcome, MessagesBodyFacts } from '../gateway/gateway-call.port';
 import type { FaultClass } from '../runtime/faults';
 import type { Usage } from '../runtime/provider.port';
-import { DOCUMENT_ALLOWANCE_TOKENS, IMAGE_ALLOWANCE_TOKENS, REQUEST_ALLOWANCE_TOKENS, WEB_SEARCH_RESULT_ALLOWANCE_TOKENS } from '../gateway/worst-case-hold';
+import {
+  DEFAULT_WEB_FETCH_MAX_USES,
+  DOCUMENT_ALLOWANCE_TOKENS,
+  IMAGE_ALLOWANCE_TOKENS,
+  REQUEST_ALLOWANCE_TOKENS,
+  WEB_FETCH_CONTENT_ALLOWANCE_TOKENS,
+  WEB_SEARCH_RESULT_ALLOWANCE_TOKENS,
+} from '../gateway/worst-case-hold';
 import type { GatewayCallPlan } from './gateway-scenario';
 import { Prng } from './prng';
 
@@ -29,10 +36,29 @@ function searchesWithin(facts: MessagesBodyFacts): number {
   return facts.webSearchMaxUses.reduce<number>((sum, uses) => sum + (uses ?? 0), 0);
 }
 
-/** Input tokens the request could make the model read, as docs/gateway.md bounds them. */
-function inputWithin(facts: MessagesBodyFacts, searches: number): number {
-  const perStep = facts.bodyBytes + REQUEST_ALLOWANCE_TOKENS + facts.imageBlocks * IMAGE_ALLOWANCE_TOKENS + facts.documentBlocks * DOCUMENT_ALLOWANCE_TOKENS + searches * WEB_SEARCH_RESULT_ALLOWANCE_TOKENS;
-  return perStep * (1 + searches);
+/** Fetches upstream may make, taken from the request's web-fetch tools in order, and the tokens they read at most. */
+function fetchesWithin(facts: MessagesBodyFacts, fetches: number): { readonly fetches: number; readonly contentTokens: number } {
+  let left = fetches;
+  let contentTokens = 0;
+  for (const tool of facts.webFetches) {
+    const taken = Math.min(left, tool.maxUses ?? DEFAULT_WEB_FETCH_MAX_USES);
+    contentTokens += taken * (tool.maxContentTokens ?? WEB_FETCH_CONTENT_ALLOWANCE_TOKENS);
+    left -= taken;
+  }
+  return { fetches: fetches - left, contentTokens };
+}
+
+/** Input tokens the request could make the model read with `searches` searches and `fetches` fetches, as docs/gateway.md bounds them. */
+function inputWithin(facts: MessagesBodyFacts, searches: number, fetches = 0): number {
+  const fetched = fetchesWithin(facts, fetches);
+  const perStep =
+    facts.bodyBytes +
+    REQUEST_ALLOWANCE_TOKENS +
+    facts.imageBlocks * IMAGE_ALLOWANCE_TOKENS +
+    facts.documentBlocks * DOCUMENT_ALLOWANCE_TOKENS +
+    searches * WEB_SEARCH_RESULT_ALLOWANCE_TOKENS +
+    fetched.contentTokens;
+  return perStep * (1 + searches + fetched.fetches);
 }
 
 /** A usage report of `input` tokens split over the four input kinds, `output` tokens and `searches`. */
@@ -53,10 +79,12 @@ function report(prng: Prng, input: number, output: number, searches: number, fac
   };
 }
 
-/** Usage within the request's bounds: some share of the input bound, of max_tokens and of the searches. */
+/** Usage within the request's bounds: some share of the input bound, of max_tokens, of the searches and of the fetches. */
 function usageWithin(prng: Prng, facts: MessagesBodyFacts): Usage {
   const searches = prng.int(0, searchesWithin(facts));
-  const bound = inputWithin(facts, searches);
+  // Drawn only for a request with a web-fetch tool, so the draws of every other call stay as they were.
+  const fetches = facts.webFetches.length === 0 ? 0 : prng.int(0, fetchesWithin(facts, Number.MAX_SAFE_INTEGER).fetches);
+  const bound = inputWithin(facts, searches, fetches);
   const input = prng.chance(10) ? bound : prng.int(1, Math.max(1, Math.floor(bound / 2)));
   const output = prng.chance(10) ? facts.maxTokens : prng.int(0, facts.maxTokens);
   return report(prng, input, output, searches, facts);
