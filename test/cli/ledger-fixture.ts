@@ -18,7 +18,7 @@ export interface AuditedLedger {
  * The real application after a few invocations: `acme` runs `test.answer` twice (5 credits each), and
  * `thrifty`, granted 50 credits against a 100-credit hold, is refused. The read models are caught up.
  */
-export async function ledgerWithHistory(options: Pick<LedgerTestAppOptions, 'keepDirectory'> = {}): Promise<AuditedLedger> {
+export async function ledgerWithHistory(options: Pick<LedgerTestAppOptions, 'keepDirectory' | 'env'> = {}): Promise<AuditedLedger> {
   const ledger = await startLedgerApp({
     ...options,
     features: [

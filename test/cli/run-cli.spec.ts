@@ -183,7 +183,7 @@ describe('llm-ledger, the auditors\' CLI (README.md), run in-process on a stoppe
       [['audit', 'verify', '--json=yes'], 'llm-ledger: audit verify: --json takes no value; run llm-ledger audit verify --help'],
       [['streams', 'read'], 'llm-ledger: streams read: missing <name>; run llm-ledger streams read --help'],
       [['streams', 'read', 'a', 'b'], 'llm-ledger: streams read: unexpected argument "b"; run llm-ledger streams read --help'],
-      [['streams', 'read', 'a', '--store', 'postgres://x'], expect.stringContaining('llm-ledger: Invalid configuration:')],
+      [['streams', 'read', 'a', '--store', 'mysql://x'], expect.stringContaining('llm-ledger: Invalid configuration:')],
     ])('rejects %j with a message on stderr and exit 2', async (argv, message) => {
       const { exitCode, io } = await cli(argv);
       expect(exitCode).toBe(EXIT_USAGE);
