@@ -72,7 +72,7 @@ export class AnthropicMessagesController {
       invocationId: admission.invocationId,
       arrivedAt: call.arrivedAt,
       metricsModel: facts.facts.model,
-      onOutcome: (outcome) => this.settle(admission, facts.facts, outcome, requestId),
+      settle: (outcome) => this.settle(admission, facts.facts, outcome, requestId),
     });
   }
 
@@ -155,15 +155,14 @@ export class AnthropicMessagesController {
   }
 
   /**
-   * Once per admitted call, after its answer ended; a failure leaves the hold to the sweep
-   * (docs/lifecycle.md). The attempt is published for its `chat {model}` span either way.
+   * Once per admitted call, when upstream's answer ended: the relay gives the caller the answer's last
+   * bytes once this resolves, so a caller with its whole answer finds the call settled. A failure is
+   * logged and leaves the hold to the sweep (docs/lifecycle.md); the answer is relayed anyway. The
+   * attempt is published for its `chat {model}` span either way. The outcome is what the relay
+   * observed; what it costs is the accounting's to decide.
    */
   private async settle(admission: Admitted, facts: MessagesBodyFacts, outcome: GatewayCallOutcome, requestId: string): Promise<void> {
     try {
-      // After the I/O of this turn of the event loop: the other answers that arrived with this one are
-      // relayed before any of their settlements runs (calls come back in bursts; the caller waits for
-      // its answer, nobody waits for the settlement).
-      await new Promise<void>((resolve) => setImmediate(resolve));
       await this.accounting.settle(admission, outcome);
     } catch (error) {
       this.logger.error({

@@ -1,7 +1,7 @@
 /**
  * Sends gateway calls to Anthropic: one keep-alive connection pool to the upstream origin, with a
  * bounded number of sockets; the caller's body bytes as they arrived; only the headers Anthropic
- * needs, and the service's own key instead of the caller's. Every call in flight is aborted when the
+ * needs, and the service's own key instead of the caller's. Every call in flight is cut when the
  * application shuts down. See docs/gateway.md.
  */
 import { BeforeApplicationShutdown, Logger } from '@nestjs/common';
@@ -15,11 +15,17 @@ import { GatewayRelay, type RelayOptions } from './gateway-relay';
 export const MAX_UPSTREAM_CONNECTIONS = 256;
 /** How long an idle upstream socket is kept for the next call, in ms (unless upstream says less). */
 export const UPSTREAM_KEEP_ALIVE_MS = 30_000;
-/** How long shutdown waits for the aborted calls to be settled, in ms. */
+/** How long shutdown waits for the cut calls to be settled, in ms. */
 export const MAX_SHUTDOWN_SETTLE_WAIT_MS = 10_000;
 
 /** The request headers passed upstream as they came (the caller's key is never among them). */
 const PASSED_HEADERS = ['anthropic-version', 'anthropic-beta', 'content-type'] as const;
+/**
+ * Asked of upstream for every call: the answer in no content coding. The relay reads each answer's
+ * usage as it passes and holds its last event back by event boundaries; a compressed answer (an
+ * upstream or proxy that compresses anyway) is decoded first (answer-encoding.ts), which costs CPU.
+ */
+const ACCEPT_ENCODING = 'identity';
 
 export interface GatewayUpstream {
   /** Anthropic's base URL (`ANTHROPIC_BASE_URL`): an origin, and optionally a path prefix. */
@@ -33,8 +39,6 @@ export interface ForwardedCall extends RelayOptions {
   readonly path: string;
   readonly headers: IncomingHttpHeaders;
   readonly body: Buffer;
-  /** Runs once the outcome is known, before shutdown may close what it needs (the settlement). */
-  readonly onOutcome?: (outcome: GatewayCallOutcome) => Promise<void>;
 }
 
 export class GatewayForwarder implements BeforeApplicationShutdown {
@@ -42,7 +46,7 @@ export class GatewayForwarder implements BeforeApplicationShutdown {
   private readonly pool: Pool;
   private readonly basePath: string;
   private readonly apiKey: string | undefined;
-  /** Every call in flight, with what still has to run once its outcome is known. */
+  /** Every call in flight, until upstream, its settlement and its caller are done. */
   private readonly inFlight = new Map<GatewayRelay, Promise<unknown>>();
   private closing = false;
 
@@ -74,12 +78,12 @@ export class GatewayForwarder implements BeforeApplicationShutdown {
   }
 
   /**
-   * Forwards the call and relays its answer; resolves with its outcome once both ends are done and
-   * `onOutcome` has run. Never rejects: `onOutcome` must catch its own failures.
+   * Forwards the call and relays its answer; resolves with its outcome once upstream, the settlement
+   * (`settle`, run by the relay once upstream ended) and the caller are done. Never rejects.
    */
   forward(call: ForwardedCall): Promise<GatewayCallOutcome> {
     const relay = new GatewayRelay(call, this.clock);
-    const finished = relay.done.then((outcome) => this.finish(relay, outcome, call.onOutcome));
+    const finished = relay.done.finally(() => this.inFlight.delete(relay));
     this.inFlight.set(relay, finished);
     relay.start((handler) => {
       this.pool.dispatch({ path: this.basePath + call.path, method: 'POST', headers: this.upstreamHeaders(call.headers), body: call.body }, handler);
@@ -87,20 +91,12 @@ export class GatewayForwarder implements BeforeApplicationShutdown {
     return finished;
   }
 
-  private async finish(relay: GatewayRelay, outcome: GatewayCallOutcome, onOutcome: ForwardedCall['onOutcome']): Promise<GatewayCallOutcome> {
-    try {
-      if (onOutcome !== undefined) await onOutcome(outcome);
-    } finally {
-      this.inFlight.delete(relay);
-    }
-    return outcome;
-  }
-
   async beforeApplicationShutdown(): Promise<void> {
     this.closing = true;
     const pending = [...this.inFlight.values()];
+    // Each call still reading upstream is cut (its usage unknown: charged its hold) and settled.
     for (const relay of this.inFlight.keys()) relay.stop('The service is shutting down.');
-    if (pending.length > 0) this.logger.warn({ message: 'gateway calls aborted by shutdown', calls: pending.length });
+    if (pending.length > 0) this.logger.warn({ message: 'gateway calls cut by shutdown', calls: pending.length });
     let cancel: (() => void) | undefined;
     const waited = new Promise<void>((resolve) => (cancel = this.clock.setTimer(MAX_SHUTDOWN_SETTLE_WAIT_MS, resolve)));
     await Promise.race([Promise.allSettled(pending), waited]);
@@ -108,9 +104,10 @@ export class GatewayForwarder implements BeforeApplicationShutdown {
     await this.pool.destroy();
   }
 
-  /** `x-api-key` (the service's), then the passed headers, as a flat list (undici's cheapest form). */
+  /** `x-api-key` (the service's), `accept-encoding`, then the passed headers, as a flat list (undici's cheapest form). */
   private upstreamHeaders(headers: IncomingHttpHeaders): string[] {
     const list = this.apiKey === undefined ? [] : ['x-api-key', this.apiKey];
+    list.push('accept-encoding', ACCEPT_ENCODING);
     for (const name of PASSED_HEADERS) {
       const value = headers[name];
       if (value !== undefined) list.push(name, Array.isArray(value) ? value.join(',') : value);

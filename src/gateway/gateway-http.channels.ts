@@ -34,22 +34,23 @@ export function publishGatewayCall(model: string, status: number, overheadSecond
 }
 
 /**
- * A relay paused upstream because the caller's socket would take no more (`paused: true`), or resumed
- * it once the caller's socket drained (`paused: false`).
+ * A relay dropped its caller (destroyed its socket): it would not take the answer within
+ * MAX_CALLER_BUFFER_BYTES (`buffer`), nor the rest of it within CALLER_DRAIN_TIMEOUT_MS once the call
+ * was settled (`drain_timeout`), or the service stopped (`stopped`). Upstream is read on regardless.
  */
-export interface GatewayBackpressure {
+export interface GatewayCallerDropped {
   readonly requestId: string;
-  readonly paused: boolean;
+  readonly reason: 'buffer' | 'drain_timeout' | 'stopped';
   /** What the response held unsent at that moment, in bytes. */
   readonly bufferedBytes: number;
 }
 
-export const gatewayBackpressureChannel = channel('llm-ledger:gateway-backpressure');
+export const gatewayCallerDroppedChannel = channel('llm-ledger:gateway-caller-dropped');
 
-export function publishBackpressure(requestId: string, paused: boolean, bufferedBytes: number): void {
-  if (!gatewayBackpressureChannel.hasSubscribers) return;
-  const message: GatewayBackpressure = { requestId, paused, bufferedBytes };
-  gatewayBackpressureChannel.publish(message);
+export function publishCallerDropped(requestId: string, reason: GatewayCallerDropped['reason'], bufferedBytes: number): void {
+  if (!gatewayCallerDroppedChannel.hasSubscribers) return;
+  const message: GatewayCallerDropped = { requestId, reason, bufferedBytes };
+  gatewayCallerDroppedChannel.publish(message);
 }
 
 /**

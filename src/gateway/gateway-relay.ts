@@ -1,37 +1,58 @@
 /**
  * One forwarded call, from its first byte upstream to the last byte to the caller: an undici dispatch
  * handler that relays upstream's answer as it arrives onto Node's own response, reads what the
- * accounting needs as the bytes pass, and says how the call ended (GatewayCallOutcome).
+ * accounting needs as the bytes pass, asks for the call's settlement once upstream has ended, and
+ * gives the caller the answer's last bytes only after it (docs/gateway.md, "Relaying").
  *
- * - Backpressure: when the caller's socket will not take more (`write` returns false), upstream is
- *   paused until the response drains, so a slow caller costs a bounded buffer, never the answer.
- * - The time bound covers the whole call, the stream included. Past it, a call still waiting for
- *   upstream is aborted (`timedOut`); one whose caller is too slow to take the rest is ended.
- * - A caller that goes away: upstream is still read to its end (within the bound), so the outcome
- *   carries Anthropic's own usage (`callerDisconnected`).
- * See docs/gateway.md.
+ * - Upstream is read to its end whatever the caller does: a slow or stalled caller never slows it.
+ *   What the caller has not taken is buffered up to MAX_CALLER_BUFFER_BYTES; past it the caller is
+ *   dropped (its socket destroyed) and upstream read on, as when a caller goes away, so the outcome
+ *   carries Anthropic's own final usage (`callerDisconnected`).
+ * - Delivered means settled: the bytes from a stream's `message_stop` event on (a non-streamed
+ *   answer's last chunk) are held back until the settlement resolves, so a caller that has its whole
+ *   answer finds the call settled. A failed settlement is logged by whoever settles; the answer is
+ *   relayed anyway (the sweep settles the call later).
+ * - The time bound (`timeoutMs`) covers upstream: past it the gateway cuts upstream (`timedOut`), as
+ *   at shutdown (`cancelled`). The usage is then unknown, so the outcome carries none and the call is
+ *   charged its hold, never a partial usage.
+ * - After the settlement a caller has CALLER_DRAIN_TIMEOUT_MS to take the rest; then it is dropped.
+ *   No relay waits for a caller forever.
  */
 import type { ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
+import type { Transform } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { anthropicErrorEvidence, classifyAnthropicFault } from '../providers/anthropic/anthropic-error.mapper';
 import { mapUsage } from '../providers/anthropic/anthropic-response.mapper';
 import type { Clock } from '../runtime/clock';
 import type { FaultClass } from '../runtime/faults';
 import { anthropicErrorBody, INVOCATION_ID_HEADER, REQUEST_ID_HEADER, sendAnthropicError, STATUS_OF_ANTHROPIC_ERROR_TYPE } from './anthropic-error.body';
+import { answerCodingOf } from './answer-encoding';
 import type { AnthropicErrorType, GatewayCallOutcome } from './gateway-call.port';
-import { publishBackpressure, publishGatewayCall } from './gateway-http.channels';
+import { publishCallerDropped, publishGatewayCall } from './gateway-http.channels';
+import { JsonAnswerReader } from './json-answer.reader';
 import { SseUsageReader } from './sse-usage.reader';
 
 /**
- * Most of a non-streamed answer kept to read its `usage`, in bytes (an answer of 128k output tokens
- * is well under 2 MiB). A longer one is still relayed whole; only its usage goes unread.
+ * Most of an answer buffered for a caller that does not take it as fast as upstream sends it, in
+ * bytes (on top of what the sockets hold). Past it the caller is dropped and upstream read on.
  */
-export const MAX_READ_ANSWER_BYTES = 8 * 1024 * 1024;
+export const MAX_CALLER_BUFFER_BYTES = 8 * 1024 * 1024;
+/** How long a caller has to take the rest of its answer once upstream ended and the call is settled, in ms. */
+export const CALLER_DRAIN_TIMEOUT_MS = 60_000;
+/**
+ * Most of a non-streamed answer (decoded) read for its `usage`, in bytes. The reader keeps only the
+ * few members it needs, so this bounds the reading's CPU, not memory; a longer answer is relayed
+ * whole, its usage unread.
+ */
+export const MAX_READ_ANSWER_BYTES = 1024 * 1024 * 1024;
+
+/** The top-level members of a non-streamed answer the accounting reads. */
+const ANSWER_MEMBERS: ReadonlySet<string> = new Set(['usage', 'model', 'stop_reason', 'error']);
 
 export interface RelayOptions {
   readonly response: ServerResponse;
-  /** The whole call's time bound, from its first byte upstream to its last byte to the caller. */
+  /** The upstream time bound, from the call's first byte upstream to upstream's last byte. */
   readonly timeoutMs: number;
   readonly requestId: string;
   /** Sent back as `llm-ledger-invocation-id`: the call was recorded as this invocation. */
@@ -40,6 +61,11 @@ export interface RelayOptions {
   readonly arrivedAt: number;
   /** The metrics' `model` label; a call without one (count_tokens) is not counted. */
   readonly metricsModel?: string;
+  /**
+   * Settles the call from its outcome, once upstream has ended; the answer's last bytes wait for it.
+   * It must catch its own failures (a rejection is ignored: the answer is relayed anyway).
+   */
+  readonly settle?: (outcome: GatewayCallOutcome) => Promise<void>;
 }
 
 type UpstreamFailure = Extract<FaultClass, 'timeout' | 'connection' | 'cancelled'>;
@@ -60,7 +86,7 @@ const OWN_ANSWER_OF_FAILURE: Readonly<Record<UpstreamFailure, { readonly status:
 };
 
 export class GatewayRelay implements Dispatcher.DispatchHandler {
-  /** Resolves once upstream and the caller are both done with the call; never rejects. */
+  /** Resolves once upstream, the settlement and the caller are all done with the call; never rejects. */
   readonly done: Promise<GatewayCallOutcome>;
   private resolveDone!: (outcome: GatewayCallOutcome) => void;
   private controller: Dispatcher.DispatchController | undefined;
@@ -69,19 +95,28 @@ export class GatewayRelay implements Dispatcher.DispatchHandler {
   private status = 0;
   private providerRequestId: string | undefined;
   private sse: SseUsageReader | undefined;
-  private kept: Buffer[] | undefined = [];
-  private keptBytes = 0;
-  /** The non-streamed answer was longer than MAX_READ_ANSWER_BYTES: relayed, its usage unread. */
-  private answerTooLong = false;
+  private json: JsonAnswerReader | undefined;
+  private readBytes = 0;
+  /** The answer was not read for its usage: past MAX_READ_ANSWER_BYTES, or in a coding the relay cannot decode. */
+  private unread = false;
+  /** Upstream was cut or its answer could not be decoded: whatever usage was seen is not the final one. */
+  private usageUnknown = false;
+  private decoder: Transform | undefined;
+  /** The bytes held back from the caller until the settlement: from `message_stop` on, or the last chunk. */
+  private withheld: Buffer[] = [];
+  private withholdingAll = false;
   private startedAtMs = 0;
   private sentAt = 0;
   private upstreamEndedAtMs = 0;
   private upstreamEndedAt = 0;
   private failure: UpstreamFailure | undefined;
   private upstreamDone = false;
+  private settled = false;
   private callerDone = false;
   private callerGone = false;
+  private finished = false;
   private answeredStatus = 0;
+  private outcomeSeen: GatewayCallOutcome | undefined;
 
   constructor(
     private readonly options: RelayOptions,
@@ -93,18 +128,16 @@ export class GatewayRelay implements Dispatcher.DispatchHandler {
   /** Starts the call: `send` hands this handler to the upstream dispatcher. */
   start(send: (handler: Dispatcher.DispatchHandler) => void): void {
     const { response } = this.options;
-    const clock = this.clock;
-    this.startedAtMs = clock.now();
+    this.startedAtMs = this.clock.now();
     this.sentAt = performance.now();
-    this.cancelTimer = clock.setTimer(this.options.timeoutMs, this.onTimeout);
-    response.on('drain', this.onDrain);
+    this.cancelTimer = this.clock.setTimer(this.options.timeoutMs, this.onTimeout);
     response.once('close', this.onCallerClose);
     // The caller left while the call was being admitted: it is still made, and read to its end.
-    if (response.destroyed) this.callerGone = true;
+    if (response.destroyed) this.callerGone = this.callerDone = true;
     send(this);
   }
 
-  /** Ends the call now (the service is shutting down): upstream is aborted, the outcome `cancelled`. */
+  /** Ends the call now (the service is shutting down): upstream is cut, the outcome `cancelled`. */
   stop(message: string): void {
     this.halt(new RelayStopped('cancelled', message));
   }
@@ -119,10 +152,12 @@ export class GatewayRelay implements Dispatcher.DispatchHandler {
     this.status = statusCode;
     this.providerRequestId = textOf(headers[REQUEST_ID_HEADER]);
     const contentType = textOf(headers['content-type']);
-    if (statusCode < 300 && contentType !== undefined && contentType.startsWith('text/event-stream')) {
-      this.sse = new SseUsageReader();
-      this.kept = undefined;
-    }
+    if (statusCode < 300 && contentType !== undefined && contentType.startsWith('text/event-stream')) this.sse = new SseUsageReader();
+    else this.json = new JsonAnswerReader(ANSWER_MEMBERS);
+    const contentEncoding = textOf(headers['content-encoding']);
+    const coding = answerCodingOf(contentEncoding);
+    if (coding.kind === 'decode') this.startDecoding(coding.decoder);
+    this.unread = coding.kind === 'opaque';
     if (this.callerGone) return;
     const response = this.options.response;
     response.statusCode = statusCode;
@@ -132,52 +167,84 @@ export class GatewayRelay implements Dispatcher.DispatchHandler {
     const retryAfter = textOf(headers['retry-after']);
     if (retryAfter !== undefined) response.setHeader('retry-after', retryAfter);
     if (this.options.invocationId !== undefined) response.setHeader(INVOCATION_ID_HEADER, this.options.invocationId);
+    // A decoded answer is re-framed (chunked, no coding); one the relay cannot decode goes as it came.
+    if (coding.kind === 'opaque') response.setHeader('content-encoding', contentEncoding!);
     const length = textOf(headers['content-length']);
-    if (this.sse === undefined && length !== undefined) response.setHeader('content-length', length);
+    if (this.sse === undefined && coding.kind !== 'decode' && length !== undefined) response.setHeader('content-length', length);
     // The caller learns at once that its stream began.
     if (this.sse !== undefined) response.flushHeaders();
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.upstreamDone) return;
-    if (this.sse !== undefined) this.sse.feed(chunk);
-    else this.keep(chunk);
-    if (this.callerGone) return;
-    const response = this.options.response;
-    if (!response.write(chunk)) {
-      controller.pause();
-      publishBackpressure(this.options.requestId, true, response.writableLength);
-    }
+    if (this.decoder !== undefined) this.decoder.write(chunk);
+    else this.answerData(chunk);
   }
 
   onResponseEnd(): void {
     if (this.upstreamDone) return;
-    this.upstreamEnded();
-    if (this.callerGone) this.finishIfDone();
-    else this.options.response.end();
+    if (this.decoder !== undefined) this.decoder.end();
+    else this.answerEnded();
   }
 
   onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
     if (this.upstreamDone) return;
-    this.upstreamEnded();
+    this.decoder?.destroy();
+    this.decoder = undefined;
     this.failure = error instanceof RelayStopped ? error.failure : 'connection';
-    if (this.callerGone) {
-      this.finishIfDone();
+    if (error instanceof RelayStopped) this.usageUnknown = true;
+    this.upstreamEnded(() => this.failCaller(error));
+  }
+
+  private startDecoding(decoder: Transform): void {
+    this.decoder = decoder;
+    decoder.on('data', (decoded: Buffer) => this.answerData(decoded));
+    decoder.once('end', () => this.answerEnded());
+    decoder.once('error', () => {
+      // An answer that cannot be decoded cannot be read for its usage: upstream is cut, the call held.
+      this.usageUnknown = true;
+      this.halt(new RelayStopped('connection', 'The answer from Anthropic could not be decoded.'));
+    });
+  }
+
+  /** A piece of the answer, decoded: read for the accounting, then relayed (or held back). */
+  private answerData(chunk: Buffer): void {
+    const stopAt = this.read(chunk);
+    if (this.callerGone) return;
+    if (this.withholdingAll) {
+      this.withheld.push(chunk);
       return;
     }
     const response = this.options.response;
-    const message = error instanceof RelayStopped ? error.message : 'The connection to Anthropic failed before the answer was complete.';
-    const own = OWN_ANSWER_OF_FAILURE[this.failure];
-    if (!response.headersSent) {
-      this.answeredStatus = own.status;
-      sendAnthropicError(response, own.status, own.type, message, this.options.requestId, { invocationId: this.options.invocationId });
-    } else if (this.sse?.atEventBoundary === true) {
-      // Mid-stream, between events: an `error` event, which Anthropic's SDKs raise as the API error it names.
-      response.end(`event: error\ndata: ${JSON.stringify(anthropicErrorBody(own.type, message, this.options.requestId))}\n\n`);
+    if (this.sse !== undefined && stopAt !== -1) {
+      // From message_stop on, the stream waits for the settlement.
+      if (stopAt > 0) response.write(chunk.subarray(0, stopAt));
+      this.withheld.push(chunk.subarray(stopAt));
+      this.withholdingAll = true;
+    } else if (this.sse !== undefined) {
+      response.write(chunk);
     } else {
-      // Mid-event, or mid-JSON: the only honest end is a broken connection.
-      response.destroy();
+      // A non-streamed answer's last chunk waits for the settlement: each chunk goes when the next comes.
+      const previous = this.withheld.pop();
+      if (previous !== undefined) response.write(previous);
+      this.withheld.push(chunk);
     }
+    if (response.writableLength > MAX_CALLER_BUFFER_BYTES) this.dropCaller('buffer');
+  }
+
+  /** Feeds the accounting's reader; returns where a stream's message_stop begins in the chunk, or -1. */
+  private read(chunk: Buffer): number {
+    if (this.unread) return -1;
+    if (this.sse !== undefined) return this.sse.feed(chunk);
+    this.readBytes += chunk.length;
+    if (this.readBytes > MAX_READ_ANSWER_BYTES) this.unread = true;
+    else this.json?.feed(chunk);
+    return -1;
+  }
+
+  private answerEnded(): void {
+    if (this.upstreamDone) return;
+    this.upstreamEnded(() => this.endCaller());
   }
 
   private readonly onTimeout = (): void => {
@@ -188,54 +255,98 @@ export class GatewayRelay implements Dispatcher.DispatchHandler {
   private halt(reason: RelayStopped): void {
     if (!this.upstreamDone) {
       this.stopped = reason;
-      if (this.controller !== undefined) this.controller.abort(reason);
-      // Still queued for a connection: it fails now, and is aborted if a connection comes.
-      else this.onResponseError(undefined, reason);
+      // Still queued for a connection: it is aborted if a connection comes. Either way it fails now
+      // (also when upstream's answer ended but the decoder had not finished it).
+      if (this.controller !== undefined && !this.controller.aborted) this.controller.abort(reason);
+      this.onResponseError(undefined, reason);
     } else if (!this.callerDone) {
-      // Upstream is done; the caller is not taking the rest of the answer.
-      this.callerGone = true;
-      this.options.response.destroy();
+      this.dropCaller('stopped');
     }
   }
 
-  private readonly onDrain = (): void => {
-    if (this.controller?.paused !== true) return;
-    publishBackpressure(this.options.requestId, false, this.options.response.writableLength);
-    this.controller.resume();
-  };
-
-  private readonly onCallerClose = (): void => {
-    const response = this.options.response;
-    response.removeListener('drain', this.onDrain);
-    if (!response.writableFinished) this.callerGone = true;
-    this.callerDone = true;
-    // Gone mid-answer: upstream is read on to its end, so its own usage is known.
-    if (this.controller?.paused === true) this.controller.resume();
-    this.finishIfDone();
-  };
-
-  private keep(chunk: Buffer): void {
-    if (this.kept === undefined) return;
-    this.keptBytes += chunk.length;
-    if (this.keptBytes <= MAX_READ_ANSWER_BYTES) this.kept.push(chunk);
-    else {
-      this.kept = undefined;
-      this.answerTooLong = true;
-    }
-  }
-
-  private upstreamEnded(): void {
+  /** Upstream is done: the outcome is settled, then `thenCaller` gives the caller the rest. */
+  private upstreamEnded(thenCaller: () => void): void {
     this.upstreamDone = true;
     this.upstreamEndedAtMs = this.clock.now();
     this.upstreamEndedAt = performance.now();
-  }
-
-  private finishIfDone(): void {
-    if (!this.upstreamDone || !this.callerDone) return;
-    const callerDoneAt = performance.now();
     this.cancelTimer?.();
     this.cancelTimer = undefined;
     const outcome = this.outcome();
+    this.outcomeSeen = outcome;
+    const settling = this.options.settle === undefined ? Promise.resolve() : this.options.settle(outcome).catch(() => undefined);
+    void settling.then(() => {
+      this.settled = true;
+      if (!this.callerGone) {
+        thenCaller();
+        this.cancelTimer = this.clock.setTimer(CALLER_DRAIN_TIMEOUT_MS, this.onDrainTimeout);
+      }
+      this.finishIfDone();
+    });
+  }
+
+  /** The whole answer came: the held-back bytes go, and the response ends. */
+  private endCaller(): void {
+    const response = this.options.response;
+    for (const piece of this.withheld) response.write(piece);
+    this.withheld = [];
+    response.end();
+  }
+
+  /** Upstream failed or was cut: the caller gets an answer of the gateway's own, an error event, or a cut. */
+  private failCaller(error: Error): void {
+    const response = this.options.response;
+    const message = error instanceof RelayStopped ? error.message : 'The connection to Anthropic failed before the answer was complete.';
+    const own = OWN_ANSWER_OF_FAILURE[this.failure!];
+    if (!response.headersSent) {
+      this.answeredStatus = own.status;
+      sendAnthropicError(response, own.status, own.type, message, this.options.requestId, { invocationId: this.options.invocationId });
+      return;
+    }
+    if (this.sse !== undefined) for (const piece of this.withheld) response.write(piece);
+    this.withheld = [];
+    if (this.sse?.atEventBoundary === true) {
+      // Mid-stream, between events: an `error` event, which Anthropic's SDKs raise as the API error it names.
+      response.end(`event: error\ndata: ${JSON.stringify(anthropicErrorBody(own.type, message, this.options.requestId))}\n\n`);
+    } else {
+      // Mid-event, or mid-JSON: the only honest end is a broken connection.
+      response.destroy();
+    }
+  }
+
+  private readonly onDrainTimeout = (): void => {
+    this.cancelTimer = undefined;
+    this.dropCaller('drain_timeout');
+  };
+
+  /** The caller is not taking its answer: its socket is destroyed; upstream, if still running, is read on. */
+  private dropCaller(reason: 'buffer' | 'drain_timeout' | 'stopped'): void {
+    if (this.callerGone) return;
+    const response = this.options.response;
+    this.callerGone = true;
+    this.withheld = [];
+    publishCallerDropped(this.options.requestId, reason, response.writableLength);
+    response.destroy();
+  }
+
+  private readonly onCallerClose = (): void => {
+    if (!this.options.response.writableFinished) this.callerGone = true;
+    this.callerDone = true;
+    this.withheld = [];
+    // Upstream is still read on to its end (if running), so its own usage is known.
+    if (this.settled) {
+      this.cancelTimer?.();
+      this.cancelTimer = undefined;
+    }
+    this.finishIfDone();
+  };
+
+  private finishIfDone(): void {
+    if (this.finished || !this.upstreamDone || !this.settled || !this.callerDone) return;
+    this.finished = true;
+    const callerDoneAt = performance.now();
+    this.cancelTimer?.();
+    this.cancelTimer = undefined;
+    const outcome = this.outcomeSeen!;
     if (this.options.metricsModel !== undefined) {
       const whole = !this.callerGone && this.failure === undefined;
       const overheadSeconds = whole ? (this.sentAt - this.options.arrivedAt + (callerDoneAt - this.upstreamEndedAt)) / 1_000 : undefined;
@@ -246,8 +357,8 @@ export class GatewayRelay implements Dispatcher.DispatchHandler {
 
   private outcome(): GatewayCallOutcome {
     const report = this.sse?.report;
-    const body = report === undefined ? this.parsedAnswer() : undefined;
-    const usage = mapUsage(report === undefined ? body?.usage : report.usage);
+    const body = report === undefined ? this.json?.answer : undefined;
+    const usage = this.usageUnknown ? undefined : mapUsage(report === undefined ? body?.usage : report.usage);
     const responseModel = report === undefined ? body?.model : report.model;
     const stopReason = report === undefined ? body?.stop_reason : report.stopReason;
     return {
@@ -268,7 +379,7 @@ export class GatewayRelay implements Dispatcher.DispatchHandler {
     if (this.failure !== undefined) return this.failure;
     if (this.status < 200 || this.status >= 300) return classifyAnthropicFault(anthropicErrorEvidence(this.status, body));
     const report = this.sse?.report;
-    if (report === undefined) return body === undefined && !this.answerTooLong ? 'server_error' : 'ok';
+    if (report === undefined) return body === undefined && !this.unread ? 'server_error' : 'ok';
     if (report.error !== undefined) {
       const type = report.error.type;
       const status = type !== undefined && Object.hasOwn(STATUS_OF_ANTHROPIC_ERROR_TYPE, type) ? STATUS_OF_ANTHROPIC_ERROR_TYPE[type as AnthropicErrorType] : 500;
@@ -276,18 +387,6 @@ export class GatewayRelay implements Dispatcher.DispatchHandler {
     }
     // A stream that ended without message_stop was cut short upstream.
     return report.stopped ? 'ok' : 'server_error';
-  }
-
-  /** The non-streamed answer as JSON, read once at its end; undefined when it is not a JSON object. */
-  private parsedAnswer(): Record<string, unknown> | undefined {
-    const kept = this.kept;
-    if (kept === undefined || kept.length === 0) return undefined;
-    try {
-      const parsed: unknown = JSON.parse((kept.length === 1 ? kept[0]! : Buffer.concat(kept, this.keptBytes)).toString('utf8'));
-      return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : undefined;
-    } catch {
-      return undefined;
-    }
   }
 }
 

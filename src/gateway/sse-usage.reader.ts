@@ -4,7 +4,9 @@
  * data of `message_start`, `message_delta` and `error` events (a few hundred bytes each) is decoded
  * and parsed. A `content_block_delta`'s data (the answer's text) is skipped byte by byte, never
  * turned into a string. Lines follow the SSE format: `event:` and `data:` fields, a blank line ends
- * an event, `\n` or `\r\n` ends a line.
+ * an event, `\n` or `\r\n` ends a line. It also tells the relay where the stream's last event
+ * (`message_stop`, or an `error`) begins, so the relay can hold it back until the call is settled
+ * (docs/gateway.md, Settlement).
  */
 
 /**
@@ -48,17 +50,29 @@ export class SseUsageReader {
   /** The current event's name, once its `event:` line has come. */
   private eventName: string | undefined;
   private data: string | undefined;
+  /** Where the current line began in the chunk being fed (0 when it began in an earlier one). */
+  private lineAt = 0;
+  /** Where the last event's `event:` line began in the chunk being fed, or -1. */
+  private stopAt = -1;
+  private lastEventSeen = false;
 
   /** True between events: the bytes relayed so far end with a blank line (or nothing came yet). */
   get atEventBoundary(): boolean {
     return this.state === 'start' && this.partial === undefined && this.eventName === undefined && this.data === undefined;
   }
 
-  feed(chunk: Buffer): void {
+  /**
+   * Reads a chunk; returns where in it the stream's last event begins (the first `message_stop` or
+   * `error` event's `event:` line, or 0 when that line began in an earlier chunk), or -1 when it does
+   * not begin in this one.
+   */
+  feed(chunk: Buffer): number {
     let at = 0;
+    this.stopAt = -1;
     while (at < chunk.length) {
       const newline = chunk.indexOf(NEWLINE, at);
       const end = newline === -1 ? chunk.length : newline;
+      this.lineAt = this.partial === undefined ? at : 0;
       if (this.state === 'skip') {
         if (newline !== -1) this.state = 'start';
       } else if (this.partial === undefined && newline !== -1) {
@@ -66,9 +80,10 @@ export class SseUsageReader {
       } else {
         this.gather(chunk.subarray(at, end), newline !== -1);
       }
-      if (newline === -1) return;
+      if (newline === -1) break;
       at = newline + 1;
     }
+    return this.stopAt;
   }
 
   /** A piece of a line that did not arrive whole; `complete` when its newline came with it. */
@@ -112,6 +127,11 @@ export class SseUsageReader {
     }
     if (startsWith(line, EVENT)) {
       this.eventName = eventNameOf(line);
+      // The stream's last event (message_stop, or an error that ends it) waits for the settlement.
+      if ((this.eventName === 'message_stop' || this.eventName === 'error') && !this.lastEventSeen) {
+        this.lastEventSeen = true;
+        this.stopAt = this.lineAt;
+      }
     } else if (startsWith(line, DATA) && (this.eventName === undefined || KEPT_EVENTS.has(this.eventName))) {
       const value = fieldValue(line, DATA.length);
       this.data = this.data === undefined ? value : `${this.data}\n${value}`;

@@ -2,7 +2,7 @@
  * Upstream faults through the gateway, as Anthropic's SDK sees them and as the accounting is told:
  * error answers relayed with their status and body and classified as the provider adapter classifies
  * them (docs/rules.md, rules 05 and 06); an `error` event mid-stream relayed and the call settled on the usage seen; an
- * upstream that stalls past the call's time bound aborted; one whose connection breaks.
+ * upstream that stalls past the call's time bound cut (its usage unknown, so charged its hold); one whose connection breaks.
  */
 import { APIError } from '@anthropic-ai/sdk';
 import { VirtualClock } from '../../src/runtime/clock';
@@ -111,7 +111,7 @@ describe('upstream faults are relayed as Anthropic sent them and settled with th
     expect(settled!.outcome.httpStatus).toBeUndefined();
   });
 
-  it('ends a stream that stalls past the time bound with an error event after what was relayed, settled as timedOut with its usage so far', async () => {
+  it('ends a stream that stalls past the time bound with an error event after what was relayed, settled as timedOut with no usage: the gateway cut upstream, so it is charged its hold', async () => {
     const [start, blockStart, ping, delta] = messageStream({ texts: ['partial'], startUsage: { input_tokens: 33, output_tokens: 1 } });
     upstream.reply({ kind: 'sse', steps: [start!, blockStart!, ping!, delta!, { end: 'stall' }] });
 
@@ -126,7 +126,10 @@ describe('upstream faults are relayed as Anthropic sent them and settled with th
     expect(texts).toEqual(['partial']);
     expect(error.message).toContain('time bound');
     const [settled] = await ledger.waitForSettlements(1);
-    expect(settled!.outcome).toMatchObject({ classification: 'timeout', timedOut: true, httpStatus: 200, usage: { inputTokens: 33, outputTokens: 1 } });
+    expect(settled!.outcome).toMatchObject({ classification: 'timeout', timedOut: true, httpStatus: 200 });
+    // message_start's usage is not the call's: upstream went on generating until the gateway cut it.
+    expect(settled!.outcome.usage).toBeUndefined();
+    expect(settled!.charge).toBe(settled!.admission.holdCredits);
   });
 
   it('answers a connection upstream breaks before answering with a 502 api_error, classified connection', async () => {
@@ -158,7 +161,7 @@ describe('upstream faults are relayed as Anthropic sent them and settled with th
     expect(settled!.outcome).toMatchObject({ classification: 'connection', httpStatus: 200, usage: { inputTokens: 12 } });
   });
 
-  it('aborts a call in flight when the service shuts down, and settles it (cancelled) before shutdown ends', async () => {
+  it('cuts a call in flight when the service shuts down, and settles it (cancelled, no usage: its hold) before shutdown ends', async () => {
     const [start, blockStart, ping, delta] = messageStream({ startUsage: { input_tokens: 21, output_tokens: 1 } });
     upstream.reply({ kind: 'sse', steps: [start!, blockStart!, ping!, delta!, { end: 'stall' }] });
     const stream = gateway.client(KEY).messages.stream(PROMPT);
@@ -171,7 +174,9 @@ describe('upstream faults are relayed as Anthropic sent them and settled with th
     await gateway.close();
 
     expect(ledger.settlements).toHaveLength(1);
-    expect(ledger.settlements[0]!.outcome).toMatchObject({ classification: 'cancelled', timedOut: false, usage: { inputTokens: 21 } });
+    expect(ledger.settlements[0]!.outcome).toMatchObject({ classification: 'cancelled', timedOut: false });
+    expect(ledger.settlements[0]!.outcome.usage).toBeUndefined();
+    expect(ledger.settlements[0]!.charge).toBe(ledger.settlements[0]!.admission.holdCredits);
     expect(await ended).toBe('failed');
   });
 });

@@ -61,13 +61,17 @@ export class InMemoryGatewayAccounting implements GatewayAccounting {
   private readonly holds = new Map<string, { readonly organizationId: string; readonly hold: number; settled: boolean }>();
   private readonly settlementWaiters: Array<{ readonly count: number; readonly resolve: () => void }> = [];
   private sequence = 0;
+  private readonly settling: (() => Promise<void>) | undefined;
 
   constructor(options: {
     readonly keys: readonly FakeGatewayKey[];
     readonly models: readonly FakeRateCardModel[];
     readonly credits: Readonly<Record<string, number>>;
     readonly maxRunning?: number;
+    /** Awaited at the start of each settlement: a stand-in for the store's commit, which takes turns of the event loop. */
+    readonly settling?: () => Promise<void>;
   }) {
+    this.settling = options.settling;
     this.keys = new Map(options.keys.map((key) => [key.key, key]));
     this.models_ = [...options.models].sort((a, b) => a.id.localeCompare(b.id));
     for (const [organizationId, credits] of Object.entries(options.credits)) {
@@ -137,6 +141,7 @@ export class InMemoryGatewayAccounting implements GatewayAccounting {
   }
 
   async settle(admission: Extract<GatewayAdmission, { admitted: true }>, outcome: GatewayCallOutcome): Promise<void> {
+    if (this.settling !== undefined) await this.settling();
     const hold = this.holds.get(admission.invocationId);
     if (hold === undefined) throw new Error(`settled a call never admitted: ${admission.invocationId}`);
     if (hold.settled) throw new Error(`settled twice: ${admission.invocationId}`);
