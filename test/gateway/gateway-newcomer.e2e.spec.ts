@@ -60,8 +60,8 @@ describe('docs/gateway.md from a newcomer’s side: three commands, then a strea
     const invocationId = (await stream.withResponse()).response.headers.get('llm-ledger-invocation-id')!;
     expect(invocationId).toEqual(expect.any(String));
     // 1,234 × 3,000,000 + 56 × 15,000,000 millionths = 4,542 credits.
-    // The settlement is written once the answer's last byte has gone (docs/gateway.md, Settlement):
-    // a read at that moment may still find the call dispatched, so read until it is settled.
+    // The settlement is in the log before the answer's last bytes (docs/gateway.md, Settlement), but
+    // the read models follow the log after commit: a read at that moment may not show it yet.
     let status = await ledger.http().get(`/v1/invocations/${invocationId}`).set(bearer(TOKENS.system)).expect(200);
     for (let read = 0; status.body.state !== 'settled' && read < MAX_READS_UNTIL_SETTLED; read++) {
       status = await ledger.http().get(`/v1/invocations/${invocationId}`).set(bearer(TOKENS.system)).expect(200);

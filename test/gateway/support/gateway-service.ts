@@ -66,8 +66,8 @@ export async function startGatewayService(options: GatewayServiceOptions = {}): 
 const SETTLED_POLL_MS = 10;
 
 /**
- * The invocation's view once it shows the call settled: the answer reaches the caller before the
- * settlement is appended, and the read side follows the log after commit.
+ * The invocation's view once it shows the call settled: the settlement is in the log before the
+ * answer's last bytes reach the caller, but the read side follows the log after commit.
  */
 export async function settledView(ledger: HttpLedger, invocationId: string): Promise<Record<string, unknown>> {
   for (;;) {
