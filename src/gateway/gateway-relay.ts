@@ -378,8 +378,10 @@ export class GatewayRelay implements Dispatcher.DispatchHandler {
   private classification(body: Record<string, unknown> | undefined): 'ok' | FaultClass {
     if (this.failure !== undefined) return this.failure;
     if (this.status < 200 || this.status >= 300) return classifyAnthropicFault(anthropicErrorEvidence(this.status, body));
+    // An answer left unread (a coding the relay cannot decode, or past its bound) is taken as sent.
+    if (this.unread) return 'ok';
     const report = this.sse?.report;
-    if (report === undefined) return body === undefined && !this.unread ? 'server_error' : 'ok';
+    if (report === undefined) return body === undefined ? 'server_error' : 'ok';
     if (report.error !== undefined) {
       const type = report.error.type;
       const status = type !== undefined && Object.hasOwn(STATUS_OF_ANTHROPIC_ERROR_TYPE, type) ? STATUS_OF_ANTHROPIC_ERROR_TYPE[type as AnthropicErrorType] : 500;

@@ -94,6 +94,24 @@ describe('answers in any coding and of any size are relayed readable and priced 
     expect(settled!.charge).toBe(10 + 5 * 5);
   });
 
+  it('relays an answer in a coding it cannot decode as sent, with its content-encoding, and charges its hold (its usage unread)', async () => {
+    upstream.reply({
+      kind: 'custom',
+      respond: (_request, res) => {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'x-unknown', 'content-length': 5 });
+        res.end(Buffer.from([1, 2, 3, 4, 5]));
+      },
+    });
+
+    const answer = await fetch(`${gateway.baseURL}/v1/messages`, { method: 'POST', headers: { 'x-api-key': KEY, 'content-type': 'application/json' }, body: JSON.stringify(PROMPT) });
+
+    expect(answer.headers.get('content-encoding')).toBe('x-unknown');
+    const [settled] = await ledger.waitForSettlements(1);
+    expect(settled!.outcome).toMatchObject({ classification: 'ok', httpStatus: 200 });
+    expect(settled!.outcome.usage).toBeUndefined();
+    expect(settled!.charge).toBe(settled!.admission.holdCredits);
+  });
+
   it('finding 6: a 9 MiB JSON answer is priced from its usage', async () => {
     const text = 'All work and no play. '.repeat((9 * 1024 * 1024) / 22 + 1);
     upstream.reply(messageReply({ content: [textBlock(text)], usage: { input_tokens: 40, output_tokens: 900 } }));

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { JsonAnswerReader, MAX_JSON_KEPT_MEMBER_BYTES } from '../../src/gateway/json-answer.reader';
+import { cutAt } from '../support/byte-chunks';
 
 const WANTED = new Set(['usage', 'model', 'stop_reason', 'error']);
 
@@ -15,17 +16,8 @@ function read(chunks: readonly Buffer[]): Record<string, unknown> | undefined {
   return reader.answer;
 }
 
-/** The bytes cut at the given offsets. */
-function cut(bytes: Buffer, offsets: readonly number[]): Buffer[] {
-  const points = [...new Set(offsets.map((offset) => offset % (bytes.length + 1)))].sort((a, b) => a - b);
-  const chunks: Buffer[] = [];
-  let from = 0;
-  for (const point of [...points, bytes.length]) {
-    chunks.push(bytes.subarray(from, point));
-    from = point;
-  }
-  return chunks;
-}
+/** The bytes cut at the given offsets, each taken modulo the length so that most fall inside. */
+const cut = (bytes: Buffer, offsets: readonly number[]): Buffer[] => cutAt(bytes, offsets.map((offset) => offset % (bytes.length + 1)));
 
 const MESSAGE = JSON.stringify({
   id: 'msg_1',

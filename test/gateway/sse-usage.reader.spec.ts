@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { MAX_SSE_KEPT_LINE_BYTES, SseUsageReader } from '../../src/gateway/sse-usage.reader';
+import { cutAt as cut } from '../support/byte-chunks';
 
 const event = (name: string, data: unknown): string => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
 
@@ -29,18 +30,6 @@ function read(chunks: readonly Buffer[]): SseUsageReader {
   const reader = new SseUsageReader();
   for (const chunk of chunks) reader.feed(chunk);
   return reader;
-}
-
-/** The stream cut at the given byte offsets. */
-function cut(bytes: Buffer, at: readonly number[]): Buffer[] {
-  const points = [...new Set(at)].filter((point) => point > 0 && point < bytes.length).sort((a, b) => a - b);
-  const chunks: Buffer[] = [];
-  let from = 0;
-  for (const point of [...points, bytes.length]) {
-    chunks.push(bytes.subarray(from, point));
-    from = point;
-  }
-  return chunks;
 }
 
 describe('usage is read from the stream as it passes, without re-serialising it (docs/gateway.md)', () => {
