@@ -50,7 +50,7 @@ export interface WebFetchFacts {
   readonly maxContentTokens?: number;
 }
 
-/** A tool of the request: where it is (`tools[2]`) and its `type`. */
+/** A tool of the request: where it is (`tools[2]`) and its `type` (cut to `MAX_SHOWN_TOOL_TYPE_CHARS`). */
 export interface ToolAt {
   readonly field: string;
   readonly type: string;

@@ -36,6 +36,9 @@ const CLIENT_TOOL_PREFIXES = ['bash_', 'text_editor_', 'computer_', 'memory_'];
 /** A tool the caller defines and runs: no `type`, or this one. */
 const CUSTOM_TOOL_TYPE = 'custom';
 
+/** Longest tool `type` a refusal repeats, in characters (Anthropic's own are about 30): past it, cut with `…`. */
+export const MAX_SHOWN_TOOL_TYPE_CHARS = 64;
+
 /** What the request's `tools` and `mcp_servers` add to the facts. */
 type ToolFacts = Pick<MessagesBodyFacts, 'webSearchMaxUses' | 'webFetches' | 'codeExecutionTools' | 'mcpServers' | 'definedTools'>;
 
@@ -127,15 +130,20 @@ function readTools(tools: unknown, mcpServers: unknown): ToolFacts | { readonly 
       const fetch = readWebFetch(field, tool as Record<string, unknown>);
       if ('problem' in fetch) return fetch;
       facts.webFetches.push(fetch);
-    } else if (type.startsWith(CODE_EXECUTION_TOOL_PREFIX)) facts.codeExecutionTools.push({ field, type });
+    } else if (type.startsWith(CODE_EXECUTION_TOOL_PREFIX)) facts.codeExecutionTools.push({ field, type: shown(type) });
     else if (type === MCP_TOOLSET_TYPE) toolsets++;
     else if (!CLIENT_TOOL_PREFIXES.some((prefix) => type.startsWith(prefix))) {
-      return { problem: { message: `${field}.type: ${type} is a server tool the gateway cannot bound, so it cannot hold the call` } };
+      return { problem: { message: `${field}.type: ${shown(type)} is a server tool the gateway cannot bound, so it cannot hold the call` } };
     }
   }
   // An `mcp_servers` that is not a list is upstream's to refuse; counted as one server, it is never held as none.
   const servers = Array.isArray(mcpServers) ? mcpServers.length : mcpServers === undefined || mcpServers === null ? 0 : 1;
   return { ...facts, mcpServers: Math.max(servers, toolsets) };
+}
+
+/** A tool type as a refusal repeats it: at most MAX_SHOWN_TOOL_TYPE_CHARS characters of it. */
+function shown(type: string): string {
+  return type.length <= MAX_SHOWN_TOOL_TYPE_CHARS ? type : `${type.slice(0, MAX_SHOWN_TOOL_TYPE_CHARS)}…`;
 }
 
 /** A web-fetch tool's `max_uses` and `max_content_tokens`: absent, or a whole number within its named bound. */

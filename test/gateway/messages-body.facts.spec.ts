@@ -1,5 +1,5 @@
 import { MAX_GATEWAY_JSON_NESTING_LEVELS } from '../../src/gateway/anthropic-body.reader';
-import { MAX_MODEL_ID_CHARS, readMessagesBodyFacts } from '../../src/gateway/messages-body.facts';
+import { MAX_MODEL_ID_CHARS, MAX_SHOWN_TOOL_TYPE_CHARS, readMessagesBodyFacts } from '../../src/gateway/messages-body.facts';
 import { MAX_WEB_FETCH_CONTENT_TOKENS, MAX_WEB_FETCH_USES } from '../../src/gateway/worst-case-hold';
 
 const bytesOf = (body: unknown): Buffer => Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
@@ -115,6 +115,11 @@ describe('a Messages body is read once for what the hold needs, never for its te
       'an unknown server tool',
       { ...minimal, tools: [{ name: 'mine', input_schema: {} }, { type: 'tool_search_tool_bm25_20251119', name: 'search' }] },
       'tools[1].type: tool_search_tool_bm25_20251119 is a server tool the gateway cannot bound, so it cannot hold the call',
+    ],
+    [
+      'an unknown server tool with a type of a megabyte, repeated only in part',
+      { ...minimal, tools: [{ type: `x_${'y'.repeat(1_000_000)}`, name: 'big' }] },
+      `tools[0].type: x_${'y'.repeat(MAX_SHOWN_TOOL_TYPE_CHARS - 2)}… is a server tool the gateway cannot bound, so it cannot hold the call`,
     ],
     ['a tool type that is not a string', { ...minimal, tools: [{ type: 7, name: 'x' }] }, 'tools[0].type: Input should be a string'],
     ['a web fetch past its max_uses bound', { ...minimal, tools: [{ type: 'web_fetch_20250910', name: 'f', max_uses: MAX_WEB_FETCH_USES + 1 }] }, `tools[0].max_uses: Input should be a whole number from 1 to ${MAX_WEB_FETCH_USES}`],
