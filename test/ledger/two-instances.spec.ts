@@ -1,4 +1,3 @@
-import { fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,75 +11,39 @@ import type { InvocationSummary } from '../../src/invocations/invocation.state';
 import type { SweepReport } from '../../src/invocations/sweep-stale-invocations.command';
 import { MemoryIo } from '../cli/support/memory-io';
 import { EventStoreDbWireServer } from '../support/eventstoredb-wire-server';
+import { PostgresTestServer } from '../support/postgres-server';
+import { Instance } from './fixtures/instance-process';
 import { keyHoldsByPeriod } from '../../src/accounts/account.state';
-import { CONCURRENT_CHARGE, CONCURRENT_HOLD, CONCURRENT_MAX_RUNNING, GATEWAY_CHARGE, GATEWAY_HOLD, type InstanceRequest } from './fixtures/ledger-instance.child';
+import { CONCURRENT_CHARGE, CONCURRENT_HOLD, CONCURRENT_MAX_RUNNING, GATEWAY_CHARGE, GATEWAY_HOLD } from './fixtures/ledger-instance.child';
 
 // Each instance is a process that compiles the sources on start, and 200 invocations race on one
 // account stream from two of them: on a shared, loaded machine that takes longer than jest's default.
 jest.setTimeout(240_000);
 
-const HOOK = join(__dirname, '..', '..', 'tools', 'ts-require-hook.js');
-const CHILD = join(__dirname, 'fixtures', 'ledger-instance.child.ts');
 const REQUESTS = 200;
 const STALE_REQUESTS = 6;
 
-/** A service instance in its own process (fixtures/ledger-instance.child.ts), driven over IPC. */
-class Instance {
-  private nextId = 1;
-  private readonly waiting = new Map<number, { resolve: (result: unknown) => void; reject: (error: Error) => void }>();
-  private readonly exited: Promise<number | null>;
-  private stderr = '';
-
-  private constructor(private readonly child: ChildProcess) {
-    child.stderr!.on('data', (chunk: Buffer) => (this.stderr += chunk.toString()));
-    child.on('message', (message: { id: number; result?: unknown; error?: string }) => {
-      const waiter = this.waiting.get(message.id);
-      this.waiting.delete(message.id);
-      if (message.error !== undefined) waiter?.reject(new Error(message.error));
-      else waiter?.resolve(message.result);
-    });
-    this.exited = new Promise((resolve) => child.on('exit', (code) => {
-      for (const waiter of this.waiting.values()) waiter.reject(new Error(`instance exited (${code}): ${this.stderr}`));
-      resolve(code);
-    }));
-  }
-
-  static async start(env: Record<string, string>): Promise<Instance> {
-    const child = fork(CHILD, [JSON.stringify(env)], { execArgv: ['-r', HOOK], stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
-    const instance = new Instance(child);
-    await new Promise<void>((resolve, reject) => {
-      instance.waiting.set(0, { resolve: () => resolve(), reject });
-    });
-    return instance;
-  }
-
-  ask<T>(request: InstanceRequest): Promise<T> {
-    const id = this.nextId++;
-    return new Promise<T>((resolve, reject) => {
-      this.waiting.set(id, { resolve: resolve as (result: unknown) => void, reject });
-      this.child.send({ id, request });
-    });
-  }
-
-  async close(): Promise<void> {
-    if (this.child.exitCode !== null) return;
-    await this.ask({ kind: 'close' });
-    await this.exited;
-  }
-}
-
 interface SharedLog {
-  readonly env: (instance: 'a' | 'b') => Record<string, string>;
+  readonly env: (instance: string) => Record<string, string>;
   close(): Promise<void>;
 }
 
+/** Instance names, in order: the first `count` of them run. */
+const NAMES = ['a', 'b', 'c'];
+
+/** How many of `total` requests each of `count` instances sends (the first takes the remainder). */
+function shares(total: number, count: number): number[] {
+  return Array.from({ length: count }, (_, index) => Math.floor(total / count) + (index === 0 ? total % count : 0));
+}
+
 /**
- * Two service processes on one log, each with its own store connection, aggregate cache, projections
- * and read-model file: what they share is the log and nothing else.
+ * Service processes on one log (two, three on PostgreSQL), each with its own store connection,
+ * aggregate cache, projections and read-model file: what they share is the log and nothing else.
  */
-describe.each<[string, () => Promise<SharedLog>]>([
+describe.each<[string, number, () => Promise<SharedLog>]>([
   [
     'the EventStoreDB wire test server',
+    2,
     async () => {
       const server = await EventStoreDbWireServer.start({ batchAppend: true });
       const directory = mkdtempSync(join(tmpdir(), 'llm-ledger-two-esdb-'));
@@ -99,6 +62,7 @@ describe.each<[string, () => Promise<SharedLog>]>([
   ],
   [
     'one SQLite file with a read store per instance',
+    2,
     async () => {
       const directory = mkdtempSync(join(tmpdir(), 'llm-ledger-two-sqlite-'));
       return {
@@ -107,34 +71,53 @@ describe.each<[string, () => Promise<SharedLog>]>([
       };
     },
   ],
-])('two service processes on one log: %s', (_name, openLog) => {
+  [
+    'a real PostgreSQL server the test starts, three instances',
+    3,
+    async () => {
+      const server = await PostgresTestServer.start();
+      const url = await server.createDatabase('instances');
+      const directory = mkdtempSync(join(tmpdir(), 'llm-ledger-instances-pg-'));
+      return {
+        env: (instance) => ({
+          LEDGER_STORE: url,
+          LEDGER_READ_STORE: join(directory, `read-${instance}.sqlite`),
+          LEDGER_ANSWER_STORE: join(directory, `answers-${instance}.sqlite`),
+        }),
+        close: async () => {
+          await server.stop();
+          rmSync(directory, { recursive: true, force: true });
+        },
+      };
+    },
+  ],
+])('service processes on one log: %s', (_name, count, openLog) => {
   let log: SharedLog;
-  let a: Instance;
-  let b: Instance;
+  let instances: Instance[] = [];
   /** The parent's own view of the log, for checks. */
   let store: EventStore;
+  const names = NAMES.slice(0, count);
 
   beforeAll(async () => {
     log = await openLog();
-    [a, b] = await Promise.all([Instance.start(log.env('a')), Instance.start(log.env('b'))]);
+    instances = await Promise.all(names.map((name) => Instance.start(log.env(name))));
     store = await openEventStore(log.env('a').LEDGER_STORE!);
   });
 
   afterAll(async () => {
-    await Promise.all([a?.close(), b?.close()]);
+    await Promise.all(instances.map((instance) => instance.close()));
     await store?.close();
     await log?.close();
   });
 
-  it('docs/lifecycle.md: 200 concurrent invocations for one organization, split across both, never over-commit credits or slots', async () => {
-    await a.ask({ kind: 'seed', credits: 50 * CONCURRENT_HOLD });
+  it('docs/lifecycle.md: 200 concurrent invocations for one organization, split across the instances, never over-commit credits or slots', async () => {
+    await instances[0]!.ask({ kind: 'seed', credits: 50 * CONCURRENT_HOLD });
 
-    const [onA, onB] = await Promise.all([
-      a.ask<InvocationSummary[]>({ kind: 'run', count: REQUESTS / 2, label: 'a' }),
-      b.ask<InvocationSummary[]>({ kind: 'run', count: REQUESTS / 2, label: 'b' }),
-    ]);
+    const perInstance = await Promise.all(
+      instances.map((instance, index) => instance.ask<InvocationSummary[]>({ kind: 'run', count: shares(REQUESTS, count)[index]!, label: names[index]! })),
+    );
 
-    const results = [...onA, ...onB];
+    const results = perInstance.flat();
     for (const result of results) {
       expect(['settled', 'refused']).toContain(result.state);
       if (result.state === 'refused') expect(['no_running_slot', 'insufficient_credits']).toContain(result.refusalReason);
@@ -143,11 +126,10 @@ describe.each<[string, () => Promise<SharedLog>]>([
     // At least every slot was filled once; more than that depends on how the machine interleaves the
     // two processes (on a loaded machine all 200 can arrive before the first settles).
     expect(settled.length).toBeGreaterThanOrEqual(CONCURRENT_MAX_RUNNING);
-    // Both processes' requests were decided (none failed): which of them won the slots is the
-    // scheduler's choice (under load one process can take them all before the other's first request
+    // Every process's requests were decided (none failed): which of them won the slots is the
+    // scheduler's choice (under load one process can take them all before another's first request
     // arrives), so it is not asserted; the invariants below must hold whoever won.
-    expect(onA).toHaveLength(REQUESTS / 2);
-    expect(onB).toHaveLength(REQUESTS / 2);
+    expect(perInstance.map((answers) => answers.length)).toEqual(shares(REQUESTS, count));
 
     // Replay the account stream and check the invariants after every single event.
     let state = accountDecider.initialState();
@@ -162,14 +144,13 @@ describe.each<[string, () => Promise<SharedLog>]>([
     expect(final.available).toBe(final.granted + final.adjustments - final.charged);
   });
 
-  it('gateway: 200 concurrent calls on one key, split across both, never take the credits or the key\'s day limit below zero (docs/gateway.md)', async () => {
+  it('gateway: 200 concurrent calls on one key, split across the instances, never take the credits or the key\'s day limit below zero (docs/gateway.md)', async () => {
     // Credits for 20 worst cases, and a key limit of 8 worst cases a day.
-    const { key } = await a.ask<{ key: string }>({ kind: 'gateway-setup', organizationId: 'gw-two', credits: 20 * GATEWAY_HOLD, keyLimitCredits: 8 * GATEWAY_HOLD });
-    const [onA, onB] = await Promise.all([
-      a.ask<{ admitted: boolean; status: number }[]>({ kind: 'gateway-calls', key, count: REQUESTS / 2 }),
-      b.ask<{ admitted: boolean; status: number }[]>({ kind: 'gateway-calls', key, count: REQUESTS / 2 }),
-    ]);
-    const results = [...onA, ...onB];
+    const { key } = await instances[0]!.ask<{ key: string }>({ kind: 'gateway-setup', organizationId: 'gw-two', credits: 20 * GATEWAY_HOLD, keyLimitCredits: 8 * GATEWAY_HOLD });
+    const perInstance = await Promise.all(
+      instances.map((instance, index) => instance.ask<{ admitted: boolean; status: number }[]>({ kind: 'gateway-calls', key, count: shares(REQUESTS, count)[index]! })),
+    );
+    const results = perInstance.flat();
     for (const result of results) expect([200, 402]).toContain(result.status);
     const admitted = results.filter((result) => result.admitted).length;
     expect(admitted).toBeGreaterThanOrEqual(8);
@@ -190,6 +171,7 @@ describe.each<[string, () => Promise<SharedLog>]>([
   });
 
   it('reads on B what was written on A, B\'s read waiting for B\'s own projections', async () => {
+    const [a, b] = instances as [Instance, Instance];
     await a.ask({ kind: 'grant', credits: 1_000, idempotencyKey: 'top-up-1' });
     const [written] = await a.ask<InvocationSummary[]>({ kind: 'run', count: 1, label: 'written-on-a' });
 
@@ -199,11 +181,11 @@ describe.each<[string, () => Promise<SharedLog>]>([
     expect(view).toMatchObject({ invocationId: written!.invocationId, organizationId: 'acme', state: 'settled' });
   });
 
-  it('settles each stale request once when both sweep at the same moment', async () => {
+  it('settles each stale request once when every instance sweeps at the same moment', async () => {
     const stale = Array.from({ length: STALE_REQUESTS }, (_, index) => `stale-${index}`);
-    await a.ask({ kind: 'plant-stale', invocationIds: stale });
+    await instances[0]!.ask({ kind: 'plant-stale', invocationIds: stale });
 
-    const reports = await Promise.all([a.ask<SweepReport>({ kind: 'sweep' }), b.ask<SweepReport>({ kind: 'sweep' })]);
+    const reports = await Promise.all(instances.map((instance) => instance.ask<SweepReport>({ kind: 'sweep' })));
 
     const swept = reports.flatMap((report) => report.settled.map((entry) => entry.invocationId));
     expect([...swept].sort()).toEqual([...stale].sort());
@@ -216,9 +198,9 @@ describe.each<[string, () => Promise<SharedLog>]>([
     expect(balanceOf(state)).toMatchObject({ held: 0, running: 0, charged: 0, available: 10_000 });
   });
 
-  it('passes audit verify on each instance\'s read models once both are stopped', async () => {
-    await Promise.all([a.close(), b.close()]);
-    for (const instance of ['a', 'b'] as const) {
+  it('passes audit verify on each instance\'s read models once all are stopped', async () => {
+    await Promise.all(instances.map((instance) => instance.close()));
+    for (const instance of names) {
       const io = new MemoryIo();
       const exitCode = await runCli(['audit', 'verify'], { io, env: log.env(instance) });
       expect({ instance, exitCode, out: exitCode === 0 ? '' : io.stdoutText }).toEqual({ instance, exitCode: 0, out: '' });
