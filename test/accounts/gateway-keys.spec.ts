@@ -49,7 +49,7 @@ describe('gateway keys are issued, changed and revoked as account events, holdin
     expect(error.issues.map((issue) => issue.field)).toEqual(['keyHash', 'name', 'spendLimit.period']);
   });
 
-  it('finding 4: records rejections before admission per key and reason, adds them up, leaves out a key it does not have, and survives a snapshot', () => {
+  it('records rejections before admission (issue 31) per key and reason, adds them up, leaves out a key it does not have, and survives a snapshot', () => {
     const command = (counts: Record<string, unknown>, keyId = 'key-1'): AccountCommand =>
       ({ type: 'RecordGatewayRejections', data: { rejections: [{ keyId, counts }, { keyId: 'no-such-key', counts: { invalid_body: 1 } }], from: DAY1, to: DAY1 } }) as AccountCommand;
     const first = { type: 'GatewayCallsRejected', data: { keyId: 'key-1', counts: { model_not_on_rate_card: 3, invalid_body: 1 }, from: DAY1, to: DAY1 } } as const;

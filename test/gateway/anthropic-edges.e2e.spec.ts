@@ -1,8 +1,8 @@
 /**
  * The gateway's edges (issue 31): one reading of a request body (finding 3), every malformed or
- * unknown key a 401 and a second Content-Type a 400 on every `/anthropic` route (finding 7), through
- * the real service. Each refusal is in Anthropic's error shape, nothing is held and nothing goes
- * upstream.
+ * unknown key a 401 and a second Content-Type a 400 on every `/anthropic` route (finding 7), and
+ * rejections before admission counted on the key and logged, through the real service. Each refusal
+ * is in Anthropic's error shape, nothing is held and nothing goes upstream.
  */
 import type { AddressInfo } from 'node:net';
 import { EVENT_STORE, type EventStore } from '../../src/event-store/event-store.port';
@@ -149,7 +149,7 @@ describe('the gateway’s edges (issue 31): one reading of a body, a 401 for eve
       expect(answer.status).toBe(401);
     });
   });
-  describe('finding 4: rejections before admission are visible', () => {
+  describe('rejections before admission are visible (issue 31)', () => {
     /** Text in every refused body: no log line may hold it. */
     const PROMPT = 'a prompt no log line may hold 7f3a';
     const call = (key: string, members: string) =>
@@ -162,7 +162,7 @@ describe('the gateway’s edges (issue 31): one reading of a body, a 401 for eve
     };
     const model = (name: string) => `"model":${JSON.stringify(name)}`;
 
-    it('finding 4: a call refused before its hold by a known key is counted on the key per reason, logged with its key id, reason and model, never its body', async () => {
+    it('rejections before admission: a call refused before its hold by a known key is counted on the key per reason, logged with its key id, reason and model, never its body', async () => {
       const { key, keyId } = await issue(service.ledger, { name: 'rejected-calls' });
       const narrow = await issue(service.ledger, { name: 'narrow', models: ['claude-other'] });
       const before = service.upstream.requests.length;
@@ -185,7 +185,7 @@ describe('the gateway’s edges (issue 31): one reading of a body, a 401 for eve
       expect(service.ledger.logs.filter((line) => line.includes(PROMPT) || line.includes(key))).toEqual([]);
     });
 
-    it('finding 4: the counts survive a restart, and a flood of refused calls grows the log by one event per key per flush', async () => {
+    it('rejections before admission: the counts survive a restart, and a flood of refused calls grows the log by one event per key per flush', async () => {
       const own = await startGatewayService({ keepDirectory: true });
       const { key, keyId } = await issue(own.ledger, { name: 'flooded' });
       const ownPort = (own.ledger.app.getHttpServer().address() as AddressInfo).port;
