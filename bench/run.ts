@@ -20,6 +20,7 @@ const BENCHMARKS: Record<string, () => Promise<Bench>> = {
   http: async () => (await import('./http.bench')).run,
   soak: async () => (await import('./soak.bench')).run,
   gateway: async () => (await import('./gateway.bench')).run,
+  'postgres-store': async () => (await import('./postgres-store.bench')).run,
   'gateway-soak': async () => (await import('./gateway-soak.bench')).run,
   'json-members': async () => (await import('./json-members.bench')).run,
 };
