@@ -113,6 +113,7 @@ function attemptRow(record: AttemptRecord): AttemptRow {
     ...(record.providerRequestId === undefined ? {} : { providerRequestId: record.providerRequestId }),
     model: record.model,
     ...(record.usage === undefined ? {} : { usage: { ...record.usage } }),
+    ...(record.malformedUsage === undefined ? {} : { malformedUsage: record.malformedUsage }),
     priceCredits: record.priceCredits,
   };
 }

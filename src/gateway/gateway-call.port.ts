@@ -112,6 +112,11 @@ export interface GatewayCallOutcome {
   readonly responseModel?: string;
   /** Upstream's usage report (for a stream, `message_start` merged with the last `message_delta`); absent when it never reported. */
   readonly usage?: Usage;
+  /**
+   * The usage field upstream reported malformed (`output_tokens`, …; readUsageReport): the usage is
+   * then unknown and `usage` absent. Its name only, never its value.
+   */
+  readonly malformedUsage?: string;
   /** The call ran out of its time bound (`attemptTimeoutMs`). */
   readonly timedOut: boolean;
   /** The caller went away before the answer was relayed to its end. */

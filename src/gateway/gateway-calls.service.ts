@@ -21,7 +21,6 @@ import { invocationStreamName } from '../invocations/invocation.events';
 import { invocationIdFor } from '../invocations/invocation-ids';
 import { isUnmeasured, type InvocationState } from '../invocations/invocation.state';
 import type { Clock } from '../runtime';
-import { priceAttempt } from '../runtime/pricing';
 import { NO_USAGE } from '../runtime/usage';
 import {
   modelNotOnRateCard,
@@ -34,6 +33,7 @@ import {
   type GatewayRejection,
   type MessagesBodyFacts,
 } from './gateway-call.port';
+import { gatewayAttemptFacts } from './gateway-attempt.record';
 import { gatewayKeyHash, organizationOfKey } from './gateway-keys.codec';
 import { GatewayRejections } from './gateway-rejections';
 import { RATE_CARD_STREAM, rateCardDecider, rateCardInForce, type RateCardVersion } from './rate-card';
@@ -122,8 +122,8 @@ export class GatewayCalls implements GatewayAccounting {
     const context: CommandContext = { correlationId: admission.invocationId };
     const current = (await this.repository.load(stream, invocationDecider, false)).state;
     const publication = current.publication!;
-    const usage = outcome.usage === undefined ? undefined : { ...outcome.usage };
-    const priceCredits = priceAttempt(usage, publication.prices);
+    // Read so that nothing upstream sent can make it throw: unpriceable usage is unknown usage.
+    const { usage, malformedUsage, priceCredits, model, providerRequestId, httpStatus } = gatewayAttemptFacts(outcome, publication);
     const at = isoAt(this.clock);
     const figures = {
       turnsUsed: 1,
@@ -134,9 +134,10 @@ export class GatewayCalls implements GatewayAccounting {
       usageReported: usage !== undefined,
     };
     // An error answer is failed and charged what it reported (Anthropic bills no failed request
-    // otherwise); anything else with no usage is unmeasured and settles at its hold (transition 9).
-    const fault = outcome.classification === 'ok' ? undefined : outcome.classification;
-    const failed = fault !== undefined && (outcome.usage !== undefined || (outcome.httpStatus !== undefined && outcome.httpStatus >= 400));
+    // otherwise); anything else with no usage, or with malformed usage, is unmeasured and settles at
+    // its hold (transitions 7 and 9).
+    const fault = outcome.classification === 'ok' || malformedUsage !== undefined ? undefined : outcome.classification;
+    const failed = fault !== undefined && (usage !== undefined || (httpStatus !== undefined && httpStatus >= 400));
     const ended: InvocationCommand =
       failed && fault !== undefined
         ? { type: 'FailInvocation', data: { ...figures, fault, failedAt: at } }
@@ -152,10 +153,11 @@ export class GatewayCalls implements GatewayAccounting {
           waitBeforeMs: 0,
           classification: outcome.classification,
           timedOut: outcome.timedOut,
-          ...(outcome.httpStatus === undefined ? {} : { httpStatus: outcome.httpStatus }),
-          ...(outcome.providerRequestId === undefined ? {} : { providerRequestId: outcome.providerRequestId }),
-          model: outcome.responseModel ?? publication.routing.model,
+          ...(httpStatus === undefined ? {} : { httpStatus }),
+          ...(providerRequestId === undefined ? {} : { providerRequestId }),
+          model,
           ...(usage === undefined ? {} : { usage }),
+          ...(malformedUsage === undefined ? {} : { malformedUsage }),
           priceCredits,
         },
       },

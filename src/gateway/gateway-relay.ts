@@ -23,7 +23,7 @@ import { performance } from 'node:perf_hooks';
 import type { Transform } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { anthropicErrorEvidence, classifyAnthropicFault } from '../providers/anthropic/anthropic-error.mapper';
-import { mapUsage } from '../providers/anthropic/anthropic-response.mapper';
+import { readUsageReport } from '../providers/anthropic/anthropic-response.mapper';
 import type { Clock } from '../runtime/clock';
 import type { FaultClass } from '../runtime/faults';
 import { anthropicErrorBody, INVOCATION_ID_HEADER, REQUEST_ID_HEADER, sendAnthropicError, STATUS_OF_ANTHROPIC_ERROR_TYPE } from './anthropic-error.body';
@@ -358,7 +358,8 @@ export class GatewayRelay implements Dispatcher.DispatchHandler {
   private outcome(): GatewayCallOutcome {
     const report = this.sse?.report;
     const body = report === undefined ? this.json?.answer : undefined;
-    const usage = this.usageUnknown ? undefined : mapUsage(report === undefined ? body?.usage : report.usage);
+    // Usage the gateway cut short is unknown; what upstream reported is read with its malformed field named.
+    const { usage, malformedField } = this.usageUnknown ? { usage: undefined, malformedField: undefined } : readUsageReport(report === undefined ? body?.usage : report.usage);
     const responseModel = report === undefined ? body?.model : report.model;
     const stopReason = report === undefined ? body?.stop_reason : report.stopReason;
     return {
@@ -369,6 +370,7 @@ export class GatewayRelay implements Dispatcher.DispatchHandler {
       ...(this.providerRequestId === undefined ? {} : { providerRequestId: this.providerRequestId }),
       ...(typeof responseModel === 'string' && responseModel !== '' ? { responseModel } : {}),
       ...(usage === undefined ? {} : { usage }),
+      ...(malformedField === undefined ? {} : { malformedUsage: malformedField }),
       timedOut: this.failure === 'timeout',
       callerDisconnected: this.callerGone,
       ...(typeof stopReason === 'string' ? { stopReason } : {}),

@@ -19,6 +19,9 @@ import type { InvocationState } from './invocation.state';
 /** Longest provider request id kept on an attempt record, in characters. */
 export const MAX_PROVIDER_REQUEST_ID_CHARS = 200;
 
+/** Longest name of a malformed usage field kept on an attempt record (`server_tool_use.web_search_requests`), in characters. */
+export const MAX_MALFORMED_USAGE_FIELD_CHARS = 64;
+
 const ATTEMPT_CLASSIFICATIONS = ['ok', ...FAULT_CLASSES] as const;
 
 /**
@@ -46,6 +49,9 @@ export function readAttempt(data: AttemptRecord, limits: ConversationLimits): At
       : checks.text('providerRequestId', input.providerRequestId, MAX_PROVIDER_REQUEST_ID_CHARS);
   const model = checks.text('model', input.model, MAX_MODEL_NAME_CHARS);
   const usage = input.usage === undefined ? undefined : readUsage(checks, 'usage', input.usage);
+  const malformedUsage = input.malformedUsage === undefined ? undefined : checks.text('malformedUsage', input.malformedUsage, MAX_MALFORMED_USAGE_FIELD_CHARS);
+  // Malformed usage is unknown usage: nothing of it is kept to price.
+  if (malformedUsage !== undefined && usage !== undefined) checks.add('usage', 'must be absent when malformedUsage names a field');
   const priceCredits = checks.integer('priceCredits', input.priceCredits, { min: 0, max: Number.MAX_SAFE_INTEGER, unit: 'credits' });
   checks.throwIfAny();
   return {
@@ -60,6 +66,7 @@ export function readAttempt(data: AttemptRecord, limits: ConversationLimits): At
     ...(providerRequestId === undefined ? {} : { providerRequestId }),
     model,
     ...(usage === undefined ? {} : { usage }),
+    ...(malformedUsage === undefined ? {} : { malformedUsage }),
     priceCredits,
   };
 }

@@ -102,6 +102,12 @@ export interface AttemptRecord {
   readonly providerRequestId?: string;
   readonly model: string;
   readonly usage?: Usage;
+  /**
+   * The provider's usage field that was malformed (not a non-negative safe integer, or pricing past the
+   * exact-integer range): the usage is unknown, so `usage` is absent and the attempt is priced 0. Its
+   * name only (`output_tokens`), never its value. Absent in records written before it.
+   */
+  readonly malformedUsage?: string;
   /** Integer credits, rounded up, at the invocation's rate version. */
   readonly priceCredits: number;
 }

@@ -4,7 +4,7 @@
  */
 import type { Message as ApiMessage, StopReason as ApiStopReason } from '@anthropic-ai/sdk/resources/messages';
 import { ProviderFault } from '../../runtime/faults';
-import type { ProviderBlock, ProviderResponse, StopReason, TextBlock, ToolUseBlock, Usage } from '../../runtime/provider.port';
+import type { ProviderBlock, ProviderResponse, StopReason, TextBlock, ToolUseBlock, Usage, UsageKind } from '../../runtime/provider.port';
 import { ANTHROPIC_PROVIDER_NAME } from './anthropic-request.builder';
 
 const STOP_REASONS: Readonly<Record<ApiStopReason, StopReason>> = {
@@ -32,42 +32,95 @@ export function mapStopReason(stopReason: unknown): StopReason | undefined {
  * `speed` (`standard`, `fast`) and `inference_geo`. Nullable counters (null when the request
  * used no cache or no server tool) count as 0. Without the `cache_creation` breakdown, every write in
  * `cache_creation_input_tokens` has the default 5-minute lifetime; a total above the breakdown's sum
- * is counted as 5-minute writes too, so no billed token is dropped.
+ * is counted as 5-minute writes too, so no billed token is dropped. A malformed count counts as 0
+ * here; the gateway reads the same usage with `readUsageReport`, which says which field it was.
  */
 export function mapUsage(usage: unknown): Usage | undefined {
-  if (typeof usage !== 'object' || usage === null) return undefined;
+  return readUsage(usage).usage;
+}
+
+/**
+ * The API's usage as the gateway prices it (docs/gateway.md "Settlement"): the usage, or, when any
+ * field is malformed, the first such field's name (`output_tokens`,
+ * `server_tool_use.web_search_requests`, …) and no usage, so it is never priced from a guess. A count
+ * is malformed unless it is null, absent or a non-negative safe integer (1e20, 2^53+1, −1, 9.5 and
+ * "9000" all are); a nested object unless null, absent or an object; a mode unless null, absent or a
+ * string. Never the field's value: it came from upstream and is not kept.
+ */
+export function readUsageReport(usage: unknown): { readonly usage?: Usage; readonly malformedField?: string } {
+  const read = readUsage(usage);
+  if (read.malformedField !== undefined) return { malformedField: read.malformedField };
+  return read.usage === undefined ? {} : { usage: read.usage };
+}
+
+/**
+ * The API field each usage kind is read from (a cache write's total; its 1-hour part from the
+ * breakdown), so a price past the exact-integer range can name the field that drove it.
+ */
+export const API_USAGE_FIELD_OF_KIND: Readonly<Record<UsageKind, string>> = {
+  inputTokens: 'input_tokens',
+  outputTokens: 'output_tokens',
+  cacheWriteTokens: 'cache_creation_input_tokens',
+  cacheWrite1hTokens: 'cache_creation.ephemeral_1h_input_tokens',
+  cacheReadTokens: 'cache_read_input_tokens',
+  webSearchRequests: 'server_tool_use.web_search_requests',
+};
+
+/** One pass over the fields: the lenient usage (a malformed count as 0) and the first malformed field. */
+function readUsage(usage: unknown): { usage: Usage | undefined; malformedField: string | undefined } {
+  if (typeof usage !== 'object' || usage === null) {
+    return { usage: undefined, malformedField: usage === undefined || usage === null ? undefined : 'usage' };
+  }
   const raw = usage as Record<string, unknown>;
-  const breakdown = objectOrEmpty(raw.cache_creation);
-  const written1h = tokenCount(breakdown.ephemeral_1h_input_tokens);
-  const written5m = tokenCount(breakdown.ephemeral_5m_input_tokens);
-  const writtenTotal = tokenCount(raw.cache_creation_input_tokens);
-  const serviceTier = nonEmptyText(raw.service_tier);
-  const speed = nonEmptyText(raw.speed);
-  const inferenceGeo = nonEmptyText(raw.inference_geo);
-  return {
-    inputTokens: tokenCount(raw.input_tokens),
-    outputTokens: tokenCount(raw.output_tokens),
+  const fields = new UsageFields();
+  const breakdown = fields.object('cache_creation', raw.cache_creation);
+  const written1h = fields.count('cache_creation.ephemeral_1h_input_tokens', breakdown.ephemeral_1h_input_tokens);
+  const written5m = fields.count('cache_creation.ephemeral_5m_input_tokens', breakdown.ephemeral_5m_input_tokens);
+  const writtenTotal = fields.count('cache_creation_input_tokens', raw.cache_creation_input_tokens);
+  const serviceTier = fields.text('service_tier', raw.service_tier);
+  const speed = fields.text('speed', raw.speed);
+  const inferenceGeo = fields.text('inference_geo', raw.inference_geo);
+  const read: Usage = {
+    inputTokens: fields.count('input_tokens', raw.input_tokens),
+    outputTokens: fields.count('output_tokens', raw.output_tokens),
     cacheWriteTokens: Math.max(written5m, writtenTotal - written1h),
     cacheWrite1hTokens: written1h,
-    cacheReadTokens: tokenCount(raw.cache_read_input_tokens),
-    webSearchRequests: tokenCount(objectOrEmpty(raw.server_tool_use).web_search_requests),
+    cacheReadTokens: fields.count('cache_read_input_tokens', raw.cache_read_input_tokens),
+    webSearchRequests: fields.count('server_tool_use.web_search_requests', fields.object('server_tool_use', raw.server_tool_use).web_search_requests),
     ...(serviceTier === undefined ? {} : { serviceTier }),
     ...(speed === undefined ? {} : { speed }),
     ...(inferenceGeo === undefined ? {} : { inferenceGeo }),
   };
+  return { usage: read, malformedField: fields.malformed };
 }
 
-function nonEmptyText(value: unknown): string | undefined {
-  return typeof value === 'string' && value !== '' ? value : undefined;
-}
+/** Reads usage fields leniently, remembering the first one that is not what the API documents. */
+class UsageFields {
+  malformed: string | undefined;
 
-function objectOrEmpty(value: unknown): Record<string, unknown> {
-  return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
-}
+  /** Token counts are non-negative safe integers (null: none); anything else counts as 0 and is malformed. */
+  count(name: string, value: unknown): number {
+    if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return value;
+    this.flag(name, value);
+    return 0;
+  }
 
-/** Token counts are non-negative integers; anything else the wire carries counts as 0. */
-function tokenCount(value: unknown): number {
-  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : 0;
+  object(name: string, value: unknown): Record<string, unknown> {
+    if (typeof value === 'object' && value !== null && !Array.isArray(value)) return value as Record<string, unknown>;
+    this.flag(name, value);
+    return {};
+  }
+
+  /** A mode's name; an empty one is none. */
+  text(name: string, value: unknown): string | undefined {
+    if (typeof value === 'string') return value.trim() === '' ? undefined : value;
+    this.flag(name, value);
+    return undefined;
+  }
+
+  private flag(name: string, value: unknown): void {
+    if (value !== undefined && value !== null && this.malformed === undefined) this.malformed = name;
+  }
 }
 
 export interface ResponseMeta {
