@@ -28,6 +28,8 @@ export interface ExplanationSettlement {
   readonly by: SettledBy;
   /** Integer credits charged. */
   readonly chargeCredits: number;
+  /** A gateway call's attempt price above its hold, recorded as its overrun; absent when none. */
+  readonly overrunCredits?: number;
 }
 
 /**
@@ -40,8 +42,10 @@ export interface ExplanationGateway extends GatewayCallFacts {
   readonly httpStatus?: number;
   /** The call ran out of its time bound. */
   readonly timedOut?: boolean;
-  /** Anthropic's usage report, counts by kind; absent until the attempt is recorded, and when it reported none. */
+  /** Anthropic's usage report, counts by kind; absent until the attempt is recorded, and when it reported none or reported it malformed. */
   readonly usage?: UsageCounts;
+  /** The usage field Anthropic reported malformed (`output_tokens`, …): the usage is unknown and the call charged its hold. */
+  readonly malformedUsage?: string;
 }
 
 /**
@@ -68,8 +72,11 @@ export interface ExplanationView {
   readonly turns: { readonly used: number; readonly limit?: number };
   /** Tool calls answered (known once the conversation ended) and the published `maxToolCalls`. */
   readonly toolCalls: { readonly used: number; readonly limit?: number };
-  /** Integer credits: spent by attempts, the hold (the estimate), and the charge once settled. */
-  readonly credits: { readonly spent: number; readonly hold: number; readonly charge?: number };
+  /**
+   * Integer credits: spent by attempts, the hold (the estimate), the charge once settled, and a gateway
+   * call's overrun (its attempt price above its hold) when it has one.
+   */
+  readonly credits: { readonly spent: number; readonly hold: number; readonly charge?: number; readonly overrun?: number };
   /** Attempts with retry > 0 among the retained attempt records. */
   readonly retries: number;
   readonly settlement?: ExplanationSettlement;

@@ -107,12 +107,13 @@ function applyExplanationEvent(
     case 'InvocationPending':
       return { ...figures, state: 'pending' };
     case 'InvocationSettled': {
-      const { transition, settledBy, chargeCredits } = event.data;
+      const { transition, settledBy, chargeCredits, overrunCredits } = event.data;
+      const overrun = overrunCredits === undefined ? {} : { overrunCredits };
       return {
         ...figures,
         state: 'settled',
-        credits: { ...figures.credits, charge: chargeCredits },
-        settlement: { transition, by: settledBy, chargeCredits },
+        credits: { ...figures.credits, charge: chargeCredits, ...(overrunCredits === undefined ? {} : { overrun: overrunCredits }) },
+        settlement: { transition, by: settledBy, chargeCredits, ...overrun },
       };
     }
     case 'InvocationCancellationRequested':
@@ -204,6 +205,7 @@ function withAttempt(gateway: ExplanationGateway, attempt: AttemptRecord): Expla
     ...(attempt.httpStatus === undefined ? {} : { httpStatus: attempt.httpStatus }),
     timedOut: attempt.timedOut,
     ...(attempt.usage === undefined ? {} : { usage: addUsage(NO_USAGE, attempt.usage) }),
+    ...(attempt.malformedUsage === undefined ? {} : { malformedUsage: attempt.malformedUsage }),
   };
 }
 

@@ -55,6 +55,10 @@ function settledSentence(call: string, view: ExplanationFigures, gateway: Explan
   switch (settlement.transition) {
     case 8:
     case 10:
+      if (settlement.overrunCredits !== undefined) {
+        const priced = grouped(settlement.chargeCredits + settlement.overrunCredits);
+        return `${call}${failure(view, gateway)}: ${usageClause(gateway)}, priced at ${priced}; held ${hold}, charged ${charged}; the ${grouped(settlement.overrunCredits)} credits over the hold are recorded as an overrun.`;
+      }
       return `${call}${failure(view, gateway)}: ${usageClause(gateway)}; held ${hold}, charged ${charged}.`;
     case 9:
       return `${call}: ${unmeasured(gateway)}, so it was charged its ${hold}-credit hold.`;
@@ -78,6 +82,7 @@ function failure(view: ExplanationFigures, gateway: ExplanationGateway): string 
 
 /** Why a call had no usage to price: what its attempt says. */
 function unmeasured(gateway: ExplanationGateway): string {
+  if (gateway.malformedUsage !== undefined) return `the upstream reported malformed usage (${gateway.malformedUsage})`;
   if (gateway.timedOut === true) return 'it timed out before any usage was reported';
   if (gateway.classification !== undefined && gateway.classification !== 'ok') return `no usage was reported (${gateway.classification} — ${FAULT_WORDING[gateway.classification]})`;
   return 'no usage was reported';

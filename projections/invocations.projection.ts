@@ -28,6 +28,8 @@ export interface InvocationView {
   readonly publicationVersion?: number;
   readonly estimate: number;
   readonly charge: number;
+  /** A gateway call's attempt price above its hold, recorded at settlement (docs/gateway.md "Settlement"); absent when none. */
+  readonly overrunCredits?: number;
   readonly outcome?: Outcome;
   readonly endingLimit?: EndingLimit;
   readonly fault?: FaultClass;
@@ -60,6 +62,7 @@ export const INVOCATION_STATUS_FIELDS = [
   'fault',
   'estimate',
   'charge',
+  'overrunCredits',
   'turnsUsed',
   'toolCallsUsed',
   'spentCredits',
@@ -171,15 +174,10 @@ export function applyInvocationEvent(
     }
     case 'InvocationPending':
       return { ...view, state: 'pending', lastActivityAt: at };
-    case 'InvocationSettled':
-      return {
-        ...view,
-        state: 'settled',
-        charge: event.data.chargeCredits,
-        settlementTransition: event.data.transition,
-        settledAt: event.data.settledAt,
-        lastActivityAt: at,
-      };
+    case 'InvocationSettled': {
+      const { chargeCredits: charge, overrunCredits, transition: settlementTransition, settledAt } = event.data;
+      return { ...view, state: 'settled', charge, ...(overrunCredits === undefined ? {} : { overrunCredits }), settlementTransition, settledAt, lastActivityAt: at };
+    }
   }
 }
 

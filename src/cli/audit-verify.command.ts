@@ -186,7 +186,7 @@ export function describeDifference(difference: AuditDifference): string {
     case 'attempt_price':
       return `invocation ${difference.invocationId} (organization ${difference.organizationId}): attempt turn ${difference.turn} retry ${difference.retry} recorded at ${difference.recordedCredits} credits, but its usage costs ${difference.recomputedCredits < 0 ? 'nothing computable (invalid counts)' : `${difference.recomputedCredits} credits`} at its rate version`;
     case 'charge_vs_attempts':
-      return `invocation ${difference.invocationId} (organization ${difference.organizationId}): charged ${difference.chargeCredits} credits, but its attempts cost ${difference.attemptCredits}`;
+      return `invocation ${difference.invocationId} (organization ${difference.organizationId}): charged ${difference.chargeCredits} credits${difference.overrunCredits === undefined ? '' : ` with an overrun of ${difference.overrunCredits} on record`}, but its attempts cost ${difference.attemptCredits}`;
     case 'statement_credits':
       return `usage statement ${difference.organizationId} ${difference.day}: ${difference.statementCredits} credits, but its invocations were charged ${difference.invocationCharges} that day`;
     case 'balance_identity':

@@ -27,7 +27,7 @@ import type { AccountEvent } from '../accounts/account.events';
 import { balanceOf, heldCredits, totalsAreExact, type AccountState, type AccountTotals, type Balance } from '../accounts/account.state';
 import type { EventStore, RecordedEvent } from '../event-store/event-store.port';
 import type { InvocationEvent } from '../invocations/invocation.events';
-import { attemptsCharge } from '../invocations/invocation.state';
+import { attemptsSettlement } from '../invocations/invocation.state';
 import { MAX_LIST_LIMIT, type SqliteReadModelStore } from '../projection-runner';
 import type { Prices } from '../runtime/conversation.types';
 import { priceAttempt } from '../runtime/pricing';
@@ -98,11 +98,16 @@ export type LedgerDifference =
       readonly recomputedCredits: number;
     }
   | {
-      /** A settlement at the sum of attempt prices (transitions 8, 10; a gateway call at most its hold) charged another sum. */
+      /**
+       * A settlement at the sum of attempt prices (transitions 8, 10) charged another sum; a gateway
+       * call's charge may stop at its hold only with the rest on record as its overrun.
+       */
       readonly kind: 'charge_vs_attempts';
       readonly organizationId: string;
       readonly invocationId: string;
       readonly chargeCredits: number;
+      /** The overrun the settlement recorded, when it recorded one. */
+      readonly overrunCredits?: number;
       readonly attemptCredits: number;
     }
   | {
@@ -330,8 +335,13 @@ class LedgerPass {
       const key = `${organizationId}\n${utcDay(settledAt)}`;
       this.chargesByDay.set(key, (this.chargesByDay.get(key) ?? 0) + chargeCredits);
     }
-    if ((transition === 8 || transition === 10) && pricing !== undefined && !pricing.truncated && attemptsCharge(pricing.attemptCredits, pricing.hold, pricing.gateway) !== chargeCredits) {
-      this.differences.push({ kind: 'charge_vs_attempts', organizationId, invocationId, chargeCredits, attemptCredits: pricing.attemptCredits });
+    if ((transition === 8 || transition === 10) && pricing !== undefined && !pricing.truncated) {
+      // A charge below the attempts' price is sound only when the overrun on record makes up the difference exactly.
+      const overrunCredits = settlement.overrunCredits ?? 0;
+      const expected = attemptsSettlement(pricing.attemptCredits, pricing.hold, pricing.gateway);
+      if (expected.chargeCredits !== chargeCredits || expected.overrunCredits !== overrunCredits) {
+        this.differences.push({ kind: 'charge_vs_attempts', organizationId, invocationId, chargeCredits, ...(overrunCredits === 0 ? {} : { overrunCredits }), attemptCredits: pricing.attemptCredits });
+      }
     }
     this.invocationCharges.set(organizationId, (this.invocationCharges.get(organizationId) ?? 0) + chargeCredits);
     if (this.accounts.get(organizationId)?.openHolds.has(invocationId) === true) {

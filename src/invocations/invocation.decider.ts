@@ -34,7 +34,7 @@ import {
   STALE_CLOSERS,
   type StaleCloser,
 } from './invocation.events';
-import { attemptsCharge, evolveInvocation, initialInvocationState, InvocationState, isStale, isUnmeasured } from './invocation.state';
+import { attemptsSettlement, evolveInvocation, initialInvocationState, InvocationState, isStale, isUnmeasured } from './invocation.state';
 import { readAttempt, readReport, refusalFromState } from './invocation.validation';
 
 type Status = InvocationStatus | 'initial';
@@ -62,7 +62,8 @@ const COMPLETED_OUTCOMES = OUTCOMES.filter((outcome) => outcome !== 'failed');
 /**
  * Decides one command. Transitions: Estimate (→ estimated), Refuse (1, 2), Reserve (3), Dispatch (4),
  * Complete (5), Fail (6), MarkPending (7), Settle (8–14). Settle's charge, by the state it closes:
- * completed → spent (8); pending → estimate (9); failed → spent (10); dispatched → estimate, by the
+ * completed → spent (8); pending → estimate (9); failed → spent (10), a gateway call's at most its hold with
+ * the rest recorded as its overrun; dispatched → estimate, by the
  * runtime's exception path (11) or a stale closer, the sweep or recovery (14); estimated (12) and reserved (13) → 0, stale closers only.
  * Once a result is recorded (completed, pending, failed) any closer (runtime, exception, sweep, recovery) may close
  * it at the same charge, so a crash after the result does not strand it.
@@ -240,18 +241,19 @@ function settle({ data }: SettleInvocation, state: InvocationState): InvocationE
       ? checks.integer('olderThanMs', (data as { olderThanMs?: unknown }).olderThanMs, { min: 0, max: Number.MAX_SAFE_INTEGER, unit: 'ms' })
       : 0;
   checks.throwIfAny();
-  const { transition, chargeCredits } = settlementRule(state, by);
+  const { transition, chargeCredits, overrunCredits = 0 } = settlementRule(state, by);
   // Not stale (any more): a live request, or one another process moved on. The sweep leaves it.
   if (stale && !isStale(state, isoToMs(settledAt), olderThanMs)) return [];
   const heldCredits = state.accountHeld ? state.heldCredits : 0;
-  return [{ type: 'InvocationSettled', data: { transition, chargeCredits, heldCredits, settledBy: by, settledAt } }];
+  const overrun = overrunCredits > 0 ? { overrunCredits } : {};
+  return [{ type: 'InvocationSettled', data: { transition, chargeCredits, ...overrun, heldCredits, settledBy: by, settledAt } }];
 }
 
 /**
  * docs/lifecycle.md's settlement rows: which transition closes this state for this closer, and its
  * charge.
  */
-function settlementRule(state: InvocationState, by: SettledBy): { transition: SettlementTransition; chargeCredits: number } {
+function settlementRule(state: InvocationState, by: SettledBy): { transition: SettlementTransition; chargeCredits: number; overrunCredits?: number } {
   const refuse = (guard: string): never => {
     throw new IllegalTransitionError(state.status, 'SettleInvocation', guard);
   };
@@ -267,12 +269,12 @@ function settlementRule(state: InvocationState, by: SettledBy): { transition: Se
       return refuse('the runtime settles a dispatched request after recording its result (complete or fail)');
     case 'completed':
       if (isUnmeasured(state)) return refuse('no attempt reported usage: mark it pending first (transition 7)');
-      return { transition: 8, chargeCredits: attemptsCharge(state.spentCredits, state.estimate, state.chargeAtMostHold) };
+      return { transition: 8, ...attemptsSettlement(state.spentCredits, state.estimate, state.chargeAtMostHold) };
     case 'pending':
       return { transition: 9, chargeCredits: state.estimate };
     case 'failed':
       // Billed failed attempts are not lost: charge what they cost.
-      return { transition: 10, chargeCredits: attemptsCharge(state.spentCredits, state.estimate, state.chargeAtMostHold) };
+      return { transition: 10, ...attemptsSettlement(state.spentCredits, state.estimate, state.chargeAtMostHold) };
     default:
       return refuse('it is not in flight');
   }

@@ -158,6 +158,13 @@ export type InvocationSettled = DomainEvent<
   {
     readonly transition: SettlementTransition;
     readonly chargeCredits: number;
+    /**
+     * A gateway call whose attempt was priced above its hold (transitions 8 and 10): it is charged its
+     * hold, and what the attempt cost beyond it is recorded here, so the charge plus the overrun is the
+     * attempt's price (docs/gateway.md "Settlement"). Present only when above 0; absent in events
+     * written before it, which read as no overrun.
+     */
+    readonly overrunCredits?: number;
     readonly heldCredits: number;
     readonly settledBy: SettledBy;
     readonly settledAt: string;

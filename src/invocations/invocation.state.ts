@@ -19,6 +19,8 @@ import type {
 export interface Settlement {
   readonly transition: SettlementTransition;
   readonly chargeCredits: number;
+  /** A gateway call's attempt cost above its hold (InvocationSettled); absent when none. */
+  readonly overrunCredits?: number;
   readonly heldCredits: number;
   readonly settledBy: SettledBy;
   readonly settledAt: string;
@@ -43,7 +45,8 @@ export interface InvocationState {
   readonly estimate: number;
   /**
    * A gateway call (docs/gateway.md): its hold is the most the request could cost, so it is never
-   * charged more, whatever usage upstream reports.
+   * charged more, whatever usage upstream reports; what an attempt cost beyond it is recorded as the
+   * settlement's overrun.
    */
   readonly chargeAtMostHold: boolean;
   /** True from `reserved` on: the account placed a hold for it (released at settlement). */
@@ -111,10 +114,12 @@ export function initialInvocationState(): InvocationState {
 
 /**
  * What a settlement at the attempts' prices charges (transitions 8 and 10): their sum, and for a
- * gateway call at most its hold (docs/gateway.md "Settlement").
+ * gateway call at most its hold, with what the attempts cost beyond it as the overrun (docs/gateway.md
+ * "Settlement"), so `chargeCredits + overrunCredits` is always the sum.
  */
-export function attemptsCharge(spentCredits: number, estimate: number, chargeAtMostHold: boolean): number {
-  return chargeAtMostHold ? Math.min(spentCredits, estimate) : spentCredits;
+export function attemptsSettlement(spentCredits: number, estimate: number, chargeAtMostHold: boolean): { readonly chargeCredits: number; readonly overrunCredits: number } {
+  if (!chargeAtMostHold || spentCredits <= estimate) return { chargeCredits: spentCredits, overrunCredits: 0 };
+  return { chargeCredits: estimate, overrunCredits: spentCredits - estimate };
 }
 
 /**

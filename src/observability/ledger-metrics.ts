@@ -51,7 +51,7 @@ export class LedgerMetrics {
   private readonly accountingOverhead: Histogram<string>;
   private readonly appendDuration: Histogram<string>;
   private readonly recovered: Counter<string>;
-  private readonly gateway: { readonly calls: Counter<string>; readonly overhead: Histogram<string> };
+  private readonly gateway: { readonly calls: Counter<string>; readonly overhead: Histogram<string>; readonly overrunCredits: Counter<string> };
   /** Read from `sources` on each scrape, so they say what is true now. */
   readonly gauges: {
     readonly creditsHeld: Gauge<string>;
@@ -106,6 +106,11 @@ export class LedgerMetrics {
   gatewayCallObserved({ model, status, overheadSeconds }: GatewayCallTiming): void {
     this.gateway.calls.inc({ model, status });
     if (overheadSeconds !== undefined) this.gateway.overhead.observe(Math.max(0, overheadSeconds));
+  }
+
+  /** A gateway call settled at its hold below its attempt's price: the difference, by the model it was held for. */
+  gatewayOverrunAdd(model: string, credits: number): void {
+    if (credits > 0) this.gateway.overrunCredits.inc({ model }, credits);
   }
 
   appendObserved(durationMs: number): void {
@@ -229,8 +234,11 @@ function gaugeMetrics(registers: Registry[], org: readonly string[], sources: Ga
   };
 }
 
-/** The gateway's metrics (docs/gateway.md): its calls by model and status, and its own share of their time. */
-function gatewayMetrics(registers: Registry[]): { readonly calls: Counter<string>; readonly overhead: Histogram<string> } {
+/**
+ * The gateway's metrics (docs/gateway.md): its calls by model and status, its own share of their time,
+ * and the credits its calls cost beyond their holds (their overruns, docs/gateway.md "Settlement").
+ */
+function gatewayMetrics(registers: Registry[]): { readonly calls: Counter<string>; readonly overhead: Histogram<string>; readonly overrunCredits: Counter<string> } {
   return {
     calls: new Counter({
       name: 'ledger_gateway_calls_total',
@@ -242,6 +250,12 @@ function gatewayMetrics(registers: Registry[]): { readonly calls: Counter<string
       name: 'ledger_gateway_overhead_seconds',
       help: "The gateway's own time in a call: from the request's arrival to its first byte upstream, plus from the last byte from upstream to the last byte to the caller.",
       buckets: [...GATEWAY_OVERHEAD_BUCKETS_SECONDS],
+      registers,
+    }),
+    overrunCredits: new Counter({
+      name: 'ledger_gateway_overrun_credits_total',
+      help: 'Credits gateway calls cost beyond their holds: each was charged its hold and the rest recorded as its overrun, by the model it was held for.',
+      labelNames: ['model'],
       registers,
     }),
   };

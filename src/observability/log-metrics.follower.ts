@@ -19,6 +19,8 @@ interface InvocationLabels {
   readonly operation: string;
   readonly organizationId: string;
   readonly provider: string;
+  /** A gateway call's model (on the rate card: a bounded set), for its overrun. */
+  readonly gatewayModel?: string;
   outcome?: string;
 }
 
@@ -94,11 +96,7 @@ export class LogMetricsFollower {
     if (!event.streamName.startsWith(INVOCATION_PREFIX)) return;
     const recorded = event as RecordedInvocationEvent;
     if (recorded.type === 'InvocationEstimated') {
-      this.remember(event.streamName, {
-        operation: recorded.data.operationId,
-        organizationId: recorded.data.organizationId,
-        provider: recorded.data.publication?.routing.provider ?? 'none',
-      });
+      this.remember(event.streamName, labelsOf(recorded.data));
       return;
     }
     if (!COUNTED.has(recorded.type)) return;
@@ -132,6 +130,7 @@ export class LogMetricsFollower {
         this.tracked.delete(event.streamName);
         this.metrics.invocationEnded({ ...labels, outcome: labels.outcome ?? NO_OUTCOME });
         this.metrics.creditsChargedAdd(labels, event.data.chargeCredits);
+        if (labels.gatewayModel !== undefined) this.metrics.gatewayOverrunAdd(labels.gatewayModel, event.data.overrunCredits ?? 0);
         return;
       default:
         return;
@@ -150,11 +149,7 @@ export class LogMetricsFollower {
     const events = (await this.store.readStream(streamName)) as RecordedInvocationEvent[];
     const first = events[0];
     if (first?.type !== 'InvocationEstimated') return undefined;
-    const labels: InvocationLabels = {
-      operation: first.data.operationId,
-      organizationId: first.data.organizationId,
-      provider: first.data.publication?.routing.provider ?? 'none',
-    };
+    const labels = labelsOf(first.data);
     // The outcome, if the result was recorded before this process started following.
     for (const event of events) {
       if (event.type === 'InvocationCompleted') labels.outcome = event.data.outcome;
@@ -163,6 +158,16 @@ export class LogMetricsFollower {
     this.remember(streamName, labels);
     return labels;
   }
+}
+
+/** An invocation's labels, from its first event. */
+function labelsOf(estimated: Extract<InvocationEvent, { type: 'InvocationEstimated' }>['data']): InvocationLabels {
+  return {
+    operation: estimated.operationId,
+    organizationId: estimated.organizationId,
+    provider: estimated.publication?.routing.provider ?? 'none',
+    ...(estimated.gateway === undefined ? {} : { gatewayModel: estimated.gateway.model }),
+  };
 }
 
 const COUNTED: ReadonlySet<string> = new Set([

@@ -13,6 +13,7 @@ import {
   MAX_DELIVERY_ATTEMPTS,
   RESUBSCRIBE_WAIT_MS,
   retryWaitMs,
+  type DeliverableEventType,
 } from './webhook.bounds';
 import { httpWebhookSender, type WebhookSender } from './webhook-sender';
 import { DELIVERY_HEADER, SIGNATURE_HEADER, signatureHeader } from './webhook-signature';
@@ -35,6 +36,24 @@ export interface WebhookDeliveryWorkerOptions {
 }
 
 const DELIVERABLE: ReadonlySet<string> = new Set(DELIVERABLE_EVENT_TYPES);
+/** Delivered for a settlement that records an overrun; not an event of the log. */
+const OVERRUN_EVENT_TYPE: DeliverableEventType = 'InvocationOverrun';
+
+/** The types a log event is delivered as: its own when deliverable, and InvocationOverrun for a settlement with an overrun. */
+function deliveredTypesOf(event: RecordedEvent): string[] {
+  const types = DELIVERABLE.has(event.type) ? [event.type] : [];
+  if (event.type === 'InvocationSettled' && ((event.data as { overrunCredits?: number }).overrunCredits ?? 0) > 0) types.push(OVERRUN_EVENT_TYPE);
+  return types;
+}
+
+/**
+ * An overrun's delivery: the invocation, its key and model (`extra`), and its figures: the attempt's
+ * price, the hold, the charge (the hold) and the overrun (price − hold).
+ */
+function overrunData(event: RecordedEvent, extra: Record<string, unknown>): Record<string, unknown> {
+  const { chargeCredits, overrunCredits, heldCredits, settledAt } = event.data as { chargeCredits: number; overrunCredits: number; heldCredits: number; settledAt: string };
+  return { ...extra, priceCredits: chargeCredits + overrunCredits, holdCredits: heldCredits, chargeCredits, overrunCredits, settledAt };
+}
 
 /** The same event to the same webhook always has the same delivery id, whoever creates it again. */
 export function deliveryIdFor(webhookId: string, eventId: string): string {
@@ -168,7 +187,9 @@ export class WebhookDeliveryWorker {
   private async onEvent(event: RecordedEvent): Promise<void> {
     this.lastSeen = event.position;
     const { webhooks, clock } = this.options;
-    if (!DELIVERABLE.has(event.type) || !webhooks.subscribedTypes().has(event.type)) {
+    const subscribed = webhooks.subscribedTypes();
+    const types = deliveredTypesOf(event).filter((type) => subscribed.has(type));
+    if (types.length === 0) {
       if (++this.skipped >= CHECKPOINT_EVERY_EVENTS) {
         this.skipped = 0;
         webhooks.enqueue([], event.position, clock.now());
@@ -176,18 +197,26 @@ export class WebhookDeliveryWorker {
       return;
     }
     const origin = await this.originOf(event);
-    const deliveries: NewDelivery[] = [];
-    if (origin !== undefined) {
-      for (const { webhookId } of webhooks.endpointsFor(origin.organizationId, event.type, event.position)) {
-        const deliveryId = deliveryIdFor(webhookId, event.id);
-        const occurredAt = occurredAtOf(event);
-        const body = JSON.stringify({ deliveryId, type: event.type, organizationId: origin.organizationId, occurredAt, data: { ...origin.extra, ...(event.data as object) } });
-        deliveries.push({ deliveryId, webhookId, eventPosition: event.position, type: event.type, occurredAt, body });
-      }
-    }
+    const deliveries = origin === undefined ? [] : this.deliveriesOf(event, types, origin);
     this.skipped = 0;
     webhooks.enqueue(deliveries, event.position, clock.now());
     if (deliveries.length > 0) this.pump();
+  }
+
+  /** One delivery per type and webhook of the organization subscribed to it. */
+  private deliveriesOf(event: RecordedEvent, types: readonly string[], { organizationId, extra }: { organizationId: string; extra: Record<string, unknown> }): NewDelivery[] {
+    const deliveries: NewDelivery[] = [];
+    const occurredAt = occurredAtOf(event);
+    for (const type of types) {
+      for (const { webhookId } of this.options.webhooks.endpointsFor(organizationId, type, event.position)) {
+        // The overrun of a settlement is a delivery of its own, beside the settlement's.
+        const deliveryId = deliveryIdFor(webhookId, type === event.type ? event.id : `${event.id}/${type}`);
+        const data = type === OVERRUN_EVENT_TYPE ? overrunData(event, extra) : { ...extra, ...(event.data as object) };
+        const body = JSON.stringify({ deliveryId, type, organizationId, occurredAt, data });
+        deliveries.push({ deliveryId, webhookId, eventPosition: event.position, type, occurredAt, body });
+      }
+    }
+    return deliveries;
   }
 
   /**

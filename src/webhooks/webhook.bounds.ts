@@ -1,7 +1,11 @@
 /** Bounds of webhook delivery (README.md "Webhooks"), each named once with its unit. */
 
-/** Event types a webhook may subscribe to. */
-export const DELIVERABLE_EVENT_TYPES = ['CreditThresholdCrossed', 'InvocationRefused', 'InvocationSettled'] as const;
+/**
+ * Event types a webhook may subscribe to. All but one are the log's own events; `InvocationOverrun` is
+ * delivered for each InvocationSettled that records an overrun (a gateway call priced above its hold,
+ * docs/gateway.md "Settlement").
+ */
+export const DELIVERABLE_EVENT_TYPES = ['CreditThresholdCrossed', 'InvocationRefused', 'InvocationSettled', 'InvocationOverrun'] as const;
 export type DeliverableEventType = (typeof DELIVERABLE_EVENT_TYPES)[number];
 
 /** Webhooks one organization may register. */

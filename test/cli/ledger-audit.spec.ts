@@ -123,16 +123,26 @@ describe('audit verify recomputes every attempt price from its usage and the cop
     expect(await audit(run(37, 40))).toEqual([{ kind: 'charge_vs_attempts', organizationId: 'acme', invocationId: 'inv-1', chargeCredits: 40, attemptCredits: 37 }]);
   });
 
-  it('accepts a gateway call charged its hold when upstream reported usage costing more (docs/gateway.md "Settlement")', async () => {
+  /** A gateway call held at 30 whose attempt cost 37, settled (transition 8) with the settlement `data` given. */
+  const cappedGatewayCall = (settlement: Partial<ReturnType<typeof settled>['data']>): Log => {
     const gateway = { keyId: 'key-1', keyName: 'ci-bot', model: 'claude-sim', rateCardVersion: 1, stream: true };
     const call = estimated({ ...publicationV(1), creditHold: 30 });
-    const log = new Log()
+    const settlement8 = settled(8, 30);
+    return new Log()
       .append('account-acme', granted(1_000))
       .append('invocation-inv-1', { ...call, data: { ...call.data, gateway } })
       .append('account-acme', holdPlaced('inv-1', 30))
-      .append('invocation-inv-1', reserved(), dispatched(), attempt(1, 0, { usage: usage(12_333), priceCredits: 37 }), completed('completed', figures({ spentCredits: 37 })), settled(8, 30))
+      .append('invocation-inv-1', reserved(), dispatched(), attempt(1, 0, { usage: usage(12_333), priceCredits: 37 }), completed('completed', figures({ spentCredits: 37 })), { ...settlement8, data: { ...settlement8.data, ...settlement } })
       .append('account-acme', holdSettled('inv-1', 30, 30));
-    expect(await audit(log)).toEqual([]);
+  };
+
+  it('finding 4: accepts a gateway call charged its hold below its attempt price only when the overrun on record accounts for the difference exactly (docs/gateway.md "Settlement")', async () => {
+    expect(await audit(cappedGatewayCall({ overrunCredits: 7 }))).toEqual([]);
+    // Capped in silence: the 7 credits the attempt cost beyond the hold are nowhere on record.
+    expect(await audit(cappedGatewayCall({}))).toEqual([{ kind: 'charge_vs_attempts', organizationId: 'acme', invocationId: 'inv-1', chargeCredits: 30, attemptCredits: 37 }]);
+    expect(await audit(cappedGatewayCall({ overrunCredits: 6 }))).toEqual([
+      { kind: 'charge_vs_attempts', organizationId: 'acme', invocationId: 'inv-1', chargeCredits: 30, overrunCredits: 6, attemptCredits: 37 },
+    ]);
   });
 });
 

@@ -1,6 +1,7 @@
 import { ValidationError } from '../../src/domain/domain.errors';
 import { invocationDecider } from '../../src/invocations/invocation.decider';
 import { invocationSummary } from '../../src/invocations/invocation.state';
+import type { InvocationEvent } from '../../src/invocations/invocation.events';
 import { deciderSpec } from '../support/decider-spec';
 import {
   at,
@@ -205,6 +206,39 @@ describe('STATE-PFM-LLM-001 transition 10: failed → settled charges the sum of
       failed({ attemptCount: 2, spentCredits: PRICE_A + PRICE_B, usageTotals: sumUsage(USAGE_A, USAGE_B) }),
     ];
     spec.given(given).when(settle('runtime')).then([settled(10, PRICE_A + PRICE_B, 500, 'runtime')]);
+  });
+});
+
+describe('STATE-PFM-LLM-001 transitions 8 and 10 of a gateway call: charged at most its hold, the rest recorded as its overrun (docs/gateway.md "Settlement")', () => {
+  /** Held at 10 credits; its one attempt (USAGE_A) costs 13. */
+  const HELD_AT_10 = { ...PUBLICATION, creditHold: 10 };
+  const gatewayCall = (): InvocationEvent[] => {
+    const event = estimated(HELD_AT_10);
+    const gateway = { keyId: 'key-1', keyName: 'ci-bot', model: 'scripted-1', rateCardVersion: 2, stream: false };
+    return [{ ...event, data: { ...event.data, gateway } }, reserved(10), dispatched(), attemptRecorded(attemptRecord(1, 0))];
+  };
+  const withOverrun = (event: ReturnType<typeof settled>, overrunCredits: number) => ({ ...event, data: { ...event.data, overrunCredits } });
+
+  it('finding 4: a completed gateway call priced above its hold is charged its hold and records the 3 credits beyond it as its overrun (transition 8)', () => {
+    const state = spec.given([...gatewayCall(), completed()]).when(settle('runtime')).then([withOverrun(settled(8, 10, 10, 'runtime'), PRICE_A - 10)]);
+    expect(state.settlement).toMatchObject({ chargeCredits: 10, overrunCredits: 3 });
+  });
+
+  it('finding 4: a failed gateway call priced above its hold is charged its hold and records its overrun (transition 10)', () => {
+    spec.given([...gatewayCall(), failed()]).when(settle('runtime')).then([withOverrun(settled(10, 10, 10, 'runtime'), PRICE_A - 10)]);
+  });
+
+  it('records no overrun for a gateway call within its hold', () => {
+    const event = estimated();
+    const gateway = { keyId: 'key-1', keyName: 'ci-bot', model: 'scripted-1', rateCardVersion: 2, stream: false };
+    spec
+      .given([{ ...event, data: { ...event.data, gateway } }, reserved(), dispatched(), attemptRecorded(attemptRecord(1, 0)), completed()])
+      .when(settle('runtime'))
+      .then([settled(8, PRICE_A, 500, 'runtime')]);
+  });
+
+  it('has no cap on the operations path: an operation priced past its hold is charged in full, with no overrun (the account keeps room for it)', () => {
+    spec.given([estimated(HELD_AT_10), reserved(10), dispatched(), attemptRecorded(attemptRecord(1, 0)), completed()]).when(settle('runtime')).then([settled(8, PRICE_A, 10, 'runtime')]);
   });
 });
 

@@ -94,6 +94,24 @@ describe('a gateway call’s explanation reads like an operation’s, in the gat
     );
   });
 
+  it('finding 5: explains malformed usage as such, pending then charged its hold, naming the field and never its value (transitions 7 and 9)', () => {
+    const malformed = [upstream({ usage: undefined, malformedUsage: 'output_tokens', priceCredits: 0 }), completed('completed', figures({ spentCredits: 0, usageReported: false }))];
+    expect(explain(...admitted(), ...malformed, pending()).sentence).toBe(`${CALL}: the upstream reported malformed usage (output_tokens), so it will be charged its 2,118-credit hold.`);
+    const view = explain(...admitted(), ...malformed, pending(), settled(9, HOLD, 'runtime', HOLD));
+    expect(view.sentence).toBe(`${CALL}: the upstream reported malformed usage (output_tokens), so it was charged its 2,118-credit hold.`);
+    expect(view.gateway).toMatchObject({ malformedUsage: 'output_tokens' });
+    expect(view.gateway).not.toHaveProperty('usage');
+  });
+
+  it('finding 4: explains a call priced above its hold: charged its hold, the difference named as its overrun in the sentence and the fields', () => {
+    const reported = { ...usage(150_000), outputTokens: 10 };
+    const overrun = settled(8, HOLD, 'runtime', HOLD);
+    const view = explain(...admitted(), ...answered(reported, 450_150), { ...overrun, data: { ...overrun.data, overrunCredits: 450_150 - HOLD } });
+    expect(view.sentence).toBe(`${CALL}: 150,000 input and 10 output tokens, priced at 450,150; held 2,118, charged 2,118; the 448,032 credits over the hold are recorded as an overrun.`);
+    expect(view.credits).toEqual({ spent: 450_150, hold: HOLD, charge: HOLD, overrun: 448_032 });
+    expect(view.settlement).toEqual({ transition: 8, by: 'runtime', chargeCredits: HOLD, overrunCredits: 448_032 });
+  });
+
   it('explains the sweep settling a call dispatched before a crash at its hold (transition 14), and the other closes', () => {
     expect(explain(...admitted(), settled(14, HOLD, 'sweep', HOLD)).sentence).toBe(
       `${CALL}: the service stopped while the call was in flight, so its usage was never learned and it was charged its 2,118-credit hold (settled by sweep).`,

@@ -116,6 +116,12 @@ export class InvocationStatusDto extends InvocationResultDto {
   @ApiProperty({ type: 'integer', description: 'Integer credits the conversation’s attempts cost.' })
   readonly spentCredits!: number;
 
+  @ApiPropertyOptional({
+    type: 'integer',
+    description: 'A gateway call whose attempt was priced above its hold: charged its hold, and the rest recorded here as its overrun (docs/gateway.md "Settlement"). Absent when none.',
+  })
+  readonly overrunCredits?: number;
+
   @ApiProperty({ type: 'integer', description: 'Provider attempts made, retries included.' })
   readonly attemptCount!: number;
 

@@ -51,8 +51,14 @@ export class AttemptRowDto {
   @ApiProperty()
   readonly model!: string;
 
-  @ApiPropertyOptional({ type: UsageDto, description: 'Absent when the attempt reported none (it then costs 0).' })
+  @ApiPropertyOptional({ type: UsageDto, description: 'Absent when the attempt reported none, or reported it malformed (it then costs 0).' })
   readonly usage?: UsageDto;
+
+  @ApiPropertyOptional({
+    example: 'output_tokens',
+    description: 'The provider’s usage field that was malformed (not a non-negative safe integer, or pricing past the exact-integer range): the usage is unknown. Its name only, never its value.',
+  })
+  readonly malformedUsage?: string;
 
   @ApiProperty({ type: 'integer', description: 'Integer credits, rounded up, at the invocation’s rate version.' })
   readonly priceCredits!: number;
@@ -115,6 +121,7 @@ export class ExplanationCreditsDto {
   @ApiProperty({ type: 'integer' }) readonly spent!: number;
   @ApiProperty({ type: 'integer' }) readonly hold!: number;
   @ApiPropertyOptional({ type: 'integer' }) readonly charge?: number;
+  @ApiPropertyOptional({ type: 'integer', description: 'A gateway call’s attempt price above its hold, recorded as its overrun (docs/gateway.md "Settlement"); absent when none.' }) readonly overrun?: number;
 }
 
 /** A gateway call's facts in its explanation (docs/gateway.md). */
@@ -127,7 +134,8 @@ export class ExplanationGatewayDto {
   @ApiPropertyOptional({ description: 'The upstream attempt’s classification, once recorded: `ok` or a fault (docs/rules.md rules 05–06).' }) readonly classification?: string;
   @ApiPropertyOptional({ type: 'integer', description: 'The upstream answer’s HTTP status, once recorded.' }) readonly httpStatus?: number;
   @ApiPropertyOptional({ description: 'The call ran out of its time bound, once recorded.' }) readonly timedOut?: boolean;
-  @ApiPropertyOptional({ type: UsageDto, description: 'Anthropic’s usage report; absent until recorded, and when it reported none.' }) readonly usage?: UsageDto;
+  @ApiPropertyOptional({ type: UsageDto, description: 'Anthropic’s usage report; absent until recorded, and when it reported none or reported it malformed.' }) readonly usage?: UsageDto;
+  @ApiPropertyOptional({ example: 'output_tokens', description: 'The usage field Anthropic reported malformed: the call was charged its hold.' }) readonly malformedUsage?: string;
 }
 
 /** Result of `GET /v1/invocations/:id/explanation` (docs/http.md). */
