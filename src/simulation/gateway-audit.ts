@@ -8,7 +8,7 @@
  * never charged more than it held, and that every refusal the log records is explained by the account
  * as it was at some moment between the call's estimate and its refusal.
  */
-import type { MessagesBodyFacts } from '../gateway/gateway-call.port';
+import type { GatewayCallOutcome, MessagesBodyFacts } from '../gateway/gateway-call.port';
 import type { GatewayKeySettings, SpendPeriod } from '../accounts/gateway-keys';
 import { BASIS_POINTS_PER_MULTIPLE, type GatewayPrices, type Prices } from '../runtime/conversation.types';
 import { PRICE_KINDS } from '../runtime/price-kinds';
@@ -204,6 +204,38 @@ export function independentGatewayPrice(usage: Usage, prices: GatewayPrices): nu
   const geo = BigInt((usage.inferenceGeo === undefined ? undefined : prices.inferenceGeo?.[usage.inferenceGeo]) ?? BASIS_POINTS_PER_MULTIPLE);
   const divisor = MILLION * BigInt(BASIS_POINTS_PER_MULTIPLE);
   return Number((millionths * geo + divisor - 1n) / divisor);
+}
+
+/**
+ * What the upstream reported for a call, judged here on its own (docs/gateway.md "Settlement"): a
+ * final usage and its price, which the call must be charged (up to its hold, the rest on record as its
+ * overrun); malformed usage (a count that is not a non-negative safe integer, or a price past the
+ * exact-integer range), which must be charged the hold; or no usage at all.
+ */
+export type UpstreamReport = { readonly kind: 'usage'; readonly usage: Usage; readonly priceCredits: number } | { readonly kind: 'malformed' } | { readonly kind: 'none' };
+
+export function judgeUpstreamReport(outcome: GatewayCallOutcome, prices: GatewayPrices): UpstreamReport {
+  if (outcome.malformedUsage !== undefined) return { kind: 'malformed' };
+  const usage = outcome.usage;
+  if (usage === undefined) return { kind: 'none' };
+  const counts = usage as unknown as Record<string, number>;
+  if (PRICE_KINDS.some((kind) => !Number.isSafeInteger(counts[kind.usage]) || counts[kind.usage]! < 0)) return { kind: 'malformed' };
+  const priceCredits = independentGatewayPrice(usage, prices);
+  return Number.isSafeInteger(priceCredits) ? { kind: 'usage', usage, priceCredits } : { kind: 'malformed' };
+}
+
+/**
+ * A gateway call's settlement against what its upstream reported, when its attempt was recorded: a
+ * final usage is charged at least its price and at most the hold, any difference an overrun on record
+ * (`charge + overrun = price`); malformed usage is charged the hold (transition 9). Undefined when it
+ * holds, else what is wrong.
+ */
+export function settlementAgainstReport(report: UpstreamReport, settlement: { readonly transition: number; readonly charge: number; readonly overrun: number }, hold: number): string | undefined {
+  const { transition, charge, overrun } = settlement;
+  if (report.kind === 'malformed') return transition === 9 && charge === hold ? undefined : `upstream reported malformed usage; settled by transition ${transition} at ${charge} of a ${hold}-credit hold`;
+  if (report.kind === 'none' || (transition !== 8 && transition !== 10)) return undefined;
+  if (charge <= hold && charge + overrun === report.priceCredits) return undefined;
+  return `upstream's usage prices at ${report.priceCredits}; charged ${charge} of a ${hold}-credit hold with an overrun of ${overrun} on record`;
 }
 
 /** The figures a recorded refusal can be explained by: the account as the audit folded it after one event. */

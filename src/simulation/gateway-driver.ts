@@ -127,6 +127,7 @@ export class GatewayDriver {
         tally.add(`gateway.upstream.${plan.upstream}`);
         const outcome = upstreamOutcome(plan, clock.now(), admission.attemptTimeoutMs);
         await this.upstream(node, plan, outcome);
+        this.host.audit.upstreamAnswered(admission.invocationId, outcome);
         await accounting.settle(admission, outcome);
         settled = true;
         tally.add('gateway.settled-by-its-call');

@@ -42,6 +42,7 @@ export interface GatewayKeyPlan {
 export type UpstreamKind =
   | 'ok'
   | 'over-report'
+  | 'malformed-usage'
   | 'error-status'
   | 'error-mid-stream'
   | 'no-usage'
@@ -91,6 +92,7 @@ const BURST_WAVE_PERCENT = 60;
 const UPSTREAM_WEIGHTS: Readonly<Record<UpstreamKind, number>> = {
   ok: 30,
   'over-report': 6,
+  'malformed-usage': 4,
   'error-status': 10,
   'error-mid-stream': 7,
   'no-usage': 5,

@@ -2,7 +2,7 @@
  * The simulator's Anthropic: what upstream answers an admitted gateway call, as the HTTP side would
  * hand it to the accounting (`GatewayCallOutcome`), with no socket. Usage within the request's
  * bounds (docs/gateway.md, "How the hold is bounded"), or past them (an upstream that over-reports),
- * error statuses, an `error` event mid-stream after usage was seen, a stream that ends before any
+ * malformed usage (as the relay names it, or a count no usage can hold), error statuses, an `error` event mid-stream after usage was seen, a stream that ends before any
  * usage, the time bound running out before or after usage, and a caller that went away.
  */
 import type { GatewayCallOutcome, MessagesBodyFacts } from '../gateway/gateway-call.port';
@@ -25,6 +25,11 @@ const ERROR_STATUSES: readonly { readonly status: number; readonly fault: FaultC
   { status: 500, fault: 'server_error' },
   { status: 529, fault: 'overloaded' },
 ];
+/** Counts no usage report can hold: past 2^53, negative, fractional. */
+const MALFORMED_COUNTS: readonly number[] = [1e20, 2 ** 53 + 2, -100_000, 9.5];
+/** Fields the relay names when it finds one malformed. */
+const MALFORMED_FIELDS: readonly string[] = ['output_tokens', 'input_tokens', 'server_tool_use.web_search_requests'];
+
 /** The fault of an `error` event mid-stream. */
 const MID_STREAM_FAULTS: readonly FaultClass[] = ['overloaded', 'server_error'];
 
@@ -106,6 +111,11 @@ export function upstreamOutcome(plan: GatewayCallPlan, startedAtMs: number, atte
       const input = inputWithin(facts, 0) * 2 + prng.int(1, 100_000);
       return { ...base, classification: 'ok', httpStatus: 200, usage: report(prng, input, facts.maxTokens * 2 + prng.int(1, 50_000), 0, facts), stopReason: 'end_turn' };
     }
+    case 'malformed-usage':
+      // As the relay hands it on (the field named, no usage), or a count that reached settlement as is.
+      return prng.chance(50)
+        ? { ...base, classification: 'ok', httpStatus: 200, malformedUsage: prng.pick(MALFORMED_FIELDS), stopReason: 'end_turn' }
+        : { ...base, classification: 'ok', httpStatus: 200, usage: { ...usageWithin(prng, facts), outputTokens: prng.pick(MALFORMED_COUNTS) }, stopReason: 'end_turn' };
     case 'error-status': {
       const { status, fault } = prng.pick(ERROR_STATUSES);
       return { ...base, classification: fault, httpStatus: status };

@@ -26,6 +26,7 @@ import { balanceOf, type AccountState } from '../accounts/account.state';
 import { ACCESS_REFUSAL_REASONS } from '../accounts/admission.policy';
 import type { Publication } from '../catalog/operation.events';
 import type { GatewayKeySettings } from '../accounts/gateway-keys';
+import type { GatewayCallOutcome } from '../gateway/gateway-call.port';
 import { GATEWAY_OPERATION_ID } from '../gateway/gateway-calls.service';
 import { RATE_CARD_STREAM } from '../gateway/rate-card';
 import type { GatewayPrices } from '../runtime/conversation.types';
@@ -33,6 +34,9 @@ import {
   cardVersionAcceptable,
   expectedGatewayPublication,
   independentGatewayPrice,
+  judgeUpstreamReport,
+  settlementAgainstReport,
+  type UpstreamReport,
   KeyAudit,
   momentOf,
   refusalExplainedBy,
@@ -160,6 +164,8 @@ export class InvocationAudit {
     | undefined;
   /** A gateway call's key, model and rate card version; and the account's moment when it was estimated. */
   gateway: { readonly keyId: string; readonly model: string; readonly rateCardVersion: number; readonly momentIndex: number } | undefined;
+  /** What a gateway call's upstream reported, judged when its attempt was recorded. */
+  upstream: UpstreamReport | undefined;
   ledger: InvocationState = invocationDecider.initialState();
 
   constructor(
@@ -197,6 +203,8 @@ export class LogAudit {
   private failure: Violation | undefined;
   /** Holds placed for an invocation a sweep had already settled (released later by a sweep). */
   holdsAfterSettlement = 0;
+  /** What each gateway call's upstream answered, as the driver handed it to settlement, until its attempt is folded. */
+  private readonly upstreamAnswers = new Map<string, GatewayCallOutcome>();
 
   constructor(
     private readonly store: EventStore,
@@ -242,6 +250,11 @@ export class LogAudit {
   }
 
   /** Settled by a closer of stale requests (a sweep or recovery), which a live run may then find settled. */
+  /** The driver hands each admitted call's upstream answer here before it settles the call. */
+  upstreamAnswered(invocationId: string, outcome: GatewayCallOutcome): void {
+    this.upstreamAnswers.set(invocationId, outcome);
+  }
+
   settledByStaleCloser(invocationId: string): boolean {
     const by = this.invocations.get(invocationId)?.settlement?.by;
     return by === 'sweep' || by === 'recovery';
@@ -699,8 +712,25 @@ export class LogAudit {
     if (data.priceCredits !== price) fail('attempts.priced-at-rate-version', `attempt priced ${String(data.priceCredits)}; its usage costs ${price} at v${publication.version}`);
     invocation.attempts.push({ turn, retry, ok: data.classification === 'ok', priceCredits: price });
     this.witness.note('checked.attempt-price');
+    if (invocation.gateway !== undefined) this.gatewayAttempt(invocation, data, fail);
     invocation.recordedSpend += price;
     invocation.recordedUsage ||= usage !== undefined;
+  }
+
+  /** A gateway attempt records what its upstream answered: the same usage, or the malformed field and no usage. */
+  private gatewayAttempt(invocation: InvocationAudit, data: Record<string, unknown>, fail: (invariant: string, detail: string) => never): void {
+    const answer = this.upstreamAnswers.get(invocation.invocationId);
+    this.upstreamAnswers.delete(invocation.invocationId);
+    if (answer === undefined) return;
+    const report = judgeUpstreamReport(answer, invocation.publication!.prices as GatewayPrices);
+    invocation.upstream = report;
+    if (report.kind === 'malformed' && (data.malformedUsage === undefined || data.usage !== undefined)) {
+      fail('gateway.malformed-usage-recorded', `upstream reported malformed usage; the attempt records ${data.usage === undefined ? 'no field' : 'usage'}`);
+    }
+    if (report.kind === 'usage' && JSON.stringify(canonical(data.usage)) !== JSON.stringify(canonical(report.usage))) {
+      fail('gateway.attempt-records-upstream-usage', `upstream reported ${JSON.stringify(report.usage)}; the attempt records ${JSON.stringify(data.usage)}`);
+    }
+    this.witness.note(`checked.gateway-upstream-report.${report.kind}`);
   }
 
   private result(
@@ -783,6 +813,13 @@ export class LogAudit {
     }
   }
 
+  private gatewaySettled(invocation: InvocationAudit, transition: number, charge: number, overrun: number, fail: (invariant: string, detail: string) => never): void {
+    const wrong = gatewaySettledChecks(invocation, transition, charge, overrun);
+    if (wrong !== undefined) fail(wrong.invariant, wrong.detail);
+    if (overrun > 0) this.witness.note('observed.gateway-overrun-recorded');
+    if (invocation.upstream !== undefined) this.witness.note(`checked.gateway-charge-against-upstream.${invocation.upstream.kind}`);
+  }
+
   private settled(
     invocation: InvocationAudit,
     data: Record<string, unknown>,
@@ -806,6 +843,7 @@ export class LogAudit {
     if (charge !== expected.credits) {
       fail('settlement.charge-per-spec', `transition ${transition} charged ${charge}; docs/lifecycle.md says ${expected.credits} (${expected.rule})`);
     }
+    if (invocation.gateway !== undefined) this.gatewaySettled(invocation, transition, charge, (data.overrunCredits as number | undefined) ?? 0, fail);
     const held = invocation.reservedCredits ?? 0;
     if (data.heldCredits !== held) {
       fail('settlement.releases-the-hold', `settlement releases ${String(data.heldCredits)} of ${held} held`);
@@ -815,6 +853,21 @@ export class LogAudit {
     this.witness.note(`checked.settlement-charge.transition-${transition}`);
     invocation.status = 'settled';
   }
+}
+
+/**
+ * A gateway call's settlement (docs/gateway.md "Settlement"): what it cost beyond its hold is on record
+ * as its overrun, and, when its upstream's report was recorded, the charge is at least that report's
+ * price less the overrun and at most the hold (malformed usage: the hold).
+ */
+function gatewaySettledChecks(invocation: InvocationAudit, transition: number, charge: number, overrun: number): { invariant: string; detail: string } | undefined {
+  const priced = transition === 8 || transition === 10;
+  const expectedOverrun = priced ? Math.max(0, invocation.recordedSpend - invocation.estimate) : 0;
+  if (overrun !== expectedOverrun) {
+    return { invariant: 'gateway.overrun-on-record', detail: `transition ${transition} charged ${charge} with an overrun of ${overrun}; its attempts cost ${invocation.recordedSpend} of a ${invocation.estimate}-credit hold` };
+  }
+  const wrong = invocation.upstream === undefined ? undefined : settlementAgainstReport(invocation.upstream, { transition, charge, overrun }, invocation.estimate);
+  return wrong === undefined ? undefined : { invariant: 'gateway.charge-within-price-and-hold', detail: wrong };
 }
 
 /** docs/lifecycle.md: the charge of each settlement path. */

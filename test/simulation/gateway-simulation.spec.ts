@@ -7,7 +7,7 @@ const INVOCATIONS = 200;
 const TIMEOUT_MS = 300_000;
 
 /** What upstream did for admitted calls (gateway-upstream.ts). */
-const UPSTREAM = ['ok', 'over-report', 'error-status', 'error-mid-stream', 'no-usage', 'timeout', 'timeout-after-usage', 'caller-disconnect', 'crash-mid-call'];
+const UPSTREAM = ['ok', 'over-report', 'malformed-usage', 'error-status', 'error-mid-stream', 'no-usage', 'timeout', 'timeout-after-usage', 'caller-disconnect', 'crash-mid-call'];
 
 describe('issue 23: the simulator drives gateway calls beside operations, through faults, crashes and concurrent keys (docs/gateway.md)', () => {
   let result: SimulationResult;
@@ -41,6 +41,16 @@ describe('issue 23: the simulator drives gateway calls beside operations, throug
       'checked.gateway-charge-within-hold',
       'checked.gateway-hold-is-the-worst-case',
       'checked.gateway-estimate',
+    ]);
+  });
+
+  it('issue 31: charges every call whose upstream reported a final usage at least its price and at most its hold, any difference an overrun on record; malformed usage at the hold', () => {
+    expectEveryCounted([
+      'observed.gateway-overrun-recorded',
+      'checked.gateway-upstream-report.usage',
+      'checked.gateway-upstream-report.malformed',
+      'checked.gateway-charge-against-upstream.usage',
+      'checked.gateway-charge-against-upstream.malformed',
     ]);
   });
 
