@@ -41,6 +41,7 @@ describe('the usage upstream reported, read so that a malformed field is named, 
     ['web searches as an array', { input_tokens: 10, server_tool_use: { web_search_requests: [1] } }, 'server_tool_use.web_search_requests'],
     ['a mode that is not text', { input_tokens: 10, speed: 1 }, 'speed'],
     ['usage that is not an object', 'lots', 'usage'],
+    ['usage that is an array', [], 'usage'],
   ])('names %s and keeps no usage', (_case, usage, field) => {
     expect(readUsageReport(usage)).toEqual({ malformedField: field });
   });

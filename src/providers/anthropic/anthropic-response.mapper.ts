@@ -68,7 +68,7 @@ export const API_USAGE_FIELD_OF_KIND: Readonly<Record<UsageKind, string>> = {
 
 /** One pass over the fields: the lenient usage (a malformed count as 0) and the first malformed field. */
 function readUsage(usage: unknown): { usage: Usage | undefined; malformedField: string | undefined } {
-  if (typeof usage !== 'object' || usage === null) {
+  if (typeof usage !== 'object' || usage === null || Array.isArray(usage)) {
     return { usage: undefined, malformedField: usage === undefined || usage === null ? undefined : 'usage' };
   }
   const raw = usage as Record<string, unknown>;
