@@ -91,4 +91,22 @@ describe('the relay settles a call before its caller has it whole, and charges a
     // message_start's 5 input tokens and 1 output token are not the call's usage: upstream was cut.
     expect(attempt.usage).toBeUndefined();
   });
+
+  it('a call whose upstream never answers within its time bound is a 504, completed, pending, then settled at its hold (transitions 7 and 9)', async () => {
+    service.upstream.reply({ kind: 'stall' });
+
+    const call = service.client().messages.create(PROMPT).withResponse().catch((error: unknown) => error);
+    await service.upstream.waitForRequests(1);
+    await clock.advance(ATTEMPT_TIMEOUT_MS);
+    const error = (await call) as APIError;
+
+    expect(error).toBeInstanceOf(APIError);
+    expect(error.status).toBe(504);
+    const invocationId = error.headers?.get('llm-ledger-invocation-id');
+    const view = await settledView(service.ledger, invocationId!);
+    expect(view).toMatchObject({ state: 'settled', outcome: 'completed', charge: view.estimate });
+    const events = await service.ledger.app.get<EventStore>(EVENT_STORE).readStream(`invocation-${invocationId}`);
+    expect(events.map((event) => event.type)).toEqual(expect.arrayContaining(['InvocationCompleted', 'InvocationPending', 'InvocationSettled']));
+    expect(events.find((event) => event.type === 'AttemptRecorded')!.data).toMatchObject({ classification: 'timeout', timedOut: true });
+  });
 });
