@@ -47,6 +47,36 @@ describe('usage is read from the stream as it passes, without re-serialising it 
     expect(read([...bytes].map((byte) => Buffer.from([byte]))).report).toEqual(EXPECTED);
   });
 
+  it('tells where the last event (message_stop, or an error) begins, wherever the chunks are cut, so the relay can hold it back', () => {
+    const withError = STREAM.replace(/event: message_delta[^]*$/, event('error', { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }));
+    for (const [text, last] of [[STREAM, 'event: message_stop'], [withError, 'event: error']] as const) {
+      const bytes = Buffer.from(text);
+      const lastAt = bytes.indexOf(last);
+      fc.assert(
+        fc.property(fc.array(fc.integer({ min: 1, max: bytes.length - 1 }), { maxLength: 40 }), (points) => {
+          const reader = new SseUsageReader();
+          let before = 0;
+          let found = false;
+          for (const chunk of cut(bytes, points)) {
+            const at = found ? -1 : reader.feed(chunk);
+            if (found) reader.feed(chunk);
+            else if (at === -1) before += chunk.length;
+            else {
+              before += at;
+              found = true;
+            }
+          }
+          // What goes before the last event is relayed at once: everything up to its `event:` line when
+          // that line begins in the chunk, up to the chunk's start when it began in an earlier one (the
+          // line's newline, its blank line and its data are always held back).
+          expect(found).toBe(true);
+          expect(before).toBeGreaterThanOrEqual(lastAt);
+          expect(before).toBeLessThanOrEqual(lastAt + last.length);
+        }),
+      );
+    }
+  });
+
   it('reads lines ended by \\r\\n as it does lines ended by \\n, with the \\r and \\n in different chunks', () => {
     const bytes = Buffer.from(STREAM.replace(/\n/g, '\r\n'));
     const everyCarriageReturn = [...bytes.entries()].filter(([, byte]) => byte === 0x0d).map(([index]) => index + 1);
