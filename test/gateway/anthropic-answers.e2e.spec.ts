@@ -112,6 +112,23 @@ describe('answers in any coding and of any size are relayed readable and priced 
     expect(settled!.charge).toBe(settled!.admission.holdCredits);
   });
 
+  it('cuts an answer that says gzip but cannot be decoded: a 502 api_error, its usage unknown, charged its hold', async () => {
+    upstream.reply({
+      kind: 'custom',
+      respond: (_request, res) => {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+        res.end(JSON.stringify(MESSAGE));
+      },
+    });
+
+    await expect(gateway.client(KEY).messages.create(PROMPT)).rejects.toMatchObject({ status: 502, error: { error: { type: 'api_error', message: expect.stringContaining('could not be decoded') } } });
+
+    const [settled] = await ledger.waitForSettlements(1);
+    expect(settled!.outcome).toMatchObject({ classification: 'connection', httpStatus: 200 });
+    expect(settled!.outcome.usage).toBeUndefined();
+    expect(settled!.charge).toBe(settled!.admission.holdCredits);
+  });
+
   it('finding 6: a 9 MiB JSON answer is priced from its usage', async () => {
     const text = 'All work and no play. '.repeat((9 * 1024 * 1024) / 22 + 1);
     upstream.reply(messageReply({ content: [textBlock(text)], usage: { input_tokens: 40, output_tokens: 900 } }));
