@@ -6,7 +6,7 @@ import { ConfigurationError, loadLedgerConfig, type LedgerConfig } from '../conf
 import { loadObservabilityConfig, type ObservabilityConfig } from '../observability/observability.config';
 import { loadWebhooksConfig, type WebhooksConfig } from '../webhooks/webhooks.config';
 import { ReadStoreLock, ReadStoreLockedError, readStoreLockPath } from '../projection-runner/read-store.lock';
-import { PostgresAsyncCommitError } from '../event-store/postgres/postgres-event-store';
+import { PostgresAsyncCommitError, PostgresTransactionCounterBehindError } from '../event-store/postgres/postgres-event-store';
 
 /*
  * The standalone service's start, before its application exists: the checks that need nothing
@@ -133,6 +133,7 @@ export function describeStartupFailure(error: unknown): StartupFailure {
     );
   }
   if (error instanceof PostgresAsyncCommitError) return failure('store', error.message, { setting: 'synchronous_commit' });
+  if (error instanceof PostgresTransactionCounterBehindError) return failure('store', error.message);
   const fileError = storeFileError(error);
   if (fileError !== undefined) {
     return failure('store', `${fileError} — check LEDGER_STORE, LEDGER_READ_STORE and LEDGER_ANSWER_STORE`);

@@ -5,6 +5,7 @@ import {
   openPostgresEventStore,
   PostgresAsyncCommitError,
   PostgresEventStore,
+  PostgresTransactionCounterBehindError,
 } from '../../src/event-store/postgres/postgres-event-store';
 import { POSTGRES_SCHEMA_VERSION } from '../../src/event-store/postgres/postgres-schema.migrations';
 import { PostgresTestServer } from '../support/postgres-server';
@@ -122,6 +123,27 @@ describe('PostgreSQL store: an acknowledgement only after a durable commit', () 
     const allowed = await openPostgresEventStore({ connectionString: url, allowAsyncCommit: true });
     await allowed.append('allowed', [newEvent()], { expectedRevision: 'no_stream' });
     await allowed.close();
+  });
+});
+
+describe('PostgreSQL store: positions made of transaction ids', () => {
+  it('refuses a log whose positions are ahead of the server\'s transaction counter (a dump restored into another cluster), naming the way out', async () => {
+    const url = await freshDatabase();
+    const store = await openPostgresEventStore({ connectionString: url });
+    await store.append('restored', [newEvent()], { expectedRevision: 'no_stream' });
+    await store.close();
+    // What a restore into a younger cluster looks like: the log's last position from a transaction id not reached yet.
+    await withClient(url, (client) =>
+      client.query("UPDATE ledger_events SET position = (pg_snapshot_xmax(pg_current_snapshot())::text::bigint + 1000000) * 65536 WHERE stream_name = 'restored'"),
+    );
+
+    const refusal = await openPostgresEventStore({ connectionString: url }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+
+    expect(refusal).toBeInstanceOf(PostgresTransactionCounterBehindError);
+    expect((refusal as Error).message).toMatch(/pg_resetwal -x/);
   });
 });
 

@@ -385,6 +385,29 @@ async function checkDurableCommits(pool: Pool, allowAsyncCommit: boolean): Promi
 }
 
 /**
+ * Thrown at open when the log holds positions made of transaction ids this server has not reached:
+ * the database was restored from a dump into another cluster, whose counter started again. New
+ * events would sort before old ones, and every reader would skip them.
+ */
+export class PostgresTransactionCounterBehindError extends Error {
+  override readonly name = 'PostgresTransactionCounterBehindError';
+}
+
+/** Refuses a log whose last position is ahead of the server's transaction counter (see the error). */
+async function checkTransactionCounter(pool: Pool): Promise<void> {
+  const { rows } = await pool.query<{ last: string | null; next: string }>(
+    `SELECT (max(position) >> ${POSTGRES_POSITION_INDEX_BITS})::text AS last, pg_snapshot_xmax(pg_current_snapshot())::text AS next FROM ledger_events`,
+  );
+  const { last, next } = rows[0]!;
+  if (last === null || BigInt(last) < BigInt(next)) return;
+  throw new PostgresTransactionCounterBehindError(
+    `The PostgreSQL log's last position belongs to transaction ${last}, but this server's next transaction id is ${next} ` +
+      `(restored from a dump into another cluster?): new events would sort before old ones. Stop the server and move its counter past the log ` +
+      `with pg_resetwal -x <an xid above ${last}>, or restore from a physical backup`,
+  );
+}
+
+/**
  * Connects to PostgreSQL, migrates the schema to this build's version (postgres-schema.migrations.ts)
  * and checks that commits are durable; the returned store is ready to append.
  */
@@ -401,6 +424,7 @@ export async function openPostgresEventStore(options: PostgresEventStoreOptions)
   try {
     await migratePostgresSchema(pool);
     await checkDurableCommits(pool, options.allowAsyncCommit === true);
+    await checkTransactionCounter(pool);
     return new PostgresEventStore(pool, options.connectionString);
   } catch (error) {
     await pool.end().catch(() => undefined);
