@@ -13,10 +13,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { grouped } from '../../projections/gateway-explanation-sentence';
 import { runCli } from '../../src/cli/run-cli';
-import { openSqliteEventStore } from '../../src/event-store/sqlite/sqlite-event-store';
+import { openEventStore } from '../../src/event-store/open-event-store';
 import { MemoryIo } from '../cli/support/memory-io';
 import { LEDGER_TOKENS, TOKENS } from '../http/support/http-ledger';
 import { MessagesApiServer, messageStream } from '../support/messages-api-server';
+import { PostgresTestServer } from '../support/postgres-server';
 import { running, startServiceProcess, SERVICE_START_TIMEOUT_MS, type ServiceProcess } from '../support/service-process';
 import { GATEWAY_KEY_NAME, GATEWAY_MODEL, GATEWAY_PRICES, GRANTED_CREDITS } from './support/gateway-service';
 
@@ -46,26 +47,51 @@ interface InvocationView {
   readonly charge: number;
 }
 
-describe('docs/gateway.md "Settlement": a streamed gateway call cut by SIGKILL is settled at its hold by recovery after a restart, and explained (STATE-PFM-LLM-001 transition 14)', () => {
+/** Where the service's log is: the SQLite file in its directory, or a database on a PostgreSQL server the test starts. */
+interface LogUnderTest {
+  /** LEDGER_STORE and the instance's own files. */
+  env(directory: string): Record<string, string>;
+  close(): Promise<void>;
+}
+
+describe.each<[string, () => Promise<LogUnderTest>]>([
+  ['the embedded SQLite log', async () => ({ env: (directory) => ({ LEDGER_STORE: `sqlite:${join(directory, 'ledger.sqlite')}` }), close: async () => undefined })],
+  [
+    'a PostgreSQL log',
+    async () => {
+      const server = await PostgresTestServer.start();
+      const url = await server.createDatabase('sigkill');
+      return {
+        env: (directory) => ({ LEDGER_STORE: url, LEDGER_READ_STORE: join(directory, 'read-models.sqlite'), LEDGER_ANSWER_STORE: join(directory, 'answers.sqlite') }),
+        close: () => server.stop(),
+      };
+    },
+  ],
+])('docs/gateway.md "Settlement": a streamed gateway call cut by SIGKILL is settled at its hold by recovery after a restart, and explained (STATE-PFM-LLM-001 transition 14), on %s', (_name, openLog) => {
   let directory: string;
   let upstream: MessagesApiServer;
   let service: ServiceProcess | undefined;
   let releaseUpstream: () => void = () => undefined;
+  let log: LogUnderTest | undefined;
+  let logEnv: Record<string, string>;
 
   beforeAll(async () => {
     directory = mkdtempSync(join(tmpdir(), 'llm-ledger-gateway-sigkill-'));
     upstream = await MessagesApiServer.start();
+    log = await openLog();
+    logEnv = log.env(directory);
   });
 
   afterAll(async () => {
     if (service !== undefined && running(service)) service.child.kill('SIGKILL');
     releaseUpstream();
     await upstream.close();
+    await log?.close();
     rmSync(directory, { recursive: true, force: true });
   });
 
   const start = () =>
-    startServiceProcess(directory, { LEDGER_TOKENS, ANTHROPIC_BASE_URL: upstream.baseURL, ANTHROPIC_API_KEY: 'sk-ant-the-service-own', ...RECOVERY_ENV });
+    startServiceProcess(directory, { LEDGER_TOKENS, ANTHROPIC_BASE_URL: upstream.baseURL, ANTHROPIC_API_KEY: 'sk-ant-the-service-own', ...RECOVERY_ENV, ...logEnv });
 
   it(
     'settles the call at its hold after the restart, says so in its explanation, and leaves balance, ledger, statement and key spend equal with nothing held',
@@ -99,7 +125,7 @@ describe('docs/gateway.md "Settlement": a streamed gateway call cut by SIGKILL i
       expect((await exited)[1]).toBe('SIGKILL');
       // The caller saw its stream cut, never its end.
       expect(await ended).toBe('cut');
-      const dispatched = await lastEventOf(directory, invocationId);
+      const dispatched = await lastEventOf(logEnv.LEDGER_STORE!, invocationId);
       expect(dispatched.type).toBe('InvocationDispatched');
 
       service = await start();
@@ -123,10 +149,10 @@ describe('docs/gateway.md "Settlement": a streamed gateway call cut by SIGKILL i
       live.child.kill('SIGTERM');
       await once(live.child, 'exit');
 
-      const settled = await lastEventOf(directory, invocationId);
+      const settled = await lastEventOf(logEnv.LEDGER_STORE!, invocationId);
       expect(settled).toMatchObject({ type: 'InvocationSettled', data: { settledBy: 'recovery', transition: 14, chargeCredits: hold } });
       const io = new MemoryIo();
-      const exitCode = await runCli(['audit', 'verify'], { io, env: { LEDGER_STORE: `sqlite:${join(directory, 'ledger.sqlite')}` } });
+      const exitCode = await runCli(['audit', 'verify'], { io, env: logEnv });
       expect({ exitCode, out: exitCode === 0 ? '' : io.stdoutText }).toEqual({ exitCode: 0, out: '' });
     },
     TEST_TIMEOUT_MS,
@@ -150,8 +176,8 @@ async function expectEveryFigureAgrees(service: ServiceProcess, hold: number, ke
 }
 
 /** The invocation stream's last event, read from the log while no process has it open. */
-async function lastEventOf(directory: string, invocationId: string): Promise<{ type: string; data: unknown }> {
-  const store = openSqliteEventStore({ path: join(directory, 'ledger.sqlite') });
+async function lastEventOf(storeUrl: string, invocationId: string): Promise<{ type: string; data: unknown }> {
+  const store = await openEventStore(storeUrl);
   try {
     const events = await store.readStream(`invocation-${invocationId}`);
     const last = events[events.length - 1]!;
