@@ -7,7 +7,7 @@
 import type { Publication } from '../catalog/operation.events';
 import { MAX_MODEL_NAME_CHARS } from '../catalog/publication.validation';
 import { MAX_PROVIDER_REQUEST_ID_CHARS, MAX_SERVICE_TIER_CHARS, MAX_USAGE_MODE_CHARS } from '../invocations/invocation.validation';
-import { API_USAGE_FIELD_OF_KIND } from '../providers/anthropic/anthropic-response.mapper';
+import { API_USAGE_FIELD_OF_KIND, MAX_REPORTED_USAGE_COUNT } from '../providers/anthropic/anthropic-response.mapper';
 import { priceAttempt, priceInMillionths, ratesFor } from '../runtime/pricing';
 import { USAGE_KINDS, type Usage, type UsageKind } from '../runtime/provider.port';
 import { NO_USAGE } from '../runtime/usage';
@@ -50,9 +50,13 @@ export function gatewayAttemptFacts(outcome: GatewayCallOutcome, publication: Pu
   }
 }
 
-/** The first field of `usage` the attempt record would refuse: a count that is not a non-negative safe integer, a mode name too long. */
+/**
+ * The first field of `usage` that is malformed: a count that is not a non-negative safe integer or is
+ * above MAX_REPORTED_USAGE_COUNT (as `readUsageReport` judges the upstream's own fields), a mode name
+ * too long for the attempt record.
+ */
 function malformedFieldOf(usage: Usage): string | undefined {
-  const kind = USAGE_KINDS.find((count) => !Number.isSafeInteger(usage[count]) || usage[count] < 0);
+  const kind = USAGE_KINDS.find((count) => !Number.isSafeInteger(usage[count]) || usage[count] < 0 || usage[count] > MAX_REPORTED_USAGE_COUNT);
   if (kind !== undefined) return API_USAGE_FIELD_OF_KIND[kind];
   if (!fits(usage.serviceTier, MAX_SERVICE_TIER_CHARS)) return 'service_tier';
   if (!fits(usage.speed, MAX_USAGE_MODE_CHARS)) return 'speed';

@@ -10,6 +10,7 @@
  */
 import type { GatewayCallOutcome, MessagesBodyFacts } from '../gateway/gateway-call.port';
 import type { GatewayKeySettings, SpendPeriod } from '../accounts/gateway-keys';
+import { MAX_REPORTED_USAGE_COUNT } from '../providers/anthropic/anthropic-response.mapper';
 import { BASIS_POINTS_PER_MULTIPLE, type GatewayPrices, type Prices } from '../runtime/conversation.types';
 import { PRICE_KINDS } from '../runtime/price-kinds';
 import type { Usage } from '../runtime/provider.port';
@@ -209,8 +210,9 @@ export function independentGatewayPrice(usage: Usage, prices: GatewayPrices): nu
 /**
  * What the upstream reported for a call, judged here on its own (docs/gateway.md "Settlement"): a
  * final usage and its price, which the call must be charged (up to its hold, the rest on record as its
- * overrun); malformed usage (a count that is not a non-negative safe integer, or a price past the
- * exact-integer range), which must be charged the hold; or no usage at all.
+ * overrun); malformed usage (a count that is not a non-negative safe integer or is above
+ * MAX_REPORTED_USAGE_COUNT, or a price past the exact-integer range), which must be charged the hold;
+ * or no usage at all.
  */
 export type UpstreamReport = { readonly kind: 'usage'; readonly usage: Usage; readonly priceCredits: number } | { readonly kind: 'malformed' } | { readonly kind: 'none' };
 
@@ -219,7 +221,8 @@ export function judgeUpstreamReport(outcome: GatewayCallOutcome, prices: Gateway
   const usage = outcome.usage;
   if (usage === undefined) return { kind: 'none' };
   const counts = usage as unknown as Record<string, number>;
-  if (PRICE_KINDS.some((kind) => !Number.isSafeInteger(counts[kind.usage]) || counts[kind.usage]! < 0)) return { kind: 'malformed' };
+  const malformedCount = (count: number | undefined): boolean => count === undefined || !Number.isSafeInteger(count) || count < 0 || count > MAX_REPORTED_USAGE_COUNT;
+  if (PRICE_KINDS.some((kind) => malformedCount(counts[kind.usage]))) return { kind: 'malformed' };
   const priceCredits = independentGatewayPrice(usage, prices);
   return Number.isSafeInteger(priceCredits) ? { kind: 'usage', usage, priceCredits } : { kind: 'malformed' };
 }

@@ -9,6 +9,7 @@
  * hold. Seeded (FUZZ_SEED) and bounded by a count of calls, not a clock.
  */
 import { GATEWAY_OPERATION_ID } from '../../src/gateway/gateway-calls.service';
+import { MAX_REPORTED_USAGE_COUNT } from '../../src/providers/anthropic/anthropic-response.mapper';
 import { independentGatewayPrice } from '../../src/simulation/gateway-audit';
 import { Prng } from '../../src/simulation/prng';
 import type { GatewayPrices } from '../../src/runtime/conversation.types';
@@ -105,12 +106,13 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-const isCount = (value: unknown): boolean => value === undefined || value === null || (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0);
+const isCount = (value: unknown): boolean =>
+  value === undefined || value === null || (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 && value <= MAX_REPORTED_USAGE_COUNT);
 const countOf = (value: unknown): number => (typeof value === 'number' ? value : 0);
 
 /**
  * The upstream's final usage judged here on its own: no usage, malformed (a count that is not a
- * non-negative safe integer, an object that is not one, a mode that is not text, or a price past the
+ * non-negative safe integer or is above MAX_REPORTED_USAGE_COUNT, an object that is not one, a mode that is not text, or a price past the
  * exact-integer range), or its price at FUZZ_PRICES.
  */
 function judge(finalUsage: unknown): { readonly kind: 'none' } | { readonly kind: 'malformed' } | { readonly kind: 'priced'; readonly credits: number } {

@@ -7,7 +7,7 @@ import type { Publication } from '../../src/catalog/operation.events';
 import { gatewayAttemptFacts } from '../../src/gateway/gateway-attempt.record';
 import type { GatewayCallOutcome } from '../../src/gateway/gateway-call.port';
 import { readAttempt } from '../../src/invocations/invocation.validation';
-import { readUsageReport } from '../../src/providers/anthropic/anthropic-response.mapper';
+import { mapUsage, MAX_REPORTED_USAGE_COUNT, readUsageReport } from '../../src/providers/anthropic/anthropic-response.mapper';
 import { NO_USAGE } from '../../src/runtime/usage';
 
 const PUBLICATION: Publication = {
@@ -36,6 +36,9 @@ describe('the usage upstream reported, read so that a malformed field is named, 
     ['a fractional count', { input_tokens: 10, output_tokens: 9.5 }, 'output_tokens'],
     ['a count as text', { input_tokens: 10, output_tokens: '9000' }, 'output_tokens'],
     ['a count past 2^53', { input_tokens: 10, cache_read_input_tokens: 2 ** 53 + 2 }, 'cache_read_input_tokens'],
+    ['a count past MAX_REPORTED_USAGE_COUNT', { input_tokens: 10, output_tokens: MAX_REPORTED_USAGE_COUNT + 1 }, 'output_tokens'],
+    ['2^53−1 cache-read tokens, past MAX_REPORTED_USAGE_COUNT', { input_tokens: 10, cache_read_input_tokens: Number.MAX_SAFE_INTEGER }, 'cache_read_input_tokens'],
+    ['web searches past MAX_REPORTED_USAGE_COUNT', { input_tokens: 10, server_tool_use: { web_search_requests: MAX_REPORTED_USAGE_COUNT + 1 } }, 'server_tool_use.web_search_requests'],
     ['a breakdown that is not an object', { input_tokens: 10, cache_creation: 7 }, 'cache_creation'],
     ['a nested count that is malformed', { input_tokens: 10, cache_creation: { ephemeral_1h_input_tokens: -5 } }, 'cache_creation.ephemeral_1h_input_tokens'],
     ['web searches as an array', { input_tokens: 10, server_tool_use: { web_search_requests: [1] } }, 'server_tool_use.web_search_requests'],
@@ -52,6 +55,13 @@ describe('the usage upstream reported, read so that a malformed field is named, 
     });
     expect(readUsageReport(undefined)).toEqual({});
     expect(readUsageReport(null)).toEqual({});
+  });
+
+  it('reads a count of exactly MAX_REPORTED_USAGE_COUNT as usage; an operation provider’s lenient mapUsage keeps a count above it as reported', () => {
+    expect(readUsageReport({ input_tokens: 10, cache_read_input_tokens: MAX_REPORTED_USAGE_COUNT })).toEqual({
+      usage: { ...NO_USAGE, inputTokens: 10, cacheReadTokens: MAX_REPORTED_USAGE_COUNT },
+    });
+    expect(mapUsage({ input_tokens: 10, cache_read_input_tokens: Number.MAX_SAFE_INTEGER })).toEqual({ ...NO_USAGE, inputTokens: 10, cacheReadTokens: Number.MAX_SAFE_INTEGER });
   });
 });
 

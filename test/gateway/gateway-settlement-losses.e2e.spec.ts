@@ -6,6 +6,8 @@
  * explanation, counted in `ledger_gateway_overrun_credits_total` and delivered as a signed webhook.
  */
 import { LedgerMetrics } from '../../src/observability/ledger-metrics';
+import { MAX_REPORTED_USAGE_COUNT } from '../../src/providers/anthropic/anthropic-response.mapper';
+import type { UsageStatement } from '../../src/queries/get-usage.query';
 import { verifySignature } from '../../src/webhooks/webhook-signature';
 import { bearer, TOKENS } from '../http/support/http-ledger';
 import { parseMetrics, samples } from '../observability/support/metrics-text';
@@ -120,6 +122,39 @@ describe('settlement never loses money in silence (issue 31; docs/gateway.md "Se
     const explained = await explanation(answered.invocationId);
     expect(explained.settlement).toMatchObject({ transition: 9 });
     expect(explained.sentence).toContain('the upstream reported malformed usage (server_tool_use.web_search_requests), so it was charged its');
+  });
+
+  it.each([
+    ['the bound + 1', String(MAX_REPORTED_USAGE_COUNT + 1)],
+    ['2^53−1', String(Number.MAX_SAFE_INTEGER)],
+  ])('a count of %s, past MAX_REPORTED_USAGE_COUNT, is malformed usage, charged the hold and explained so', async (_name, value) => {
+    service.upstream.reply({ kind: 'raw', status: 200, body: answerWithUsage(`{"input_tokens":10,"output_tokens":5,"cache_read_input_tokens":${value}}`), headers: { 'content-type': 'application/json' } });
+    const answered = await call(GATEWAY_MODEL, false);
+    expect(answered.status).toBe(200);
+    await expectChargedHoldForMalformed(answered.invocationId, 'cache_read_input_tokens');
+  });
+
+  it('an upstream reporting 2^53−1 cache-read tokens twice does not stop the read side: /health/ready is 200 and the statement answers', async () => {
+    const invocationIds: string[] = [];
+    const settledDays: string[] = [];
+    for (const stream of [false, true]) {
+      const usage = `{"input_tokens":10,"output_tokens":5,"cache_read_input_tokens":${Number.MAX_SAFE_INTEGER}}`;
+      if (stream) service.upstream.reply({ kind: 'sse', steps: streamWithDeltaUsage(usage) });
+      else service.upstream.reply({ kind: 'raw', status: 200, body: answerWithUsage(usage), headers: { 'content-type': 'application/json' } });
+      const answered = await call(GATEWAY_MODEL, stream);
+      expect(answered.status).toBe(200);
+      invocationIds.push(answered.invocationId);
+      settledDays.push(((await settledView(service.ledger, answered.invocationId)).settledAt as string).slice(0, 10));
+    }
+    // The statement waits for the usage-statements read model to reach the log's head, so readiness then sees it there.
+    const statement = await service.ledger.http().get(`/v1/organizations/acme/usage?from=${settledDays[0]}&to=${settledDays[1]}&groupBy=key`).set(bearer(TOKENS.system));
+    expect(statement.status).toBe(200);
+    const { totals } = statement.body as UsageStatement;
+    expect(totals.settled).toBeGreaterThanOrEqual(2);
+    expect(totals.tokens.cacheReadTokens).toBeLessThan(MAX_REPORTED_USAGE_COUNT);
+    expect(totals).not.toHaveProperty('usageSaturated');
+    expect((await service.ledger.http().get('/health/ready')).status).toBe(200);
+    for (const invocationId of invocationIds) await expectChargedHoldForMalformed(invocationId, 'cache_read_input_tokens');
   });
 
   it('finding 4: an attempt priced above its hold is charged its hold and the overrun recorded: view, explanation, metric and signed webhook', async () => {

@@ -25,6 +25,18 @@ export function mapStopReason(stopReason: unknown): StopReason | undefined {
 }
 
 /**
+ * The largest count of one usage kind the gateway believes one call reported, in tokens (or web
+ * searches); a count above it is malformed usage (docs/gateway.md "Settlement"). One Anthropic call
+ * cannot come near it: a context window is about 10^6 tokens and a server tool re-reads it at most a
+ * few hundred times, some 10^8 tokens, and a call makes at most a few hundred searches. Yet it is low
+ * enough that the read side's sums stay exact for a very long time: a usage-statement line (one key,
+ * model and UTC day) leaves the exact-integer range only after about 900,000 calls each reporting
+ * the bound in the same kind (2^53 / 10^10), and anything summed past it saturates there
+ * (`addUsageSaturating`).
+ */
+export const MAX_REPORTED_USAGE_COUNT = 10_000_000_000;
+
+/**
  * The usage the API reported, field by field, or undefined when it reported none:
  * `input_tokens` (uncached input), `output_tokens`, `cache_creation.ephemeral_5m_input_tokens` and
  * `ephemeral_1h_input_tokens` (writes by lifetime), `cache_read_input_tokens`,
@@ -33,7 +45,9 @@ export function mapStopReason(stopReason: unknown): StopReason | undefined {
  * used no cache or no server tool) count as 0. Without the `cache_creation` breakdown, every write in
  * `cache_creation_input_tokens` has the default 5-minute lifetime; a total above the breakdown's sum
  * is counted as 5-minute writes too, so no billed token is dropped. A malformed count counts as 0
- * here; the gateway reads the same usage with `readUsageReport`, which says which field it was.
+ * here, and a count above MAX_REPORTED_USAGE_COUNT as reported (an operation's provider is the
+ * operator's own); the gateway reads the same usage with `readUsageReport`, which says which field
+ * was malformed.
  */
 export function mapUsage(usage: unknown): Usage | undefined {
   return readUsage(usage).usage;
@@ -43,8 +57,8 @@ export function mapUsage(usage: unknown): Usage | undefined {
  * The API's usage as the gateway prices it (docs/gateway.md "Settlement"): the usage, or, when any
  * field is malformed, the first such field's name (`output_tokens`,
  * `server_tool_use.web_search_requests`, …) and no usage, so it is never priced from a guess. A count
- * is malformed unless it is null, absent or a non-negative safe integer (1e20, 2^53+1, −1, 9.5 and
- * "9000" all are); a nested object unless null, absent or an object; a mode unless null, absent or a
+ * is malformed unless it is null, absent or a non-negative integer at most MAX_REPORTED_USAGE_COUNT
+ * (1e20, 2^53−1, −1, 9.5 and "9000" all are); a nested object unless null, absent or an object; a mode unless null, absent or a
  * string. Never the field's value: it came from upstream and is not kept.
  */
 export function readUsageReport(usage: unknown): { readonly usage?: Usage; readonly malformedField?: string } {
@@ -98,9 +112,15 @@ function readUsage(usage: unknown): { usage: Usage | undefined; malformedField: 
 class UsageFields {
   malformed: string | undefined;
 
-  /** Token counts are non-negative safe integers (null: none); anything else counts as 0 and is malformed. */
+  /**
+   * Token counts are non-negative safe integers (null: none); anything else counts as 0 and is
+   * malformed. One above MAX_REPORTED_USAGE_COUNT is malformed too, but counts as reported.
+   */
   count(name: string, value: unknown): number {
-    if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return value;
+    if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) {
+      if (value > MAX_REPORTED_USAGE_COUNT) this.flag(name, value);
+      return value;
+    }
     this.flag(name, value);
     return 0;
   }
