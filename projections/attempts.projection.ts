@@ -1,6 +1,6 @@
 import type { RecordedEvent } from '../src/event-store/event-store.port';
 import { MAX_RETAINED_ATTEMPTS, type InvocationEvent } from '../src/invocations/invocation.events';
-import { addUsage, NO_USAGE } from '../src/runtime/usage';
+import { addUsageSaturating, NO_USAGE } from '../src/runtime/usage';
 import type { Projection } from '../src/projection-runner';
 import type { AttemptRecord, Usage } from '../src/runtime';
 import { currentLedgerEvent } from '../src/upcasters/ledger.upcasters';
@@ -27,7 +27,11 @@ export interface AttemptHistoryView {
   readonly attemptCount: number;
   /** True when attemptCount exceeds the retained rows, so some attempts have no row. */
   readonly attemptsTruncated: boolean;
-  /** Token totals over every attempt (exact once the conversation finished, even when truncated). */
+  /**
+   * Token totals over every attempt (exact once the conversation finished, even when truncated).
+   * While it runs, the rows' sum, each kind at most Number.MAX_SAFE_INTEGER, so an absurd count in the
+   * log never stops the read model; each row keeps its own usage exactly.
+   */
   readonly usageTotals: Usage;
   /** Integer credits over every attempt: the conversation's spend. */
   readonly priceTotalCredits: number;
@@ -85,7 +89,7 @@ function applyAttemptEvent(
         attempts: retained ? [...view.attempts, row] : view.attempts,
         attemptCount: view.attemptCount + 1,
         attemptsTruncated: view.attemptsTruncated || !retained,
-        usageTotals: row.usage === undefined ? view.usageTotals : addUsage(view.usageTotals, row.usage),
+        usageTotals: row.usage === undefined ? view.usageTotals : addUsageSaturating(view.usageTotals, row.usage).usage,
         priceTotalCredits: view.priceTotalCredits + row.priceCredits,
       };
     }

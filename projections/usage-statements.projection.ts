@@ -1,5 +1,5 @@
 import type { Projection } from '../src/projection-runner';
-import { addUsage, NO_USAGE } from '../src/runtime/usage';
+import { addUsageSaturating, NO_USAGE } from '../src/runtime/usage';
 import type { Outcome, Usage } from '../src/runtime';
 import { currentLedgerEvent } from '../src/upcasters/ledger.upcasters';
 import type { InvocationRecordedEvent } from './invocations.projection';
@@ -39,7 +39,13 @@ export interface UsageDayView {
   /** Refused invocations, and how many for each reason. */
   readonly refused: number;
   readonly refusals: Readonly<Record<string, number>>;
+  /** Each kind at most Number.MAX_SAFE_INTEGER: a sum past it is that bound (usageSaturated). */
   readonly tokens: Usage;
+  /**
+   * Present, true, once some kind's total passed Number.MAX_SAFE_INTEGER and shows that bound instead
+   * of the sum, so a log holding absurd counts never stops the read model (docs/http.md).
+   */
+  readonly usageSaturated?: true;
 }
 
 interface OpenInvocation {
@@ -89,8 +95,8 @@ export const usageStatementsProjection: Projection<InvocationRecordedEvent> = {
         tx.put(OPEN_COLLECTION, invocationId, {
           ...open,
           outcome: event.type === 'InvocationCompleted' ? event.data.outcome : 'failed',
-          // The priced kinds only, so the line sums exactly what an invoice prices.
-          usage: addUsage(NO_USAGE, event.data.usageTotals),
+          // The priced kinds only, so the line sums exactly what an invoice prices (each total within the range already).
+          usage: addUsageSaturating(NO_USAGE, event.data.usageTotals).usage,
         } satisfies OpenInvocation);
         return;
       case 'InvocationRefused': {
@@ -104,12 +110,14 @@ export const usageStatementsProjection: Projection<InvocationRecordedEvent> = {
         const { settledAt, chargeCredits } = event.data;
         const line = lineOf(tx.get<UsageDayView>(USAGE_DAY_COLLECTION, idOf(open, settledAt)), open, settledAt);
         const outcome: StatementOutcome = open.outcome ?? NO_OUTCOME;
+        const tokens = addUsageSaturating(line.tokens, open.usage);
         put(tx, {
           ...line,
           credits: line.credits + chargeCredits,
           settled: line.settled + 1,
           outcomes: { ...line.outcomes, [outcome]: (line.outcomes[outcome] ?? 0) + 1 },
-          tokens: addUsage(line.tokens, open.usage),
+          tokens: tokens.usage,
+          ...(tokens.saturated ? { usageSaturated: true } : {}),
         });
         tx.delete(OPEN_COLLECTION, invocationId);
         return;

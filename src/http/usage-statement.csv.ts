@@ -1,7 +1,8 @@
 /**
  * A usage statement as `text/csv` (RFC 4180): one line per row of the JSON answer, in the same order,
  * with the same figures. Key columns are the grouped ones; every outcome, refusal reason and token
- * kind has its own column, so the header does not depend on the data.
+ * kind has its own column, and `usageSaturated` (`true` when a token total stopped at
+ * Number.MAX_SAFE_INTEGER) ends each line, so the header does not depend on the data.
  *
  * Text cells come from people: model names from operators, gateway key names from customers'
  * administrators. A cell a spreadsheet would read as a formula (starting with `=`, `+`, `-`, `@`, a
@@ -35,6 +36,7 @@ export function usageStatementCsv(statement: UsageStatement): string {
     'refused',
     ...ADMISSION_REFUSAL_REASONS.map((reason) => `refused_${reason}`),
     ...USAGE_KINDS,
+    'usageSaturated',
   ];
   const line = (row: UsageStatementRow): (string | number)[] => [
     ...keys.map((key) => row[key] ?? ''),
@@ -44,6 +46,7 @@ export function usageStatementCsv(statement: UsageStatement): string {
     row.refused,
     ...ADMISSION_REFUSAL_REASONS.map((reason) => row.refusals[reason] ?? 0),
     ...USAGE_KINDS.map((kind) => row.tokens[kind]),
+    row.usageSaturated === true ? 'true' : 'false',
   ];
   return stringify([header, ...statement.rows.map(line)], {
     escape_formulas: true,

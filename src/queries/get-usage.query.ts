@@ -5,7 +5,7 @@ import { ValidationError } from '../domain/domain.errors';
 import { FieldChecks } from '../domain/field-checks';
 import { LiveProjections, MAX_LIST_LIMIT, READ_MODEL_STORE, type SqliteReadModelStore } from '../projection-runner';
 import type { Usage } from '../runtime/provider.port';
-import { addUsage, NO_USAGE } from '../runtime/usage';
+import { addUsageSaturating, NO_USAGE } from '../runtime/usage';
 import { catchUp } from './read-model-catch-up';
 
 /** The longest period one statement covers, in days. */
@@ -37,7 +37,10 @@ export interface UsageStatementRow {
   readonly outcomes: Readonly<Partial<Record<StatementOutcome, number>>>;
   readonly refused: number;
   readonly refusals: Readonly<Partial<Record<string, number>>>;
+  /** Each kind at most Number.MAX_SAFE_INTEGER: a sum past it is that bound (usageSaturated). */
   readonly tokens: Usage;
+  /** Present, true, when some kind's tokens passed Number.MAX_SAFE_INTEGER, on a line or in this sum. */
+  readonly usageSaturated?: true;
 }
 
 export interface UsageStatement {
@@ -77,16 +80,7 @@ export class GetUsageHandler implements IQueryHandler<GetUsageQuery, UsageStatem
     const { from, to, groupBy } = readPeriod(period);
     await catchUp(this.runner, [USAGE_STATEMENTS_PROJECTION]);
     const lines = this.store.readSnapshot(() => this.linesOf(organizationId, from, to));
-    const grouped = new Map<string, UsageStatementRow>();
-    for (const line of lines) {
-      const keys = rowKeys(line, groupBy);
-      const id = JSON.stringify([keys.day, keys.operationId, keys.model, keys.keyId]);
-      // Lines come in day order: a key's row takes the name of its latest line.
-      grouped.set(id, { ...sum(grouped.get(id) ?? emptyRow(keys), line), ...(keys.keyName === undefined ? {} : { keyName: keys.keyName }) });
-    }
-    const rows = [...grouped.values()].sort(compareRows);
-    const totals = lines.reduce<UsageStatementRow>((total, line) => sum(total, line), emptyRow({}));
-    return { organizationId, from, to, groupBy, rows, totals };
+    return { organizationId, from, to, groupBy, ...statementRows(lines, groupBy) };
   }
 
   /** The organization's day lines from `from` to `to`, in id order (day, operation, model, key). */
@@ -104,6 +98,20 @@ export class GetUsageHandler implements IQueryHandler<GetUsageQuery, UsageStatem
       afterId = page[page.length - 1]!.id;
     }
   }
+}
+
+/** A statement's rows and totals from its day lines, in day order: the sums of each group and of all. */
+export function statementRows(lines: readonly UsageDayView[], groupBy: readonly UsageGroupBy[]): Pick<UsageStatement, 'rows' | 'totals'> {
+  const grouped = new Map<string, UsageStatementRow>();
+  for (const line of lines) {
+    const keys = rowKeys(line, groupBy);
+    const id = JSON.stringify([keys.day, keys.operationId, keys.model, keys.keyId]);
+    // Lines come in day order: a key's row takes the name of its latest line.
+    grouped.set(id, { ...sum(grouped.get(id) ?? emptyRow(keys), line), ...(keys.keyName === undefined ? {} : { keyName: keys.keyName }) });
+  }
+  const rows = [...grouped.values()].sort(compareRows);
+  const totals = lines.reduce<UsageStatementRow>((total, line) => sum(total, line), emptyRow({}));
+  return { rows, totals };
 }
 
 function readPeriod(period: UsagePeriod): { from: string; to: string; groupBy: UsageGroupBy[] } {
@@ -146,9 +154,15 @@ function emptyRow(keys: RowKeys): UsageStatementRow {
   return { ...keys, credits: 0, settled: 0, outcomes: {}, refused: 0, refusals: {}, tokens: NO_USAGE };
 }
 
+/**
+ * The row with the line added. Credits cannot leave the exact-integer range: they are some of the
+ * organization's settled charges, whose running total the account keeps within
+ * MAX_ACCOUNT_TOTAL_CREDITS (src/accounts/account.bounds.ts); tokens saturate there instead.
+ */
 function sum(row: UsageStatementRow, line: UsageDayView): UsageStatementRow {
   const credits = row.credits + line.credits;
   if (!Number.isSafeInteger(credits)) throw new RangeError('statement credits left the safe integer range');
+  const tokens = addUsageSaturating(row.tokens, line.tokens);
   return {
     ...row,
     credits,
@@ -156,7 +170,8 @@ function sum(row: UsageStatementRow, line: UsageDayView): UsageStatementRow {
     outcomes: addCounts(row.outcomes, line.outcomes),
     refused: row.refused + line.refused,
     refusals: addCounts(row.refusals, line.refusals),
-    tokens: addUsage(row.tokens, line.tokens),
+    tokens: tokens.usage,
+    ...(row.usageSaturated || line.usageSaturated || tokens.saturated ? { usageSaturated: true } : {}),
   };
 }
 

@@ -139,3 +139,13 @@ describe('attempt history per invocation', () => {
     expect(project(attemptsProjection, log.events).snapshot()).toEqual(tx.snapshot());
   });
 });
+
+describe('attempt history never faults on a sum past the exact-integer range (docs/http.md)', () => {
+  it('two attempts in the log reporting 2^53−1 cache-read tokens each: the running total stops at the bound, each row keeps its own usage', () => {
+    const huge = { ...usage(10, 5), cacheReadTokens: Number.MAX_SAFE_INTEGER };
+    const log = new EventLog().invocation('inv-1', estimated(V1), reserved(), dispatched(), attempt(1, 0, { usage: huge }), attempt(2, 0, { usage: huge }));
+    const view = history(log);
+    expect(view.usageTotals).toEqual({ ...usage(20, 10), cacheReadTokens: Number.MAX_SAFE_INTEGER });
+    expect(view.attempts.map((row) => row.usage)).toEqual([huge, huge]);
+  });
+});
