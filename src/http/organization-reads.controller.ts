@@ -90,7 +90,7 @@ export class OrganizationReadsController {
       '(both included, at most 366), grouped by any of `operation`, `model`, `day`, `key` (a gateway call\'s key). `Accept: text/csv` gives the same rows as CSV, text cells never read as spreadsheet formulas.',
   })
   @ApiProduces('application/json', 'text/csv')
-  @ApiOkResponse({ description: '`{ organizationId, from, to, groupBy, rows: [{ day?, operationId?, model?, keyId?, keyName?, credits, settled, outcomes, refused, refusals, tokens }], totals }`' })
+  @ApiOkResponse({ description: '`{ organizationId, from, to, groupBy, rows: [{ day?, operationId?, model?, keyId?, keyName?, credits, settled, outcomes, refused, refusals, tokens, usageSaturated? }], totals }`' })
   @ApiInvalidRequest()
   @ApiNotFound('Not the caller’s organization.')
   async usage(
