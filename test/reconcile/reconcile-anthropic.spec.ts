@@ -14,6 +14,10 @@ import { MemoryIo } from '../cli/support/memory-io';
 import { MessagesApiServer, messageReply, toolUseBlock, type ApiUsage, type RecordedRequest, type ScriptedReply } from '../support/messages-api-server';
 import { publication, startLedgerApp } from '../support/ledger-app';
 import { scriptedFeature, usage } from '../support/scripted-feature';
+import { PostgresTestServer } from '../support/postgres-server';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 const ADMIN_KEY = 'sk-ant-admin-test-key';
 const MODEL = 'claude-sonnet-4-5-20250929';
@@ -28,7 +32,29 @@ const CALLS: readonly ApiUsage[] = [
 
 const day = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
 
-describe('llm-ledger reconcile anthropic: the ledger’s attempts against Anthropic’s usage report, by model, bucket and kind', () => {
+/** The log the application writes and the CLI reads: its SQLite file, or a PostgreSQL server the test starts. */
+type LogUnderTest = { readonly env: Record<string, string>; close(): Promise<void> } | undefined;
+
+describe.each<[string, () => Promise<LogUnderTest>]>([
+  ['the embedded SQLite log', async () => undefined],
+  [
+    'a PostgreSQL log',
+    async () => {
+      const server = await PostgresTestServer.start();
+      const url = await server.createDatabase('reconcile');
+      const own = mkdtempSync(join(tmpdir(), 'llm-ledger-reconcile-pg-'));
+      const env = { LEDGER_STORE: url, LEDGER_READ_STORE: join(own, 'read-models.sqlite'), LEDGER_ANSWER_STORE: join(own, 'answers.sqlite') };
+      return {
+        env,
+        close: async () => {
+          await server.stop();
+          rmSync(own, { recursive: true, force: true });
+        },
+      };
+    },
+  ],
+])('llm-ledger reconcile anthropic: the ledger’s attempts against Anthropic’s usage report, by model, bucket and kind, on %s', (_name, openLog) => {
+  let log: LogUnderTest;
   let messages: MessagesApiServer;
   let admin: MessagesApiServer;
   let storeUrl: string;
@@ -41,7 +67,8 @@ describe('llm-ledger reconcile anthropic: the ledger’s attempts against Anthro
     messages.reply(...CALLS.map((apiUsage) => messageReply({ stopReason: 'tool_use', model: MODEL, content: [toolUseBlock('toolu_a', 'submit_answer', { value: 42 })], usage: apiUsage })));
     const answering = scriptedFeature('reconcile.answer', () => [scriptedToolUse([{ id: 'a', name: 'submit_answer', input: { value: 42 } }], { usage: usage(99_999, 1) })]);
     const local = scriptedFeature('reconcile.local', () => [scriptedToolUse([{ id: 'a', name: 'submit_answer', input: { value: 42 } }], { usage: usage(55_555, 5) })]);
-    const ledger = await startLedgerApp({ keepDirectory: true, env: { ANTHROPIC_API_KEY: 'sk-ant-test', ANTHROPIC_BASE_URL: messages.baseURL }, features: [answering, local] });
+    log = await openLog();
+    const ledger = await startLedgerApp({ keepDirectory: true, env: { ANTHROPIC_API_KEY: 'sk-ant-test', ANTHROPIC_BASE_URL: messages.baseURL, ...log?.env }, features: [answering, local] });
     await ledger.commandBus.execute(new PublishOperationCommand('reconcile.answer', publication({ routing: { provider: 'anthropic', model: 'claude-test-sonnet' } })));
     // A scripted route: its attempts are no one's invoice at Anthropic and stay out of the comparison.
     await ledger.commandBus.execute(new PublishOperationCommand('reconcile.local', publication()));
@@ -55,7 +82,7 @@ describe('llm-ledger reconcile anthropic: the ledger’s attempts against Anthro
     today = day(startedMs);
     yesterday = day(startedMs - DAY_MS);
     directory = ledger.directory;
-    storeUrl = `sqlite:${ledger.logPath}`;
+    storeUrl = log?.env.LEDGER_STORE ?? `sqlite:${ledger.logPath}`;
     await ledger.close();
     admin = await MessagesApiServer.start();
   }, 60_000);
@@ -63,8 +90,8 @@ describe('llm-ledger reconcile anthropic: the ledger’s attempts against Anthro
   afterAll(async () => {
     await messages.close();
     await admin.close();
-    const { rmSync } = await import('node:fs');
     rmSync(directory, { recursive: true, force: true });
+    await log?.close();
   });
 
   /** Anthropic's report: yesterday's bucket (empty) on the first page, today's on the second. */
