@@ -4,7 +4,7 @@
  * structured fields beside it. Integers are printed plainly (no locale grouping), which keeps the text
  * deterministic.
  */
-import type { SettlementTransition } from '../src/invocations/invocation.events';
+import type { RecoveryGround, SettlementTransition } from '../src/invocations/invocation.events';
 import { isRetryable, type FaultClass } from '../src/runtime/faults';
 import type { ExplanationFigures, ExplanationRefusal } from './explanation.view';
 
@@ -136,13 +136,30 @@ const SETTLEMENT_WORDING: Readonly<Record<SettlementTransition, (charge: string)
   14: (charge) => `abandoned in flight; its real cost was never learned, so charged the estimate, ${charge}.`,
 };
 
-/** Why recovery ran: the process running the request was gone (restarted, or killed and not back). */
+/**
+ * Why recovery ran, for a request with no owner on record (a log written before owners were): the
+ * process running it was gone (restarted, or killed and not back).
+ */
 const RECOVERY_CAUSE = 'after a restart or a lost process';
+
+/**
+ * Why the sweep or recovery settled what a lease owned (src/invocations/invocation-ownership.ts): the
+ * instance that ran it stopped renewing its lease, or it outlived its deadline on a live one.
+ */
+export function recoveryGroundClause(ground: RecoveryGround): string {
+  if (ground.because === 'lease_expired') return `the instance that ran it stopped: its lease expired at ${ground.leaseLapsedAt}`;
+  const pastBy = ground.pastByMs < 1_000 ? `${ground.pastByMs} ms` : `${Math.floor(ground.pastByMs / 1_000)} s`;
+  return `it passed its deadline (${ground.deadlineAt}) by ${pastBy}`;
+}
 
 function settlementSentence(view: ExplanationFigures): string {
   const settlement = view.settlement;
   if (settlement === undefined) return '';
   const wording = SETTLEMENT_WORDING[settlement.transition](credits(settlement.chargeCredits));
+  if (settlement.recovery !== undefined) {
+    const by = settlement.by === 'recovery' ? 'recovery' : 'the sweep';
+    return `Settled by ${by} because ${recoveryGroundClause(settlement.recovery)} (transition ${settlement.transition}): ${wording}`;
+  }
   if (settlement.by === 'recovery') return `Settled by recovery ${RECOVERY_CAUSE} (transition ${settlement.transition}): ${wording}`;
   return `Settled (transition ${settlement.transition}, by ${settlement.by}): ${wording}`;
 }

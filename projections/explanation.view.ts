@@ -1,6 +1,6 @@
 import type { HoldSettler } from '../src/accounts/account.events';
 import type { AdmissionRefusal } from '../src/accounts/admission.policy';
-import type { GatewayCallFacts, InvocationStatus, RefusalTransition, SettledBy, SettlementTransition } from '../src/invocations/invocation.events';
+import type { GatewayCallFacts, InvocationStatus, RecoveryGround, RefusalTransition, SettledBy, SettlementTransition } from '../src/invocations/invocation.events';
 import type { AttemptClassification, EndingLimit, FaultClass, Outcome, UsageCounts } from '../src/runtime';
 
 /**
@@ -30,6 +30,8 @@ export interface ExplanationSettlement {
   readonly chargeCredits: number;
   /** A gateway call's attempt price above its hold, recorded as its overrun; absent when none. */
   readonly overrunCredits?: number;
+  /** Why the sweep or recovery settled what a lease owned: its instance stopped, or it passed its deadline. */
+  readonly recovery?: RecoveryGround;
 }
 
 /**

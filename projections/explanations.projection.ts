@@ -107,13 +107,13 @@ function applyExplanationEvent(
     case 'InvocationPending':
       return { ...figures, state: 'pending' };
     case 'InvocationSettled': {
-      const { transition, settledBy, chargeCredits, overrunCredits } = event.data;
+      const { transition, settledBy, chargeCredits, overrunCredits, recovery } = event.data;
       const overrun = overrunCredits === undefined ? {} : { overrunCredits };
       return {
         ...figures,
         state: 'settled',
         credits: { ...figures.credits, charge: chargeCredits, ...(overrunCredits === undefined ? {} : { overrun: overrunCredits }) },
-        settlement: { transition, by: settledBy, chargeCredits, ...overrun },
+        settlement: { transition, by: settledBy, chargeCredits, ...overrun, ...(recovery === undefined ? {} : { recovery }) },
       };
     }
     case 'InvocationCancellationRequested':

@@ -5,7 +5,7 @@
  * fixed rule (no locale), so a rebuild writes the same words.
  */
 import type { ExplanationFigures, ExplanationGateway, ExplanationRefusal } from './explanation.view';
-import { FAULT_WORDING } from './explanation-sentence';
+import { FAULT_WORDING, recoveryGroundClause } from './explanation-sentence';
 
 /** What each refusal answers the caller with (docs/gateway.md "Admission"). */
 const REFUSAL_STATUS: Readonly<Record<ExplanationRefusal['reason'], number>> = {
@@ -65,12 +65,21 @@ function settledSentence(call: string, view: ExplanationFigures, gateway: Explan
     case 11:
       return `${call}: an error escaped the call's accounting, so it was charged its ${hold}-credit hold (settled by ${settlement.by}).`;
     case 12:
-      return `${call}: abandoned before admission; nothing was sent upstream and ${charged} credits were charged (settled by ${settlement.by}).`;
+      return `${call}: abandoned before admission; nothing was sent upstream and ${charged} credits were charged (settled by ${settledBy(settlement)}).`;
     case 13:
-      return `${call}: abandoned while held; nothing was sent upstream and the hold was released (settled by ${settlement.by}).`;
+      return `${call}: abandoned while held; nothing was sent upstream and the hold was released (settled by ${settledBy(settlement)}).`;
     case 14:
-      return `${call}: the service stopped while the call was in flight, so its usage was never learned and it was charged its ${hold}-credit hold (settled by ${settlement.by}).`;
+      // A log written before owners were recorded says only that the service stopped.
+      if (settlement.recovery === undefined) {
+        return `${call}: the service stopped while the call was in flight, so its usage was never learned and it was charged its ${hold}-credit hold (settled by ${settlement.by}).`;
+      }
+      return `${call}: ${recoveryGroundClause(settlement.recovery)} while the call was in flight, so its usage was never learned and it was charged its ${hold}-credit hold (settled by ${settlement.by}).`;
   }
+}
+
+/** Who settled it, and why when a lease owned it: `recovery, because the instance that ran it stopped: …`. */
+function settledBy(settlement: NonNullable<ExplanationFigures['settlement']>): string {
+  return settlement.recovery === undefined ? settlement.by : `${settlement.by}, because ${recoveryGroundClause(settlement.recovery)}`;
 }
 
 /** ` failed: overloaded — the provider was overloaded (HTTP 529)` for a failed call; nothing otherwise. */

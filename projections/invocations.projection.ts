@@ -46,6 +46,8 @@ export interface InvocationView {
    * or the end of an attempt): what the sweep compares with that same clock.
    */
   readonly lastActivityAt: string;
+  /** The lease of the instance that runs it, for recovery (src/invocations/instance-lease.ts); not answered. */
+  readonly ownerLeaseId?: string;
 }
 
 /** What `GET /v1/invocations/:id` answers, in this order: the view without the sweep's bookkeeping. */
@@ -83,6 +85,8 @@ export interface OpenInvocationView {
   readonly organizationId: string;
   readonly state: InvocationStatus;
   readonly lastActivityAt: string;
+  /** Absent for an invocation written before owners were recorded. */
+  readonly ownerLeaseId?: string;
 }
 
 export type InvocationRecordedEvent = RecordedEvent<InvocationEvent['type']> & InvocationEvent;
@@ -91,7 +95,8 @@ export type InvocationRecordedEvent = RecordedEvent<InvocationEvent['type']> & I
 export const invocationsProjection: Projection<InvocationRecordedEvent> = {
   name: INVOCATIONS_PROJECTION,
   // 2: lastActivityAt from the events' own times instead of the store's recordedAt. 3: a gateway call's key and model.
-  version: 3,
+  // 4: the owner's lease, for recovery.
+  version: 4,
   handles: INVOCATION_EVENT_TYPES,
   apply(event, tx) {
     const invocationId = streamId(event.streamName, 'invocation');
@@ -108,11 +113,34 @@ export const invocationsProjection: Projection<InvocationRecordedEvent> = {
         organizationId: after.organizationId,
         state: after.state,
         lastActivityAt: after.lastActivityAt,
+        ...(after.ownerLeaseId === undefined ? {} : { ownerLeaseId: after.ownerLeaseId }),
       };
       tx.put(OPEN_COLLECTION, invocationId, open);
     }
   },
 };
+
+/** The view an invocation starts with, from its InvocationEstimated. */
+function estimatedView(invocationId: string, data: Extract<InvocationEvent, { type: 'InvocationEstimated' }>['data'], at: string): InvocationView {
+  const { organizationId, operationId, publication, estimatedAt, gateway, ownerLeaseId } = data;
+  return {
+    invocationId,
+    organizationId,
+    operationId,
+    ...(gateway === undefined ? {} : { gateway: { keyId: gateway.keyId, keyName: gateway.keyName, model: gateway.model } }),
+    state: 'estimated',
+    ...(publication === null ? {} : { publicationVersion: publication.version }),
+    estimate: publication?.creditHold ?? 0,
+    charge: 0,
+    turnsUsed: 0,
+    toolCallsUsed: 0,
+    spentCredits: 0,
+    attemptCount: 0,
+    estimatedAt,
+    lastActivityAt: at,
+    ...(ownerLeaseId === undefined ? {} : { ownerLeaseId }),
+  };
+}
 
 /** Folds one event of an invocation stream into its lifecycle view (undefined: not an invocation's). */
 export function applyInvocationEvent(
@@ -121,25 +149,7 @@ export function applyInvocationEvent(
   event: InvocationRecordedEvent,
 ): InvocationView | undefined {
   const at = activityAt(event);
-  if (event.type === 'InvocationEstimated') {
-    const { organizationId, operationId, publication, estimatedAt, gateway } = event.data;
-    return {
-      invocationId,
-      organizationId,
-      operationId,
-      ...(gateway === undefined ? {} : { gateway: { keyId: gateway.keyId, keyName: gateway.keyName, model: gateway.model } }),
-      state: 'estimated',
-      ...(publication === null ? {} : { publicationVersion: publication.version }),
-      estimate: publication?.creditHold ?? 0,
-      charge: 0,
-      turnsUsed: 0,
-      toolCallsUsed: 0,
-      spentCredits: 0,
-      attemptCount: 0,
-      estimatedAt,
-      lastActivityAt: at,
-    };
-  }
+  if (event.type === 'InvocationEstimated') return estimatedView(invocationId, event.data, at);
   if (view === undefined) return undefined;
   switch (event.type) {
     case 'InvocationRefused':

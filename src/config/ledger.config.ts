@@ -4,10 +4,13 @@ import { DEFAULT_LOG_SYNCHRONOUS, type SqliteSynchronous } from '../event-store/
 import { pathBesideLog } from '../event-store/sqlite/path-beside-log';
 import { readModelPathFor } from '../projection-runner/read-model.store';
 import {
+  DEFAULT_LEASE_DURATION_MS,
   DEFAULT_RECOVERY_INTERVAL_MS,
   DEFAULT_RECOVERY_STALE_AFTER_MS,
+  MAX_LEASE_DURATION_MS,
   MAX_RECOVERY_INTERVAL_MS,
   MAX_RECOVERY_STALE_AFTER_MS,
+  MIN_LEASE_DURATION_MS,
   MIN_RECOVERY_INTERVAL_MS,
   MIN_RECOVERY_STALE_AFTER_MS,
   type RecoverySettings,
@@ -84,6 +87,12 @@ export interface LedgerConfig {
    * (default 60,000; 0 turns it off) and `LEDGER_RECOVERY_STALE_AFTER_MS` (default 300,000).
    */
   readonly recovery: RecoverySettings;
+  /**
+   * `LEDGER_LEASE_DURATION_MS` (default 30,000): how long this instance's lease lasts after each
+   * renewal (src/invocations/instance-lease.ts), so how soon another instance's recovery finishes
+   * what it left when it dies.
+   */
+  readonly leaseDurationMs: number;
 }
 
 export const DEFAULT_HOST = '127.0.0.1';
@@ -192,6 +201,11 @@ export function loadLedgerConfig(
   }
 
   const recovery = parseRecovery(env, problems);
+  const leaseDurationMs = parseMs(env, 'LEDGER_LEASE_DURATION_MS', DEFAULT_LEASE_DURATION_MS, problems, {
+    min: MIN_LEASE_DURATION_MS,
+    max: MAX_LEASE_DURATION_MS,
+    off: false,
+  });
   if (problems.length > 0) throw new ConfigurationError(problems);
   return {
     host,
@@ -208,6 +222,7 @@ export function loadLedgerConfig(
     tokens,
     demo: demoFlag === '1' || demoFlag === 'true',
     recovery,
+    leaseDurationMs,
   };
 }
 

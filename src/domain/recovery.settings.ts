@@ -20,6 +20,16 @@ export const DEFAULT_RECOVERY_STALE_AFTER_MS = 300_000;
 export const MIN_RECOVERY_STALE_AFTER_MS = 1_000;
 export const MAX_RECOVERY_STALE_AFTER_MS = 604_800_000;
 
+/**
+ * How long an instance's lease lasts after its last renewal, by default, in ms
+ * (src/invocations/instance-lease.ts): once it has lapsed, the instance counts as stopped and
+ * recovery settles what it owned at once. A live instance renews it every third of this.
+ */
+export const DEFAULT_LEASE_DURATION_MS = 30_000;
+/** Bounds of the lease's duration, in ms (a second, up to five minutes: a crash's holds wait at most this plus a period). */
+export const MIN_LEASE_DURATION_MS = 1_000;
+export const MAX_LEASE_DURATION_MS = 300_000;
+
 export interface RecoverySettings {
   /** Period between passes, in ms; 0: recovery is off and only the manual sweep settles leftovers. */
   readonly intervalMs: number;

@@ -15,6 +15,7 @@ import { keyAllowsModel, UnknownGatewayKeyError, type GatewayKey, type GatewayRe
 import { AggregateRepository, type CommandContext, type CommandStep } from '../aggregates/aggregate.repository';
 import type { Publication } from '../catalog/operation.events';
 import { CLOCK, isoAt } from '../domain/clock.token';
+import { INSTANCE_LEASE, type LeaseHolder } from '../invocations/instance-lease';
 import type { InvocationCommand } from '../invocations/invocation.commands';
 import { invocationDecider } from '../invocations/invocation.decider';
 import { invocationStreamName } from '../invocations/invocation.events';
@@ -70,6 +71,8 @@ export class GatewayCalls implements GatewayAccounting {
     @Optional() @Inject(GATEWAY_CALL_IDS) private readonly newInvocationId: GatewayCallIds = (organizationId) => invocationIdFor(organizationId, undefined),
     // Absent where only the accounting is built (the simulator's nodes): nothing is counted there.
     @Optional() private readonly rejections?: GatewayRejections,
+    // The instance's lease: each call records it as its owner, so recovery leaves the call to its relay while it lives.
+    @Optional() @Inject(INSTANCE_LEASE) private readonly lease?: LeaseHolder,
   ) {}
 
   noteRejection(rejection: GatewayRejection): void {
@@ -200,10 +203,11 @@ export class GatewayCalls implements GatewayAccounting {
       this.repository.handleAll(streamName, invocationDecider, steps, onCommit ? { ...context, acknowledgeOnCommit: true } : context);
     const at = isoAt(this.clock);
     const gateway = { keyId: key.keyId, keyName: key.name, model: card.model, rateCardVersion: card.version, stream };
+    const owner = this.lease?.leaseId === undefined ? {} : { ownerLeaseId: this.lease.leaseId };
     await invoke([
       {
         type: 'EstimateInvocation',
-        data: { invocationId, operationId: GATEWAY_OPERATION_ID, organizationId, publication: publicationOf(card, holdCredits), gateway, estimatedAt: at },
+        data: { invocationId, operationId: GATEWAY_OPERATION_ID, organizationId, publication: publicationOf(card, holdCredits), gateway, ...owner, estimatedAt: at },
       },
     ], true);
     try {

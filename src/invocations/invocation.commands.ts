@@ -8,7 +8,7 @@ import type { GatewayCallFacts } from './invocation.events';
 import type { DomainCommand } from '../domain/decider';
 import type { AttemptRecord, EndingLimit, Outcome } from '../runtime/conversation.types';
 import type { FaultClass } from '../runtime/faults';
-import type { ConversationFigures, StaleCloser } from './invocation.events';
+import type { ConversationFigures, ExpiredOwnerLease, StaleCloser } from './invocation.events';
 
 /**
  * Opens the stream. `publication` is the one in force (`publicationInForce`), or null when the
@@ -27,6 +27,8 @@ export type EstimateInvocation = DomainCommand<
     readonly requestFingerprint?: string;
     /** A gateway call's key, model and rate card version. */
     readonly gateway?: GatewayCallFacts;
+    /** The lease of the instance that runs it (instance-lease.ts). */
+    readonly ownerLeaseId?: string;
     readonly estimatedAt: string;
   }
 >;
@@ -79,7 +81,13 @@ export type MarkInvocationPending = DomainCommand<'MarkInvocationPending', { rea
 export type SettleInvocation = DomainCommand<
   'SettleInvocation',
   | { readonly by: 'runtime' | 'exception'; readonly settledAt: string }
-  | { readonly by: StaleCloser; readonly settledAt: string; readonly olderThanMs: number }
+  | {
+      readonly by: StaleCloser;
+      readonly settledAt: string;
+      readonly olderThanMs: number;
+      /** The owner's lease, when the sweep found it recorded expired (read from its own stream). */
+      readonly ownerLease?: ExpiredOwnerLease;
+    }
 >;
 
 /** Records a request to stop the conversation; allowed until the conversation has ended. */

@@ -32,9 +32,11 @@ import {
   SettledBy,
   SettlementTransition,
   STALE_CLOSERS,
+  type ExpiredOwnerLease,
   type StaleCloser,
 } from './invocation.events';
-import { attemptsSettlement, evolveInvocation, initialInvocationState, InvocationState, isStale, isUnmeasured } from './invocation.state';
+import { staleClosing } from './invocation-ownership';
+import { attemptsSettlement, evolveInvocation, initialInvocationState, InvocationState, isUnmeasured } from './invocation.state';
 import { readAttempt, readReport, refusalFromState } from './invocation.validation';
 
 type Status = InvocationStatus | 'initial';
@@ -130,6 +132,7 @@ function estimate({ data }: EstimateInvocation): InvocationEvent[] {
     data.requestFingerprint === undefined ? undefined : checks.text('requestFingerprint', data.requestFingerprint, REQUEST_FINGERPRINT_CHARS);
   const estimatedAt = checks.instant('estimatedAt', data.estimatedAt);
   const gateway = data.gateway === undefined ? undefined : readGatewayFacts(checks, data.gateway);
+  const ownerLeaseId = data.ownerLeaseId === undefined ? undefined : checks.id('ownerLeaseId', data.ownerLeaseId);
   if (data.publication === undefined) checks.add('publication', 'is required (null for an operation never published)');
   else if (data.publication !== null) {
     const publication = checks.object('publication', data.publication);
@@ -148,6 +151,7 @@ function estimate({ data }: EstimateInvocation): InvocationEvent[] {
         ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
         ...(requestFingerprint === undefined ? {} : { requestFingerprint }),
         ...(gateway === undefined ? {} : { gateway }),
+        ...(ownerLeaseId === undefined ? {} : { ownerLeaseId }),
         estimatedAt,
       },
     },
@@ -242,11 +246,13 @@ function settle({ data }: SettleInvocation, state: InvocationState): InvocationE
       : 0;
   checks.throwIfAny();
   const { transition, chargeCredits, overrunCredits = 0 } = settlementRule(state, by);
-  // Not stale (any more): a live request, or one another process moved on. The sweep leaves it.
-  if (stale && !isStale(state, isoToMs(settledAt), olderThanMs)) return [];
+  // Not stale (any more), or owned by a live instance and inside its deadline: the sweep leaves it.
+  const closing = stale ? staleClosing(state, isoToMs(settledAt), olderThanMs, (data as { ownerLease?: ExpiredOwnerLease }).ownerLease) : { ground: undefined };
+  if (closing === undefined) return [];
   const heldCredits = state.accountHeld ? state.heldCredits : 0;
   const overrun = overrunCredits > 0 ? { overrunCredits } : {};
-  return [{ type: 'InvocationSettled', data: { transition, chargeCredits, ...overrun, heldCredits, settledBy: by, settledAt } }];
+  const recovery = closing.ground === undefined ? {} : { recovery: closing.ground };
+  return [{ type: 'InvocationSettled', data: { transition, chargeCredits, ...overrun, heldCredits, settledBy: by, settledAt, ...recovery } }];
 }
 
 /**

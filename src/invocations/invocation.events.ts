@@ -108,6 +108,11 @@ export type InvocationEstimated = DomainEvent<
     readonly requestFingerprint?: string;
     /** Present for a gateway call. */
     readonly gateway?: GatewayCallFacts;
+    /**
+     * The lease of the instance that runs it (instance-lease.ts): recovery settles it only once that
+     * lease has lapsed, or past its deadline. Absent in events written before owners were recorded.
+     */
+    readonly ownerLeaseId?: string;
     readonly estimatedAt: string;
   }
 >;
@@ -168,8 +173,21 @@ export type InvocationSettled = DomainEvent<
     readonly heldCredits: number;
     readonly settledBy: SettledBy;
     readonly settledAt: string;
+    /** Why the sweep or recovery settled an invocation a lease owned (absent otherwise, and before owners were recorded). */
+    readonly recovery?: RecoveryGround;
   }
 >;
+
+/** Why the sweep or recovery settled an invocation a lease owned (invocation-ownership.ts). */
+export type RecoveryGround =
+  | { readonly because: 'lease_expired'; readonly leaseId: string; readonly leaseLapsedAt: string }
+  | { readonly because: 'deadline_passed'; readonly deadlineAt: string; readonly pastByMs: number };
+
+/** The owner's lease as the sweep found it, recorded expired, with the expiry it passed. */
+export interface ExpiredOwnerLease {
+  readonly leaseId: string;
+  readonly lapsedAt: string;
+}
 
 /**
  * Someone asked the running conversation to stop (docs/http.md "Cancelling"). Not a lifecycle

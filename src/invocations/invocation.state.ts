@@ -11,6 +11,7 @@ import { addUsage, NO_USAGE } from '../runtime/usage';
 import type {
   InvocationEvent,
   InvocationStatus,
+  RecoveryGround,
   RefusalTransition,
   SettledBy,
   SettlementTransition,
@@ -24,6 +25,7 @@ export interface Settlement {
   readonly heldCredits: number;
   readonly settledBy: SettledBy;
   readonly settledAt: string;
+  readonly recovery?: RecoveryGround;
 }
 
 export type Refusal = AdmissionRefusal & { readonly transition: RefusalTransition; readonly refusedAt: string };
@@ -35,6 +37,8 @@ export interface InvocationState {
   readonly operationId: string | undefined;
   readonly organizationId: string | undefined;
   readonly idempotencyKey: string | undefined;
+  /** The lease of the instance that runs it; undefined in logs written before owners were recorded. */
+  readonly ownerLeaseId: string | undefined;
   /** The first request to stop the conversation, if any (who asked, and when). */
   readonly cancellation: { readonly requestedBy: string; readonly requestedAt: string } | undefined;
   /** The keyed fingerprint of the keyed request's operation and input, when recorded. */
@@ -85,6 +89,7 @@ export function initialInvocationState(): InvocationState {
     operationId: undefined,
     organizationId: undefined,
     idempotencyKey: undefined,
+    ownerLeaseId: undefined,
     requestFingerprint: undefined,
     cancellation: undefined,
     publication: null,
@@ -185,7 +190,7 @@ export function invocationSummary(state: InvocationState): InvocationSummary {
 export function evolveInvocation(state: InvocationState, event: InvocationEvent): InvocationState {
   switch (event.type) {
     case 'InvocationEstimated': {
-      const { invocationId, operationId, organizationId, publication, idempotencyKey, requestFingerprint, estimatedAt, gateway } = event.data;
+      const { invocationId, operationId, organizationId, publication, idempotencyKey, requestFingerprint, estimatedAt, gateway, ownerLeaseId } = event.data;
       return {
         ...state,
         status: 'estimated',
@@ -193,6 +198,7 @@ export function evolveInvocation(state: InvocationState, event: InvocationEvent)
         operationId,
         organizationId,
         idempotencyKey,
+        ownerLeaseId,
         requestFingerprint,
         publication,
         estimate: publication?.creditHold ?? 0,

@@ -11,6 +11,7 @@ import { CLOCK, isoAt } from '../domain/clock.token';
 import { RETRY_JITTER } from '../domain/retry-jitter.token';
 import { ProviderRegistry } from '../providers/provider.registry';
 import { runToolLoop, type Clock, type RandomSource, type ToolLoopResult } from '../runtime';
+import { INSTANCE_LEASE, type LeaseHolder } from './instance-lease';
 import { invocationDecider } from './invocation.decider';
 import { invocationStreamName } from './invocation.events';
 import type { InvocationResult } from './invocation-result';
@@ -56,6 +57,8 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
     private readonly running: RunningInvocations,
     private readonly repeats: KeyedRepeats,
     @Optional() @Inject(INVOCATION_INSTRUMENTATION) private readonly instrumentation: InvocationInstrumentation = UNOBSERVED,
+    // The instance's lease: each run records it as its owner, so recovery leaves the run alone while it lives.
+    @Optional() @Inject(INSTANCE_LEASE) private readonly lease?: LeaseHolder,
   ) {}
 
   execute({ request }: RunOperationCommand): Promise<InvocationResult> {
@@ -112,6 +115,7 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
       organizationId: request.organizationId,
       ...(request.idempotencyKey === undefined ? {} : { idempotencyKey: request.idempotencyKey }),
       ...(run.fingerprint === undefined ? {} : { fingerprint: run.fingerprint }),
+      ...(this.lease?.leaseId === undefined ? {} : { ownerLeaseId: this.lease.leaseId }),
     });
     for (;;) {
       if (isLast(step)) return this.finish(step, run);

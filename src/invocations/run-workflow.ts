@@ -32,6 +32,8 @@ export interface RunFacts {
   readonly idempotencyKey?: string;
   /** With a key: the keyed fingerprint of its operation and input. */
   readonly fingerprint?: string;
+  /** The lease of the instance that runs it (instance-lease.ts), recorded as its owner. */
+  readonly ownerLeaseId?: string;
 }
 
 /** What the handler executes next. */
@@ -199,7 +201,7 @@ function admitting(state: Extract<RunState, { phase: 'admitting' }>, account: Ac
   }
   if (!account.exists) return fail(state, new UnknownOrganizationError(state.facts.organizationId));
   const admission: Admission = decision.admitted ? { admitted: true, publication: state.publication as Publication } : { admitted: false, refusal: refusalOf(decision) };
-  const { invocationId, operationId, organizationId, idempotencyKey, fingerprint } = state.facts;
+  const { invocationId, operationId, organizationId, idempotencyKey, fingerprint, ownerLeaseId } = state.facts;
   const command: InvocationCommand = {
     type: 'EstimateInvocation',
     data: {
@@ -209,6 +211,7 @@ function admitting(state: Extract<RunState, { phase: 'admitting' }>, account: Ac
       publication: state.publication ?? null,
       ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
       ...(fingerprint === undefined ? {} : { requestFingerprint: fingerprint }),
+      ...(ownerLeaseId === undefined ? {} : { ownerLeaseId }),
       estimatedAt: at,
     },
   };

@@ -16,6 +16,8 @@ export interface OpenInvocationCandidate {
   readonly organizationId: string;
   /** ISO-8601. */
   readonly lastActivityAt: string;
+  /** The lease of the instance that runs it; absent for one written before owners were recorded. */
+  readonly ownerLeaseId?: string;
 }
 
 export const SWEEP_CANDIDATES = Symbol('SWEEP_CANDIDATES');

@@ -7,16 +7,24 @@ import { AggregateRepository } from '../aggregates/aggregate.repository';
 import { IllegalTransitionError } from '../domain/domain.errors';
 import { CLOCK, isoAt } from '../domain/clock.token';
 import type { Clock } from '../runtime';
+import { instanceLeaseDecider, leaseLapsed, leaseStreamName } from './instance-lease';
+import { staleClosing } from './invocation-ownership';
 import { invocationDecider } from './invocation.decider';
-import { invocationStreamName, type StaleCloser } from './invocation.events';
-import { isStale, isUnmeasured } from './invocation.state';
+import { invocationStreamName, type ExpiredOwnerLease, type StaleCloser } from './invocation.events';
+import { isUnmeasured } from './invocation.state';
 import { SWEEP_CANDIDATES, type OpenInvocationCandidate, type SweepCandidates } from './sweep-candidates.port';
 import { ReleasedHold, SweepReport, SweepStaleInvocationsCommand, SweptInvocation } from './sweep-stale-invocations.command';
 
 /**
  * Candidates come from the read side (SweepCandidates: open invocations, accounts with open holds); every decision
- * is made on the invocation's and the account's own streams, never on a projection.
+ * is made on the invocation's, its owner lease's and the account's own streams, never on a projection. An
+ * invocation whose owner's lease has lapsed is settled whatever its age, once the lapse is recorded on the
+ * lease's stream (InstanceLeaseExpired, written here by whoever finds it first); one a live lease owns
+ * waits for its deadline (invocation-ownership.ts).
  */
+
+/** An owner lease as one pass found it: recorded expired (with the expiry it passed), or not. */
+type OwnerLeases = Map<string, ExpiredOwnerLease | undefined>;
 @CommandHandler(SweepStaleInvocationsCommand)
 export class SweepStaleInvocationsHandler implements ICommandHandler<SweepStaleInvocationsCommand, SweepReport> {
   private readonly logger = new Logger('Sweep');
@@ -32,9 +40,11 @@ export class SweepStaleInvocationsHandler implements ICommandHandler<SweepStaleI
     await this.candidates.caughtUp();
     const nowMs = this.clock.now();
     const settled: SweptInvocation[] = [];
+    const owners: OwnerLeases = new Map();
     for (const open of this.candidates.openInvocations()) {
-      if (nowMs - Date.parse(open.lastActivityAt) <= olderThanMs) continue;
-      const swept = await this.settleInvocation(open, olderThanMs, by);
+      const expiredOwner = open.ownerLeaseId === undefined ? undefined : await this.expiredLease(open.ownerLeaseId, nowMs, owners);
+      if (expiredOwner === undefined && nowMs - Date.parse(open.lastActivityAt) <= olderThanMs) continue;
+      const swept = await this.settleInvocation(open, olderThanMs, by, expiredOwner);
       if (swept !== undefined) settled.push(swept);
     }
     const releasedHolds: ReleasedHold[] = [];
@@ -47,11 +57,33 @@ export class SweepStaleInvocationsHandler implements ICommandHandler<SweepStaleI
     return { olderThanMs, settled, releasedHolds };
   }
 
-  private async settleInvocation(open: OpenInvocationCandidate, olderThanMs: number, by: StaleCloser): Promise<SweptInvocation | undefined> {
+  /**
+   * The lease, if it is recorded expired (recording it when it has lapsed by `nowMs`), once per pass.
+   * The record is decided on the lease's own stream: a renewal that got there first keeps it live.
+   */
+  private async expiredLease(leaseId: string, nowMs: number, owners: OwnerLeases): Promise<ExpiredOwnerLease | undefined> {
+    if (owners.has(leaseId)) return owners.get(leaseId);
+    const stream = leaseStreamName(leaseId);
+    let { state } = await this.repository.load(stream, instanceLeaseDecider);
+    if (leaseLapsed(state, nowMs)) {
+      ({ state } = await this.repository.handle(stream, instanceLeaseDecider, { type: 'ExpireLease', data: { expiredAt: isoAt(this.clock) } }, { correlationId: leaseId }));
+      if (state.status === 'expired') this.logger.warn({ message: 'an instance stopped renewing its lease: what it owned is recovered', leaseId, lapsedAt: state.expiresAt });
+    }
+    const expired = state.status === 'expired' ? { leaseId, lapsedAt: state.expiresAt! } : undefined;
+    owners.set(leaseId, expired);
+    return expired;
+  }
+
+  private async settleInvocation(
+    open: OpenInvocationCandidate,
+    olderThanMs: number,
+    by: StaleCloser,
+    expiredOwner: ExpiredOwnerLease | undefined,
+  ): Promise<SweptInvocation | undefined> {
     const stream = invocationStreamName(open.invocationId);
     const { state: before } = await this.repository.load(stream, invocationDecider);
     try {
-      if (before.status === 'completed' && isUnmeasured(before) && isStale(before, this.clock.now(), olderThanMs)) {
+      if (before.status === 'completed' && isUnmeasured(before) && staleClosing(before, this.clock.now(), olderThanMs, expiredOwner) !== undefined) {
         // Transition 7 then 9. Pending is dated at the completion it follows, so marking it now does
         // not make a result that was stale look live again.
         await this.repository.handle(stream, invocationDecider, {
@@ -61,7 +93,7 @@ export class SweepStaleInvocationsHandler implements ICommandHandler<SweepStaleI
       }
       const { state, events } = await this.repository.handle(stream, invocationDecider, {
         type: 'SettleInvocation',
-        data: { by, settledAt: isoAt(this.clock), olderThanMs },
+        data: { by, settledAt: isoAt(this.clock), olderThanMs, ...(expiredOwner === undefined ? {} : { ownerLease: expiredOwner }) },
       });
       // Nothing appended: the request is still live (not stale by its own stream's account).
       if (events.length === 0 || state.settlement === undefined) return undefined;

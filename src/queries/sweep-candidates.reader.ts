@@ -17,7 +17,9 @@ export class SweepCandidatesReader implements SweepCandidates {
   }
 
   *openInvocations(): Iterable<OpenInvocationCandidate> {
-    yield* this.pages<OpenInvocationView>(INVOCATIONS_PROJECTION, OPEN_COLLECTION);
+    for (const { invocationId, organizationId, lastActivityAt, ownerLeaseId } of this.pages<OpenInvocationView>(INVOCATIONS_PROJECTION, OPEN_COLLECTION)) {
+      yield { invocationId, organizationId, lastActivityAt, ...(ownerLeaseId === undefined ? {} : { ownerLeaseId }) };
+    }
   }
 
   *organizationsWithOpenHolds(): Iterable<string> {

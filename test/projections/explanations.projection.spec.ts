@@ -290,6 +290,20 @@ describe('explanations projection: what recovery finished says so (issue 24, STA
     );
   });
 
+  it('issue 31 finding 2: says which of a lapsed lease or a passed deadline made recovery settle what a lease owned', () => {
+    const withGround = (recovery: Record<string, unknown>): DomainEvent => {
+      const event = settled(14, 500, 'recovery');
+      return { ...event, data: { ...(event.data as object), recovery } };
+    };
+    const lapsed = explain(estimated(V1), reserved(), dispatched(), withGround({ because: 'lease_expired', leaseId: 'lease-1', leaseLapsedAt: '2025-01-01T00:01:00.000Z' }));
+    expect(lapsed.view.sentence).toMatch(
+      /Settled by recovery because the instance that ran it stopped: its lease expired at 2025-01-01T00:01:00\.000Z \(transition 14\): abandoned in flight;/,
+    );
+    const late = explain(estimated(V1), reserved(), dispatched(), withGround({ because: 'deadline_passed', deadlineAt: '2025-01-01T00:02:00.000Z', pastByMs: 65_400 }));
+    expect(late.view.sentence).toMatch(/Settled by recovery because it passed its deadline \(2025-01-01T00:02:00\.000Z\) by 65 s \(transition 14\): abandoned in flight;/);
+    expect(late.view.sentence).not.toMatch(/restart or a lost process/);
+  });
+
   it('adds the hold recovery released for an invocation its own run settled, from the account stream', () => {
     const view = project(explanationsProjection, logOf(holdSettled('recovery'))).get<ExplanationView>(EXPLANATION_COLLECTION, 'inv-1')!;
     expect(view.holdRelease).toEqual({ by: 'recovery', heldCredits: 500 });

@@ -66,9 +66,10 @@ describe('rebuildGroups: the groups of `projections rebuild` derived from the ev
     const measured = new Set(MEASURED_GROUPS.flat());
     const projections = ALL_PROJECTIONS.filter((projection) => measured.has(projection.name));
     expect(projections).toHaveLength(measured.size);
-    // As in the bench's log: each invocation recorded three attempts and settled.
+    // As in the bench's log: each invocation recorded three attempts and settled; the instance took its lease.
     expect(countSqliteEventTypes(logPath, REBUILD_WEIGHT_SAMPLE_EVENTS)).toEqual(
       new Map([
+        ['InstanceLeaseTaken', 1],
         ['OperationPublished', 1],
         ['CreditsGranted', 1],
         ...['InvocationEstimated', 'HoldPlaced', 'InvocationReserved', 'InvocationDispatched', 'InvocationCompleted', 'InvocationSettled', 'HoldSettled'].map(
