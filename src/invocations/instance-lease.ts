@@ -24,6 +24,17 @@ export function leaseRenewalPeriodMs(leaseDurationMs: number): number {
   return Math.floor(leaseDurationMs / LEASE_RENEWALS_PER_DURATION);
 }
 
+/**
+ * The longest a dead instance's holds stay held with no operator, in ms, counted from its death: its
+ * lease lapses at most `leaseDurationMs` after (its last renewal came before it died), and the next
+ * recovery pass of any live instance, at most `recoveryIntervalMs` later, records the lapse and
+ * settles what it owned; one renewal period on top is the pass's own time. At the defaults
+ * (30 s, 60 s) 100 s.
+ */
+export function deadInstanceReleaseBoundMs(leaseDurationMs: number, recoveryIntervalMs: number): number {
+  return leaseDurationMs + leaseRenewalPeriodMs(leaseDurationMs) + recoveryIntervalMs;
+}
+
 export type InstanceLeaseEvent =
   | DomainEvent<'InstanceLeaseTaken', { readonly leaseId: string; readonly instance: string; readonly takenAt: string; readonly expiresAt: string }>
   | DomainEvent<'InstanceLeaseRenewed', { readonly renewedAt: string; readonly expiresAt: string }>

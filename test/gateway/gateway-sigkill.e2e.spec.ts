@@ -1,10 +1,12 @@
 /**
- * A gateway call in flight when the service dies (docs/gateway.md "Settlement"): the real service, as
- * its own process on a SQLite store, relays a stream from a local Messages API that pauses after its
- * first text; the service is killed with SIGKILL while the stream is open, then started again on the
- * same files. Its recovery (on start, then every LEDGER_RECOVERY_INTERVAL_MS) settles the dispatched
- * call at its hold (transition 14) and the explanation says so; balance, ledger, statement, the key's
- * spend and the auditors' check agree, and nothing is held.
+ * A gateway call in flight when its instance dies (docs/gateway.md "Settlement", issue 31 finding 2):
+ * two instances of the real service, each its own process, share one log (SQLite, or PostgreSQL).
+ * The first relays a stream from a local Messages API that pauses after its first text, and is
+ * killed with SIGKILL while the stream is open. The second one's recovery finds the dead instance's
+ * lease lapsed and settles the call at its hold (transition 14) within deadInstanceReleaseBoundMs of
+ * the kill, though the call is far inside its time bound and the staleness threshold, and the
+ * explanation says its instance stopped; balance, ledger, statement, the key's spend and the
+ * auditors' check agree, and nothing is held.
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { once } from 'node:events';
@@ -13,6 +15,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { grouped } from '../../projections/gateway-explanation-sentence';
 import { runCli } from '../../src/cli/run-cli';
+import { DEFAULT_RECOVERY_STALE_AFTER_MS } from '../../src/domain/recovery.settings';
+import { MAX_GATEWAY_ATTEMPT_TIMEOUT_MS } from '../../src/gateway/rate-card';
+import { deadInstanceReleaseBoundMs } from '../../src/invocations/instance-lease';
 import { openEventStore } from '../../src/event-store/open-event-store';
 import { MemoryIo } from '../cli/support/memory-io';
 import { LEDGER_TOKENS, TOKENS } from '../http/support/http-ledger';
@@ -22,13 +27,21 @@ import { running, startServiceProcess, SERVICE_START_TIMEOUT_MS, type ServicePro
 import { GATEWAY_KEY_NAME, GATEWAY_MODEL, GATEWAY_PRICES, GRANTED_CREDITS } from './support/gateway-service';
 
 /**
- * The call's time bound (the rate card's attemptTimeoutMs), in ms: the killed call is past it by the
- * time the second process has compiled and started, far longer than the kill takes after the first text.
+ * The call's time bound (the rate card's longest attemptTimeoutMs), in ms: the killed call is far
+ * inside it, so only its owner's lapsed lease lets recovery settle it.
  */
-const ATTEMPT_TIMEOUT_MS = 5_000;
-/** Recovery at its shortest period and threshold, so the test waits seconds, not minutes. */
-const RECOVERY_ENV = { LEDGER_RECOVERY_INTERVAL_MS: '1000', LEDGER_RECOVERY_STALE_AFTER_MS: '1000' };
-/** How long the restarted service may take to settle the leftover: bound + threshold + period, many times over. */
+const ATTEMPT_TIMEOUT_MS = MAX_GATEWAY_ATTEMPT_TIMEOUT_MS;
+/** Recovery every second, with its default threshold (far longer than the test); leases of 5 s. */
+const RECOVERY_INTERVAL_MS = 1_000;
+const LEASE_DURATION_MS = 5_000;
+const RECOVERY_ENV = {
+  LEDGER_RECOVERY_INTERVAL_MS: String(RECOVERY_INTERVAL_MS),
+  LEDGER_RECOVERY_STALE_AFTER_MS: String(DEFAULT_RECOVERY_STALE_AFTER_MS),
+  LEDGER_LEASE_DURATION_MS: String(LEASE_DURATION_MS),
+};
+/** The bound the dead instance's hold must be released within, from the kill, in ms (7,666 ms here). */
+const RELEASE_BOUND_MS = deadInstanceReleaseBoundMs(LEASE_DURATION_MS, RECOVERY_INTERVAL_MS);
+/** How long the test polls for the settlement before it gives up: the bound, many times over. */
 const RECOVERED_WITHIN_MS = 60_000;
 /** How often the invocation is read while waiting for recovery, in ms (a poll, not a wait for correctness). */
 const POLL_INTERVAL_MS = 250;
@@ -67,10 +80,11 @@ describe.each<[string, () => Promise<LogUnderTest>]>([
       };
     },
   ],
-])('docs/gateway.md "Settlement": a streamed gateway call cut by SIGKILL is settled at its hold by recovery after a restart, and explained (STATE-PFM-LLM-001 transition 14), on %s', (_name, openLog) => {
+])('docs/gateway.md "Settlement", issue 31 finding 2: a streamed gateway call cut by SIGKILL is settled at its hold by another instance\'s recovery within the named bound, explained as a stopped instance (STATE-PFM-LLM-001 transition 14), on %s', (_name, openLog) => {
   let directory: string;
   let upstream: MessagesApiServer;
   let service: ServiceProcess | undefined;
+  let other: ServiceProcess | undefined;
   let releaseUpstream: () => void = () => undefined;
   let log: LogUnderTest | undefined;
   let logEnv: Record<string, string>;
@@ -83,21 +97,24 @@ describe.each<[string, () => Promise<LogUnderTest>]>([
   });
 
   afterAll(async () => {
-    if (service !== undefined && running(service)) service.child.kill('SIGKILL');
+    for (const process of [service, other]) if (process !== undefined && running(process)) process.child.kill('SIGKILL');
     releaseUpstream();
     await upstream.close();
     await log?.close();
     rmSync(directory, { recursive: true, force: true });
   });
 
-  const start = () =>
-    startServiceProcess(directory, { LEDGER_TOKENS, ANTHROPIC_BASE_URL: upstream.baseURL, ANTHROPIC_API_KEY: 'sk-ant-the-service-own', ...RECOVERY_ENV, ...logEnv });
+  const start = (env: Record<string, string> = {}) =>
+    startServiceProcess(directory, { LEDGER_TOKENS, ANTHROPIC_BASE_URL: upstream.baseURL, ANTHROPIC_API_KEY: 'sk-ant-the-service-own', ...RECOVERY_ENV, ...logEnv, ...env });
 
   it(
-    'settles the call at its hold after the restart, says so in its explanation, and leaves balance, ledger, statement and key spend equal with nothing held',
+    'settles the call at its hold from the other instance within the bound, says its instance stopped, and leaves balance, ledger, statement and key spend equal with nothing held',
     async () => {
       service = await start();
       const first = service;
+      // The second instance: its own read models and answers beside the shared log.
+      other = await start({ LEDGER_READ_STORE: join(directory, 'other.read.sqlite'), LEDGER_ANSWER_STORE: join(directory, 'other.answers.sqlite') });
+      const live = other;
       await json(first, '/v1/organizations/acme/grants', { method: 'POST', body: JSON.stringify({ credits: GRANTED_CREDITS, reason: 'start', idempotencyKey: 'g-1' }) });
       await json(first, `/v1/gateway/models/${GATEWAY_MODEL}`, {
         method: 'PUT',
@@ -121,6 +138,7 @@ describe.each<[string, () => Promise<LogUnderTest>]>([
       const invocationId = (await stream.withResponse()).response.headers.get('llm-ledger-invocation-id')!;
       expect(await firstText).toBe('Hello');
       const exited = once(first.child, 'exit');
+      const killedAtMs = Date.now();
       first.child.kill('SIGKILL');
       expect((await exited)[1]).toBe('SIGKILL');
       // The caller saw its stream cut, never its end.
@@ -128,8 +146,6 @@ describe.each<[string, () => Promise<LogUnderTest>]>([
       const dispatched = await lastEventOf(logEnv.LEDGER_STORE!, invocationId);
       expect(dispatched.type).toBe('InvocationDispatched');
 
-      service = await start();
-      const live = service;
       const deadline = performance.now() + RECOVERED_WITHIN_MS;
       let view = await json<InvocationView>(live, `/v1/invocations/${invocationId}`);
       while (view.state !== 'settled' && performance.now() < deadline) {
@@ -141,8 +157,10 @@ describe.each<[string, () => Promise<LogUnderTest>]>([
       expect(view).toMatchObject({ state: 'settled', charge: hold });
 
       const explanation = await json<{ sentence: string }>(live, `/v1/invocations/${invocationId}/explanation`);
-      expect(explanation.sentence).toBe(
-        `Gateway call by key "${GATEWAY_KEY_NAME}" to ${GATEWAY_MODEL}: the service stopped while the call was in flight, so its usage was never learned and it was charged its ${grouped(hold)}-credit hold (settled by recovery).`,
+      expect(explanation.sentence).toMatch(
+        new RegExp(
+          `^Gateway call by key "${GATEWAY_KEY_NAME}" to ${GATEWAY_MODEL}: the instance that ran it stopped: its lease expired at \\S+Z while the call was in flight, so its usage was never learned and it was charged its ${grouped(hold)}-credit hold \\(settled by recovery\\)\\.$`,
+        ),
       );
 
       await expectEveryFigureAgrees(live, hold, keyId);
@@ -150,7 +168,10 @@ describe.each<[string, () => Promise<LogUnderTest>]>([
       await once(live.child, 'exit');
 
       const settled = await lastEventOf(logEnv.LEDGER_STORE!, invocationId);
-      expect(settled).toMatchObject({ type: 'InvocationSettled', data: { settledBy: 'recovery', transition: 14, chargeCredits: hold } });
+      expect(settled).toMatchObject({ type: 'InvocationSettled', data: { settledBy: 'recovery', transition: 14, chargeCredits: hold, recovery: { because: 'lease_expired' } } });
+      // Released within the bound, by the log's own times (the second instance's clock is this machine's).
+      const { settledAt } = settled.data as { settledAt: string };
+      expect(Date.parse(settledAt) - killedAtMs).toBeLessThanOrEqual(RELEASE_BOUND_MS);
       const io = new MemoryIo();
       const exitCode = await runCli(['audit', 'verify'], { io, env: logEnv });
       expect({ exitCode, out: exitCode === 0 ? '' : io.stdoutText }).toEqual({ exitCode: 0, out: '' });
