@@ -68,6 +68,16 @@ export class InstanceLeaseKeeper implements LeaseHolder, OnModuleInit, BeforeApp
     await this.renewing;
   }
 
+  /**
+   * Renews nothing for `ms` (as a paused process, or one cut off from its store, renews nothing), then
+   * renews at once: the lease survives a pause shorter than what is left of it, and is replaced after a longer one.
+   */
+  pauseFor(ms: number): void {
+    if (this.stopped) return;
+    this.cancelTimer?.();
+    this.schedule(ms);
+  }
+
   /** Resolves once no renewal is running. */
   async idle(): Promise<void> {
     await this.renewing;
@@ -85,8 +95,8 @@ export class InstanceLeaseKeeper implements LeaseHolder, OnModuleInit, BeforeApp
     this.current = leaseId;
   }
 
-  private schedule(): void {
-    this.cancelTimer = this.clock.setTimer(leaseRenewalPeriodMs(this.options.durationMs), () => {
+  private schedule(delayMs = leaseRenewalPeriodMs(this.options.durationMs)): void {
+    this.cancelTimer = this.clock.setTimer(delayMs, () => {
       this.cancelTimer = undefined;
       // Dated now, when it came due, however long the append then takes.
       const renewedAt = new Date(this.clock.now()).toISOString();

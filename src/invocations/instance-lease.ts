@@ -1,6 +1,6 @@
 /**
  * An instance's lease (docs/lifecycle.md "Recovery"): ordinary events on a stream of its own,
- * `instance-lease-<leaseId>`, so it works on every store the event-store port has. A running instance
+ * `lease-<leaseId>`, so it works on every store the event-store port has. A running instance
  * takes one at start and renews it every third of its duration; every invocation it starts records
  * the lease as its owner (InvocationEstimated's `ownerLeaseId`). Recovery settles what a lease owns
  * only once the lease has lapsed, and records that it did (InstanceLeaseExpired) before settling
@@ -17,7 +17,7 @@ export const LEASE_RENEWALS_PER_DURATION = 3;
 /** Longest instance description a lease records (host name and process id), in characters. */
 const MAX_INSTANCE_CHARS = 200;
 
-export const leaseStreamName = (leaseId: string): string => `instance-lease-${leaseId}`;
+export const leaseStreamName = (leaseId: string): string => `lease-${leaseId}`;
 
 /** How often a live instance renews its lease, in ms: a third of its duration. */
 export function leaseRenewalPeriodMs(leaseDurationMs: number): number {

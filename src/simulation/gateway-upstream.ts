@@ -3,7 +3,10 @@
  * hand it to the accounting (`GatewayCallOutcome`), with no socket. Usage within the request's
  * bounds (docs/gateway.md, "How the hold is bounded"), or past them (an upstream that over-reports),
  * malformed usage (as the relay names it, or a count no usage can hold), error statuses, an `error` event mid-stream after usage was seen, a stream that ends before any
- * usage, the time bound running out before or after usage, and a caller that went away.
+ * usage, the time bound running out before or after usage, and a caller that went away. A call whose
+ * time bound ran out is sometimes held on by its relay past it (a stalled caller): by a little, by
+ * most of RECOVERY_DEADLINE_MARGIN_MS (recovery must leave it to its relay), or past it (recovery may
+ * settle it first, and its own settlement then finds it settled).
  */
 import type { GatewayCallOutcome, MessagesBodyFacts } from '../gateway/gateway-call.port';
 import type { FaultClass } from '../runtime/faults';
@@ -16,6 +19,7 @@ import {
   WEB_FETCH_CONTENT_ALLOWANCE_TOKENS,
   WEB_SEARCH_RESULT_ALLOWANCE_TOKENS,
 } from '../gateway/worst-case-hold';
+import { RECOVERY_DEADLINE_MARGIN_MS } from '../invocations/invocation-ownership';
 import type { GatewayCallPlan } from './gateway-scenario';
 import { Prng } from './prng';
 
@@ -95,7 +99,14 @@ function usageWithin(prng: Prng, facts: MessagesBodyFacts): Usage {
   return report(prng, input, output, searches, facts);
 }
 
-/** What upstream answers the call: its outcome after `plan.latencyMs` (or the call's time bound). */
+/** How long the relay holds a call past its time bound, in virtual ms, from the call's own stream (so nothing else is drawn differently). */
+function stallMs(plan: GatewayCallPlan): number {
+  const prng = new Prng(plan.usageSeed, `stall-${plan.tag}`);
+  if (prng.chance(50)) return 0;
+  return prng.pick([1_000, RECOVERY_DEADLINE_MARGIN_MS / 2, RECOVERY_DEADLINE_MARGIN_MS - 1_000, RECOVERY_DEADLINE_MARGIN_MS + 5_000]);
+}
+
+/** What upstream answers the call: its outcome after `plan.latencyMs` (or the call's time bound, and its stall past it). */
 export function upstreamOutcome(plan: GatewayCallPlan, startedAtMs: number, attemptTimeoutMs: number): GatewayCallOutcome {
   const prng = new Prng(plan.usageSeed, `upstream-${plan.tag}`);
   const facts = plan.facts;
@@ -129,8 +140,8 @@ export function upstreamOutcome(plan: GatewayCallPlan, startedAtMs: number, atte
       // The connection broke before message_start: no usage was ever reported.
       return { ...base, classification: 'connection' };
     case 'timeout':
-      return { ...base, durationMs: attemptTimeoutMs, classification: 'timeout', timedOut: true };
+      return { ...base, durationMs: attemptTimeoutMs + stallMs(plan), classification: 'timeout', timedOut: true };
     case 'timeout-after-usage':
-      return { ...base, durationMs: attemptTimeoutMs, classification: 'timeout', timedOut: true, httpStatus: 200, usage: usageWithin(prng, facts) };
+      return { ...base, durationMs: attemptTimeoutMs + stallMs(plan), classification: 'timeout', timedOut: true, httpStatus: 200, usage: usageWithin(prng, facts) };
   }
 }

@@ -33,6 +33,8 @@ import { SweepStaleInvocationsCommand, type SweepReport } from '../invocations/s
 import { SWEEP_CANDIDATES, type SweepCandidates } from '../invocations/sweep-candidates.port';
 import { SweepStaleInvocationsHandler } from '../invocations/sweep-stale-invocations.handler';
 import { InvocationRecovery } from '../invocations/invocation-recovery';
+import { INSTANCE_LEASE } from '../invocations/instance-lease';
+import { InstanceLeaseKeeper } from '../invocations/instance-lease.keeper';
 import { CLOCK } from '../domain/clock.token';
 import { RETRY_JITTER } from '../domain/retry-jitter.token';
 import { LiveProjections, ProjectionRunner, type SqliteReadModelStore } from '../projection-runner';
@@ -64,7 +66,13 @@ export interface LedgerNodeOptions {
   readonly onRecoveryPass: (pass: RecoveryPassEnd) => void;
   /** Gateway calls' invocation ids, drawn in call order so a seed replays the same streams. */
   readonly gatewayCallIds: GatewayCallIds;
+  /** Each process's lease ids, in the order they are taken, so a seed replays the same streams. */
+  readonly leaseIds: (process: SimulatedProcess) => string;
+  /** How long each process's lease lasts after a renewal, in virtual ms. */
+  readonly leaseDurationMs: number;
 }
+
+export type SimulatedProcess = 'node' | 'second';
 
 /** How one recovery pass of a process ended. */
 export type RecoveryPassEnd =
@@ -88,6 +96,7 @@ export class LedgerNode {
     readonly store: FaultyEventStore,
     readonly second: SecondProcess,
     private readonly secondRecovery: InvocationRecovery,
+    private readonly secondLease: InstanceLeaseKeeper,
   ) {}
 
   static async start(options: LedgerNodeOptions): Promise<LedgerNode> {
@@ -98,6 +107,9 @@ export class LedgerNode {
       new InvocationRecovery(observed('node', (command) => handler.execute(command)), options.clock, options.recovery.node),
     );
     const repository = new AggregateRepository(store, LEDGER_UPCASTERS);
+    // The second process's own lease, on its own repository: what it starts, it owns.
+    const secondLease = new InstanceLeaseKeeper(repository, options.clock, { durationMs: options.leaseDurationMs, newLeaseId: () => options.leaseIds('second'), instance: 'sim-second' });
+    await secondLease.start();
     const runHandler = new RunOperationHandler(
       repository,
       app.get(FeatureRegistry),
@@ -117,6 +129,7 @@ export class LedgerNode {
       ),
       // The app's own observation of runs, as the Nest-built handler has it.
       app.get<InvocationInstrumentation>(INVOCATION_INSTRUMENTATION),
+      secondLease,
     );
     const sweepHandler = new SweepStaleInvocationsHandler(repository, app.get<SweepCandidates>(SWEEP_CANDIDATES), options.clock);
     // Another instance on the same log recovers too, with its own repository and schedule.
@@ -127,9 +140,10 @@ export class LedgerNode {
       {
         run: (request) => runHandler.execute(new RunOperationCommand(request)),
         sweep: (olderThanMs) => sweepHandler.execute(new SweepStaleInvocationsCommand(olderThanMs)),
-        gateway: new GatewayCalls(repository, options.clock, options.gatewayCallIds),
+        gateway: new GatewayCalls(repository, options.clock, options.gatewayCallIds, secondLease),
       },
       secondRecovery,
+      secondLease,
     );
     secondRecovery.start();
     return self;
@@ -138,6 +152,11 @@ export class LedgerNode {
   /** Resolves once neither process's recovery is in a pass (no timer fires while nobody turns the pump). */
   async recoveryIdle(): Promise<void> {
     await Promise.all([this.app.get(InvocationRecovery).idle(), this.secondRecovery.idle()]);
+  }
+
+  /** The process renews no lease for `ms` (a pause, or a process cut off from its store), then renews at once. */
+  pauseLease(process: SimulatedProcess, ms: number): void {
+    (process === 'node' ? this.app.get<InstanceLeaseKeeper>(INSTANCE_LEASE) : this.secondLease).pauseFor(ms);
   }
 
   /** The accounting side the `/anthropic` routes call (GATEWAY_ACCOUNTING): admission and settlement. */
@@ -197,12 +216,15 @@ export class LedgerNode {
     // A dead process schedules nothing more: its recoveries' timers go with it.
     void this.app.get(InvocationRecovery).stop();
     void this.secondRecovery.stop();
+    void this.app.get<InstanceLeaseKeeper>(INSTANCE_LEASE).stop();
+    void this.secondLease.stop();
     if (!this.kill.signal.aborted) this.kill.abort(new Error('the process died'));
   }
 
   /** Releases the files (after a crash too): stops the runner, closes the read models and the store. */
   async close(): Promise<void> {
     await this.secondRecovery.stop();
+    await this.secondLease.stop();
     await this.app.close();
   }
 }
@@ -238,7 +260,17 @@ async function startApplication(
   })
     // The gateway's accounting with the simulator's call ids, so a seed replays the same streams.
     .overrideProvider(GatewayCalls)
-    .useFactory({ inject: [AggregateRepository, CLOCK], factory: (repository: AggregateRepository, clock: SimulationClock) => new GatewayCalls(repository, clock, options.gatewayCallIds) })
+    .useFactory({
+      inject: [AggregateRepository, CLOCK, INSTANCE_LEASE],
+      factory: (repository: AggregateRepository, clock: SimulationClock, lease: InstanceLeaseKeeper) => new GatewayCalls(repository, clock, options.gatewayCallIds, lease),
+    })
+    // The node's lease, with ids from the simulator so a seed replays the same streams.
+    .overrideProvider(INSTANCE_LEASE)
+    .useFactory({
+      inject: [EVENT_STORE, CLOCK],
+      factory: (eventStore: EventStore, clock: SimulationClock) =>
+        new InstanceLeaseKeeper(new AggregateRepository(eventStore), clock, { durationMs: options.leaseDurationMs, newLeaseId: () => options.leaseIds('node'), instance: 'sim-node' }),
+    })
     .overrideProvider(CLOCK)
     .useValue(options.clock)
     .overrideProvider(RETRY_JITTER)

@@ -50,6 +50,7 @@ import type { InvocationState, InvocationSummary } from '../invocations/invocati
 import type { Prices } from '../runtime/conversation.types';
 import { PRICE_KINDS } from '../runtime/price-kinds';
 import type { Usage } from '../runtime/provider.port';
+import { LeaseAudit } from './lease-audit';
 import type { SimulatedEpisode } from './simulated-episode';
 
 /** A broken invariant, with the streams whose events show it. */
@@ -160,7 +161,15 @@ export class InvocationAudit {
   recordedUsage = false;
   result: ResultFact | undefined;
   settlement:
-    | { readonly transition: number; readonly charge: number; readonly by: string; readonly at: bigint; readonly settledAtMs: number }
+    | {
+        readonly transition: number;
+        readonly charge: number;
+        readonly by: string;
+        readonly at: bigint;
+        readonly settledAtMs: number;
+        /** Why a stale closer settled what a lease owned: `lease-expired` or `deadline-passed`. */
+        readonly ground: string | undefined;
+      }
     | undefined;
   /** A gateway call's key, model and rate card version; and the account's moment when it was estimated. */
   gateway: { readonly keyId: string; readonly model: string; readonly rateCardVersion: number; readonly momentIndex: number } | undefined;
@@ -194,6 +203,8 @@ export class LogAudit {
   readonly accounts = new Map<string, AccountAudit>();
   readonly invocations = new Map<string, InvocationAudit>();
   private readonly operations = new Map<string, OperationAudit>();
+  /** Instance leases, and what recovery settles by them (lease-audit.ts). */
+  private readonly leases = new LeaseAudit();
   /** The rate card: model → its versions, oldest first. */
   readonly rateCard = new Map<string, CardVersionAudit[]>();
   private after: bigint | undefined;
@@ -344,6 +355,8 @@ export class LogAudit {
       case 'gateway':
         if (event.streamName === RATE_CARD_STREAM) return this.foldRateCard(event);
         return broken('log.known-streams', `unexpected stream ${event.streamName}`, [event.streamName]);
+      case 'lease':
+        return this.leases.fold(id, event, (invariant, detail) => broken(invariant, detail, [event.streamName]));
       default:
         return broken('log.known-streams', `unexpected stream ${event.streamName}`, [event.streamName]);
     }
@@ -848,7 +861,9 @@ export class LogAudit {
     if (data.heldCredits !== held) {
       fail('settlement.releases-the-hold', `settlement releases ${String(data.heldCredits)} of ${held} held`);
     }
-    invocation.settlement = { transition, charge, by, at: position, settledAtMs: Date.parse(data.settledAt as string) };
+    const ground = by === 'sweep' || by === 'recovery' ? this.leases.checkStaleSettlement(invocation.ledger, data, fail) : undefined;
+    if (ground !== undefined) this.witness.note(`checked.recovery-of-an-owned-invocation.${ground}`);
+    invocation.settlement = { transition, charge, by, at: position, settledAtMs: Date.parse(data.settledAt as string), ground };
     if (invocation.gateway !== undefined) this.witness.note(`observed.gateway-call-settled.transition-${transition}${staleOnly ? `.by-${by}` : ''}${expected.credits < invocation.recordedSpend ? '.capped-at-its-hold' : ''}`);
     this.witness.note(`checked.settlement-charge.transition-${transition}`);
     invocation.status = 'settled';

@@ -25,6 +25,8 @@ import {
   MIN_OPERATIONS,
   MIN_ORGANIZATIONS,
   MIN_WAVE_INVOCATIONS,
+  LEASE_PAUSE_WAVE_PERCENT,
+  SIMULATED_LEASE_DURATION_MS,
   WAVE_GRID_MS,
   WAVE_SPREAD_MS,
 } from './simulation.bounds';
@@ -87,6 +89,8 @@ export type WaveAction =
       readonly aiEnabled?: boolean;
       readonly maxRunning?: number;
     }
+  /** One process renews no lease for `durationMs` (a pause, or a process cut off from its store). */
+  | { readonly kind: 'pause-lease'; readonly atMs: number; readonly process: 'node' | 'second'; readonly durationMs: number }
   | {
       readonly kind: 'sweep';
       readonly atMs: number;
@@ -260,11 +264,23 @@ export function planScenario(seed: number, invocations: number, namespace = ''):
     const prng = root.fork(`wave-${index}`);
     const count = Math.min(invocations - planned, prng.int(MIN_WAVE_INVOCATIONS, MAX_WAVE_INVOCATIONS));
     const wave = planWave(prng, index, count, planned, organizations, operations, namespace, seed, terms);
-    waves.push({ ...wave, actions: [...wave.actions, ...planGatewayWave(prng, index, gateway)] });
+    waves.push({ ...wave, actions: [...wave.actions, ...planGatewayWave(prng, index, gateway), ...planLeasePause(root.fork(`lease-pause-${index}`))] });
     for (const action of wave.actions) if (action.kind === 'publish') terms.set(action.operationId, action.terms);
     planned += count;
   }
   return { seed, invocations, organizations, operations, waves, storeFaults, recovery, gateway };
+}
+
+/**
+ * Now and then a process renews no lease for a while, from its own stream (so the rest of the plan is
+ * drawn as before): one renewal missed, two (the lease survives both), or long enough for it to lapse,
+ * when recovery settles what it owned while it still runs, and it takes a new lease.
+ */
+function planLeasePause(prng: Prng): WaveAction[] {
+  if (!prng.chance(LEASE_PAUSE_WAVE_PERCENT)) return [];
+  const third = Math.floor(SIMULATED_LEASE_DURATION_MS / 3);
+  const durationMs = prng.pick([third + WAVE_GRID_MS, 2 * third - WAVE_GRID_MS, 2 * SIMULATED_LEASE_DURATION_MS]);
+  return [{ kind: 'pause-lease', atMs: prng.int(0, WAVE_SPREAD_MS / WAVE_GRID_MS) * WAVE_GRID_MS, process: prng.chance(50) ? 'node' : 'second', durationMs }];
 }
 
 /** The draws a wave's actions share, all from the wave's own stream. */

@@ -2,6 +2,7 @@
  * Every bound of the simulator, named once with its unit (after TigerBeetle's TIGER_STYLE). Times are virtual
  * milliseconds on the simulation clock unless the name says otherwise.
  */
+import { DEFAULT_LEASE_DURATION_MS } from '../domain/recovery.settings';
 
 /**
  * Where virtual time starts: 2099-12-31T23:55:00Z, far past any wall-clock `recordedAt` the store
@@ -55,6 +56,11 @@ export const MAX_CALLS_PER_MODEL_TURN = 3;
  * three times over. Longer only adds passes that find nothing (each a few store round trips).
  */
 export const FINAL_IDLE_MS = 45 * 60_000;
+/** How long each simulated process's lease lasts after a renewal, in virtual ms: the service's default. */
+export const SIMULATED_LEASE_DURATION_MS = DEFAULT_LEASE_DURATION_MS;
+/** Share of waves in which one process renews no lease for a while (a pause), in percent. */
+export const LEASE_PAUSE_WAVE_PERCENT = 30;
+
 /** Staleness threshold of the final sweep. */
 export const FINAL_SWEEP_OLDER_THAN_MS = 60_000;
 /** Sweeps the final phase runs at most before it expects nothing left to settle. */

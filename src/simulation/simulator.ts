@@ -41,6 +41,7 @@ import {
   MAX_FINAL_SWEEPS,
   MAX_TURNS_PER_WAVE,
   MAX_WAVE_SPAN_MS,
+  SIMULATED_LEASE_DURATION_MS,
   SIMULATION_EPOCH_MS,
 } from './simulation.bounds';
 import { Tally } from './tally';
@@ -157,6 +158,8 @@ class Simulation implements StoreFaultController {
   private waves = 0;
   /** Gateway calls' invocation ids drawn so far (GATEWAY_CALL_IDS: in call order, so a seed replays them). */
   private gatewayCallIds = 0;
+  /** Leases taken so far, by either process (in order, so a seed replays the same lease streams). */
+  private leaseIds = 0;
   private readonly gateway: GatewayDriver;
   /** The ledger's retry jitter (RETRY_JITTER): the seeded stream, so a seed replays the same waits. */
   private readonly seededRandom = (): number => this.jitter.next();
@@ -346,6 +349,8 @@ class Simulation implements StoreFaultController {
       recovery: this.options.recovery ?? this.plan.recovery,
       onRecoveryPass: (pass) => this.recoveryPassEnded(pass),
       gatewayCallIds: () => `${this.options.namespace ?? ''}gw-call-${++this.gatewayCallIds}`,
+      leaseIds: (process) => `${this.options.namespace ?? ''}${process}-lease-${++this.leaseIds}`,
+      leaseDurationMs: SIMULATED_LEASE_DURATION_MS,
     });
   }
 
@@ -505,6 +510,12 @@ class Simulation implements StoreFaultController {
           });
         }
         return;
+      case 'pause-lease':
+        launch(action.atMs, `pause the ${action.process}'s lease`, async () => {
+          this.tally.add(`lease.paused.${action.process}.${action.durationMs > SIMULATED_LEASE_DURATION_MS ? 'past-its-lease' : 'within-its-lease'}`);
+          if (this.node !== undefined && !this.node.dead) this.node.pauseLease(action.process, action.durationMs);
+        });
+        return;
       default:
         this.gateway.schedule(action, launch);
     }
@@ -647,12 +658,18 @@ class Simulation implements StoreFaultController {
    * A live run was refused a write because a sweep had settled its invocation. For a dispatched one
    * (transition 14) the README promises the sweep never cuts a live conversation short: so the
    * conversation must not have issued a write of its own (an attempt, its result) after the instant
-   * the sweep settled it — that would mean it was still running then.
+   * the sweep settled it — that would mean it was still running then. Unless a lease owned it and the
+   * settlement says why (the audit checked it, lease-audit.ts): its instance counted as stopped once
+   * its lease lapsed (a pause past it), or the run went on past its own deadline (a stalled relay).
    */
   private checkNotCutShort(invocationId: string, label: string): void {
     const invocation = this.audit.invocations.get(invocationId);
     const settlement = invocation?.settlement;
     const lastWriteMs = this.conversationWrites.get(invocationId);
+    if (settlement?.ground !== undefined) {
+      this.tally.add(`recovery.refused-a-late-write.${settlement.ground}`);
+      return;
+    }
     if (settlement?.transition !== 14 || lastWriteMs === undefined || invocation?.publication == null) return;
     this.tally.add('checked.sweep-against-live-conversation');
     if (lastWriteMs > settlement.settledAtMs) {

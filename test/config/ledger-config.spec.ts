@@ -27,7 +27,14 @@ describe('configuration from the environment (README.md "Configuration")', () =>
     expect(loadLedgerConfig({}, { recoveryStaleAfterMs: 2_000 }).recovery.staleAfterMs).toBe(2_000);
   });
 
+  it('gives each instance a 30 s lease unless told otherwise, from 1 s to 5 minutes (issue 31)', () => {
+    expect(loadLedgerConfig({}).leaseDurationMs).toBe(30_000);
+    expect(loadLedgerConfig({ LEDGER_LEASE_DURATION_MS: '5000' }).leaseDurationMs).toBe(5_000);
+  });
+
   it.each([
+    ['LEDGER_LEASE_DURATION_MS', '999', /LEDGER_LEASE_DURATION_MS: expected an integer from 1000 to 300000 ms, got "999"/],
+    ['LEDGER_LEASE_DURATION_MS', '300001', /LEDGER_LEASE_DURATION_MS: expected/],
     ['LEDGER_RECOVERY_INTERVAL_MS', '999', /LEDGER_RECOVERY_INTERVAL_MS: expected 0 \(off\) or an integer from 1000 to 86400000 ms, got "999"/],
     ['LEDGER_RECOVERY_INTERVAL_MS', '1e4', /LEDGER_RECOVERY_INTERVAL_MS: expected/],
     ['LEDGER_RECOVERY_STALE_AFTER_MS', '0', /LEDGER_RECOVERY_STALE_AFTER_MS: expected an integer from 1000 to 604800000 ms, got "0"/],

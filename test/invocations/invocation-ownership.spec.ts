@@ -79,7 +79,7 @@ describe('an instance lease (src/invocations/instance-lease.ts): renewed while l
   const taken: InstanceLeaseEvent = { type: 'InstanceLeaseTaken', data: { leaseId: LEASE, instance: 'host:1', takenAt: at(0), expiresAt: at(30_000) } };
 
   it('is named after its id', () => {
-    expect(leaseStreamName(LEASE)).toBe('instance-lease-lease-1');
+    expect(leaseStreamName(LEASE)).toBe('lease-lease-1');
   });
 
   it('renews a live lease from the renewal on', () => {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { NewEvent } from '../../src/event-store/event-store.port';
+import { RECOVERY_DEADLINE_MARGIN_MS } from '../../src/invocations/invocation-ownership';
 import { runSimulation, type AppendTamper } from '../../src/simulation/simulator';
 
 // A scenario with its gateway calls takes seconds alone; the bound leaves room for the full suite on a loaded machine.
@@ -17,6 +18,18 @@ const overchargeCompleted: AppendTamper = (_stream, events) =>
   events.map((event) => {
     const data = event.data as { transition?: number; chargeCredits?: number };
     return event.type === 'InvocationSettled' && data.transition === 8 ? { ...event, data: { ...data, chargeCredits: (data.chargeCredits ?? 0) * 2 + 1 } } : event;
+  });
+
+/**
+ * A broken recovery (issue 31, finding 2): what it settles past a live call's deadline it settles half
+ * a margin sooner, inside the time its relay still has, saying it passed a deadline a moment before.
+ */
+const recoverInsideTheMargin: AppendTamper = (_stream, events) =>
+  events.map((event) => {
+    const data = event.data as { settledAt?: string; recovery?: { because: string; deadlineAt: string } };
+    if (event.type !== 'InvocationSettled' || data.recovery?.because !== 'deadline_passed') return event;
+    const settledAtMs = Date.parse(data.recovery.deadlineAt) - RECOVERY_DEADLINE_MARGIN_MS / 2;
+    return { ...event, data: { ...data, settledAt: new Date(settledAtMs).toISOString(), recovery: { because: 'deadline_passed', deadlineAt: new Date(settledAtMs - 1).toISOString(), pastByMs: 1 } } };
   });
 
 describe('issue 8: a deliberately broken build fails the simulation with its seed and the history that shows the bug', () => {
@@ -40,6 +53,16 @@ describe('issue 8: a deliberately broken build fails the simulation with its see
       const result = await runSimulation({ seed: 1, invocations: 60, recovery: { node: off, second: off } });
       expect(result.violation?.invariant).toBe('recovery.leaves-nothing-in-flight');
       expect(result.report).toContain('no sweep run');
+    },
+    TIMEOUT_MS,
+  );
+
+  it(
+    'issue 31 finding 2: catches a recovery that settles a call its live instance owns before the call\'s deadline',
+    async () => {
+      const result = await runSimulation({ seed: 1, invocations: 60, tamper: recoverInsideTheMargin });
+      expect(result.violation?.invariant).toBe('recovery.never-touches-a-live-lease');
+      expect(result.report).toContain('before its deadline');
     },
     TIMEOUT_MS,
   );
