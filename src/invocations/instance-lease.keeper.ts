@@ -6,6 +6,12 @@ import { IllegalTransitionError } from '../domain/domain.errors';
 import type { Clock } from '../runtime';
 import { instanceLeaseDecider, leaseRenewalPeriodMs, leaseStreamName, type LeaseHolder } from './instance-lease';
 
+/**
+ * Attempts at taking a lease before the failure is the caller's, each with a new id: an append whose
+ * acknowledgement was lost may have taken the lease after all, which then simply lapses unused.
+ */
+export const LEASE_TAKE_ATTEMPTS = 3;
+
 export interface InstanceLeaseOptions {
   /** How long the lease lasts after each renewal, in ms. */
   readonly durationMs: number;
@@ -84,6 +90,17 @@ export class InstanceLeaseKeeper implements LeaseHolder, OnModuleInit, BeforeApp
   }
 
   private async take(): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.takeOnce();
+      } catch (error) {
+        if (attempt >= LEASE_TAKE_ATTEMPTS) throw error;
+        this.logger.warn({ message: 'a lease could not be taken; trying again with a new one', error: error instanceof Error ? error.name : String(error) });
+      }
+    }
+  }
+
+  private async takeOnce(): Promise<void> {
     const leaseId = this.newLeaseId();
     const takenAt = new Date(this.clock.now()).toISOString();
     await this.repository.handle(

@@ -15,6 +15,9 @@ import { isUnmeasured } from './invocation.state';
 import { SWEEP_CANDIDATES, type OpenInvocationCandidate, type SweepCandidates } from './sweep-candidates.port';
 import { ReleasedHold, SweepReport, SweepStaleInvocationsCommand, SweptInvocation } from './sweep-stale-invocations.command';
 
+/** An owner lease as one pass found it: recorded expired (with the expiry it passed), or not. */
+type OwnerLeases = Map<string, ExpiredOwnerLease | undefined>;
+
 /**
  * Candidates come from the read side (SweepCandidates: open invocations, accounts with open holds); every decision
  * is made on the invocation's, its owner lease's and the account's own streams, never on a projection. An
@@ -22,9 +25,6 @@ import { ReleasedHold, SweepReport, SweepStaleInvocationsCommand, SweptInvocatio
  * lease's stream (InstanceLeaseExpired, written here by whoever finds it first); one a live lease owns
  * waits for its deadline (invocation-ownership.ts).
  */
-
-/** An owner lease as one pass found it: recorded expired (with the expiry it passed), or not. */
-type OwnerLeases = Map<string, ExpiredOwnerLease | undefined>;
 @CommandHandler(SweepStaleInvocationsCommand)
 export class SweepStaleInvocationsHandler implements ICommandHandler<SweepStaleInvocationsCommand, SweepReport> {
   private readonly logger = new Logger('Sweep');

@@ -27,9 +27,10 @@ const TOTAL_TIME_MS = 2_000;
  * Recovery at its shortest period, and a threshold short enough that the test waits seconds, not
  * minutes, yet longer than a live request under 32 clients on a loaded machine spends between its
  * estimate and its hold (at 1 s, recovery once closed such a request while it ran: its hold was then
- * placed and released at 0, which audit verify rightly reports).
+ * placed and released at 0, which audit verify rightly reports). Leases of 10 s: what a killed
+ * instance owned is recovered seconds after the restart, and a live one renews every 3.3 s.
  */
-const RECOVERY_ENV = { LEDGER_RECOVERY_INTERVAL_MS: '1000', LEDGER_RECOVERY_STALE_AFTER_MS: '3000' };
+const RECOVERY_ENV = { LEDGER_RECOVERY_INTERVAL_MS: '1000', LEDGER_RECOVERY_STALE_AFTER_MS: '3000', LEDGER_LEASE_DURATION_MS: '10000' };
 /** How long the last instance may take to finish every leftover: budget + threshold + period, many times over. */
 const RECOVERED_WITHIN_MS = 60_000;
 /** How often the balance is read while waiting for recovery, in ms (a poll, not a wait for correctness). */
