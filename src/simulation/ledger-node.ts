@@ -140,7 +140,7 @@ export class LedgerNode {
       {
         run: (request) => runHandler.execute(new RunOperationCommand(request)),
         sweep: (olderThanMs) => sweepHandler.execute(new SweepStaleInvocationsCommand(olderThanMs)),
-        gateway: new GatewayCalls(repository, options.clock, options.gatewayCallIds, secondLease),
+        gateway: new GatewayCalls(repository, options.clock, options.gatewayCallIds, undefined, secondLease),
       },
       secondRecovery,
       secondLease,
@@ -262,7 +262,7 @@ async function startApplication(
     .overrideProvider(GatewayCalls)
     .useFactory({
       inject: [AggregateRepository, CLOCK, INSTANCE_LEASE],
-      factory: (repository: AggregateRepository, clock: SimulationClock, lease: InstanceLeaseKeeper) => new GatewayCalls(repository, clock, options.gatewayCallIds, lease),
+      factory: (repository: AggregateRepository, clock: SimulationClock, lease: InstanceLeaseKeeper) => new GatewayCalls(repository, clock, options.gatewayCallIds, undefined, lease),
     })
     // The node's lease, with ids from the simulator so a seed replays the same streams.
     .overrideProvider(INSTANCE_LEASE)

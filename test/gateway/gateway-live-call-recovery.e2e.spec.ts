@@ -4,18 +4,19 @@
  * log) then settled the still-dispatched call at its hold, "the service stopped while the call was in
  * flight", while the service was running; the relay's own settlement then failed.
  *
- * Here a streamed call is kept open (the local Messages API writes text until the sockets between it
- * and the caller are full, and never ends; the caller reads nothing, so the relay is paused by
- * backpressure, as a caller that stops reading without disconnecting pauses it) on an instance whose clock is moved past the
+ * Here a streamed call is kept open (the local Messages API writes its first event and then holds the
+ * stream open; the caller reads that event and then nothing) on an instance whose clock is moved past the
  * recovery threshold and up to the call's time bound, where its relay ends it. Recovery must leave it
  * to that relay, though the call is past the threshold and its bound: on that instance (whose pass
  * came due at the very instant of the bound), and from a second instance on the same SQLite file
  * whose clock is a little ahead. Time moves only by the instances' virtual clocks.
+ *
+ * Both cases failed before the lease (recovery settled the call, transition 14). Since the relay
+ * ends a call at its bound by itself (0ccca06), the first is also closed by the relay winning that
+ * instant's race; the second, another instance a moment ahead, only by the call's owner and deadline.
  */
-import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { request as httpRequest, type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
-import type { GatewayBackpressure } from '../../src/gateway/gateway-http.channels';
 import { INVOCATION_ID_HEADER } from '../../src/gateway/anthropic-error.body';
 import { MAX_GATEWAY_ATTEMPT_TIMEOUT_MS } from '../../src/gateway/rate-card';
 import { MAX_SHUTDOWN_SETTLE_WAIT_MS } from '../../src/gateway/gateway-forwarder';
@@ -42,8 +43,6 @@ const START_EVENT = sseEvent('message_start', {
   type: 'message_start',
   message: { id: 'msg_live', type: 'message', role: 'assistant', model: GATEWAY_MODEL, content: [], usage: { input_tokens: 10, output_tokens: 1 } },
 });
-/** One delta event of about 64 KiB, written until the sockets on the way take no more. */
-const DELTA = sseEvent('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'x'.repeat(64 * 1024) } });
 
 interface LiveCall {
   readonly invocationId: string;
@@ -51,10 +50,7 @@ interface LiveCall {
   readonly answer: IncomingMessage;
 }
 
-/**
- * A streamed call whose upstream writes until it is blocked and then holds the stream open, and whose
- * caller reads nothing: resolves once the relay reports itself paused by the caller's backpressure.
- */
+/** A streamed call whose upstream writes message_start and then holds the stream open; the caller reads that and stops. */
 async function startLiveCall(service: GatewayService, baseUrl: string, upstreamOpen: ServerResponse[]): Promise<LiveCall> {
   service.upstream.reply({
     kind: 'custom',
@@ -62,30 +58,20 @@ async function startLiveCall(service: GatewayService, baseUrl: string, upstreamO
       upstreamOpen.push(res);
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write(START_EVENT);
-      while (!res.destroyed && res.write(DELTA));
     },
   });
-  let onPaused: () => void = () => undefined;
-  const paused = new Promise<void>((resolve) => (onPaused = resolve));
-  const listener = (message: unknown): void => {
-    if ((message as GatewayBackpressure).paused) onPaused();
-  };
-  subscribe('llm-ledger:gateway-backpressure', listener);
-  try {
-    const body = JSON.stringify({ model: GATEWAY_MODEL, max_tokens: 1_000, stream: true, messages: [{ role: 'user', content: 'hello' }] });
-    const caller = httpRequest(`${baseUrl}/anthropic/v1/messages`, {
-      method: 'POST',
-      agent: false,
-      headers: { 'content-type': 'application/json', 'x-api-key': service.key, 'anthropic-version': '2023-06-01' },
-    });
-    caller.end(body);
-    const answer = await new Promise<IncomingMessage>((resolve, reject) => caller.once('response', resolve).once('error', reject));
-    answer.pause();
-    await paused;
-    return { invocationId: String(answer.headers[INVOCATION_ID_HEADER]), caller, answer };
-  } finally {
-    unsubscribe('llm-ledger:gateway-backpressure', listener);
-  }
+  const body = JSON.stringify({ model: GATEWAY_MODEL, max_tokens: 1_000, stream: true, messages: [{ role: 'user', content: 'hello' }] });
+  const caller = httpRequest(`${baseUrl}/anthropic/v1/messages`, {
+    method: 'POST',
+    agent: false,
+    headers: { 'content-type': 'application/json', 'x-api-key': service.key, 'anthropic-version': '2023-06-01' },
+  });
+  caller.end(body);
+  const answer = await new Promise<IncomingMessage>((resolve, reject) => caller.once('response', resolve).once('error', reject));
+  // The first event arrived: the call is dispatched and its relay runs. Then the caller reads nothing more.
+  await new Promise<void>((resolve) => answer.once('data', () => resolve()));
+  answer.pause();
+  return { invocationId: String(answer.headers[INVOCATION_ID_HEADER]), caller, answer };
 }
 
 async function settlementsOf(store: EventStore, invocationId: string): Promise<Record<string, unknown>[]> {
