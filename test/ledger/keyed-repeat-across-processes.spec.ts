@@ -84,7 +84,9 @@ describe('docs/http.md idempotency: a keyed repeat at another instance waits for
 
   it('says the first still runs (409 keyed_request_in_progress naming idempotencyKey) once the wait bound passes, writing nothing', async () => {
     const clock = new VirtualClock({ startMs: Date.now(), autoAdvance: false });
-    const ledger = await startLedgerApp({ clock, features: [scriptedFeature(WAITING_OPERATION, () => waitingScript())] });
+    // Recovery off on A: its clock is moved a minute ahead of B's, past B's lease, and recovery would
+    // count B as stopped (leases assume the instances' clocks agree within a lease's duration).
+    const ledger = await startLedgerApp({ clock, features: [scriptedFeature(WAITING_OPERATION, () => waitingScript())], env: { LEDGER_RECOVERY_INTERVAL_MS: '0' } });
     const key = 'repeat-across-2';
     const invocationId = invocationIdFor('acme', key);
     const child = startChildInstance(ledger.directory, key);
