@@ -200,12 +200,7 @@ export function loadLedgerConfig(
     problems.push(`LEDGER_IDEMPOTENCY_SECRET: expected at least ${MIN_IDEMPOTENCY_SECRET_CHARS} characters, got ${idempotencySecret.length}`);
   }
 
-  const recovery = parseRecovery(env, problems);
-  const leaseDurationMs = parseMs(env, 'LEDGER_LEASE_DURATION_MS', DEFAULT_LEASE_DURATION_MS, problems, {
-    min: MIN_LEASE_DURATION_MS,
-    max: MAX_LEASE_DURATION_MS,
-    off: false,
-  });
+  const timings = parseRecoveryAndLease(env, problems);
   if (problems.length > 0) throw new ConfigurationError(problems);
   return {
     host,
@@ -221,9 +216,15 @@ export function loadLedgerConfig(
     anthropicBaseUrl,
     tokens,
     demo: demoFlag === '1' || demoFlag === 'true',
-    recovery,
-    leaseDurationMs,
+    ...timings,
   };
+}
+
+/** Recovery's settings, and `LEDGER_LEASE_DURATION_MS` (MIN_…–MAX_LEASE_DURATION_MS, never off: an instance always holds a lease). */
+function parseRecoveryAndLease(env: Readonly<Record<string, string | undefined>>, problems: string[]): Pick<LedgerConfig, 'recovery' | 'leaseDurationMs'> {
+  const recovery = parseRecovery(env, problems);
+  const leaseDurationMs = parseMs(env, 'LEDGER_LEASE_DURATION_MS', DEFAULT_LEASE_DURATION_MS, problems, { min: MIN_LEASE_DURATION_MS, max: MAX_LEASE_DURATION_MS, off: false });
+  return { recovery, leaseDurationMs };
 }
 
 /** The recovery period (0: off, else MIN_…–MAX_RECOVERY_INTERVAL_MS) and its staleness threshold. */
