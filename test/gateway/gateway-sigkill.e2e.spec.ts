@@ -182,7 +182,15 @@ describe.each<[string, () => Promise<LogUnderTest>]>([
 
 /** The balance, the ledger's entries, the day's statement and the key's spend, read from the restarted service. */
 async function expectEveryFigureAgrees(service: ServiceProcess, hold: number, keyId: string): Promise<void> {
-  const balance = await json<{ held: number; running: number; charged: number; available: number; granted: number; adjustments: number }>(service, '/v1/organizations/acme/balance');
+  type Balance = { held: number; running: number; charged: number; available: number; granted: number; adjustments: number };
+  // The settlement's release and charge are the account stream's own append, after the invocation's:
+  // the invocation can read as settled a moment before the balance has them (a poll, not a wait for correctness).
+  const deadline = performance.now() + RECOVERED_WITHIN_MS;
+  let balance = await json<Balance>(service, '/v1/organizations/acme/balance');
+  while (balance.running !== 0 && performance.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, POLL_INTERVAL_MS));
+    balance = await json<Balance>(service, '/v1/organizations/acme/balance');
+  }
   expect(balance).toMatchObject({ held: 0, running: 0, charged: hold, granted: GRANTED_CREDITS });
   expect(balance.available).toBe(balance.granted + balance.adjustments - balance.charged);
   const { entries } = await json<{ entries: { kind: string; credits: number }[] }>(service, '/v1/organizations/acme/ledger?limit=500');
