@@ -37,7 +37,9 @@ type HoldSettledRecordedEvent = RecordedEvent<'HoldSettled'> & HoldSettled;
 export const explanationsProjection: Projection<InvocationRecordedEvent | HoldSettledRecordedEvent> = {
   name: EXPLANATIONS_PROJECTION,
   // 2: gateway calls explained as such (their documents alone changed).
-  version: 2,
+  // 3: gateway calls' overruns, malformed usage, recovery's reason and the time-bound sentence
+  //    (issue 31): rebuilt on start so old documents read as a replay would write them.
+  version: 3,
   handles: [...INVOCATION_EVENT_TYPES, 'HoldSettled'],
   apply(event, tx) {
     if (event.type === 'HoldSettled') return applyHoldRelease(event, tx);

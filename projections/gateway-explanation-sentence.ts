@@ -92,7 +92,7 @@ function failure(view: ExplanationFigures, gateway: ExplanationGateway): string 
 /** Why a call had no usage to price: what its attempt says. */
 function unmeasured(gateway: ExplanationGateway): string {
   if (gateway.malformedUsage !== undefined) return `the upstream reported malformed usage (${gateway.malformedUsage})`;
-  if (gateway.timedOut === true) return 'it timed out before any usage was reported';
+  if (gateway.timedOut === true) return 'it reached its time bound before its final usage was reported';
   if (gateway.classification !== undefined && gateway.classification !== 'ok') return `no usage was reported (${gateway.classification} — ${FAULT_WORDING[gateway.classification]})`;
   return 'no usage was reported';
 }

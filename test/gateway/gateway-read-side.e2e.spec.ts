@@ -150,7 +150,7 @@ describe('the read side covers gateway calls: explanations, invocations and stat
     expect((await sentence(calls.failed)).sentence).toBe(
       `Gateway call by key ${JSON.stringify(FORMULA_NAME)} to ${MODEL} failed: overloaded — the provider was overloaded (HTTP 529): no usage was reported; held ${HOLD}, charged 0.`,
     );
-    expect((await sentence(calls.unmeasured)).sentence).toBe(`Gateway call by key "ci-bot" to ${MODEL}: it timed out before any usage was reported, so it was charged its ${HOLD}-credit hold.`);
+    expect((await sentence(calls.unmeasured)).sentence).toBe(`Gateway call by key "ci-bot" to ${MODEL}: it reached its time bound before its final usage was reported, so it was charged its ${HOLD}-credit hold.`);
     expect((await sentence(calls.refused)).sentence).toBe(
       `Gateway call by key "capped" to ${MODEL} refused (402 key_spend_limit): the key may spend 10 credits in ${today} (UTC day); it spent 0 and holds 0, so 10 remain < hold ${HOLD}.`,
     );

@@ -86,7 +86,7 @@ describe('a gateway call’s explanation reads like an operation’s, in the gat
     expect(view.credits).toEqual({ spent: 0, hold: HOLD, charge: HOLD });
     const timedOut = [upstream({ classification: 'timeout', timedOut: true, httpStatus: undefined }), completed('completed', figures({ usageReported: false }))];
     expect(explain(...admitted(), ...timedOut, pending(), settled(9, HOLD, 'runtime', HOLD)).sentence).toBe(
-      `${CALL}: it timed out before any usage was reported, so it was charged its 2,118-credit hold.`,
+      `${CALL}: it reached its time bound before its final usage was reported, so it was charged its 2,118-credit hold.`,
     );
     const cut = [upstream({ classification: 'connection', httpStatus: undefined }), completed('completed', figures({ usageReported: false }))];
     expect(explain(...admitted(), ...cut, pending(), settled(9, HOLD, 'runtime', HOLD)).sentence).toBe(
