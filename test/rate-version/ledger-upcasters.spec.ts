@@ -55,7 +55,8 @@ describe('README.md "Prices" publications and attempts already in a log read wit
     try {
       await seed(ledger, { operationId: 'op.versions', organizationId: 'acme' });
       const versions = Object.fromEntries((await ledger.store.readAll({})).map((event) => [event.type, event.metadata.schemaVersion]));
-      expect(versions).toEqual({ OperationPublished: 2, CreditsGranted: 1 });
+      // The instance's lease (taken on start) is written at version 1 like every unchanged type.
+      expect(versions).toEqual({ OperationPublished: 2, CreditsGranted: 1, InstanceLeaseTaken: 1 });
     } finally {
       await ledger.close();
     }
