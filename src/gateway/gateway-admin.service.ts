@@ -53,14 +53,22 @@ export class GatewayAdmin {
     return { model, version: events[0]!.data.version };
   }
 
-  async rateCard(): Promise<readonly { readonly model: string; readonly versions: readonly RateCardVersion[] }[]> {
+  /**
+   * The rate card, every model with every version; `enabledOnly` (an organization's administrator):
+   * only the models enabled now, which are the models a key of theirs may be allowed to call.
+   */
+  async rateCard(enabledOnly = false): Promise<readonly { readonly model: string; readonly versions: readonly RateCardVersion[] }[]> {
     const { state } = await this.repository.load(RATE_CARD_STREAM, rateCardDecider);
-    return [...state.models].sort(([a], [b]) => a.localeCompare(b)).map(([model, versions]) => ({ model, versions }));
+    return [...state.models]
+      .filter(([, versions]) => !enabledOnly || versions[versions.length - 1]!.enabled)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([model, versions]) => ({ model, versions }));
   }
 
-  async rateCardOf(model: string): Promise<{ readonly model: string; readonly versions: readonly RateCardVersion[] }> {
+  /** A model's versions; `enabledOnly`: a model not enabled now is not found, as for a key's caller. */
+  async rateCardOf(model: string, enabledOnly = false): Promise<{ readonly model: string; readonly versions: readonly RateCardVersion[] }> {
     const versions = (await this.repository.load(RATE_CARD_STREAM, rateCardDecider)).state.models.get(model);
-    if (versions === undefined) throw new UnknownGatewayModelError(model);
+    if (versions === undefined || (enabledOnly && !versions[versions.length - 1]!.enabled)) throw new UnknownGatewayModelError(model);
     return { model, versions };
   }
 
