@@ -121,7 +121,8 @@ export class PriceGatewayModelDto {
     additionalProperties: true,
     description:
       'The rate version (the same fields as a publication’s `prices`), plus, optionally: `fast` (a whole rate version for `speed: "fast"`), ' +
-      '`inferenceGeo` (`{ "<geo>": basisPoints }`, at least 10000, applied to the whole price) and `webSearchMaxUsesDefault` (searches a web-search tool without `max_uses` may make).',
+      '`inferenceGeo` (`{ "<geo>": basisPoints }`, at least 10000, applied to the whole price), `webSearchMaxUsesDefault` (searches a web-search tool without `max_uses` may make) ' +
+      'and `batchBasisPoints` (1 to 10000, the Message Batches multiplier on the whole price: 5000 is half price).',
   })
   @JsonObject()
   readonly prices!: Record<string, unknown>;

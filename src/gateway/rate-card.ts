@@ -22,6 +22,13 @@ export const MAX_GATEWAY_OUTPUT_TOKENS = 1_000_000;
 export const MAX_GATEWAY_ATTEMPT_TIMEOUT_MS = 600_000;
 /** Largest geography multiplier, in basis points (10×). */
 export const MAX_GEO_BASIS_POINTS = 100_000;
+/**
+ * The bounds of `batchBasisPoints`, the Message Batches multiplier in basis points of the whole price:
+ * at least 1 (a batch is never free), at most 10,000 (1×: a batch is never dearer than the same call,
+ * which a batch's hold at batch rates relies on). Anthropic's half price is 5,000.
+ */
+export const MIN_BATCH_BASIS_POINTS = 1;
+export const MAX_BATCH_BASIS_POINTS = BASIS_POINTS_PER_MULTIPLE;
 /** Geographies one rate card version may price. */
 export const MAX_GEOS = 20;
 /** Largest default bound on one web-search tool's searches, when it sets no `max_uses`. */
@@ -105,10 +112,10 @@ export function rateCardInForce(state: RateCardState, model: string): RateCardVe
   return versions?.[versions.length - 1];
 }
 
-/** A rate card version's prices: a rate version, plus the optional fast rates, geography multipliers and search default. */
+/** A rate card version's prices: a rate version, plus the optional fast rates, geography multipliers, search default and batch multiplier. */
 export function readGatewayPrices(checks: FieldChecks, value: unknown): GatewayPrices {
   const pricesIn = checks.object('prices', value);
-  refuseUnknown(checks, 'prices', pricesIn, [...RATE_FIELDS, 'longContext', 'fast', 'inferenceGeo', 'webSearchMaxUsesDefault']);
+  refuseUnknown(checks, 'prices', pricesIn, [...RATE_FIELDS, 'longContext', 'fast', 'inferenceGeo', 'webSearchMaxUsesDefault', 'batchBasisPoints']);
   const base = readPrices(checks, 'prices', pricesIn);
   const fastIn = pricesIn.fast === undefined ? undefined : checks.object('prices.fast', pricesIn.fast);
   if (fastIn !== undefined) refuseUnknown(checks, 'prices.fast', fastIn, [...RATE_FIELDS, 'longContext']);
@@ -128,11 +135,16 @@ export function readGatewayPrices(checks: FieldChecks, value: unknown): GatewayP
     pricesIn.webSearchMaxUsesDefault === undefined
       ? undefined
       : checks.integer('prices.webSearchMaxUsesDefault', pricesIn.webSearchMaxUsesDefault, { min: 0, max: MAX_WEB_SEARCH_USES_DEFAULT, unit: 'searches' });
+  const batchBasisPoints =
+    pricesIn.batchBasisPoints === undefined
+      ? undefined
+      : checks.integer('prices.batchBasisPoints', pricesIn.batchBasisPoints, { min: MIN_BATCH_BASIS_POINTS, max: MAX_BATCH_BASIS_POINTS, unit: 'basis points' });
   return {
     ...base,
     ...(fast === undefined ? {} : { fast }),
     ...(inferenceGeo === undefined ? {} : { inferenceGeo }),
     ...(webSearchMaxUsesDefault === undefined ? {} : { webSearchMaxUsesDefault }),
+    ...(batchBasisPoints === undefined ? {} : { batchBasisPoints }),
   };
 }
 

@@ -169,20 +169,24 @@ function highestGeo(prices: GatewayPrices): bigint {
   return BigInt(Math.max(BASIS_POINTS_PER_MULTIPLE, ...Object.values(prices.inferenceGeo ?? {})));
 }
 
+/** How the request is sent: on its own, or as one request of a Message Batch (priced at the card's `batchBasisPoints`). */
+export type HoldMode = 'call' | 'batch';
+
 /**
  * The hold for a request at a rate card version: each worst-case bound of the price-kind table at the
- * highest rate of the kinds it bounds, the mode by the highest rate set and the highest geography,
- * rounded up once; or why it cannot be held.
+ * highest rate of the kinds it bounds, the mode by the highest rate set and the highest geography (and,
+ * for a batch's request, the batch multiplier), rounded up once; or why it cannot be held.
  */
-export function worstCaseHold(facts: MessagesBodyFacts, card: RateCardVersion): WorstCaseHold {
+export function worstCaseHold(facts: MessagesBodyFacts, card: RateCardVersion, mode: HoldMode = 'call'): WorstCaseHold {
   const unallowed = unallowedTool(facts, card);
   if (unallowed !== undefined) return { problem: unallowed };
   const tools = serverToolBound(facts, card);
   const bounds: HoldBounds = { inputBound: inputBoundTokens(facts, tools), maxTokens: BigInt(facts.maxTokens), webSearches: BigInt(tools.webSearches) };
   let millionths = 0n;
   for (const [bound, rate] of highestRates(card.prices)) millionths += bounds[bound] * rate;
-  const divisor = MILLIONTHS_PER_CREDIT * BASIS_POINTS;
-  const credits = (millionths * highestGeo(card.prices) + divisor - 1n) / divisor;
+  const batch = BigInt(mode === 'batch' ? (card.prices.batchBasisPoints ?? BASIS_POINTS_PER_MULTIPLE) : BASIS_POINTS_PER_MULTIPLE);
+  const divisor = MILLIONTHS_PER_CREDIT * BASIS_POINTS * BASIS_POINTS;
+  const credits = (millionths * highestGeo(card.prices) * batch + divisor - 1n) / divisor;
   if (credits > BigInt(MAX_GATEWAY_HOLD_CREDITS)) return { problem: `the request could cost more than one call may hold (${MAX_GATEWAY_HOLD_CREDITS} credits)` };
   return { credits: Number(credits), bounds };
 }

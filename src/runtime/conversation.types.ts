@@ -47,11 +47,14 @@ export const BASIS_POINTS_PER_MULTIPLE = 10_000;
  * A gateway rate card's prices (docs/gateway.md): the rate version, plus what a served mode changes.
  * `fast` is a whole rate version for requests served with `speed: "fast"`; `inferenceGeo` maps a
  * geography to a multiplier in basis points applied to the attempt's whole price before rounding;
- * `webSearchMaxUsesDefault` bounds the searches of a web-search tool that sets no `max_uses`.
+ * `webSearchMaxUsesDefault` bounds the searches of a web-search tool that sets no `max_uses`;
+ * `batchBasisPoints` is the multiplier, in basis points of the whole price, of an attempt served
+ * through Message Batches (`serviceTier: "batch"`), applied before rounding as the geography's is.
  */
 export type GatewayPrices = Prices & {
   readonly fast?: Prices;
   readonly inferenceGeo?: Readonly<Record<string, number>>;
+  readonly batchBasisPoints?: number;
   readonly webSearchMaxUsesDefault?: number;
 };
 

@@ -34,7 +34,12 @@ export type AttemptRates = { readonly [K in RateField]: number } & {
   readonly fast: boolean;
   /** The geography multiplier applied to the whole price, in basis points (10,000 when none). */
   readonly geoBasisPoints: number;
+  /** The Message Batches multiplier applied to the whole price, in basis points (10,000 unless served as a batch). */
+  readonly batchBasisPoints: number;
 };
+
+/** The service tier Anthropic reports, and the gateway records, for a request served through Message Batches. */
+export const BATCH_SERVICE_TIER = 'batch';
 
 /** A rate that was left out, filled with its row's fallback (another rate, or 0). */
 function rateOf(prices: RateRecord, rate: RateField): number {
@@ -63,7 +68,7 @@ export function samePrices(a: GatewayPrices, b: GatewayPrices): boolean {
   if (!sameLongContext(a.longContext, b.longContext)) return false;
   if ((a.fast === undefined) !== (b.fast === undefined)) return false;
   if (a.fast !== undefined && !samePrices(a.fast, b.fast!)) return false;
-  return a.webSearchMaxUsesDefault === b.webSearchMaxUsesDefault && sameGeo(a.inferenceGeo, b.inferenceGeo);
+  return a.webSearchMaxUsesDefault === b.webSearchMaxUsesDefault && a.batchBasisPoints === b.batchBasisPoints && sameGeo(a.inferenceGeo, b.inferenceGeo);
 }
 
 function sameLongContext(a: LongContextRates | undefined, b: LongContextRates | undefined): boolean {
@@ -98,6 +103,7 @@ export function assertPrices(prices: GatewayPrices, path = 'prices'): void {
   if (prices.fast !== undefined) assertPrices(prices.fast, `${path}.fast`);
   for (const [geo, basisPoints] of Object.entries(prices.inferenceGeo ?? {})) assertCount(`${path}.inferenceGeo.${geo}`, basisPoints);
   if (prices.webSearchMaxUsesDefault !== undefined) assertCount(`${path}.webSearchMaxUsesDefault`, prices.webSearchMaxUsesDefault);
+  if (prices.batchBasisPoints !== undefined) assertCount(`${path}.batchBasisPoints`, prices.batchBasisPoints);
 }
 
 /** Throws RangeError unless every count is a non-negative safe integer. */
@@ -130,7 +136,14 @@ export function ratesFor(usage: Usage, prices: GatewayPrices): AttemptRates {
     rates[kind.rate] = replaced ?? rateOf(base as unknown as RateRecord, kind.rate);
   }
   const geo = usage.inferenceGeo === undefined ? undefined : prices.inferenceGeo?.[usage.inferenceGeo];
-  return { ...(rates as { [K in RateField]: number }), longContext, fast, geoBasisPoints: geo ?? BASIS_POINTS_PER_MULTIPLE };
+  const batch = usage.serviceTier === BATCH_SERVICE_TIER ? prices.batchBasisPoints : undefined;
+  return {
+    ...(rates as { [K in RateField]: number }),
+    longContext,
+    fast,
+    geoBasisPoints: geo ?? BASIS_POINTS_PER_MULTIPLE,
+    batchBasisPoints: batch ?? BASIS_POINTS_PER_MULTIPLE,
+  };
 }
 
 /** Millionths of a credit per unit of each kind's rate: a million over its quote (1 for tokens, 1,000 for searches). */
@@ -149,9 +162,10 @@ export function priceInMillionths(usage: Usage, rates: AttemptRates): bigint {
 
 /**
  * The price of one attempt in integer credits:
- * `ceil(Σ count·rate·(1,000,000 / unitsPerRate) · geo / 10,000 / 1,000,000)` over every kind of the
- * table, at the rates `ratesFor` picks (the geography multiplier is 1× unless the rate card names the
- * attempt's geography). An attempt that reported no usage costs 0. Throws RangeError on a negative,
+ * `ceil(Σ count·rate·(1,000,000 / unitsPerRate) · geo / 10,000 · batch / 10,000 / 1,000,000)` over
+ * every kind of the table, at the rates `ratesFor` picks (the geography multiplier is 1× unless the
+ * rate card names the attempt's geography; the batch multiplier is 1× unless the attempt was served
+ * through Message Batches and the card names `batchBasisPoints`). An attempt that reported no usage costs 0. Throws RangeError on a negative,
  * fractional or unsafe input, or when the price itself would not be a safe integer.
  */
 export function priceAttempt(usage: Usage | undefined, prices: GatewayPrices): number {
@@ -159,8 +173,8 @@ export function priceAttempt(usage: Usage | undefined, prices: GatewayPrices): n
   if (usage === undefined) return 0;
   assertUsage(usage);
   const rates = ratesFor(usage, prices);
-  const scaled = priceInMillionths(usage, rates) * BigInt(rates.geoBasisPoints);
-  const divisor = MILLIONTHS_PER_CREDIT * BASIS_POINTS;
+  const scaled = priceInMillionths(usage, rates) * BigInt(rates.geoBasisPoints) * BigInt(rates.batchBasisPoints);
+  const divisor = MILLIONTHS_PER_CREDIT * BASIS_POINTS * BASIS_POINTS;
   const credits = (scaled + divisor - 1n) / divisor;
   if (credits > MAX_SAFE) throw new RangeError(`attempt price ${credits} credits exceeds the safe integer range`);
   return Number(credits);

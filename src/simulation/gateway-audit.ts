@@ -189,7 +189,8 @@ export function independentHold(facts: MessagesBodyFacts, prices: GatewayPrices)
 /**
  * An attempt's price at gateway prices, on its own (docs/gateway.md "The rate card"): the `fast` set
  * when Anthropic reports a fast answer and the card has one, its long-context rates past the
- * threshold, the reported geography's multiplier on the whole price, one rounding up.
+ * threshold, the reported geography's multiplier and (served as a batch) the card's batch multiplier
+ * on the whole price, one rounding up.
  */
 export function independentGatewayPrice(usage: Usage, prices: GatewayPrices): number {
   const counts = usage as unknown as Record<string, number>;
@@ -203,8 +204,9 @@ export function independentGatewayPrice(usage: Usage, prices: GatewayPrices): nu
     millionths += BigInt(counts[kind.usage]!) * BigInt(rate) * (MILLION / BigInt(kind.unitsPerRate));
   }
   const geo = BigInt((usage.inferenceGeo === undefined ? undefined : prices.inferenceGeo?.[usage.inferenceGeo]) ?? BASIS_POINTS_PER_MULTIPLE);
-  const divisor = MILLION * BigInt(BASIS_POINTS_PER_MULTIPLE);
-  return Number((millionths * geo + divisor - 1n) / divisor);
+  const batch = BigInt((usage.serviceTier === 'batch' ? prices.batchBasisPoints : undefined) ?? BASIS_POINTS_PER_MULTIPLE);
+  const divisor = MILLION * BigInt(BASIS_POINTS_PER_MULTIPLE) * BigInt(BASIS_POINTS_PER_MULTIPLE);
+  return Number((millionths * geo * batch + divisor - 1n) / divisor);
 }
 
 /**

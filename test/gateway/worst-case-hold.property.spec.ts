@@ -205,6 +205,28 @@ describe('the worst-case hold: no usage a gateway request could produce prices a
     );
   });
 
+  it('Message Batches: holds a batch’s request at batch rates, and no usage the request could produce, served as a batch, prices above it', () => {
+    fc.assert(
+      fc.property(
+        fc.tuple(body, card, fc.integer({ min: 1, max: 10_000 })).chain(([facts, rateCard, batch]) => {
+          const batched = { ...rateCard, prices: { ...rateCard.prices, batchBasisPoints: batch } };
+          return fc.tuple(fc.constant(facts), fc.constant(batched), usageWithin(facts, batched));
+        }),
+        ([facts, rateCard, usage]) => {
+          const hold = worstCaseHold(facts, rateCard, 'batch');
+          if (hold.problem !== undefined) return;
+          expect(priceAttempt({ ...usage, serviceTier: 'batch' }, rateCard.prices)).toBeLessThanOrEqual(hold.credits);
+          expect(hold.credits).toBeLessThanOrEqual(worstCaseHold(facts, rateCard).credits!);
+        },
+      ),
+      { numRuns: 1_000, seed: 20261203 },
+    );
+    // At half price, rounded once: 45 credits at full price, 22.5 → 23 at half.
+    const half = { ...CARD, prices: { ...CARD.prices, batchBasisPoints: 5_000 } };
+    expect(worstCaseHold(PLAIN, half, 'batch').credits).toBe(23);
+    expect(worstCaseHold(PLAIN, half).credits).toBe(45);
+  });
+
   it('is exact at the bound: all input at the highest input-side rate and all of max_tokens cost the hold to the credit', () => {
     const hold = worstCaseHold(PLAIN, CARD);
     expect(hold.bounds).toEqual({ inputBound: 5_000n, maxTokens: 1_000n, webSearches: 0n });

@@ -171,3 +171,28 @@ describe('a gateway rate card prices the mode Anthropic says it served: fast rat
     expect(priceAttempt({ ...usage({ inputTokens: 10_000_000 }), inferenceGeo: 'eu' }, card)).toBe(10);
   });
 });
+
+describe('Message Batches: a rate card’s batchBasisPoints prices an attempt served as a batch, on the whole price before the one rounding', () => {
+  const { longContext: _none, ...FLAT } = SONNET;
+  const CARD = { ...FLAT, inputPerMTok: 1, batchBasisPoints: 5_000, inferenceGeo: { us: 11_000 } };
+
+  it('halves the whole price of an attempt served as a batch: 10,000,000 input tokens at 1 credit per million cost 5 credits, not 10', () => {
+    const served = usage({ inputTokens: 10_000_000 });
+    expect(priceAttempt({ ...served, serviceTier: 'batch' }, CARD)).toBe(5);
+    expect(ratesFor({ ...served, serviceTier: 'batch' }, CARD).batchBasisPoints).toBe(5_000);
+    // The same usage served on its own (or by a tier Anthropic names otherwise) pays the whole price.
+    expect(priceAttempt({ ...served, serviceTier: 'standard' }, CARD)).toBe(10);
+    expect(priceAttempt(served, CARD)).toBe(10);
+  });
+
+  it('rounds once, after both multipliers: 1,500,000 input at half price and 1.1× is 0.825 credits, charged 1 (halving and rounding first, 0.75 → 1, then 1.1 → 2, would charge 2)', () => {
+    expect(priceAttempt({ ...usage({ inputTokens: 1_500_000 }), inferenceGeo: 'us', serviceTier: 'batch' }, CARD)).toBe(1);
+    // 1,000,000 input: 0.55 credits → 1.
+    expect(priceAttempt({ ...usage({ inputTokens: 1_000_000 }), inferenceGeo: 'us', serviceTier: 'batch' }, CARD)).toBe(1);
+  });
+
+  it('prices a batch at the whole price when the card names no batchBasisPoints, rather than guess a discount', () => {
+    const { batchBasisPoints: _b, ...plain } = CARD;
+    expect(priceAttempt({ ...usage({ inputTokens: 10_000_000 }), serviceTier: 'batch' }, plain)).toBe(10);
+  });
+});
