@@ -130,6 +130,9 @@ describe('The console’s first hour (issue 26, findings 4–8): sign-in checked
       const perDay = page.getByRole('region', { name: 'Credits used per day by operation' });
       await perDay.getByText(/^No usage in this period: no invocation was charged from \d{4}-\d\d-\d\d to \d{4}-\d\d-\d\d\.$/).waitFor();
       await expect(perDay.locator('svg').count()).resolves.toBe(0);
+      const byKey = page.getByRole('region', { name: 'Credits by gateway key and model' });
+      await byKey.getByText(/^No gateway key was charged from \d{4}-\d\d-\d\d to \d{4}-\d\d-\d\d\.$/).waitFor();
+      await expect(byKey.locator('svg').count()).resolves.toBe(0);
       // Granted, never charged: the available credits are a flat line at the grant.
       const available = page.getByRole('region', { name: 'Available credits' });
       await available.locator('.available-line path').waitFor({ state: 'attached' });

@@ -12,7 +12,7 @@ import { GATEWAY_ACCOUNTING, type GatewayAccounting, type GatewayAdmission, type
 import { systemClock } from '../../src/runtime';
 import { NO_USAGE } from '../../src/runtime/usage';
 import { bearer, startHttpLedger, type HttpLedger } from '../http/support/http-ledger';
-import { accessibilityViolations, launchBrowser, type TestBrowser } from './support/browser';
+import { accessibilityViolations, DESKTOP, launchBrowser, type TestBrowser } from './support/browser';
 import { buildConsole } from './support/console-build';
 import { NO_TOOLS } from '../gateway/support/body-facts';
 
@@ -137,7 +137,8 @@ describe('The console shows gateway calls and keys (docs/gateway.md), in headles
       const section = page.getByRole('region', { name: 'Gateway keys', exact: true });
       const rows = section.locator('tbody tr');
       await rows.first().waitFor();
-      expect(await rows.count()).toBe(2);
+      // Other tests issue keys of their own: these two are the ones beforeAll made.
+      expect(await rows.filter({ hasText: /^(ci-bot|old-laptop)/ }).count()).toBe(2);
       const row = rows.filter({ hasText: 'ci-bot' });
       await expect(row.locator('td.spent').textContent()).resolves.toBe('5');
       await expect(row.locator('td.held').textContent()).resolves.toBe('46');
@@ -146,6 +147,126 @@ describe('The console shows gateway calls and keys (docs/gateway.md), in headles
       await expect(rows.filter({ hasText: 'old-laptop' }).textContent()).resolves.toContain('revoked');
       await expect(accessibilityViolations(page)).resolves.toEqual([]);
       await browser.screenshot(page, 'gateway-keys-admin');
+    });
+  });
+
+  it('shows a revoked key’s status inside a 1280 px wide window, with no sideways scrolling (issue 33: it was off-screen)', async () => {
+    await browser.withPage(async (page) => {
+      await page.goto(`${base}/console/organizations/${DEMO_ORG}`);
+      await signIn(page, DEMO_ADMIN);
+      const table = page.getByRole('region', { name: 'Gateway keys table' });
+      const status = table.locator('tbody tr', { hasText: 'old-laptop' }).locator('td', { hasText: /^revoked/ });
+      await status.waitFor();
+      const box = (await status.boundingBox())!;
+      expect(box.x).toBeGreaterThanOrEqual(0);
+      expect(box.x + box.width).toBeLessThanOrEqual(DESKTOP.width);
+      await expect(table.evaluate((region) => region.scrollWidth - region.clientWidth)).resolves.toBe(0);
+    }, DESKTOP);
+  });
+
+  it('issues a key from the console: its secret is shown once, with a copy button and a warning that it will not be shown again, and it works', async () => {
+    const { context, page, problems } = await browser.open(DESKTOP);
+    try {
+      await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
+      await page.goto(`${base}/console/organizations/${DEMO_ORG}`);
+      await signIn(page, DEMO_ADMIN);
+      await page.getByRole('button', { name: 'Issue a key' }).click();
+      const form = page.getByRole('form', { name: 'Issue a gateway key' });
+      await form.getByLabel('Name').fill('console-issued');
+      await form.getByLabel('Models').fill(MODEL);
+      await form.getByLabel('Spend limit (credits)').fill('2000');
+      await form.getByLabel('Per').selectOption('day');
+      await form.getByRole('button', { name: 'Issue the key' }).click();
+
+      const notice = page.getByRole('region', { name: 'Key “console-issued” issued' });
+      await expect(notice.textContent()).resolves.toContain('you will not see it again');
+      const secret = await notice.getByLabel('The new key').inputValue();
+      expect(secret).toMatch(/^llk_/);
+      await notice.getByRole('button', { name: 'Copy the key' }).click();
+      await notice.getByText('Copied to the clipboard.').waitFor();
+      await expect(page.evaluate('navigator.clipboard.readText()')).resolves.toBe(secret);
+      await expect(accessibilityViolations(page)).resolves.toEqual([]);
+
+      // The secret authenticates on the gateway, with the settings the form sent.
+      const models = await ledger.http().get('/anthropic/v1/models').set('x-api-key', secret).expect(200);
+      expect((models.body as { data: { id: string }[] }).data.map((model) => model.id)).toEqual([MODEL]);
+      const { keys: listed } = (await ledger.http().get(`/v1/organizations/${DEMO_ORG}/gateway-keys`).set(bearer(DEMO_ADMIN)).expect(200)).body as { keys: { name: string }[] };
+      expect(listed.find((key) => key.name === 'console-issued')).toMatchObject({ models: [MODEL], spendLimit: { credits: 2_000, period: 'day' } });
+      await page.getByRole('region', { name: 'Gateway keys table' }).locator('tbody tr', { hasText: 'console-issued' }).waitFor();
+
+      // Once dismissed, the secret is nowhere on the page.
+      await notice.getByRole('button', { name: 'Done: I have kept the key' }).click();
+      await notice.waitFor({ state: 'detached' });
+      expect(await page.content()).not.toContain(secret);
+      expect(problems).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('changes a key’s name, models, max_tokens cap and spend limit from the console, and names the field the service refuses', async () => {
+    const { keyId } = (await ledger.http().post(`/v1/organizations/${DEMO_ORG}/gateway-keys`).set(bearer(DEMO_ADMIN)).send({ name: 'to-change' }).expect(200)).body as { keyId: string };
+    await browser.withPage(async (page) => {
+      await page.goto(`${base}/console/organizations/${DEMO_ORG}`);
+      await signIn(page, DEMO_ADMIN);
+      await page.getByRole('button', { name: 'Change to-change' }).click();
+      const form = page.getByRole('form', { name: 'Change the key “to-change”' });
+      await form.getByLabel('Largest max_tokens').fill('lots');
+      await form.getByRole('button', { name: 'Save the key' }).click();
+      await expect(form.getByRole('alert').textContent()).resolves.toMatch(/^The service refused to change the key: maxOutputTokens /);
+
+      await form.getByLabel('Name').fill('changed');
+      await form.getByLabel('Models').fill(`${MODEL}, claude-haiku-5`);
+      await form.getByLabel('Largest max_tokens').fill('4096');
+      await form.getByLabel('Spend limit (credits)').fill('700');
+      await form.getByLabel('Per').selectOption('total');
+      await form.getByRole('button', { name: 'Save the key' }).click();
+      await form.waitFor({ state: 'detached' });
+      const row = page.getByRole('region', { name: 'Gateway keys table' }).locator('tbody tr', { hasText: keyId });
+      await expect(row.locator('th').textContent()).resolves.toMatch(/^changed/);
+      await expect(row.locator('td.limits').textContent()).resolves.toBe('700 credits in totalmax_tokens ≤ 4,096');
+    });
+    const { keys: listed } = (await ledger.http().get(`/v1/organizations/${DEMO_ORG}/gateway-keys`).set(bearer(DEMO_ADMIN)).expect(200)).body as { keys: { keyId: string }[] };
+    expect(listed.find((key) => key.keyId === keyId)).toMatchObject({ name: 'changed', models: ['claude-haiku-5', MODEL], maxOutputTokens: 4_096, spendLimit: { credits: 700, period: 'total' } });
+  });
+
+  it('revokes a key from the console only once the admin confirms it', async () => {
+    const { keyId } = (await ledger.http().post(`/v1/organizations/${DEMO_ORG}/gateway-keys`).set(bearer(DEMO_ADMIN)).send({ name: 'to-revoke' }).expect(200)).body as { keyId: string };
+    const revokedAt = async () => ((await ledger.http().get(`/v1/organizations/${DEMO_ORG}/gateway-keys`).set(bearer(DEMO_ADMIN)).expect(200)).body as { keys: { keyId: string; revokedAt?: string }[] }).keys.find((key) => key.keyId === keyId)!.revokedAt;
+    await browser.withPage(async (page) => {
+      await page.goto(`${base}/console/organizations/${DEMO_ORG}`);
+      await signIn(page, DEMO_ADMIN);
+      const question = page.getByRole('group', { name: 'Revoke the key “to-revoke”?' });
+      await page.getByRole('button', { name: 'Revoke to-revoke' }).click();
+      await question.getByRole('button', { name: 'Keep it' }).click();
+      await question.waitFor({ state: 'detached' });
+      await expect(revokedAt()).resolves.toBeUndefined();
+
+      await page.getByRole('button', { name: 'Revoke to-revoke' }).click();
+      await expect(accessibilityViolations(page)).resolves.toEqual([]);
+      await question.getByRole('button', { name: 'Revoke “to-revoke”' }).click();
+      const status = page.getByRole('region', { name: 'Gateway keys table' }).locator('tbody tr', { hasText: keyId }).locator('td.status');
+      await status.getByText('revoked').waitFor();
+      await expect(page.getByRole('button', { name: 'Revoke to-revoke' }).count()).resolves.toBe(0);
+    });
+    await expect(revokedAt()).resolves.toEqual(expect.any(String));
+  });
+
+  it('charts the credits each gateway key was charged, by model, from the usage statement grouped by key and model', async () => {
+    const today = new Date().toISOString().slice(0, 10);
+    const statement = (await ledger.http().get(`/v1/organizations/${DEMO_ORG}/usage?from=${today}&to=${today}&groupBy=key,model`).set(bearer(DEMO_ADMIN)).expect(200)).body as {
+      rows: { keyName?: string; model?: string; credits: number }[];
+    };
+    expect(statement.rows.filter((row) => row.keyName === 'ci-bot')).toMatchObject([{ model: MODEL, credits: 5 }]);
+    await browser.withPage(async (page) => {
+      await page.goto(`${base}/console/organizations/${DEMO_ORG}`);
+      await signIn(page, DEMO_ADMIN);
+      const region = page.getByRole('region', { name: 'Credits by gateway key and model' });
+      const bar = region.locator('.spend-bars rect', { hasText: 'ci-bot' });
+      await bar.waitFor();
+      await expect(bar.textContent()).resolves.toBe(`ci-bot · ${MODEL}: 5 credits`);
+      await expect(region.locator('.chart').getAttribute('aria-label')).resolves.toMatch(/^Credits charged by key and model: 5 credits in all, over 1 key$/);
+      await browser.screenshot(page, 'gateway-keys-chart');
     });
   });
 

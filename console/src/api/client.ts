@@ -9,6 +9,8 @@ interface ErrorBody {
   readonly code?: string;
   readonly message?: string;
   readonly requestId?: string;
+  /** For `invalid_request`: each bad field by its path, with what is wrong with it. */
+  readonly fields?: Readonly<Record<string, readonly string[]>>;
 }
 
 /** A request the API answered with an error status. */
@@ -18,6 +20,7 @@ export class ApiError extends Error {
     readonly code: string | undefined,
     message: string,
     readonly requestId?: string,
+    readonly fields: Readonly<Record<string, readonly string[]>> = {},
   ) {
     super(message);
     this.name = 'ApiError';
@@ -52,6 +55,13 @@ export class ApiClient {
     return (await response.json()) as T;
   }
 
+  /** Sends a write (`POST`, `PATCH`, `DELETE`) with a JSON body, if any, and reads its JSON answer. */
+  async send<T>(method: 'POST' | 'PATCH' | 'DELETE', path: string, body?: object): Promise<T> {
+    const init: RequestInit = { method, headers: { Accept: 'application/json', ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) } };
+    const response = await this.fetch(path, body === undefined ? init : { ...init, body: JSON.stringify(body) });
+    return (await response.json()) as T;
+  }
+
   /** The raw response of a successful request, for streams (Server-Sent Events). */
   async fetch(path: string, init: RequestInit = {}): Promise<Response> {
     const headers = new Headers(init.headers);
@@ -60,7 +70,7 @@ export class ApiClient {
     if (response.ok) return response;
     const body = (await response.json().catch(() => ({}))) as ErrorBody;
     if (response.status === 401) this.onUnauthorized();
-    throw new ApiError(response.status, body.code, body.message ?? response.statusText, body.requestId);
+    throw new ApiError(response.status, body.code, body.message ?? response.statusText, body.requestId, body.fields);
   }
 }
 
@@ -80,4 +90,15 @@ export function describeError(error: unknown, what: string): string {
     default:
       return `Could not load ${what}: ${error.message}${error.requestId ? ` (request ${error.requestId})` : ''}`;
   }
+}
+
+/** What a write's refusal says, in a person's words: each bad field with its problems, or why it failed. */
+export function describeWriteError(error: unknown, what: string): string {
+  if (error instanceof ApiError && error.status === 400 && Object.keys(error.fields).length > 0) {
+    return `The service refused to ${what}: ${Object.entries(error.fields)
+      .map(([field, problems]) => `${field} ${problems.join(', ')}`)
+      .join('; ')}.`;
+  }
+  if (error instanceof ApiError && error.status === 403) return `Your token’s role may not ${what}.`;
+  return `Could not ${what}: ${error instanceof Error ? error.message : String(error)}${error instanceof ApiError && error.requestId ? ` (request ${error.requestId})` : ''}`;
 }

@@ -1,6 +1,6 @@
 /**
  * What the console reads, typed by the service's own definitions of the API's answers (type-only
- * imports: nothing of the service is bundled but three lists of names). The read views are the
+ * imports: nothing of the service is bundled but a few lists of names). The read views are the
  * projections' documents as the API returns them; the rest are the HTTP layer's answer shapes.
  */
 import type { GatewayKeyView } from '../../../src/gateway/gateway-admin.service';
@@ -17,11 +17,17 @@ export type { RoutingBudgetsView as RoutingBudgets, RoutingBudgetVersion as Publ
 export type { AttemptRecord as AttemptRow } from '../../../src/runtime/conversation.types';
 
 export { INVOCATION_STATUSES, OUTCOMES, type InvocationState };
+/** The periods a key's spend limit may count, and the reasons a key's call is refused before its hold. */
+export { GATEWAY_REJECTION_REASONS, SPEND_PERIODS, type SpendPeriod } from '../../../src/accounts/gateway-keys';
+/** `POST …/gateway-keys` and `PATCH …/gateway-keys/:keyId`: a key's settings, whole. */
+export type { GatewayKeySettings } from '../../../src/accounts/gateway-keys';
 
 /** `GET /v1/invocations/:id` */
 export type InvocationStatus = InvocationStatusDto;
 /** One key of `GET /v1/organizations/:id/gateway-keys` (system and org_admin only). */
 export type GatewayKey = GatewayKeyView;
+/** The answer of `POST …/gateway-keys`: the key, with its secret shown this once. */
+export type IssuedGatewayKey = GatewayKeyView & { readonly key: string };
 /** `GET /v1/organizations/:id/balance` */
 export type Balance = OrganizationBalanceDto;
 /** `GET /v1/streams/:streamName`, and one event of it. */

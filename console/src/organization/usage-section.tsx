@@ -4,6 +4,7 @@ import type { LedgerEntryPage, UsageStatement } from '../api/types';
 import { useApi } from '../api/use-api';
 import { AvailableCreditsChart, availableSteps } from '../charts/available-credits-chart';
 import { CreditsPerDayChart } from '../charts/credits-per-day-chart';
+import { keyModelBars, SpendByGroupChart } from '../charts/spend-by-key-chart';
 import { Section, Show, TableScroll } from '../components/common';
 import { formatCount, formatCountOf } from '../format';
 
@@ -85,6 +86,7 @@ export function UsageSection({ organizationId }: { organizationId: string }) {
   const usage = useApi<UsageStatement>(
     withQuery(`/v1/organizations/${segment(organizationId)}/usage`, { from: period.from, to: period.to, groupBy: 'day,operation' }),
   );
+  const byKey = useApi<UsageStatement>(withQuery(`/v1/organizations/${segment(organizationId)}/usage`, { from: period.from, to: period.to, groupBy: 'key,model' }));
   const ledger = useApi<LedgerEntryPage>(withQuery(`/v1/organizations/${segment(organizationId)}/ledger`, { order: 'newest', limit: AVAILABLE_CHART_ENTRIES }));
   return (
     <Section id="usage" title="Credits over time">
@@ -108,6 +110,12 @@ export function UsageSection({ organizationId }: { organizationId: string }) {
                 <h3 id="available-heading">Available credits</h3>
                 <Show loaded={ledger} what="the ledger">
                   {(page) => <AvailableView entries={page.entries} truncated={page.nextCursor !== null} from={statement.from} to={statement.to} />}
+                </Show>
+              </div>
+              <div role="region" aria-labelledby="by-key-heading">
+                <h3 id="by-key-heading">Credits by gateway key and model</h3>
+                <Show loaded={byKey} what="the usage by key">
+                  {(keyed) => <KeySpendView rows={keyed.rows} from={keyed.from} to={keyed.to} />}
                 </Show>
               </div>
             </div>
@@ -135,4 +143,11 @@ function AvailableView({ entries, truncated, from, to }: { entries: LedgerEntryP
       )}
     </>
   );
+}
+
+/** What each gateway key spent on each model over the period, or that none was charged. */
+function KeySpendView({ rows, from, to }: { rows: UsageStatement['rows']; from: string; to: string }) {
+  const bars = keyModelBars(rows);
+  if (bars.length === 0) return <p class="empty">No gateway key was charged from {from} to {to}.</p>;
+  return <SpendByGroupChart bars={bars} what="key" />;
 }
