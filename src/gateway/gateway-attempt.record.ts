@@ -11,6 +11,8 @@ import { API_USAGE_FIELD_OF_KIND, MAX_REPORTED_USAGE_COUNT } from '../providers/
 import { priceAttempt, priceInMillionths, ratesFor } from '../runtime/pricing';
 import { USAGE_KINDS, type Usage, type UsageKind } from '../runtime/provider.port';
 import { NO_USAGE } from '../runtime/usage';
+import type { AttemptRecord } from '../runtime/conversation.types';
+import { oneAttemptEnd, type ConversationEnd } from '../invocations/invocation-lifecycle';
 import type { GatewayCallOutcome } from './gateway-call.port';
 
 /** The HTTP statuses an attempt record keeps (an upstream may answer any three digits). */
@@ -48,6 +50,34 @@ export function gatewayAttemptFacts(outcome: GatewayCallOutcome, publication: Pu
     // Each count is safe, but their price is not: the usage is as unknown as a malformed count.
     return { ...kept, malformedUsage: API_USAGE_FIELD_OF_KIND[dearestKind(usage, publication)], priceCredits: 0 };
   }
+}
+
+/**
+ * The call's one attempt as the invocation records it, and how the call ended. An error answer is
+ * failed and charged what it reported (Anthropic bills no failed request otherwise); anything else
+ * with no usage, or with malformed usage, completed unmeasured and settles at its hold (transitions
+ * 7 and 9).
+ */
+export function gatewayAttemptEnd(outcome: GatewayCallOutcome, publication: Publication): { readonly attempt: AttemptRecord; readonly end: ConversationEnd } {
+  const { usage, malformedUsage, priceCredits, model, providerRequestId, httpStatus } = gatewayAttemptFacts(outcome, publication);
+  const fault = outcome.classification === 'ok' || malformedUsage !== undefined ? undefined : outcome.classification;
+  const failed = fault !== undefined && (usage !== undefined || (httpStatus !== undefined && httpStatus >= 400));
+  const attempt: AttemptRecord = {
+    turn: 1,
+    retry: 0,
+    startedAtMs: outcome.startedAtMs,
+    durationMs: outcome.durationMs,
+    waitBeforeMs: 0,
+    classification: outcome.classification,
+    timedOut: outcome.timedOut,
+    ...optional('httpStatus', httpStatus),
+    ...optional('providerRequestId', providerRequestId),
+    model,
+    ...optional('usage', usage),
+    ...optional('malformedUsage', malformedUsage),
+    priceCredits,
+  };
+  return { attempt, end: oneAttemptEnd(priceCredits, usage, failed ? fault : undefined) };
 }
 
 /**

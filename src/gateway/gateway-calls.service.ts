@@ -12,17 +12,15 @@ import { accountStreamName } from '../accounts/account.events';
 import type { AccountState } from '../accounts/account.state';
 import { AdmissionRefusedError, type AccountRefusal, type AdmissionRefusal } from '../accounts/admission.policy';
 import { keyAllowsModel, UnknownGatewayKeyError, type GatewayKey, type GatewayRejectionReason } from '../accounts/gateway-keys';
-import { AggregateRepository, type CommandContext, type CommandStep } from '../aggregates/aggregate.repository';
+import { AggregateRepository, type CommandContext } from '../aggregates/aggregate.repository';
 import type { Publication } from '../catalog/operation.events';
 import { CLOCK, isoAt } from '../domain/clock.token';
 import { INSTANCE_LEASE, type LeaseHolder } from '../invocations/instance-lease';
-import type { InvocationCommand } from '../invocations/invocation.commands';
+import { closeAndSettle, estimate, placeHold, refuseEstimate, reserveAndDispatch, settleHold, type LifecycleStep } from '../invocations/invocation-lifecycle';
 import { invocationDecider } from '../invocations/invocation.decider';
 import { invocationStreamName } from '../invocations/invocation.events';
 import { invocationIdFor } from '../invocations/invocation-ids';
-import { isUnmeasured, type InvocationState } from '../invocations/invocation.state';
 import type { Clock } from '../runtime';
-import { NO_USAGE } from '../runtime/usage';
 import {
   modelNotOnRateCard,
   type GatewayAccounting,
@@ -34,7 +32,7 @@ import {
   type GatewayRejection,
   type MessagesBodyFacts,
 } from './gateway-call.port';
-import { gatewayAttemptFacts } from './gateway-attempt.record';
+import { gatewayAttemptEnd } from './gateway-attempt.record';
 import { gatewayKeyHash, organizationOfKey } from './gateway-keys.codec';
 import { GatewayRejections } from './gateway-rejections';
 import { RATE_CARD_STREAM, rateCardDecider, rateCardInForce, type RateCardVersion } from './rate-card';
@@ -124,57 +122,11 @@ export class GatewayCalls implements GatewayAccounting {
     const stream = invocationStreamName(admission.invocationId);
     const context: CommandContext = { correlationId: admission.invocationId };
     const current = (await this.repository.load(stream, invocationDecider, false)).state;
-    const publication = current.publication!;
     // Read so that nothing upstream sent can make it throw: unpriceable usage is unknown usage.
-    const { usage, malformedUsage, priceCredits, model, providerRequestId, httpStatus } = gatewayAttemptFacts(outcome, publication);
+    const { attempt, end } = gatewayAttemptEnd(outcome, current.publication!);
     const at = isoAt(this.clock);
-    const figures = {
-      turnsUsed: 1,
-      toolCallsUsed: 0,
-      spentCredits: priceCredits,
-      attemptCount: 1,
-      usageTotals: usage === undefined ? NO_USAGE : stripMode(usage),
-      usageReported: usage !== undefined,
-    };
-    // An error answer is failed and charged what it reported (Anthropic bills no failed request
-    // otherwise); anything else with no usage, or with malformed usage, is unmeasured and settles at
-    // its hold (transitions 7 and 9).
-    const fault = outcome.classification === 'ok' || malformedUsage !== undefined ? undefined : outcome.classification;
-    const failed = fault !== undefined && (usage !== undefined || (httpStatus !== undefined && httpStatus >= 400));
-    const ended: InvocationCommand =
-      failed && fault !== undefined
-        ? { type: 'FailInvocation', data: { ...figures, fault, failedAt: at } }
-        : { type: 'CompleteInvocation', data: { ...figures, outcome: 'completed', completedAt: at } };
-    const steps: CommandStep<InvocationCommand, InvocationState>[] = [
-      {
-        type: 'RecordAttempt',
-        data: {
-          turn: 1,
-          retry: 0,
-          startedAtMs: outcome.startedAtMs,
-          durationMs: outcome.durationMs,
-          waitBeforeMs: 0,
-          classification: outcome.classification,
-          timedOut: outcome.timedOut,
-          ...(httpStatus === undefined ? {} : { httpStatus }),
-          ...(providerRequestId === undefined ? {} : { providerRequestId }),
-          model,
-          ...(usage === undefined ? {} : { usage }),
-          ...(malformedUsage === undefined ? {} : { malformedUsage }),
-          priceCredits,
-        },
-      },
-      ended,
-      (state) => (state.status === 'completed' && isUnmeasured(state) ? { type: 'MarkInvocationPending', data: { pendingAt: at } } : undefined),
-      { type: 'SettleInvocation', data: { by: 'runtime', settledAt: at } },
-    ];
-    const settled = (await this.repository.handleAll(stream, invocationDecider, steps, context)).state;
-    await this.repository.handle(
-      accountStreamName(admission.organizationId),
-      accountDecider,
-      { type: 'SettleHold', data: { invocationId: admission.invocationId, chargeCredits: settled.settlement?.chargeCredits ?? 0, settledAt: at } },
-      context,
-    );
+    const settled = (await this.repository.handleAll(stream, invocationDecider, closeAndSettle(end, at, attempt), context)).state;
+    await this.repository.handle(accountStreamName(admission.organizationId), accountDecider, settleHold(admission.invocationId, settled, at), context);
     this.repository.forget(stream);
   }
 
@@ -199,25 +151,17 @@ export class GatewayCalls implements GatewayAccounting {
     const invocationId = this.newInvocationId(organizationId);
     const streamName = invocationStreamName(invocationId);
     const context: CommandContext = { correlationId: invocationId, newStream: true };
-    const invoke = (steps: readonly CommandStep<InvocationCommand, InvocationState>[], onCommit = false) =>
+    const invoke = (steps: readonly LifecycleStep[], onCommit = false) =>
       this.repository.handleAll(streamName, invocationDecider, steps, onCommit ? { ...context, acknowledgeOnCommit: true } : context);
     const at = isoAt(this.clock);
     const gateway = { keyId: key.keyId, keyName: key.name, model: card.model, rateCardVersion: card.version, stream };
     const owner = this.lease?.leaseId === undefined ? {} : { ownerLeaseId: this.lease.leaseId };
-    await invoke([
-      {
-        type: 'EstimateInvocation',
-        data: { invocationId, operationId: GATEWAY_OPERATION_ID, organizationId, publication: publicationOf(card, holdCredits), gateway, ...owner, estimatedAt: at },
-      },
-    ], true);
+    await invoke([estimate({ invocationId, operationId: GATEWAY_OPERATION_ID, organizationId, publication: publicationOf(card, holdCredits), gateway, ...owner }, at)], true);
     try {
       await this.repository.handle(
         accountStreamName(organizationId),
         accountDecider,
-        {
-          type: 'PlaceHold',
-          data: { invocationId, credits: holdCredits, placedAt: at, gatewayKey: { keyId: key.keyId, period: '' }, gatewayCall: { model: card.model, maxTokens: facts.maxTokens } },
-        },
+        placeHold(invocationId, holdCredits, at, { gatewayKey: { keyId: key.keyId, period: '' }, gatewayCall: { model: card.model, maxTokens: facts.maxTokens } }),
         // The estimate and the hold need not be on disk on their own: the dispatch below is, and a
         // log that keeps it keeps both (nothing goes upstream before it).
         { correlationId: invocationId, acknowledgeOnCommit: true },
@@ -227,22 +171,13 @@ export class GatewayCalls implements GatewayAccounting {
       const revoked = error instanceof UnknownGatewayKeyError;
       if (!revoked && !(error instanceof AdmissionRefusedError)) throw error;
       const refused: AdmissionRefusal = revoked ? { reason: 'key_revoked', figures: { keyId: key.keyId } } : (error as AdmissionRefusedError).refusal;
-      await invoke([{ type: 'RefuseInvocation', data: { ...refused, refusedAt: isoAt(this.clock) } }]);
+      await invoke([refuseEstimate(refused, isoAt(this.clock))]);
       this.repository.forget(streamName);
       return revoked ? { ...INVALID_KEY, invocationId } : refusalOfAccount((error as AdmissionRefusedError).refusal, invocationId, key);
     }
-    await invoke([
-      { type: 'ReserveInvocation', data: { reservedAt: at } },
-      { type: 'DispatchInvocation', data: { dispatchedAt: at } },
-    ]);
+    await invoke(reserveAndDispatch(at));
     return { admitted: true, invocationId, organizationId, keyId: key.keyId, holdCredits, attemptTimeoutMs: card.attemptTimeoutMs };
   }
-}
-
-/** Usage totals hold the counts only; the served mode stays on the attempt. */
-function stripMode<U extends object>(usage: U): U {
-  const { serviceTier: _t, speed: _s, inferenceGeo: _g, ...counts } = usage as U & { serviceTier?: string; speed?: string; inferenceGeo?: string };
-  return counts as U;
 }
 
 /** The rate card version as the one-turn, one-attempt publication the invocation copies. */

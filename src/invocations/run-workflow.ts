@@ -13,14 +13,14 @@
 import type { AccountCommand } from '../accounts/account.commands';
 import type { AccountState } from '../accounts/account.state';
 import { AdmissionRefusedError, decideAdmission, refusalOf, type AdmissionRefusal } from '../accounts/admission.policy';
-import type { CommandStep } from '../aggregates/aggregate.repository';
 import { publicationInForce, type OperationState } from '../catalog/operation.decider';
 import type { Publication } from '../catalog/operation.events';
 import { IllegalTransitionError } from '../domain/domain.errors';
 import type { PreparedConversation } from '../features/operation-feature';
 import type { ToolLoopResult } from '../runtime';
 import type { InvocationCommand } from './invocation.commands';
-import { invocationSummary, isUnmeasured, type InvocationState, type InvocationSummary } from './invocation.state';
+import { invocationSummary, type InvocationState, type InvocationSummary } from './invocation.state';
+import { closeAndSettle, estimate, placeHold, refuseEstimate, reserveAndDispatch, settleHold, settlement, type LifecycleStep } from './invocation-lifecycle';
 import { UnknownOrganizationError } from './invocation-errors';
 import type { CancellationReason } from './running-invocations';
 
@@ -48,7 +48,7 @@ export type RunStep =
   /** One command on the invocation's stream. */
   | { readonly type: 'Invoke'; readonly command: InvocationCommand }
   /** Commands on the invocation's stream decided in order and appended in ONE append. */
-  | { readonly type: 'InvokeAll'; readonly steps: readonly CommandStep<InvocationCommand, InvocationState>[] }
+  | { readonly type: 'InvokeAll'; readonly steps: readonly LifecycleStep[] }
   /** One command on the account's stream. */
   | { readonly type: 'OnAccount'; readonly command: AccountCommand }
   /** Tell the caller the invocation exists (`RunOperationRequest.onEstimated`). */
@@ -157,9 +157,9 @@ export function decideRun(state: RunState, input: RunInput): RunDecision {
     case 'reporting':
       expect(state, input, 'Done');
       // docs/lifecycle.md transition 11: the real cost is unknown.
-      return next(state, { phase: 'settling_by_exception' }, { type: 'InvokeAll', steps: settlement('exception', input.at) });
+      return next(state, { phase: 'settling_by_exception' }, { type: 'InvokeAll', steps: settlement({ by: 'exception', settledAt: input.at }) });
     case 'settling_by_exception':
-      return settleHold(state, expect(state, input, 'Invoked').state, undefined, input.at);
+      return settlingHold(state, expect(state, input, 'Invoked').state, undefined, input.at);
     case 'settling_hold':
       expect(state, input, 'AccountChanged');
       return last(state, { type: 'Settled', result: invocationSummary(state.settled), ...(state.answer === undefined ? {} : { answer: state.answer }) });
@@ -202,9 +202,8 @@ function admitting(state: Extract<RunState, { phase: 'admitting' }>, account: Ac
   if (!account.exists) return fail(state, new UnknownOrganizationError(state.facts.organizationId));
   const admission: Admission = decision.admitted ? { admitted: true, publication: state.publication as Publication } : { admitted: false, refusal: refusalOf(decision) };
   const { invocationId, operationId, organizationId, idempotencyKey, fingerprint, ownerLeaseId } = state.facts;
-  const command: InvocationCommand = {
-    type: 'EstimateInvocation',
-    data: {
+  const command = estimate(
+    {
       invocationId,
       operationId,
       organizationId,
@@ -212,9 +211,9 @@ function admitting(state: Extract<RunState, { phase: 'admitting' }>, account: Ac
       ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
       ...(fingerprint === undefined ? {} : { requestFingerprint: fingerprint }),
       ...(ownerLeaseId === undefined ? {} : { ownerLeaseId }),
-      estimatedAt: at,
     },
-  };
+    at,
+  );
   return next(state, { phase: 'estimating', conversation: state.conversation, admission }, { type: 'Invoke', command });
 }
 
@@ -227,29 +226,19 @@ function estimating(state: Extract<RunState, { phase: 'estimating' }>, input: Ru
 function afterAnnounce(state: Extract<RunState, { phase: 'announcing' }>, at: string): RunDecision {
   const { admission } = state;
   if (!admission.admitted) return refuse(state, admission.refusal, at);
-  // The account re-checks against its own stream (the append's expected revision): concurrent
-  // admissions never over-commit.
-  const command: AccountCommand = {
-    type: 'PlaceHold',
-    data: { invocationId: state.facts.invocationId, credits: admission.publication.creditHold, placedAt: at },
-  };
+  const command = placeHold(state.facts.invocationId, admission.publication.creditHold, at);
   return next(state, { phase: 'holding', conversation: state.conversation, publication: admission.publication }, { type: 'OnAccount', command });
 }
 
 function refuse(state: RunState, refusal: AdmissionRefusal, at: string): RunDecision {
-  return next(state, { phase: 'refusing' }, { type: 'Invoke', command: { type: 'RefuseInvocation', data: { ...refusal, refusedAt: at } } });
+  return next(state, { phase: 'refusing' }, { type: 'Invoke', command: refuseEstimate(refusal, at) });
 }
 
 function holding(state: Extract<RunState, { phase: 'holding' }>, input: RunInput): RunDecision {
   if (input.type === 'Threw') return refuse(state, (input.error as AdmissionRefusedError).refusal, input.at);
   expect(state, input, 'AccountChanged');
-  // Transitions 3 and 4 in one append: nothing happens between them that a crash could lose (the
-  // request was captured by `prepare`), and the provider is called only after both committed.
-  const steps = [
-    { type: 'ReserveInvocation', data: { reservedAt: input.at } },
-    { type: 'DispatchInvocation', data: { dispatchedAt: input.at } },
-  ] as const;
-  return next(state, { ...state, phase: 'dispatching', dispatchedAt: input.at }, { type: 'InvokeAll', steps });
+  // The request was captured by `prepare`: nothing between the hold and the dispatch can be lost.
+  return next(state, { ...state, phase: 'dispatching', dispatchedAt: input.at }, { type: 'InvokeAll', steps: reserveAndDispatch(input.at) });
 }
 
 function dispatching(state: Extract<RunState, { phase: 'dispatching' }>, dispatched: InvocationState): RunDecision {
@@ -271,43 +260,15 @@ function converse(state: Extract<RunState, { phase: 'dispatching' | 'stopping' }
  * append: the result and its settlement commit together, so no crash can leave a result unsettled.
  */
 function closing(state: RunState, input: RunInput): RunDecision {
-  if (state.phase === 'closing') return settleHold(state, expect(state, input, 'Invoked').state, state.answer, input.at);
+  if (state.phase === 'closing') return settlingHold(state, expect(state, input, 'Invoked').state, state.answer, input.at);
   const { result } = expect(state, input, 'Conversed');
-  const { at } = input;
-  const figures = {
-    turnsUsed: result.turnsUsed,
-    toolCallsUsed: result.toolCallsUsed,
-    spentCredits: result.spentCredits,
-    attemptCount: result.attemptCount,
-    usageTotals: result.usageTotals,
-    usageReported: result.usageReported,
-  };
-  const ended: InvocationCommand =
-    result.outcome === 'failed'
-      ? { type: 'FailInvocation', data: { ...figures, fault: result.faultClassification ?? 'server_error', failedAt: at } }
-      : {
-          type: 'CompleteInvocation',
-          data: { ...figures, outcome: result.outcome, ...(result.endingLimit === undefined ? {} : { endingLimit: result.endingLimit }), completedAt: at },
-        };
   const answer = result.outcome === 'completed' ? result.answer : undefined;
-  return next(state, { phase: 'closing', answer }, { type: 'InvokeAll', steps: [ended, ...settlement('runtime', at)] });
-}
-
-/** Transition 7 when a completed result reported no usage, then settlement (8–11). */
-function settlement(by: 'runtime' | 'exception', at: string): CommandStep<InvocationCommand, InvocationState>[] {
-  return [
-    (current) => (current.status === 'completed' && isUnmeasured(current) ? { type: 'MarkInvocationPending', data: { pendingAt: at } } : undefined),
-    { type: 'SettleInvocation', data: { by, settledAt: at } },
-  ];
+  return next(state, { phase: 'closing', answer }, { type: 'InvokeAll', steps: closeAndSettle(result, input.at) });
 }
 
 /** Releases the hold and the slot and charges the settled amount (docs/lifecycle.md step 9). */
-function settleHold(state: RunState, settled: InvocationState, answer: unknown, at: string): RunDecision {
-  const command: AccountCommand = {
-    type: 'SettleHold',
-    data: { invocationId: state.facts.invocationId, chargeCredits: settled.settlement?.chargeCredits ?? 0, settledAt: at },
-  };
-  return next(state, { phase: 'settling_hold', settled, answer }, { type: 'OnAccount', command });
+function settlingHold(state: RunState, settled: InvocationState, answer: unknown, at: string): RunDecision {
+  return next(state, { phase: 'settling_hold', settled, answer }, { type: 'OnAccount', command: settleHold(state.facts.invocationId, settled, at) });
 }
 
 function next(state: RunState, then: Then, step: RunStep): RunDecision {

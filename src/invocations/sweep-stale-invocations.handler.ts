@@ -11,7 +11,8 @@ import { instanceLeaseDecider, leaseLapsed, leaseStreamName } from './instance-l
 import { staleClosing } from './invocation-ownership';
 import { invocationDecider } from './invocation.decider';
 import { invocationStreamName, type ExpiredOwnerLease, type StaleCloser } from './invocation.events';
-import { isUnmeasured } from './invocation.state';
+import type { InvocationState } from './invocation.state';
+import { settleHold, settlement } from './invocation-lifecycle';
 import { SWEEP_CANDIDATES, type OpenInvocationCandidate, type SweepCandidates } from './sweep-candidates.port';
 import { ReleasedHold, SweepReport, SweepStaleInvocationsCommand, SweptInvocation } from './sweep-stale-invocations.command';
 
@@ -83,18 +84,14 @@ export class SweepStaleInvocationsHandler implements ICommandHandler<SweepStaleI
     const stream = invocationStreamName(open.invocationId);
     const { state: before } = await this.repository.load(stream, invocationDecider);
     try {
-      if (before.status === 'completed' && isUnmeasured(before) && staleClosing(before, this.clock.now(), olderThanMs, expiredOwner) !== undefined) {
-        // Transition 7 then 9. Pending is dated at the completion it follows, so marking it now does
-        // not make a result that was stale look live again.
-        await this.repository.handle(stream, invocationDecider, {
-          type: 'MarkInvocationPending',
-          data: { pendingAt: before.lastTransitionAt ?? isoAt(this.clock) },
-        });
-      }
-      const { state, events } = await this.repository.handle(stream, invocationDecider, {
-        type: 'SettleInvocation',
-        data: { by, settledAt: isoAt(this.clock), olderThanMs, ...(expiredOwner === undefined ? {} : { ownerLease: expiredOwner }) },
-      });
+      const settledAt = isoAt(this.clock);
+      const nowMs = this.clock.now();
+      // Transition 7 then 9 for a stale unmeasured result. Pending is dated at the completion it
+      // follows, so marking it does not make a result that was stale look live again.
+      const pendingAt = (current: InvocationState): string | undefined =>
+        staleClosing(current, nowMs, olderThanMs, expiredOwner) === undefined ? undefined : (current.lastTransitionAt ?? settledAt);
+      const settle = { by, settledAt, olderThanMs, ...(expiredOwner === undefined ? {} : { ownerLease: expiredOwner }) };
+      const { state, events } = await this.repository.handleAll(stream, invocationDecider, settlement(settle, pendingAt));
       // Nothing appended: the request is still live (not stale by its own stream's account).
       if (events.length === 0 || state.settlement === undefined) return undefined;
       await this.settleHold(open.organizationId, open.invocationId, state.settlement.chargeCredits, by);
@@ -135,7 +132,7 @@ export class SweepStaleInvocationsHandler implements ICommandHandler<SweepStaleI
     const { events } = await this.repository.handle(
       accountStreamName(organizationId),
       accountDecider,
-      { type: 'SettleHold', data: { invocationId, chargeCredits, settledAt: isoAt(this.clock), by } },
+      settleHold(invocationId, { settlement: { chargeCredits } }, isoAt(this.clock), by),
       { correlationId: invocationId },
     );
     return events.length > 0;
