@@ -78,6 +78,11 @@ function refusalSentence(view: ExplanationFigures, refusal: ExplanationRefusal):
       const period = key.period === 'total' ? 'in total' : `in ${key.periodStart} (UTC ${key.period})`;
       return `Refused: key_spend_limit — key ${key.keyId} may spend ${key.limitCredits} credits ${period}; it spent ${key.spentCredits} and holds ${key.heldCredits}, so ${Math.max(0, key.limitCredits - key.spentCredits - key.heldCredits)} remain < hold ${key.creditHold}.`;
     }
+    case 'team_spend_limit': {
+      const team = refusal.figures;
+      const period = team.period === 'total' ? 'in total' : `in ${team.periodStart} (UTC ${team.period})`;
+      return `Refused: team_spend_limit — team ${team.teamId} of key ${team.keyId} may spend ${team.limitCredits} credits ${period}; its keys spent ${team.spentCredits} and hold ${team.heldCredits}, so ${Math.max(0, team.limitCredits - team.spentCredits - team.heldCredits)} remain < hold ${team.creditHold}.`;
+    }
   }
 }
 

@@ -14,6 +14,7 @@ const REFUSAL_STATUS: Readonly<Record<ExplanationRefusal['reason'], number>> = {
   operation_disabled: 404,
   insufficient_credits: 402,
   key_spend_limit: 402,
+  team_spend_limit: 402,
   key_revoked: 401,
   key_model_not_allowed: 403,
   key_max_tokens: 400,
@@ -136,6 +137,12 @@ function refusalClause(view: ExplanationFigures, refusal: ExplanationRefusal): s
       const period = key.period === 'total' ? 'in total' : `in ${key.periodStart} (UTC ${key.period})`;
       const remaining = Math.max(0, key.limitCredits - key.spentCredits - key.heldCredits);
       return `the key may spend ${grouped(key.limitCredits)} credits ${period}; it spent ${grouped(key.spentCredits)} and holds ${grouped(key.heldCredits)}, so ${grouped(remaining)} remain < hold ${grouped(key.creditHold)}`;
+    }
+    case 'team_spend_limit': {
+      const team = refusal.figures;
+      const period = team.period === 'total' ? 'in total' : `in ${team.periodStart} (UTC ${team.period})`;
+      const remaining = Math.max(0, team.limitCredits - team.spentCredits - team.heldCredits);
+      return `the key's team ${JSON.stringify(team.teamName)} may spend ${grouped(team.limitCredits)} credits ${period}; its keys spent ${grouped(team.spentCredits)} and hold ${grouped(team.heldCredits)}, so ${grouped(remaining)} remain < hold ${grouped(team.creditHold)}`;
     }
   }
 }

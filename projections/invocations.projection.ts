@@ -16,6 +16,8 @@ export interface InvocationGatewayView {
   /** The key's name when the call was made. */
   readonly keyName: string;
   readonly model: string;
+  /** The key's team when the call was made (docs/gateway.md "Teams"); absent: none. */
+  readonly teamId?: string;
 }
 
 export interface InvocationView {
@@ -127,7 +129,7 @@ function estimatedView(invocationId: string, data: Extract<InvocationEvent, { ty
     invocationId,
     organizationId,
     operationId,
-    ...(gateway === undefined ? {} : { gateway: { keyId: gateway.keyId, keyName: gateway.keyName, model: gateway.model } }),
+    ...(gateway === undefined ? {} : { gateway: { keyId: gateway.keyId, keyName: gateway.keyName, model: gateway.model, ...(gateway.teamId === undefined ? {} : { teamId: gateway.teamId }) } }),
     state: 'estimated',
     ...(publication === null ? {} : { publicationVersion: publication.version }),
     estimate: publication?.creditHold ?? 0,

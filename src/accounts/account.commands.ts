@@ -7,6 +7,7 @@ import type { DomainCommand } from '../domain/decider';
 import type { HoldGatewayKey, HoldSettler } from './account.events';
 import type { AlertThreshold } from './credit-alerts';
 import type { GatewayKeySettings, GatewayRejectionCounts } from './gateway-keys';
+import type { GatewayTeamSettings } from './gateway-teams';
 
 /** Operator grant. Repeating `idempotencyKey` with the same request returns the first result. */
 export type GrantCredits = DomainCommand<
@@ -102,6 +103,15 @@ export type RecordGatewayRejections = DomainCommand<
   { readonly rejections: readonly { readonly keyId: string; readonly counts: GatewayRejectionCounts }[]; readonly from: string; readonly to: string }
 >;
 
+/** Creates a team (docs/gateway.md "Teams"); a retry with the same id and settings writes nothing. */
+export type CreateGatewayTeam = DomainCommand<'CreateGatewayTeam', GatewayTeamSettings & { readonly teamId: string; readonly createdAt: string }>;
+
+/** Replaces a team's settings (its name, limit and alerts) whole. */
+export type ChangeGatewayTeam = DomainCommand<'ChangeGatewayTeam', GatewayTeamSettings & { readonly teamId: string; readonly changedAt: string }>;
+
+/** Deletes a team no live key names (refused otherwise: move or revoke its keys first). */
+export type DeleteGatewayTeam = DomainCommand<'DeleteGatewayTeam', { readonly teamId: string; readonly deletedAt: string }>;
+
 export type AccountCommand =
   | GrantCredits
   | AdjustCredits
@@ -112,4 +122,7 @@ export type AccountCommand =
   | IssueGatewayKey
   | ChangeGatewayKey
   | RevokeGatewayKey
-  | RecordGatewayRejections;
+  | RecordGatewayRejections
+  | CreateGatewayTeam
+  | ChangeGatewayTeam
+  | DeleteGatewayTeam;

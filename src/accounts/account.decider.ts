@@ -45,6 +45,7 @@ import {
   type AlertThreshold,
 } from './credit-alerts';
 import { accountSnapshot } from './account.snapshot';
+import { assertKnownTeam, decideTeamCommand, teamHoldOf, withBudgetAlerts } from './gateway-teams.decider';
 import { admit, AdmissionRefusedError, refusalOf, totalsBoundRefusal } from './admission.policy';
 import {
   GATEWAY_REJECTION_REASONS,
@@ -67,6 +68,7 @@ import {
  * - SettleHold → HoldSettled; nothing when the invocation has no open hold (settled already, or never
  *   held, e.g. a request that stopped at estimated).
  * - SetAlertThresholds → AlertThresholdsSet, or nothing when the same thresholds are already set.
+ * - Team commands and budget alerts: gateway-teams.decider.ts.
  * - An adjustment or a settlement that takes a figure past an alert threshold not already crossed is
  *   followed, in the same append, by one CreditThresholdCrossed per threshold it crossed
  *   (README.md "Credit alerts").
@@ -93,6 +95,10 @@ export function decideAccount(command: AccountCommand, state: AccountState): Acc
       return revokeGatewayKey(command, state);
     case 'RecordGatewayRejections':
       return recordGatewayRejections(command, state);
+    case 'CreateGatewayTeam':
+    case 'ChangeGatewayTeam':
+    case 'DeleteGatewayTeam':
+      return decideTeamCommand(command, state);
     default:
       throw ValidationError.of('type', `unknown account command ${(command as { type: unknown }).type}`);
   }
@@ -195,10 +201,11 @@ function settleHold({ data }: SettleHold, state: AccountState): AccountEvent[] {
     type: 'HoldSettled',
     data: { invocationId, heldCredits: open.credits, chargedCredits: chargeCredits, settledAt, ...(settledBy === undefined ? {} : { settledBy }) },
   };
-  return withCrossings(state, [settled], {
+  const events = withCrossings(state, [settled], {
     cause: { kind: 'settlement', invocationId },
     at: settledAt,
   });
+  return withBudgetAlerts(state, events, invocationId, settledAt);
 }
 
 function setAlertThresholds({ data }: SetAlertThresholds, state: AccountState): AccountEvent[] {
@@ -316,7 +323,8 @@ function liveKeyHold(state: AccountState, asked: HoldGatewayKey, placedAt: strin
       throw new AdmissionRefusedError({ reason: 'key_max_tokens', figures: { keyId: key.keyId, maxTokens, maxOutputTokens: key.maxOutputTokens } });
     }
   }
-  return { keyId: key.keyId, period: periodOf(key.spendLimit?.period ?? 'total', placedAt) };
+  const team = teamHoldOf(state, key, placedAt);
+  return { keyId: key.keyId, period: periodOf(key.spendLimit?.period ?? 'total', placedAt), ...(team === undefined ? {} : { team }) };
 }
 
 function issueGatewayKey({ data }: IssueGatewayKey, state: AccountState): AccountEvent[] {
@@ -332,6 +340,7 @@ function issueGatewayKey({ data }: IssueGatewayKey, state: AccountState): Accoun
     if (existing.keyHash === keyHash) return [];
     throw new IdempotencyConflictError(keyId, `gateway key ${keyId} exists already`);
   }
+  assertKnownTeam(state, settings.teamId);
   if (state.gatewayKeys.size >= MAX_GATEWAY_KEYS_PER_ORGANIZATION) {
     throw ValidationError.of('keyId', `the organization holds ${MAX_GATEWAY_KEYS_PER_ORGANIZATION} keys, the most it may`);
   }
@@ -346,6 +355,7 @@ function changeGatewayKey({ data }: ChangeGatewayKey, state: AccountState): Acco
   checks.throwIfAny();
   const key = state.gatewayKeys.get(keyId);
   if (key === undefined || key.revokedAt !== undefined) throw new UnknownGatewayKeyError(keyId);
+  assertKnownTeam(state, settings.teamId);
   return [{ type: 'GatewayKeyChanged', data: { keyId, ...settings, changedAt } }];
 }
 

@@ -5,7 +5,8 @@
  */
 import type { DomainEvent } from '../domain/decider';
 import type { AlertThreshold } from './credit-alerts';
-import type { GatewayKeySettings, GatewayRejectionCounts } from './gateway-keys';
+import type { GatewayKeySettings, GatewayRejectionCounts, SpendPeriod } from './gateway-keys';
+import type { GatewayTeamSettings } from './gateway-teams';
 
 export type CreditsGranted = DomainEvent<
   'CreditsGranted',
@@ -42,8 +43,13 @@ export type OrganizationSettingsChanged = DomainEvent<
 /** A gateway call's hold also counts against its key's spend limit, in the period it was admitted in. */
 export interface HoldGatewayKey {
   readonly keyId: string;
-  /** `2026-12-01` (a day), `2026-12` (a month) or `total`: the key's period at admission. */
+  /** `2026-12-01` (a day), `2026-W49` (an ISO week), `2026-12` (a month) or `total`: the key's period at admission. */
   readonly period: string;
+  /**
+   * The key's team at admission and the team's period then (docs/gateway.md "Teams"): the hold and its
+   * charge count against that team, whatever the key names later. Absent: the key had no team.
+   */
+  readonly team?: { readonly teamId: string; readonly period: string };
 }
 
 /** Holds `credits` for an invocation and takes one running slot. */
@@ -78,6 +84,40 @@ export type GatewayKeyRevoked = DomainEvent<'GatewayKeyRevoked', { readonly keyI
 export type GatewayCallsRejected = DomainEvent<
   'GatewayCallsRejected',
   { readonly keyId: string; readonly counts: GatewayRejectionCounts; readonly from: string; readonly to: string }
+>;
+
+/** A team was created (docs/gateway.md "Teams"). */
+export type GatewayTeamCreated = DomainEvent<'GatewayTeamCreated', GatewayTeamSettings & { readonly teamId: string; readonly createdAt: string }>;
+
+/** A team's settings after a change, whole, so a reader needs no earlier event. */
+export type GatewayTeamChanged = DomainEvent<'GatewayTeamChanged', GatewayTeamSettings & { readonly teamId: string; readonly changedAt: string }>;
+
+/** The team is gone: no live key named it (the decider refuses otherwise); holds placed under it settle without it. */
+export type GatewayTeamDeleted = DomainEvent<'GatewayTeamDeleted', { readonly teamId: string; readonly deletedAt: string }>;
+
+/**
+ * A settlement took what a key or a team spent in its period to `percent` % of its spend limit or past
+ * it (docs/gateway.md "Budget alerts"): recorded in the settlement's own append, once per threshold
+ * per period, so however many instances settle calls it is delivered once.
+ */
+export type GatewayBudgetThresholdCrossed = DomainEvent<
+  'GatewayBudgetThresholdCrossed',
+  {
+    /** The key or the team whose limit it is, with its name at the time. */
+    readonly budget: { readonly kind: 'key'; readonly keyId: string; readonly name: string } | { readonly kind: 'team'; readonly teamId: string; readonly name: string };
+    readonly percent: number;
+    readonly period: SpendPeriod;
+    /** The period counted: `2026-12-01`, `2026-W49`, `2026-12` or `total`. */
+    readonly periodStart: string;
+    readonly limitCredits: number;
+    /** Charged in the period, the settlement included. */
+    readonly spentCredits: number;
+    /** Held by the level's calls still in flight in the period. */
+    readonly heldCredits: number;
+    /** The settlement that reached it. */
+    readonly invocationId: string;
+    readonly crossedAt: string;
+  }
 >;
 
 /** Who settles a hold when the invocation's own run did not: the sweep, or recovery after a crash. */
@@ -146,7 +186,11 @@ export type AccountEvent =
   | GatewayKeyIssued
   | GatewayKeyChanged
   | GatewayKeyRevoked
-  | GatewayCallsRejected;
+  | GatewayCallsRejected
+  | GatewayTeamCreated
+  | GatewayTeamChanged
+  | GatewayTeamDeleted
+  | GatewayBudgetThresholdCrossed;
 
 export function accountStreamName(organizationId: string): string {
   return `account-${organizationId}`;

@@ -7,6 +7,7 @@ import type { SnapshotCodec } from '../aggregates/aggregate-snapshots';
 import type { AccountState, LedgerEntry, OpenHold } from './account.state';
 import type { AlertThreshold } from './credit-alerts';
 import type { GatewayKey } from './gateway-keys';
+import type { GatewayTeam } from './gateway-teams';
 
 /** Account events between two snapshots: a cold load reads at most this many after the latest one. */
 export const ACCOUNT_SNAPSHOT_EVERY_EVENTS = 10_000;
@@ -24,6 +25,8 @@ interface EncodedAccount {
   readonly crossedThresholds: readonly string[];
   /** Absent in version-2 snapshots, written before gateway keys existed. */
   readonly gatewayKeys?: readonly GatewayKey[];
+  /** Absent in snapshots written before teams existed (none had a team). */
+  readonly gatewayTeams?: readonly GatewayTeam[];
 }
 
 const NUMBER_FIELDS = ['granted', 'adjustments', 'charged', 'maxRunning'] as const;
@@ -45,6 +48,7 @@ export const accountSnapshot: SnapshotCodec<AccountState> = {
       alertThresholds: state.alertThresholds,
       crossedThresholds: [...state.crossedThresholds],
       gatewayKeys: [...state.gatewayKeys.values()],
+      gatewayTeams: [...state.gatewayTeams.values()],
     };
   },
   decode(data): AccountState {
@@ -58,6 +62,8 @@ export const accountSnapshot: SnapshotCodec<AccountState> = {
     if (!Array.isArray(encoded.alertThresholds) || !Array.isArray(encoded.crossedThresholds)) throw new TypeError('account snapshot: alerts');
     const keys = encoded.gatewayKeys ?? [];
     if (!Array.isArray(keys) || !keys.every((key) => Number.isSafeInteger(key?.spentInPeriod))) throw new TypeError('account snapshot: gateway keys');
+    const teams = encoded.gatewayTeams ?? [];
+    if (!Array.isArray(teams) || !teams.every((team) => Number.isSafeInteger(team?.spentInPeriod))) throw new TypeError('account snapshot: gateway teams');
     return {
       exists: encoded.exists,
       granted: encoded.granted,
@@ -71,6 +77,7 @@ export const accountSnapshot: SnapshotCodec<AccountState> = {
       crossedThresholds: new Set(encoded.crossedThresholds),
       gatewayKeys: new Map(keys.map((key) => [key.keyId, key])),
       gatewayKeyHashes: new Map(keys.map((key) => [key.keyHash, key.keyId])),
+      gatewayTeams: new Map(teams.map((team) => [team.teamId, team])),
     };
   },
 };

@@ -8,7 +8,9 @@ import { isoToMs } from '../domain/field-checks';
 import { DEFAULT_MAX_RUNNING, MAX_ACCOUNT_TOTAL_CREDITS, MAX_HOLD_OVERRUN_CREDITS } from './account.bounds';
 import type { AccountEvent, HoldGatewayKey } from './account.events';
 import { isPast, thresholdKey, type AlertFigures, type AlertThreshold } from './credit-alerts';
+import { withAlertSent } from './budget-alerts';
 import { keySpendAt, withRejections, type GatewayKey } from './gateway-keys';
+import type { GatewayTeam } from './gateway-teams';
 
 /** A hold not yet settled. */
 export interface OpenHold {
@@ -51,6 +53,8 @@ export interface AccountState {
   readonly gatewayKeys: ReadonlyMap<string, GatewayKey>;
   /** SHA-256 of a key → its keyId, to find the key a gateway call presents. */
   readonly gatewayKeyHashes: ReadonlyMap<string, string>;
+  /** teamId → the organization's gateway teams (docs/gateway.md "Teams"); a deleted team is gone. */
+  readonly gatewayTeams: ReadonlyMap<string, GatewayTeam>;
 }
 
 /** A new organization may use AI and run DEFAULT_MAX_RUNNING invocations at once. */
@@ -68,6 +72,7 @@ export function initialAccountState(): AccountState {
     crossedThresholds: new Set(),
     gatewayKeys: new Map(),
     gatewayKeyHashes: new Map(),
+    gatewayTeams: new Map(),
   };
 }
 
@@ -83,6 +88,21 @@ export function keyHoldsByPeriod(state: AccountState, keyId: string): ReadonlyMa
 /** A key's spend and holds in the period that contains `at` (ISO-8601). */
 export function keySpend(state: AccountState, key: GatewayKey, at: string): { readonly period: string; readonly spent: number; readonly held: number } {
   return keySpendAt(key, keyHoldsByPeriod(state, key.keyId), at);
+}
+
+/** Credits the open holds of a team's keys hold, by the team's period each counts in. */
+export function teamHoldsByPeriod(state: AccountState, teamId: string): ReadonlyMap<string, number> {
+  const held = new Map<string, number>();
+  for (const hold of state.openHolds.values()) {
+    const team = hold.gatewayKey?.team;
+    if (team?.teamId === teamId) held.set(team.period, (held.get(team.period) ?? 0) + hold.credits);
+  }
+  return held;
+}
+
+/** A team's spend and holds in the period that contains `at` (ISO-8601). */
+export function teamSpend(state: AccountState, team: GatewayTeam, at: string): { readonly period: string; readonly spent: number; readonly held: number } {
+  return keySpendAt(team, teamHoldsByPeriod(state, team.teamId), at);
 }
 
 /** The figures credit alerts are read against. */
@@ -246,6 +266,11 @@ function applyAccountEvent(state: AccountState, event: AccountEvent): AccountSta
       const key = state.gatewayKeys.get(event.data.keyId);
       return key === undefined ? state : withKey(state, withRejections(key, event.data.counts));
     }
+    case 'GatewayTeamCreated':
+    case 'GatewayTeamChanged':
+    case 'GatewayTeamDeleted':
+    case 'GatewayBudgetThresholdCrossed':
+      return withTeamEvent(state, event);
     case 'AlertThresholdsSet': {
       // A threshold kept from the list before keeps its recorded crossing; a new one starts uncrossed.
       const keys = new Set(event.data.thresholds.map(thresholdKey));
@@ -267,7 +292,9 @@ function withHoldPlaced(state: AccountState, { invocationId, credits, placedAt, 
   const openHolds = new Map(state.openHolds);
   openHolds.set(invocationId, { credits, placedAt, ...(gatewayKey === undefined ? {} : { gatewayKey }) });
   const next = { ...state, exists: true, openHolds };
-  return gatewayKey === undefined ? next : withKeyPeriod(next, gatewayKey.keyId, gatewayKey.period);
+  if (gatewayKey === undefined) return next;
+  const keyed = withKeyPeriod(next, gatewayKey.keyId, gatewayKey.period);
+  return gatewayKey.team === undefined ? keyed : withTeamPeriod(keyed, gatewayKey.team.teamId, gatewayKey.team.period);
 }
 
 function withHoldSettled(state: AccountState, { invocationId, chargedCredits }: AccountEventData<'HoldSettled'>): AccountState {
@@ -275,7 +302,10 @@ function withHoldSettled(state: AccountState, { invocationId, chargedCredits }: 
   const openHolds = new Map(state.openHolds);
   openHolds.delete(invocationId);
   const next = { ...state, exists: true, charged: state.charged + chargedCredits, openHolds };
-  return open?.gatewayKey === undefined ? next : withKeySpent(next, open.gatewayKey.keyId, open.gatewayKey.period, chargedCredits);
+  if (open?.gatewayKey === undefined) return next;
+  const keyed = withKeySpent(next, open.gatewayKey.keyId, open.gatewayKey.period, chargedCredits);
+  const team = open.gatewayKey.team;
+  return team === undefined ? keyed : withTeamSpent(keyed, team.teamId, team.period, chargedCredits);
 }
 
 function withKeyIssued(state: AccountState, { keyId, keyHash, issuedAt, ...settings }: AccountEventData<'GatewayKeyIssued'>): AccountState {
@@ -290,7 +320,7 @@ function withKeyChanged(state: AccountState, { keyId, changedAt: _changedAt, ...
   const key = state.gatewayKeys.get(keyId);
   if (key === undefined) return state;
   // The settings are whole: a cap or a limit left out of the change is gone.
-  const { models: _m, maxOutputTokens: _o, spendLimit: _l, ...kept } = key;
+  const { models: _m, maxOutputTokens: _o, spendLimit: _l, alertAt: _a, teamId: _t, ...kept } = key;
   return withKey(state, { ...kept, ...settings });
 }
 
@@ -312,6 +342,61 @@ function withKeySpent(state: AccountState, keyId: string, period: string, charge
   const key = state.gatewayKeys.get(keyId);
   if (key === undefined || key.spendPeriod !== period) return state;
   return withKey(state, { ...key, spentInPeriod: key.spentInPeriod + charged });
+}
+
+/** Teams (docs/gateway.md "Teams") and the budget alerts of keys and teams. */
+function withTeamEvent(
+  state: AccountState,
+  event: Extract<AccountEvent, { type: 'GatewayTeamCreated' | 'GatewayTeamChanged' | 'GatewayTeamDeleted' | 'GatewayBudgetThresholdCrossed' }>,
+): AccountState {
+  switch (event.type) {
+    case 'GatewayTeamCreated': {
+      const { createdAt, teamId, ...settings } = event.data;
+      return withTeam({ ...state, exists: true }, { ...settings, teamId, createdAt, spentInPeriod: 0 });
+    }
+    case 'GatewayTeamChanged': {
+      const { changedAt: _changedAt, teamId, ...settings } = event.data;
+      const team = state.gatewayTeams.get(teamId);
+      if (team === undefined) return state;
+      // The settings are whole: a limit or alerts left out of the change are gone.
+      const { spendLimit: _l, alertAt: _a, ...kept } = team;
+      return withTeam(state, { ...kept, ...settings });
+    }
+    case 'GatewayTeamDeleted': {
+      const gatewayTeams = new Map(state.gatewayTeams);
+      gatewayTeams.delete(event.data.teamId);
+      return { ...state, gatewayTeams };
+    }
+    case 'GatewayBudgetThresholdCrossed': {
+      const { budget, periodStart, percent } = event.data;
+      if (budget.kind === 'key') {
+        const key = state.gatewayKeys.get(budget.keyId);
+        return key === undefined ? state : withKey(state, { ...key, alertsSent: withAlertSent(key.alertsSent, periodStart, percent) });
+      }
+      const team = state.gatewayTeams.get(budget.teamId);
+      return team === undefined ? state : withTeam(state, { ...team, alertsSent: withAlertSent(team.alertsSent, periodStart, percent) });
+    }
+  }
+}
+
+function withTeam(state: AccountState, team: GatewayTeam): AccountState {
+  const gatewayTeams = new Map(state.gatewayTeams);
+  gatewayTeams.set(team.teamId, team);
+  return { ...state, gatewayTeams };
+}
+
+/** A hold in a later period than the team counted starts that period's count at 0. */
+function withTeamPeriod(state: AccountState, teamId: string, period: string): AccountState {
+  const team = state.gatewayTeams.get(teamId);
+  if (team === undefined || team.spendPeriod === period) return state;
+  return withTeam(state, { ...team, spendPeriod: period, spentInPeriod: 0 });
+}
+
+/** A settled hold adds its charge to its team's period, when the team still exists and still counts that period. */
+function withTeamSpent(state: AccountState, teamId: string, period: string, charged: number): AccountState {
+  const team = state.gatewayTeams.get(teamId);
+  if (team === undefined || team.spendPeriod !== period) return state;
+  return withTeam(state, { ...team, spentInPeriod: team.spentInPeriod + charged });
 }
 
 function withEntry(

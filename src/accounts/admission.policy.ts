@@ -7,7 +7,7 @@ import type { Publication } from '../catalog/operation.events';
 import { DomainError } from '../domain/domain.errors';
 import { MAX_ACCOUNT_TOTAL_CREDITS, MAX_HOLD_OVERRUN_CREDITS } from './account.bounds';
 import type { HoldGatewayKey } from './account.events';
-import { AccountState, availableCredits, committedCredits, keySpend, runningCount } from './account.state';
+import { AccountState, availableCredits, committedCredits, keySpend, runningCount, teamSpend } from './account.state';
 import type { SpendPeriod } from './gateway-keys';
 
 /**
@@ -18,10 +18,10 @@ import type { SpendPeriod } from './gateway-keys';
  */
 export const ACCESS_REFUSAL_REASONS = ['ai_disabled', 'operation_disabled', 'unknown_operation', 'key_revoked', 'key_model_not_allowed', 'key_max_tokens'] as const;
 /**
- * Refusals for want of credits or a slot, or a gateway key's limit, or because the hold and its settlement's room would not fit
+ * Refusals for want of credits or a slot, or a gateway team's or key's limit, or because the hold and its settlement's room would not fit
  * in the exact-integer range (`ledger_totals_bound`): docs/lifecycle.md transition 2.
  */
-export const CAPACITY_REFUSAL_REASONS = ['insufficient_credits', 'key_spend_limit', 'no_running_slot', 'ledger_totals_bound'] as const;
+export const CAPACITY_REFUSAL_REASONS = ['insufficient_credits', 'team_spend_limit', 'key_spend_limit', 'no_running_slot', 'ledger_totals_bound'] as const;
 export const ADMISSION_REFUSAL_REASONS = [...ACCESS_REFUSAL_REASONS, ...CAPACITY_REFUSAL_REASONS] as const;
 export type AdmissionRefusalReason = (typeof ADMISSION_REFUSAL_REASONS)[number];
 
@@ -34,6 +34,7 @@ export type AdmissionRefusal =
   | { readonly reason: 'no_running_slot'; readonly figures: { readonly running: number; readonly maxRunning: number } }
   | { readonly reason: 'ledger_totals_bound'; readonly figures: LedgerTotalsBoundFigures }
   | { readonly reason: 'key_spend_limit'; readonly figures: KeySpendFigures }
+  | { readonly reason: 'team_spend_limit'; readonly figures: TeamSpendFigures }
   | { readonly reason: 'key_revoked'; readonly figures: { readonly keyId: string } }
   | { readonly reason: 'key_model_not_allowed'; readonly figures: { readonly keyId: string; readonly model: string } }
   | { readonly reason: 'key_max_tokens'; readonly figures: { readonly keyId: string; readonly maxTokens: number; readonly maxOutputTokens: number } };
@@ -58,17 +59,21 @@ export type KeySpendFigures = {
   readonly keyId: string;
   readonly limitCredits: number;
   readonly period: SpendPeriod;
-  /** The period counted: `2026-12-01`, `2026-12` or `total`. */
+  /** The period counted: `2026-12-01`, `2026-W49`, `2026-12` or `total`. */
   readonly periodStart: string;
   readonly spentCredits: number;
   readonly heldCredits: number;
   readonly creditHold: number;
 };
 
+/** A gateway team's limit against a call's hold (docs/gateway.md "Teams"): the same test as a key's. */
+// A type, not an interface: it is read as a plain record of figures (the console shows them so).
+export type TeamSpendFigures = KeySpendFigures & { readonly teamId: string; readonly teamName: string };
+
 /** The refusals an account can decide alone. */
 export type AccountRefusal = Extract<
   AdmissionRefusal,
-  { reason: 'ai_disabled' | 'insufficient_credits' | 'no_running_slot' | 'key_spend_limit' | 'ledger_totals_bound' | 'key_model_not_allowed' | 'key_max_tokens' }
+  { reason: 'ai_disabled' | 'insufficient_credits' | 'no_running_slot' | 'key_spend_limit' | 'team_spend_limit' | 'ledger_totals_bound' | 'key_model_not_allowed' | 'key_max_tokens' }
 >;
 
 export type AdmissionDecision = { readonly admitted: true } | ({ readonly admitted: false } & AdmissionRefusal);
@@ -76,8 +81,8 @@ export type AccountAdmission = { readonly admitted: true } | ({ readonly admitte
 
 /**
  * The account's checks, in the order docs/lifecycle.md gives: the organization switch, then credits
- * (`available < creditHold`; exactly enough is enough), then a gateway call's key limit (what the key
- * spent and holds in the period, plus this hold, within its limit), then a slot (`running >=
+ * (`available < creditHold`; exactly enough is enough), then a gateway call's team limit and key limit
+ * (what the team's keys, then the key, spent and hold in the period, plus this hold, within the limit), then a slot (`running >=
  * maxRunning`), then the bound: the hold and the room its settlement may need past it must fit under
  * MAX_ACCOUNT_TOTAL_CREDITS beside everything already committed, so that settling it can never leave
  * the exact-integer range.
@@ -91,14 +96,8 @@ export function admit(
   if (available < creditHold) {
     return { admitted: false, reason: 'insufficient_credits', figures: { available, creditHold } };
   }
-  const key = gatewayKey === undefined ? undefined : state.gatewayKeys.get(gatewayKey.keyId);
-  if (key?.spendLimit !== undefined && at !== undefined) {
-    const { period, spent, held } = keySpend(state, key, at);
-    if (key.spendLimit.credits - spent - held < creditHold) {
-      const figures = { keyId: key.keyId, limitCredits: key.spendLimit.credits, period: key.spendLimit.period, periodStart: period, spentCredits: spent, heldCredits: held, creditHold };
-      return { admitted: false, reason: 'key_spend_limit', figures };
-    }
-  }
+  const limited = gatewayKey === undefined || at === undefined ? undefined : gatewayLimitRefusal(state, gatewayKey, creditHold, at);
+  if (limited !== undefined) return limited;
   const running = runningCount(state);
   if (running >= state.maxRunning) {
     return { admitted: false, reason: 'no_running_slot', figures: { running, maxRunning: state.maxRunning } };
@@ -107,6 +106,31 @@ export function admit(
   // Compared as a sum, not a difference: rounding is monotonic, so a sum past the bound reads as past it.
   if (committed + creditHold + MAX_HOLD_OVERRUN_CREDITS > MAX_ACCOUNT_TOTAL_CREDITS) return totalsBoundRefusal(committed, creditHold);
   return { admitted: true };
+}
+
+/**
+ * A gateway call's team limit, then its key's (docs/gateway.md "Teams"): what the team's keys (the
+ * key's) spent and hold in the period, plus this hold, within the limit. A limit of 0 refuses every
+ * hold but an empty one.
+ */
+function gatewayLimitRefusal(state: AccountState, gatewayKey: HoldGatewayKey, creditHold: number, at: string): ({ readonly admitted: false } & AccountRefusal) | undefined {
+  const team = gatewayKey.team === undefined ? undefined : state.gatewayTeams.get(gatewayKey.team.teamId);
+  if (team?.spendLimit !== undefined) {
+    const { period, spent, held } = teamSpend(state, team, at);
+    if (team.spendLimit.credits - spent - held < creditHold) {
+      const figures = { teamId: team.teamId, teamName: team.name, keyId: gatewayKey.keyId, limitCredits: team.spendLimit.credits, period: team.spendLimit.period, periodStart: period, spentCredits: spent, heldCredits: held, creditHold };
+      return { admitted: false, reason: 'team_spend_limit', figures };
+    }
+  }
+  const key = state.gatewayKeys.get(gatewayKey.keyId);
+  if (key?.spendLimit !== undefined) {
+    const { period, spent, held } = keySpend(state, key, at);
+    if (key.spendLimit.credits - spent - held < creditHold) {
+      const figures = { keyId: key.keyId, limitCredits: key.spendLimit.credits, period: key.spendLimit.period, periodStart: period, spentCredits: spent, heldCredits: held, creditHold };
+      return { admitted: false, reason: 'key_spend_limit', figures };
+    }
+  }
+  return undefined;
 }
 
 /** The `ledger_totals_bound` refusal of a hold of `creditHold` on an account with `committed` credits. */

@@ -7,6 +7,7 @@
 import { DomainError } from '../domain/domain.errors';
 import { FieldChecks } from '../domain/field-checks';
 import { MAX_LEDGER_ENTRY_CREDITS } from './account.bounds';
+import { readAlertAt, type BudgetAlertsSent } from './budget-alerts';
 
 /** Keys an organization may hold, revoked ones included (each stays for its history and its holds). */
 export const MAX_GATEWAY_KEYS_PER_ORGANIZATION = 1_000;
@@ -33,13 +34,13 @@ export type GatewayRejectionReason = (typeof GATEWAY_REJECTION_REASONS)[number];
 /** Rejections of a key by reason; a reason never seen is absent. */
 export type GatewayRejectionCounts = Readonly<Partial<Record<GatewayRejectionReason, number>>>;
 
-export const SPEND_PERIODS = ['day', 'month', 'total'] as const;
+export const SPEND_PERIODS = ['day', 'week', 'month', 'total'] as const;
 export type SpendPeriod = (typeof SPEND_PERIODS)[number];
 
 export interface SpendLimit {
-  /** Integer credits the key may spend (charged plus held) in one period. */
+  /** Integer credits the key (or team) may spend (charged plus held) in one period. */
   readonly credits: number;
-  /** A UTC calendar day, a UTC calendar month, or the key's whole life. */
+  /** A UTC calendar day, an ISO week (from Monday 00:00 UTC), a UTC calendar month, or the whole life. */
   readonly period: SpendPeriod;
 }
 
@@ -51,6 +52,10 @@ export interface GatewayKeySettings {
   /** The largest `max_tokens` a call with this key may ask for; absent: the rate card's cap alone. */
   readonly maxOutputTokens?: number;
   readonly spendLimit?: SpendLimit;
+  /** Percentages of `spendLimit` at which a GatewayBudgetThresholdCrossed is recorded, once per period. */
+  readonly alertAt?: readonly number[];
+  /** The team whose limit the key's calls also count against (docs/gateway.md "Teams"); absent: none. */
+  readonly teamId?: string;
 }
 
 export interface GatewayKey extends GatewayKeySettings {
@@ -58,12 +63,14 @@ export interface GatewayKey extends GatewayKeySettings {
   readonly keyHash: string;
   readonly issuedAt: string;
   readonly revokedAt?: string;
-  /** The period (`2026-12-01`, `2026-12`, `total`) that `spentInPeriod` counts: the period of the key's latest hold. */
+  /** The period (`2026-12-01`, `2026-W49`, `2026-12`, `total`) that `spentInPeriod` counts: the period of the key's latest hold. */
   readonly spendPeriod?: string;
   /** Credits charged for calls admitted in `spendPeriod`. */
   readonly spentInPeriod: number;
   /** Calls refused before their hold since the key was issued, by reason; absent before the first. */
   readonly rejections?: GatewayRejectionCounts;
+  /** The `alertAt` thresholds already recorded as crossed, in the latest period one was. */
+  readonly alertsSent?: BudgetAlertsSent;
 }
 
 /** `counts` added to a key's rejections; a count stops at Number.MAX_SAFE_INTEGER rather than leave the exact range. */
@@ -81,15 +88,35 @@ export function keyAllowsModel(key: GatewayKeySettings, model: string): boolean 
   return key.models === undefined || key.models.includes(model);
 }
 
-/** The period a call admitted at `at` (ISO-8601, UTC) counts against: `2026-12-01`, `2026-12` or `total`. */
+/**
+ * The period a call admitted at `at` (ISO-8601, UTC) counts against: `2026-12-01` (a day), `2026-W49`
+ * (an ISO week), `2026-12` (a month) or `total`. Names of one kind sort in time order.
+ */
 export function periodOf(period: SpendPeriod, at: string): string {
   if (period === 'day') return at.slice(0, 10);
+  if (period === 'week') return isoWeekOf(at);
   if (period === 'month') return at.slice(0, 7);
   return 'total';
 }
 
-/** A key's figures in the period that contains `at`: what it spent and what it holds now. */
-export function keySpendAt(key: GatewayKey, heldByPeriod: ReadonlyMap<string, number>, at: string): { readonly period: string; readonly spent: number; readonly held: number } {
+/** Milliseconds in a UTC day. */
+const DAY_MS = 86_400_000;
+
+/**
+ * The ISO-8601 week of the UTC day `at` falls on, as `2026-W49`: weeks start Monday 00:00 UTC, and a
+ * week belongs to the year of its Thursday (so 2027-01-01, a Friday, is in `2026-W53`).
+ */
+export function isoWeekOf(at: string): string {
+  const day = Date.UTC(Number(at.slice(0, 4)), Number(at.slice(5, 7)) - 1, Number(at.slice(8, 10)));
+  const weekday = (new Date(day).getUTCDay() + 6) % 7; // Monday 0 … Sunday 6
+  const thursday = new Date(day + (3 - weekday) * DAY_MS);
+  const year = thursday.getUTCFullYear();
+  const week = 1 + Math.floor((thursday.getTime() - Date.UTC(year, 0, 1)) / (7 * DAY_MS));
+  return `${year}-W${String(week).padStart(2, '0')}`;
+}
+
+/** A key's (or a team's) figures in the period that contains `at`: what it spent and what it holds now. */
+export function keySpendAt(key: Pick<GatewayKey, 'spendLimit' | 'spendPeriod' | 'spentInPeriod'>, heldByPeriod: ReadonlyMap<string, number>, at: string): { readonly period: string; readonly spent: number; readonly held: number } {
   const period = periodOf(key.spendLimit?.period ?? 'total', at);
   return { period, spent: key.spendPeriod === period ? key.spentInPeriod : 0, held: heldByPeriod.get(period) ?? 0 };
 }
@@ -107,20 +134,34 @@ export function readKeySettings(checks: FieldChecks, input: Record<string, unkno
     input.maxOutputTokens === undefined
       ? undefined
       : checks.integer('maxOutputTokens', input.maxOutputTokens, { min: 1, max: MAX_GATEWAY_KEY_OUTPUT_TOKENS, unit: 'tokens' });
-  let spendLimit: SpendLimit | undefined;
-  if (input.spendLimit !== undefined) {
-    const limit = checks.object('spendLimit', input.spendLimit);
-    spendLimit = {
-      credits: checks.integer('spendLimit.credits', limit.credits, { min: 0, max: MAX_LEDGER_ENTRY_CREDITS, unit: 'credits' }),
-      period: checks.oneOf('spendLimit.period', limit.period, SPEND_PERIODS),
-    };
-  }
+  const spendLimit = readSpendLimit(checks, input.spendLimit);
+  const alertAt = readBudgetAlerts(checks, input, spendLimit);
+  const teamId = input.teamId === undefined ? undefined : checks.id('teamId', input.teamId);
   return {
     name,
     ...(models === undefined ? {} : { models }),
     ...(maxOutputTokens === undefined ? {} : { maxOutputTokens }),
     ...(spendLimit === undefined ? {} : { spendLimit }),
+    ...(alertAt === undefined ? {} : { alertAt }),
+    ...(teamId === undefined ? {} : { teamId }),
   };
+}
+
+/** A key's or a team's spend limit, checked field by field. */
+export function readSpendLimit(checks: FieldChecks, value: unknown): SpendLimit | undefined {
+  if (value === undefined) return undefined;
+  const limit = checks.object('spendLimit', value);
+  return {
+    credits: checks.integer('spendLimit.credits', limit.credits, { min: 0, max: MAX_LEDGER_ENTRY_CREDITS, unit: 'credits' }),
+    period: checks.oneOf('spendLimit.period', limit.period, SPEND_PERIODS),
+  };
+}
+
+/** A key's or a team's `alertAt`: it needs a limit to be a percentage of. */
+export function readBudgetAlerts(checks: FieldChecks, input: Record<string, unknown>, spendLimit: SpendLimit | undefined): number[] | undefined {
+  const alertAt = readAlertAt(checks, input.alertAt);
+  if (alertAt !== undefined && input.spendLimit === undefined) checks.add('alertAt', 'needs a spendLimit: its percentages are of that limit');
+  return spendLimit === undefined ? undefined : alertAt;
 }
 
 export function readKeyHash(checks: FieldChecks, value: unknown): string {

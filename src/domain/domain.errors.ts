@@ -17,6 +17,7 @@ export const DOMAIN_ERROR_CODES = [
   'keyed_request_in_progress',
   'unknown_gateway_key',
   'unknown_gateway_model',
+  'unknown_gateway_team',
 ] as const;
 export type DomainErrorCode = (typeof DOMAIN_ERROR_CODES)[number];
 
@@ -72,6 +73,8 @@ const COMMAND_WORDS: Readonly<Record<string, { readonly action: string; readonly
   SettleInvocation: { action: 'settle', subject: 'invocation' },
   RequestCancellation: { action: 'cancel', subject: 'invocation' },
   SetAlertThresholds: { action: 'set the alert thresholds of', subject: 'organization' },
+  CreateGatewayTeam: { action: 'create a team for', subject: 'organization' },
+  DeleteGatewayTeam: { action: 'delete', subject: 'team' },
 };
 
 /** Where the aggregate stands, as the reason a command cannot apply (docs/lifecycle.md's states). */
@@ -86,6 +89,7 @@ const STATE_WORDS: Readonly<Record<string, string>> = {
   settled: 'it is already settled',
   refused: 'it was refused',
   'no account': 'it has no account',
+  'team with live keys': 'live keys still name it',
 };
 
 /** `Cannot cancel this invocation: it is already settled.` — the message of an IllegalTransitionError. */

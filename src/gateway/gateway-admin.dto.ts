@@ -6,6 +6,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsArray, ValidateNested } from 'class-validator';
 import { MAX_LEDGER_ENTRY_CREDITS } from '../accounts/account.bounds';
+import { MAX_BUDGET_ALERT_PERCENT, MAX_BUDGET_ALERTS } from '../accounts/budget-alerts';
 import {
   GATEWAY_REJECTION_REASONS,
   MAX_GATEWAY_KEY_NAME_CHARS,
@@ -15,6 +16,7 @@ import {
   type SpendLimit,
   type SpendPeriod,
 } from '../accounts/gateway-keys';
+import { MAX_ID_CHARS } from '../domain/field-checks';
 import { Bool, JsonObject, OneOf, Optional, Text, WholeNumber } from '../http-kit/dto/field-rules';
 import {
   MAX_GATEWAY_ATTEMPT_TIMEOUT_MS,
@@ -25,12 +27,17 @@ import {
   type ServerToolAllowances,
 } from './rate-card';
 
+/** What `alertAt` means, on a key or a team (docs/gateway.md "Budget alerts"). */
+export const ALERT_AT_DESCRIPTION =
+  `Percentages (whole, 1–${MAX_BUDGET_ALERT_PERCENT}, at most ${MAX_BUDGET_ALERTS}) of \`spendLimit\`: once per period, the settlement that takes the credits charged in the period to one of them ` +
+  'records a `GatewayBudgetThresholdCrossed`, delivered to the webhooks subscribed to it. Needs a `spendLimit`.';
+
 export class SpendLimitDto implements SpendLimit {
   @ApiProperty({ description: 'Integer credits the key may spend (charged plus held) in one period.' })
   @WholeNumber({ min: 0, max: MAX_LEDGER_ENTRY_CREDITS, unit: 'credits' })
   readonly credits!: number;
 
-  @ApiProperty({ enum: SPEND_PERIODS, description: 'A UTC calendar `day` or `month`, or the key’s whole life (`total`).' })
+  @ApiProperty({ enum: SPEND_PERIODS, description: 'A UTC calendar `day`, an ISO `week` (from Monday 00:00 UTC), a UTC calendar `month`, or the whole life (`total`).' })
   @OneOf(SPEND_PERIODS)
   readonly period!: SpendPeriod;
 }
@@ -51,12 +58,22 @@ export class GatewayKeySettingsDto {
   @WholeNumber({ min: 1, max: MAX_GATEWAY_KEY_OUTPUT_TOKENS, unit: 'tokens' })
   readonly maxOutputTokens?: number;
 
-  @ApiPropertyOptional({ type: SpendLimitDto, description: 'What the key may spend per UTC day, month, or in total; absent: no limit but the organization’s credits.' })
+  @ApiPropertyOptional({ type: SpendLimitDto, description: 'What the key may spend per UTC day, ISO week, month, or in total; absent: no limit but the organization’s credits.' })
   @Optional()
   @JsonObject()
   @ValidateNested()
   @Type(() => SpendLimitDto)
   readonly spendLimit?: SpendLimitDto;
+
+  @ApiPropertyOptional({ type: [Number], description: ALERT_AT_DESCRIPTION })
+  @Optional()
+  @IsArray({ message: 'must be an array of percentages' })
+  readonly alertAt?: number[];
+
+  @ApiPropertyOptional({ description: 'A team of the organization whose spend limit the key’s calls also count against (docs/gateway.md "Teams"); an unknown one is 400 naming `teamId`.' })
+  @Optional()
+  @Text(MAX_ID_CHARS)
+  readonly teamId?: string;
 }
 
 /** A key as listed: settings and figures, never the key. */
@@ -64,7 +81,7 @@ export class GatewayKeyDto extends GatewayKeySettingsDto {
   @ApiProperty() readonly keyId!: string;
   @ApiProperty() readonly issuedAt!: string;
   @ApiPropertyOptional() readonly revokedAt?: string;
-  @ApiProperty({ description: 'The period counted now: `2026-12-01`, `2026-12` or `total`.' }) readonly period!: string;
+  @ApiProperty({ description: 'The period counted now: `2026-12-01`, `2026-W49`, `2026-12` or `total`.' }) readonly period!: string;
   @ApiProperty({ type: 'integer', description: 'Credits charged for the key’s calls admitted in the period.' }) readonly spentCredits!: number;
   @ApiProperty({ type: 'integer', description: 'Credits the key’s calls in flight hold in the period.' }) readonly heldCredits!: number;
   @ApiProperty({

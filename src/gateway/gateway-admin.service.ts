@@ -22,7 +22,7 @@ export interface GatewayKeyView extends GatewayKeySettings {
   readonly keyId: string;
   readonly issuedAt: string;
   readonly revokedAt?: string;
-  /** The period counted now (`2026-12-01`, `2026-12` or `total`), what the key spent in it and what it holds. */
+  /** The period counted now (`2026-12-01`, `2026-W49`, `2026-12` or `total`), what the key spent in it and what it holds. */
   readonly period: string;
   readonly spentCredits: number;
   readonly heldCredits: number;
@@ -133,6 +133,8 @@ function viewOf(key: GatewayKey, spend: { readonly period: string; readonly spen
     ...(key.models === undefined ? {} : { models: key.models }),
     ...(key.maxOutputTokens === undefined ? {} : { maxOutputTokens: key.maxOutputTokens }),
     ...(key.spendLimit === undefined ? {} : { spendLimit: key.spendLimit }),
+    ...(key.alertAt === undefined ? {} : { alertAt: key.alertAt }),
+    ...(key.teamId === undefined ? {} : { teamId: key.teamId }),
     issuedAt: key.issuedAt,
     ...(key.revokedAt === undefined ? {} : { revokedAt: key.revokedAt }),
     period: spend.period,

@@ -154,7 +154,7 @@ export class GatewayCalls implements GatewayAccounting {
     const invoke = (steps: readonly LifecycleStep[], onCommit = false) =>
       this.repository.handleAll(streamName, invocationDecider, steps, onCommit ? { ...context, acknowledgeOnCommit: true } : context);
     const at = isoAt(this.clock);
-    const gateway = { keyId: key.keyId, keyName: key.name, model: card.model, rateCardVersion: card.version, stream };
+    const gateway = { keyId: key.keyId, keyName: key.name, model: card.model, rateCardVersion: card.version, stream, ...(key.teamId === undefined ? {} : { teamId: key.teamId }) };
     const owner = this.lease?.leaseId === undefined ? {} : { ownerLeaseId: this.lease.leaseId };
     await invoke([estimate({ invocationId, operationId: GATEWAY_OPERATION_ID, organizationId, publication: publicationOf(card, holdCredits), gateway, ...owner }, at)], true);
     try {
@@ -215,6 +215,12 @@ function refusalOfAccount(refused: AccountRefusal, invocationId: string, key: Ga
       const period = f.period === 'total' ? 'in total' : `per UTC ${f.period} (${f.periodStart})`;
       const remaining = Math.max(0, f.limitCredits - f.spentCredits - f.heldCredits);
       return refusal(402, 'billing_error', `key ${JSON.stringify(key.name)} spend limit: ${f.limitCredits} credits ${period}; spent ${f.spentCredits}, held ${f.heldCredits}, ${remaining} remain < hold ${f.creditHold}`, { invocationId });
+    }
+    case 'team_spend_limit': {
+      const f = refused.figures;
+      const period = f.period === 'total' ? 'in total' : `per UTC ${f.period} (${f.periodStart})`;
+      const remaining = Math.max(0, f.limitCredits - f.spentCredits - f.heldCredits);
+      return refusal(402, 'billing_error', `team ${JSON.stringify(f.teamName)} spend limit: ${f.limitCredits} credits ${period}; its keys spent ${f.spentCredits}, held ${f.heldCredits}, ${remaining} remain < hold ${f.creditHold}`, { invocationId });
     }
     case 'no_running_slot':
       return refusal(429, 'rate_limit_error', `no running slot: running ${refused.figures.running} of ${refused.figures.maxRunning}`, {

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { AggregatesModule } from '../aggregates/aggregates.module';
 import { GATEWAY_ACCOUNTING } from './gateway-call.port';
 import { GatewayAdmin } from './gateway-admin.service';
+import { GatewayTeams } from './gateway-teams.service';
 import { GatewayCalls } from './gateway-calls.service';
 import { GatewayRejections } from './gateway-rejections';
 
@@ -12,7 +13,7 @@ import { GatewayRejections } from './gateway-rejections';
  */
 @Module({
   imports: [AggregatesModule],
-  providers: [GatewayCalls, GatewayAdmin, GatewayRejections, { provide: GATEWAY_ACCOUNTING, useExisting: GatewayCalls }],
-  exports: [GatewayCalls, GatewayAdmin, GatewayRejections, GATEWAY_ACCOUNTING],
+  providers: [GatewayCalls, GatewayAdmin, GatewayTeams, GatewayRejections, { provide: GATEWAY_ACCOUNTING, useExisting: GatewayCalls }],
+  exports: [GatewayCalls, GatewayAdmin, GatewayTeams, GatewayRejections, GATEWAY_ACCOUNTING],
 })
 export class GatewayModule {}

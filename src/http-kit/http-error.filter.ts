@@ -45,6 +45,7 @@ export const HTTP_STATUS_OF_ERROR_CODE: Readonly<Record<DomainErrorCode | Infras
   unknown_organization: { status: 404 },
   unknown_gateway_key: { status: 404 },
   unknown_gateway_model: { status: 404 },
+  unknown_gateway_team: { status: 404 },
   illegal_transition: { status: 409 },
   admission_refused: { status: 409 },
   // The same key with another request is not a conflict of state but a misused key.

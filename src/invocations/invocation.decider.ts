@@ -167,6 +167,7 @@ function readGatewayFacts(checks: FieldChecks, value: unknown): GatewayCallFacts
     model: checks.text('gateway.model', facts.model, MAX_MODEL_NAME_CHARS),
     rateCardVersion: checks.integer('gateway.rateCardVersion', facts.rateCardVersion, { min: 1, max: Number.MAX_SAFE_INTEGER, unit: 'versions' }),
     stream: checks.boolean('gateway.stream', facts.stream),
+    ...(facts.teamId === undefined ? {} : { teamId: checks.id('gateway.teamId', facts.teamId) }),
   };
 }
 

@@ -88,6 +88,11 @@ export interface GatewayCallFacts {
   readonly model: string;
   readonly rateCardVersion: number;
   readonly stream: boolean;
+  /**
+   * The key's team when the call was checked (docs/gateway.md "Teams"), for attribution; the hold
+   * counts against the team the key names when it is placed. Absent: no team.
+   */
+  readonly teamId?: string;
 }
 
 /** First event: the request, and the publication in force copied in full (null: never published). */

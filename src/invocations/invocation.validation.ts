@@ -5,6 +5,7 @@
  */
 import type { AdmissionRefusal, KeySpendFigures, LedgerTotalsBoundFigures } from '../accounts/admission.policy';
 import { SPEND_PERIODS } from '../accounts/gateway-keys';
+import { MAX_GATEWAY_TEAM_NAME_CHARS } from '../accounts/gateway-teams';
 import { MAX_CREDIT_HOLD_CREDITS, MAX_MODEL_NAME_CHARS } from '../catalog/publication.validation';
 import { FieldChecks } from '../domain/field-checks';
 import type { AttemptRecord, ConversationLimits } from '../runtime/conversation.types';
@@ -117,6 +118,11 @@ export function refusalFromState(
       return { reason, figures: totalsBoundFigures(checks, figures, state.estimate) };
     case 'key_spend_limit':
       return { reason, figures: readKeySpendFigures(checks, figures, state) };
+    case 'team_spend_limit': {
+      const teamId = checks.id('figures.teamId', figures.teamId);
+      const teamName = checks.text('figures.teamName', figures.teamName, MAX_GATEWAY_TEAM_NAME_CHARS);
+      return { reason, figures: { ...readKeySpendFigures(checks, figures, state), teamId, teamName } };
+    }
     case 'key_revoked': {
       const keyId = checks.id('figures.keyId', figures.keyId);
       return { reason, figures: { keyId } };
@@ -149,7 +155,7 @@ function totalsBoundFigures(checks: FieldChecks, figures: Record<string, unknown
   return { committedCredits, creditHold, overrunRoomCredits, maxTotalCredits };
 }
 
-/** A key limit's figures: they must refuse the estimate (what remains of the limit is less than it). */
+/** A key's (or a team's) limit figures: they must refuse the estimate (what remains of the limit is less than it). */
 function readKeySpendFigures(checks: FieldChecks, figures: Record<string, unknown>, state: InvocationState): KeySpendFigures {
   const credits = (field: string): number => checks.integer(`figures.${field}`, figures[field], { min: 0, max: Number.MAX_SAFE_INTEGER, unit: 'credits' });
   const read: KeySpendFigures = {
@@ -166,7 +172,7 @@ function readKeySpendFigures(checks: FieldChecks, figures: Record<string, unknow
   return read;
 }
 
-/** Longest period name a key limit's figures carry (`2026-12-01`, `2026-12`, `total`), in characters. */
+/** Longest period name a key limit's figures carry (`2026-12-01`, `2026-W49`, `2026-12`, `total`), in characters. */
 const MAX_PERIOD_NAME_CHARS = 10;
 
 /**

@@ -8,6 +8,10 @@ import type {
   GatewayKeyIssued as GatewayKeyIssuedEvent,
   GatewayKeyRevoked as GatewayKeyRevokedEvent,
   GatewayCallsRejected as GatewayCallsRejectedEvent,
+  GatewayTeamCreated as GatewayTeamCreatedEvent,
+  GatewayTeamChanged as GatewayTeamChangedEvent,
+  GatewayTeamDeleted as GatewayTeamDeletedEvent,
+  GatewayBudgetThresholdCrossed as GatewayBudgetThresholdCrossedEvent,
   HoldPlaced as HoldPlacedEvent,
   HoldSettled as HoldSettledEvent,
   OrganizationSettingsChanged as OrganizationSettingsChangedEvent,
@@ -121,6 +125,18 @@ export class GatewayKeyRevoked extends LedgerEvent<GatewayKeyRevokedEvent['data'
 export class GatewayCallsRejected extends LedgerEvent<GatewayCallsRejectedEvent['data']> {
   readonly type = 'GatewayCallsRejected';
 }
+export class GatewayTeamCreated extends LedgerEvent<GatewayTeamCreatedEvent['data']> {
+  readonly type = 'GatewayTeamCreated';
+}
+export class GatewayTeamChanged extends LedgerEvent<GatewayTeamChangedEvent['data']> {
+  readonly type = 'GatewayTeamChanged';
+}
+export class GatewayTeamDeleted extends LedgerEvent<GatewayTeamDeletedEvent['data']> {
+  readonly type = 'GatewayTeamDeleted';
+}
+export class GatewayBudgetThresholdCrossed extends LedgerEvent<GatewayBudgetThresholdCrossedEvent['data']> {
+  readonly type = 'GatewayBudgetThresholdCrossed';
+}
 
 type LedgerEventClass = new (event: RecordedEvent) => LedgerEvent;
 type PublishedEventType = InvocationEvent['type'] | AccountEvent['type'] | OperationEvent['type'];
@@ -148,6 +164,10 @@ const CLASS_OF: Record<PublishedEventType, LedgerEventClass> = {
   GatewayKeyChanged,
   GatewayKeyRevoked,
   GatewayCallsRejected,
+  GatewayTeamCreated,
+  GatewayTeamChanged,
+  GatewayTeamDeleted,
+  GatewayBudgetThresholdCrossed,
   OperationPublished,
 };
 

@@ -3,9 +3,10 @@
 /**
  * Event types a webhook may subscribe to. All but one are the log's own events; `InvocationOverrun` is
  * delivered for each InvocationSettled that records an overrun (a gateway call priced above its hold,
- * docs/gateway.md "Settlement").
+ * docs/gateway.md "Settlement"). `GatewayBudgetThresholdCrossed` is a key's or a team's `alertAt`
+ * threshold reached (docs/gateway.md "Budget alerts").
  */
-export const DELIVERABLE_EVENT_TYPES = ['CreditThresholdCrossed', 'InvocationRefused', 'InvocationSettled', 'InvocationOverrun'] as const;
+export const DELIVERABLE_EVENT_TYPES = ['CreditThresholdCrossed', 'InvocationRefused', 'InvocationSettled', 'InvocationOverrun', 'GatewayBudgetThresholdCrossed'] as const;
 export type DeliverableEventType = (typeof DELIVERABLE_EVENT_TYPES)[number];
 
 /** Webhooks one organization may register. */

@@ -44,7 +44,7 @@ describe('gateway keys are issued, changed and revoked as account events, holdin
   });
 
   it('refuses a hash that is not a SHA-256, a blank name and a limit period it does not know, naming each field', () => {
-    const command = { type: 'IssueGatewayKey', data: { keyId: 'key-1', keyHash: 'secret', name: ' ', spendLimit: { credits: 5, period: 'week' }, issuedAt: DAY1 } } as unknown as AccountCommand;
+    const command = { type: 'IssueGatewayKey', data: { keyId: 'key-1', keyHash: 'secret', name: ' ', spendLimit: { credits: 5, period: 'fortnight' }, issuedAt: DAY1 } } as unknown as AccountCommand;
     const error = spec.given([]).when(command).thenThrows(ValidationError);
     expect(error.issues.map((issue) => issue.field)).toEqual(['keyHash', 'name', 'spendLimit.period']);
   });

@@ -94,6 +94,9 @@ export class InvocationGatewayDto {
 
   @ApiProperty({ example: 'claude-sonnet-5-5', description: 'The model asked for, as the rate card names it.' })
   readonly model!: string;
+
+  @ApiPropertyOptional({ description: 'The key’s team when the call was made (docs/gateway.md "Teams"); absent: none.' })
+  readonly teamId?: string;
 }
 
 /** Result of `GET /v1/invocations/:id`: where the invocation is in its lifecycle. */

@@ -131,6 +131,7 @@ export class ExplanationGatewayDto {
   @ApiProperty({ example: 'claude-sonnet-5-5', description: 'The model asked for, as the rate card names it.' }) readonly model!: string;
   @ApiProperty({ type: 'integer', minimum: 1, description: 'The rate card version the call was held and priced at.' }) readonly rateCardVersion!: number;
   @ApiProperty({ description: 'The caller asked for a streamed answer.' }) readonly stream!: boolean;
+  @ApiPropertyOptional({ description: 'The key’s team when the call was made (docs/gateway.md "Teams"); absent: none.' }) readonly teamId?: string;
   @ApiPropertyOptional({ description: 'The upstream attempt’s classification, once recorded: `ok` or a fault (docs/rules.md rules 05–06).' }) readonly classification?: string;
   @ApiPropertyOptional({ type: 'integer', description: 'The upstream answer’s HTTP status, once recorded.' }) readonly httpStatus?: number;
   @ApiPropertyOptional({ description: 'The call ran out of its time bound, once recorded.' }) readonly timedOut?: boolean;
