@@ -51,7 +51,7 @@ import {
   GATEWAY_REJECTION_REASONS,
   keyAllowsModel,
   MAX_GATEWAY_KEYS_PER_ORGANIZATION,
-  periodOf,
+  countedPeriod,
   readKeyHash,
   readKeySettings,
   UnknownGatewayKeyError,
@@ -324,7 +324,7 @@ function liveKeyHold(state: AccountState, asked: HoldGatewayKey, placedAt: strin
     }
   }
   const team = teamHoldOf(state, key, placedAt);
-  return { keyId: key.keyId, period: periodOf(key.spendLimit?.period ?? 'total', placedAt), ...(team === undefined ? {} : { team }) };
+  return { keyId: key.keyId, period: countedPeriod(key, placedAt), ...(team === undefined ? {} : { team }) };
 }
 
 function issueGatewayKey({ data }: IssueGatewayKey, state: AccountState): AccountEvent[] {

@@ -115,9 +115,21 @@ export function isoWeekOf(at: string): string {
   return `${year}-W${String(week).padStart(2, '0')}`;
 }
 
-/** A key's (or a team's) figures in the period that contains `at`: what it spent and what it holds now. */
+/**
+ * The period a hold at `at` counts in for a key or a team: the period of `at`, unless the level already
+ * counts a later period of the same kind (names of one kind have one length and sort in time order).
+ * An instance whose clock runs behind, around midnight, stamps its hold in a period the others have
+ * left; counting it there would restart the later period's count at 0 and forget what was spent in it.
+ */
+export function countedPeriod(level: Pick<GatewayKey, 'spendLimit' | 'spendPeriod'>, at: string): string {
+  const period = periodOf(level.spendLimit?.period ?? 'total', at);
+  const counted = level.spendPeriod;
+  return counted !== undefined && counted.length === period.length && counted > period ? counted : period;
+}
+
+/** A key's (or a team's) figures in the period a hold at `at` counts in: what it spent and what it holds now. */
 export function keySpendAt(key: Pick<GatewayKey, 'spendLimit' | 'spendPeriod' | 'spentInPeriod'>, heldByPeriod: ReadonlyMap<string, number>, at: string): { readonly period: string; readonly spent: number; readonly held: number } {
-  const period = periodOf(key.spendLimit?.period ?? 'total', at);
+  const period = countedPeriod(key, at);
   return { period, spent: key.spendPeriod === period ? key.spentInPeriod : 0, held: heldByPeriod.get(period) ?? 0 };
 }
 

@@ -10,7 +10,7 @@ import type { ChangeGatewayTeam, CreateGatewayTeam, DeleteGatewayTeam } from './
 import type { AccountEvent, GatewayBudgetThresholdCrossed, HoldGatewayKey } from './account.events';
 import { evolveAccount, keyHoldsByPeriod, teamHoldsByPeriod, type AccountState, type OpenHold } from './account.state';
 import { newlyReached, type BudgetAlertsSent } from './budget-alerts';
-import { periodOf, type GatewayKey, type SpendLimit } from './gateway-keys';
+import { countedPeriod, periodOf, type GatewayKey, type SpendLimit } from './gateway-keys';
 import { MAX_GATEWAY_TEAMS_PER_ORGANIZATION, readTeamSettings, UnknownGatewayTeamError, type GatewayTeamSettings } from './gateway-teams';
 
 export type TeamCommand = CreateGatewayTeam | ChangeGatewayTeam | DeleteGatewayTeam;
@@ -70,7 +70,7 @@ export function assertKnownTeam(state: AccountState, teamId: string | undefined)
 /** The team a hold by `key` at `placedAt` counts against, and the team's period then; absent: no team. */
 export function teamHoldOf(state: AccountState, key: GatewayKey, placedAt: string): HoldGatewayKey['team'] {
   const team = key.teamId === undefined ? undefined : state.gatewayTeams.get(key.teamId);
-  return team === undefined ? undefined : { teamId: team.teamId, period: periodOf(team.spendLimit?.period ?? 'total', placedAt) };
+  return team === undefined ? undefined : { teamId: team.teamId, period: countedPeriod(team, placedAt) };
 }
 
 /** What a key or a team needs for its alerts to be read. */
@@ -86,7 +86,7 @@ interface AlertedLevel {
  * `events` (a settlement) followed by a GatewayBudgetThresholdCrossed for each `alertAt` threshold of
  * the settled hold's key and team that the charge reached in the hold's period and that was not yet
  * recorded for it. A period the level no longer counts (a later hold started another, or the limit's
- * period changed) is not alerted on.
+ * period kind changed) is not alerted on.
  */
 export function withBudgetAlerts(state: AccountState, events: AccountEvent[], invocationId: string, crossedAt: string): AccountEvent[] {
   const hold = state.openHolds.get(invocationId);
@@ -116,7 +116,8 @@ function crossings(
   crossedAt: string,
 ): GatewayBudgetThresholdCrossed[] {
   const limit = level.spendLimit;
-  if (limit === undefined || level.spendPeriod !== period || periodOf(limit.period, hold.placedAt) !== period) return [];
+  // A period of another kind than the limit's (the limit's period changed since the hold) is not alerted on.
+  if (limit === undefined || level.spendPeriod !== period || periodOf(limit.period, hold.placedAt).length !== period.length) return [];
   return newlyReached(level.alertAt, limit.credits, level.spentInPeriod, period, level.alertsSent).map((percent) => ({
     type: 'GatewayBudgetThresholdCrossed',
     data: { budget, percent, period: limit.period, periodStart: period, limitCredits: limit.credits, spentCredits: level.spentInPeriod, heldCredits: held, invocationId, crossedAt },

@@ -200,3 +200,21 @@ describe('budget alerts: once per threshold per period, in the settlement’s ow
     expect(spec.given([granted(10)]).when(issue({ spendLimit: { credits: 10, period: 'day' }, alertAt: Array.from({ length: 11 }, (_, i) => i + 1) })).thenThrows(ValidationError).field).toBe('alertAt');
   });
 });
+
+describe('a period’s count never goes back (docs/gateway.md "Periods")', () => {
+  const SUN = '2026-12-06T23:59:59.000Z';
+  const given = [granted(10_000), team(), key('key-1', { spendLimit: { credits: 1_000, period: 'week' } })];
+  const inWeek = (invocationId: string, credits: number, period: string, at: string): HoldPlaced => ({
+    type: 'HoldPlaced',
+    data: { invocationId, credits, placedAt: at, gatewayKey: { keyId: 'key-1', period, team: { teamId: 'team-1', period } } },
+  });
+
+  it('a hold stamped in the week before (an instance whose clock runs behind) counts in the week the key and team already count, so their spend there is not forgotten', () => {
+    // 600 spent in W50; a late instance's hold stamped Sunday (W49) must not reset W50's count.
+    const spentInW50 = [...given, inWeek('a', 600, '2026-W50', MON), settled('a', 600, 600, MON)];
+    const late = spec.given(spentInW50).when(hold('b', 100, 'key-1', SUN)).then([inWeek('b', 100, '2026-W50', SUN)]);
+    expect(teamSpend(late, late.gatewayTeams.get('team-1')!, MON)).toEqual({ period: '2026-W50', spent: 600, held: 100 });
+    // So W50 still has 1,000 − 600 − 100 = 300 left, for the key and for the team.
+    spec.given([...spentInW50, inWeek('b', 100, '2026-W50', SUN)]).when(hold('c', 301, 'key-1', MON)).thenThrows(AdmissionRefusedError, (error) => expect(error.refusal.reason).toBe('team_spend_limit'));
+  });
+});
