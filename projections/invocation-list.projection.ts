@@ -19,6 +19,26 @@ export const INVOCATION_LISTINGS = {
 } as const;
 
 /**
+ * The listings of gateway calls by who they were for (docs/gateway.md "Who spent it"): by the calls'
+ * `metadata.user_id`, and by each of their tags. A call is listed under each of its tags, so a tag
+ * entry's id is its sort key, a newline, and the tag (attributionEntryId).
+ */
+export const ATTRIBUTION_LISTINGS = {
+  user: 'by-user',
+  tag: 'by-tag',
+} as const;
+
+/** The index key of a user's or a tag's listing: the organization (which holds no newline), then the value. */
+export function attributionIndexKey(organizationId: string, value: string): string {
+  return `${organizationId}\n${value}`;
+}
+
+/** A listing key as the tag listing stores it: one entry per tag, each still in the listing's order. */
+export function attributionEntryId(key: string, tag: string | undefined): string {
+  return tag === undefined ? key : `${key}\n${tag}`;
+}
+
+/**
  * One invocation as the list shows it: what `GET /v1/invocations/:id` answers, without its counters.
  * The order is the stored documents' own, so a rebuild writes them byte for byte as before.
  */
@@ -98,8 +118,8 @@ export function listingIndexKeys(organizationId: string, operationId: string, st
  */
 export const invocationListProjection: Projection<InvocationRecordedEvent> = {
   name: INVOCATION_LIST_PROJECTION,
-  // 2: a gateway call's key and model.
-  version: 2,
+  // 2: a gateway call's key and model. 3: its user and tags, and their listings.
+  version: 3,
   handles: INVOCATION_EVENT_TYPES,
   apply(event, tx) {
     const invocationId = streamId(event.streamName, 'invocation');
@@ -121,6 +141,9 @@ function writeListings(tx: ReadModelTx, key: string, entry: InvocationListEntry)
   for (const listing of Object.keys(INVOCATION_LISTINGS) as (keyof typeof INVOCATION_LISTINGS)[]) {
     tx.put(INVOCATION_LISTINGS[listing], key, entry, { indexKey: indexKeys[listing] });
   }
+  const { userId, tags } = entry.gateway ?? {};
+  if (userId !== undefined) tx.put(ATTRIBUTION_LISTINGS.user, key, entry, { indexKey: attributionIndexKey(entry.organizationId, userId) });
+  for (const tag of tags ?? []) tx.put(ATTRIBUTION_LISTINGS.tag, attributionEntryId(key, tag), entry, { indexKey: attributionIndexKey(entry.organizationId, tag) });
 }
 
 function entryOf(view: InvocationView): InvocationListEntry {

@@ -1,5 +1,5 @@
 import type { RecordedEvent } from '../src/event-store/event-store.port';
-import { INVOCATION_EVENT_TYPES, type InvocationEvent, type InvocationStatus } from '../src/invocations/invocation.events';
+import { INVOCATION_EVENT_TYPES, type GatewayCallFacts, type InvocationEvent, type InvocationStatus } from '../src/invocations/invocation.events';
 import type { Projection } from '../src/projection-runner';
 import type { EndingLimit, FaultClass, Outcome } from '../src/runtime';
 import { streamId } from './stream-names';
@@ -18,6 +18,10 @@ export interface InvocationGatewayView {
   readonly model: string;
   /** The key's team when the call was made (docs/gateway.md "Teams"); absent: none. */
   readonly teamId?: string;
+  /** The caller's `metadata.user_id`, as sent (docs/gateway.md "Who spent it"); absent when none. */
+  readonly userId?: string;
+  /** The caller's `x-ledger-tags`; absent when none. */
+  readonly tags?: readonly string[];
 }
 
 export interface InvocationView {
@@ -97,8 +101,8 @@ export type InvocationRecordedEvent = RecordedEvent<InvocationEvent['type']> & I
 export const invocationsProjection: Projection<InvocationRecordedEvent> = {
   name: INVOCATIONS_PROJECTION,
   // 2: lastActivityAt from the events' own times instead of the store's recordedAt. 3: a gateway call's key and model.
-  // 4: the owner's lease, for recovery.
-  version: 4,
+  // 4: the owner's lease, for recovery. 5: a gateway call's user and tags.
+  version: 5,
   handles: INVOCATION_EVENT_TYPES,
   apply(event, tx) {
     const invocationId = streamId(event.streamName, 'invocation');
@@ -129,7 +133,7 @@ function estimatedView(invocationId: string, data: Extract<InvocationEvent, { ty
     invocationId,
     organizationId,
     operationId,
-    ...(gateway === undefined ? {} : { gateway: { keyId: gateway.keyId, keyName: gateway.keyName, model: gateway.model, ...(gateway.teamId === undefined ? {} : { teamId: gateway.teamId }) } }),
+    ...(gateway === undefined ? {} : { gateway: gatewayViewOf(gateway) }),
     state: 'estimated',
     ...(publication === null ? {} : { publicationVersion: publication.version }),
     estimate: publication?.creditHold ?? 0,
@@ -220,4 +224,10 @@ function activityAt(event: InvocationRecordedEvent): string {
     case 'InvocationCancellationRequested':
       return event.data.requestedAt;
   }
+}
+
+/** What the views show of a gateway call: its key, model and attribution, not its rate card bookkeeping. */
+export function gatewayViewOf(gateway: GatewayCallFacts): InvocationGatewayView {
+  const { keyId, keyName, model, teamId, userId, tags } = gateway;
+  return { keyId, keyName, model, ...(teamId === undefined ? {} : { teamId }), ...(userId === undefined ? {} : { userId }), ...(tags === undefined ? {} : { tags }) };
 }

@@ -31,6 +31,10 @@ export interface UsageDayView {
   readonly keyId?: string;
   /** That key's name as its latest call on the line named it. */
   readonly keyName?: string;
+  /** The calls' `metadata.user_id` (docs/gateway.md "Who spent it"); absent when they sent none. */
+  readonly userId?: string;
+  /** The calls' `x-ledger-tags`, as each call sent them; absent when they sent none. */
+  readonly tags?: readonly string[];
   /** Integer credits charged by the settlements of the day. */
   readonly credits: number;
   /** Settled invocations, and how many ended with each outcome. */
@@ -54,6 +58,8 @@ interface OpenInvocation {
   readonly model: string;
   readonly keyId?: string;
   readonly keyName?: string;
+  readonly userId?: string;
+  readonly tags?: readonly string[];
   readonly outcome?: Outcome;
   readonly usage: Usage;
 }
@@ -63,19 +69,31 @@ export function utcDay(instant: string): string {
   return new Date(Date.parse(instant)).toISOString().slice(0, 10);
 }
 
+/** Who a line's calls were for: the parts of its id after the key, where a call named any. */
+export type LineAttribution = Pick<UsageDayView, 'userId' | 'tags'>;
+
 /**
  * The id of a day's line; organization first, then day, so an organization's lines list by day. A
  * gateway call's line ends with its key id; an operation's has no key part, as before keys existed.
+ * Calls that name a user or tags have lines of their own, the attribution last as JSON (a user id is
+ * any text, so it is quoted rather than joined).
  */
-export function usageDayId(organizationId: string, day: string, operationId: string, model: string, keyId?: string): string {
-  return `${organizationId}\n${day}\n${operationId}\n${model}${keyId === undefined ? '' : `\n${keyId}`}`;
+export function usageDayId(organizationId: string, day: string, operationId: string, model: string, keyId?: string, attribution: LineAttribution = {}): string {
+  const { userId, tags } = attribution;
+  const who = userId === undefined && tags === undefined ? '' : `\n${JSON.stringify([userId ?? null, tags ?? []])}`;
+  return `${organizationId}\n${day}\n${operationId}\n${model}${keyId === undefined ? '' : `\n${keyId}`}${who}`;
+}
+
+/** The attribution of a gateway call as its line keeps it: only what the call named. */
+function attributionOf(source: LineAttribution): LineAttribution {
+  return { ...(source.userId === undefined ? {} : { userId: source.userId }), ...(source.tags === undefined ? {} : { tags: source.tags }) };
 }
 
 /** Usage statements per organization, by operation, model, gateway key and UTC day (README.md "Invoicing"). */
 export const usageStatementsProjection: Projection<InvocationRecordedEvent> = {
   name: USAGE_STATEMENTS_PROJECTION,
-  // 2: a gateway call's line is its key's.
-  version: 2,
+  // 2: a gateway call's line is its key's. 3: and its user's and tags' (docs/gateway.md "Who spent it").
+  version: 3,
   handles: ['InvocationEstimated', 'InvocationRefused', 'InvocationCompleted', 'InvocationFailed', 'InvocationSettled'],
   apply(recorded, tx) {
     const event = currentLedgerEvent(recorded);
@@ -83,7 +101,7 @@ export const usageStatementsProjection: Projection<InvocationRecordedEvent> = {
     if (invocationId === undefined) return;
     if (event.type === 'InvocationEstimated') {
       const { organizationId, operationId, publication, gateway } = event.data;
-      const key = gateway === undefined ? {} : { keyId: gateway.keyId, keyName: gateway.keyName };
+      const key = gateway === undefined ? {} : { keyId: gateway.keyId, keyName: gateway.keyName, ...attributionOf(gateway) };
       tx.put(OPEN_COLLECTION, invocationId, { organizationId, operationId, model: publication?.routing.model ?? '', ...key, usage: NO_USAGE } satisfies OpenInvocation);
       return;
     }
@@ -129,7 +147,7 @@ export const usageStatementsProjection: Projection<InvocationRecordedEvent> = {
 };
 
 function idOf(open: OpenInvocation, instant: string): string {
-  return usageDayId(open.organizationId, utcDay(instant), open.operationId, open.model, open.keyId);
+  return usageDayId(open.organizationId, utcDay(instant), open.operationId, open.model, open.keyId, open);
 }
 
 /** The day's line this invocation adds to; a key's line takes the name its latest call had. */
@@ -141,6 +159,7 @@ function lineOf(existing: UsageDayView | undefined, open: OpenInvocation, instan
     operationId: open.operationId,
     model: open.model,
     ...(open.keyId === undefined ? {} : { keyId: open.keyId, keyName: open.keyName }),
+    ...attributionOf(open),
     credits: 0,
     settled: 0,
     outcomes: {},
@@ -151,5 +170,5 @@ function lineOf(existing: UsageDayView | undefined, open: OpenInvocation, instan
 }
 
 function put(tx: Parameters<Projection['apply']>[1], line: UsageDayView): void {
-  tx.put(USAGE_DAY_COLLECTION, usageDayId(line.organizationId, line.day, line.operationId, line.model, line.keyId), line, { indexKey: line.organizationId });
+  tx.put(USAGE_DAY_COLLECTION, usageDayId(line.organizationId, line.day, line.operationId, line.model, line.keyId, line), line, { indexKey: line.organizationId });
 }

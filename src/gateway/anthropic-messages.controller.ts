@@ -12,6 +12,7 @@ import { GATEWAY_ACCOUNTING, type GatewayAccounting, type GatewayAdmission, type
 import { GatewayForwarder } from './gateway-forwarder';
 import { NOT_ADMITTED_MODEL, publishGatewayAttempt, publishGatewayCall } from './gateway-http.channels';
 import { incomingOf, isRefusal, queryOf, repeatedHeaderProblem, sendRefusal } from './gateway-http.request';
+import { CALL_TAGS_HEADER, readCallTags } from '../invocations/call-attribution';
 import { readMessagesBodyFacts } from './messages-body.facts';
 
 /** count_tokens is held by nothing, so it has a bound of its own, in ms (a count takes well under a second). */
@@ -55,8 +56,10 @@ export class AnthropicMessagesController {
     if (read.problem !== undefined) return this.refuseBody(response, key, read.problem, requestId);
     const facts = readMessagesBodyFacts(read.bytes);
     if (facts.problem !== undefined) return this.refuseBody(response, key, { status: 400, message: facts.problem.message }, requestId);
+    const tags = readCallTags(request.headers[CALL_TAGS_HEADER]);
+    if ('problem' in tags) return this.refuseBody(response, key, { status: 400, message: tags.problem }, requestId);
     if (!this.ready(response, requestId, true)) return;
-    const admission = await this.accounting.admit({ presentedKey: key, facts: facts.facts, requestId });
+    const admission = await this.accounting.admit({ presentedKey: key, facts: facts.facts, tags: tags.tags, requestId });
     if (!admission.admitted) {
       sendRefusal(response, admission, requestId);
       publishGatewayCall(NOT_ADMITTED_MODEL, admission.status);

@@ -42,6 +42,8 @@ export interface MessagesBodyFacts {
   readonly speed?: string;
   /** `inference_geo` as asked, when the body says. */
   readonly inferenceGeo?: string;
+  /** `metadata.user_id` as sent (bounded, opaque: docs/gateway.md "Who spent it"), when the body says one. */
+  readonly userId?: string;
 }
 
 /** A web-fetch tool's own bounds, as the request sets them. */
@@ -73,6 +75,8 @@ export interface GatewayCallRequest {
   /** The key the caller presented (`x-api-key`, or `Authorization: Bearer`). Never logged, never stored. */
   readonly presentedKey: string;
   readonly facts: MessagesBodyFacts;
+  /** The `x-ledger-tags` header's tags (readCallTags), recorded on the call; absent or empty: none. */
+  readonly tags?: readonly string[];
   /** The request id the gateway answers with (`request_id`), for the log line. */
   readonly requestId: string;
 }

@@ -94,7 +94,7 @@ export class GatewayCalls implements GatewayAccounting {
     return { ok: true, models };
   }
 
-  async admit({ presentedKey, facts, requestId }: GatewayCallRequest): Promise<GatewayAdmission> {
+  async admit({ presentedKey, facts, tags, requestId }: GatewayCallRequest): Promise<GatewayAdmission> {
     const found = await this.findKey(presentedKey);
     if (!('ok' in found)) return found;
     const { key, organizationId } = found;
@@ -115,7 +115,7 @@ export class GatewayCalls implements GatewayAccounting {
     }
     const hold = worstCaseHold(facts, card);
     if (hold.problem !== undefined) return rejected('not_holdable', refusal(400, 'invalid_request_error', hold.problem));
-    return this.hold(organizationId, key, card, facts, hold.credits);
+    return this.hold(organizationId, key, card, facts, hold.credits, tags);
   }
 
   async settle(admission: Admitted, outcome: GatewayCallOutcome): Promise<void> {
@@ -146,7 +146,7 @@ export class GatewayCalls implements GatewayAccounting {
   }
 
   /** Estimated, held (or refused and recorded), reserved and dispatched. */
-  private async hold(organizationId: string, key: GatewayKey, card: RateCardVersion, facts: MessagesBodyFacts, holdCredits: number): Promise<GatewayAdmission> {
+  private async hold(organizationId: string, key: GatewayKey, card: RateCardVersion, facts: MessagesBodyFacts, holdCredits: number, tags: readonly string[] = []): Promise<GatewayAdmission> {
     const { stream } = facts;
     const invocationId = this.newInvocationId(organizationId);
     const streamName = invocationStreamName(invocationId);
@@ -154,7 +154,9 @@ export class GatewayCalls implements GatewayAccounting {
     const invoke = (steps: readonly LifecycleStep[], onCommit = false) =>
       this.repository.handleAll(streamName, invocationDecider, steps, onCommit ? { ...context, acknowledgeOnCommit: true } : context);
     const at = isoAt(this.clock);
-    const gateway = { keyId: key.keyId, keyName: key.name, model: card.model, rateCardVersion: card.version, stream, ...(key.teamId === undefined ? {} : { teamId: key.teamId }) };
+    // The caller's attribution (docs/gateway.md "Who spent it"): opaque, bounded, never body text.
+    const attribution = { ...(facts.userId === undefined ? {} : { userId: facts.userId }), ...(tags.length === 0 ? {} : { tags }) };
+    const gateway = { keyId: key.keyId, keyName: key.name, model: card.model, rateCardVersion: card.version, stream, ...(key.teamId === undefined ? {} : { teamId: key.teamId }), ...attribution };
     const owner = this.lease?.leaseId === undefined ? {} : { ownerLeaseId: this.lease.leaseId };
     await invoke([estimate({ invocationId, operationId: GATEWAY_OPERATION_ID, organizationId, publication: publicationOf(card, holdCredits), gateway, ...owner }, at)], true);
     try {

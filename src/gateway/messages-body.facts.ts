@@ -3,6 +3,7 @@
  * (`model`, `max_tokens`, `messages`) and counts what the worst-case hold depends on. The body itself
  * goes upstream as received; nothing here keeps or logs any of its text. See docs/gateway.md.
  */
+import { MAX_CALL_USER_ID_CHARS } from '../invocations/call-attribution';
 import { readGatewayJson } from './anthropic-body.reader';
 import type { MessagesBodyFacts, ToolAt, WebFetchFacts } from './gateway-call.port';
 import { MAX_WEB_FETCH_CONTENT_TOKENS, MAX_WEB_FETCH_USES } from './worst-case-hold';
@@ -64,6 +65,8 @@ export function readMessagesBodyFacts(bytes: Buffer): ReadFacts {
   if (!Array.isArray(messages)) return { problem: { message: 'messages: Input should be a valid list' } };
   const tools = readTools(fields.tools, fields.mcp_servers);
   if ('problem' in tools) return { problem: tools.problem };
+  const user = readUserId(fields.metadata);
+  if (typeof user === 'object') return { problem: user };
   const blocks = countBlocks(messages, fields.system);
   const { speed, inference_geo: inferenceGeo } = fields;
   return {
@@ -77,8 +80,24 @@ export function readMessagesBodyFacts(bytes: Buffer): ReadFacts {
       ...tools,
       ...(typeof speed === 'string' ? { speed } : {}),
       ...(typeof inferenceGeo === 'string' ? { inferenceGeo } : {}),
+      ...(user === undefined ? {} : { userId: user }),
     },
   };
+}
+
+/**
+ * `metadata.user_id`, the caller's opaque id for its end user (docs/gateway.md "Who spent it"): a
+ * string of at most MAX_CALL_USER_ID_CHARS characters, recorded as sent; blank, null or absent is
+ * none. Another type, or longer, is refused as Anthropic would refuse it. A `metadata` that is not an
+ * object is left to upstream.
+ */
+function readUserId(metadata: unknown): string | MessagesBodyProblem | undefined {
+  if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) return undefined;
+  const userId = (metadata as Record<string, unknown>).user_id;
+  if (userId === undefined || userId === null || (typeof userId === 'string' && userId.trim() === '')) return undefined;
+  if (typeof userId !== 'string') return { message: 'metadata.user_id: Input should be a valid string' };
+  if (userId.length > MAX_CALL_USER_ID_CHARS) return { message: `metadata.user_id: String should have at most ${MAX_CALL_USER_ID_CHARS} characters` };
+  return userId;
 }
 
 /**

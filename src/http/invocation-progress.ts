@@ -1,3 +1,4 @@
+import { gatewayViewOf } from '../../projections';
 import type { RecordedEvent } from '../event-store/event-store.port';
 import type { InvocationEvent, InvocationStatus } from '../invocations/invocation.events';
 
@@ -65,7 +66,7 @@ export class InvocationProgressReader {
         return this.next('estimated', common, estimatedAt, {
           operationId,
           organizationId,
-          ...(gateway === undefined ? {} : { gateway: { keyId: gateway.keyId, keyName: gateway.keyName, model: gateway.model } }),
+          ...(gateway === undefined ? {} : { gateway: gatewayViewOf(gateway) }),
           ...(publication === null ? {} : { publicationVersion: publication.version }),
           estimate: publication?.creditHold ?? 0,
         });

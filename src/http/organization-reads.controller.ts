@@ -53,6 +53,8 @@ export class OrganizationReadsController {
         ...(query.state === undefined ? {} : { state: query.state as InvocationStatus }),
         ...(query.from === undefined ? {} : { from: query.from }),
         ...(query.to === undefined ? {} : { to: query.to }),
+        ...(query.user === undefined ? {} : { user: query.user }),
+        ...(query.tag === undefined ? {} : { tag: query.tag }),
         ...(query.limit === undefined ? {} : { limit: Number(query.limit) }),
         ...(query.cursor === undefined ? {} : { cursor: query.cursor }),
       }),

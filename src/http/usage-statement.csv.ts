@@ -5,7 +5,7 @@
  * Number.MAX_SAFE_INTEGER) ends each line, so the header does not depend on the data.
  *
  * Text cells come from people: model names from operators, gateway key names from customers'
- * administrators. A cell a spreadsheet would read as a formula (starting with `=`, `+`, `-`, `@`, a
+ * administrators, user ids and tags from callers. A cell a spreadsheet would read as a formula (starting with `=`, `+`, `-`, `@`, a
  * tab or a CR) is written with a leading `'`, as OWASP recommends, by csv-stringify's
  * `escape_formulas`; the JSON answer keeps the value unchanged.
  */
@@ -19,11 +19,13 @@ import { USAGE_KINDS } from '../runtime/provider.port';
 const OUTCOME_COLUMNS = [...OUTCOMES, NO_OUTCOME] as const;
 
 /** The text columns of each grouping, in the rows' order. */
-const KEY_COLUMNS: readonly (readonly [UsageGroupBy, readonly ('day' | 'operationId' | 'model' | 'keyId' | 'keyName')[]])[] = [
+const KEY_COLUMNS: readonly (readonly [UsageGroupBy, readonly ('day' | 'operationId' | 'model' | 'keyId' | 'keyName' | 'userId' | 'tag')[]])[] = [
   ['day', ['day']],
   ['operation', ['operationId']],
   ['model', ['model']],
   ['key', ['keyId', 'keyName']],
+  ['user', ['userId']],
+  ['tag', ['tag']],
 ];
 
 export function usageStatementCsv(statement: UsageStatement): string {

@@ -6,6 +6,7 @@
  */
 import { ACCESS_REFUSAL_REASONS, ADMISSION_REFUSAL_REASONS } from '../accounts/admission.policy';
 import { MAX_GATEWAY_KEY_NAME_CHARS } from '../accounts/gateway-keys';
+import { MAX_CALL_USER_ID_CHARS, tagListProblem } from './call-attribution';
 import { MAX_CREDIT_HOLD_CREDITS, MAX_MODEL_NAME_CHARS } from '../catalog/publication.validation';
 import type { Decider } from '../domain/decider';
 import { IllegalTransitionError, ValidationError } from '../domain/domain.errors';
@@ -168,7 +169,16 @@ function readGatewayFacts(checks: FieldChecks, value: unknown): GatewayCallFacts
     rateCardVersion: checks.integer('gateway.rateCardVersion', facts.rateCardVersion, { min: 1, max: Number.MAX_SAFE_INTEGER, unit: 'versions' }),
     stream: checks.boolean('gateway.stream', facts.stream),
     ...(facts.teamId === undefined ? {} : { teamId: checks.id('gateway.teamId', facts.teamId) }),
+    ...(facts.userId === undefined ? {} : { userId: checks.text('gateway.userId', facts.userId, MAX_CALL_USER_ID_CHARS) }),
+    ...(facts.tags === undefined ? {} : { tags: readTags(checks, facts.tags) }),
   };
+}
+
+/** A call's tags as the event records them: the header's rule (call-attribution.ts), checked again. */
+function readTags(checks: FieldChecks, tags: unknown): readonly string[] {
+  const problem = tagListProblem(tags);
+  if (problem !== undefined) checks.add('gateway.tags', problem);
+  return tags as readonly string[];
 }
 
 function refuse({ data }: RefuseInvocation, state: InvocationState): InvocationEvent[] {

@@ -93,6 +93,10 @@ export interface GatewayCallFacts {
    * counts against the team the key names when it is placed. Absent: no team.
    */
   readonly teamId?: string;
+  /** The caller's `metadata.user_id` (call-attribution.ts): opaque, bounded; absent when none was sent. */
+  readonly userId?: string;
+  /** The caller's `x-ledger-tags` (call-attribution.ts); absent when none were sent. */
+  readonly tags?: readonly string[];
 }
 
 /** First event: the request, and the publication in force copied in full (null: never published). */

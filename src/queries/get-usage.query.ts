@@ -10,8 +10,11 @@ import { catchUp } from './read-model-catch-up';
 
 /** The longest period one statement covers, in days. */
 export const MAX_STATEMENT_DAYS = 366;
-/** Ways a statement's rows may be grouped; `key`: by gateway key (docs/gateway.md). */
-export const USAGE_GROUP_BY = ['operation', 'model', 'day', 'key'] as const;
+/**
+ * Ways a statement's rows may be grouped; `key`: by gateway key, `user`: by the calls' `metadata.user_id`,
+ * `tag`: by each of the calls' `x-ledger-tags` (docs/gateway.md "Who spent it").
+ */
+export const USAGE_GROUP_BY = ['operation', 'model', 'day', 'key', 'user', 'tag'] as const;
 export type UsageGroupBy = (typeof USAGE_GROUP_BY)[number];
 
 export interface UsagePeriod {
@@ -19,7 +22,11 @@ export interface UsagePeriod {
   readonly from: string;
   /** Last UTC day, `YYYY-MM-DD`, included. */
   readonly to: string;
-  /** Any subset, in any order; empty: one row of totals. Rows are always ordered day, operation, model, key. */
+  /**
+   * Any subset, in any order; empty: one row of totals. Rows are always ordered day, operation, model,
+   * key, user, tag. With `tag`, a call with several tags counts in each of their rows, so those rows
+   * may add up to more than `totals` (which count each call once).
+   */
   readonly groupBy?: readonly UsageGroupBy[];
 }
 
@@ -32,6 +39,10 @@ export interface UsageStatementRow {
   readonly keyId?: string;
   /** Grouped by `key`: the key's name on its latest line in the period, empty with an empty `keyId`. */
   readonly keyName?: string;
+  /** Grouped by `user`: the calls' `metadata.user_id`, empty for calls that sent none. */
+  readonly userId?: string;
+  /** Grouped by `tag`: one of the calls' tags, empty for calls that sent none. */
+  readonly tag?: string;
   readonly credits: number;
   readonly settled: number;
   readonly outcomes: Readonly<Partial<Record<StatementOutcome, number>>>;
@@ -104,10 +115,11 @@ export class GetUsageHandler implements IQueryHandler<GetUsageQuery, UsageStatem
 export function statementRows(lines: readonly UsageDayView[], groupBy: readonly UsageGroupBy[]): Pick<UsageStatement, 'rows' | 'totals'> {
   const grouped = new Map<string, UsageStatementRow>();
   for (const line of lines) {
-    const keys = rowKeys(line, groupBy);
-    const id = JSON.stringify([keys.day, keys.operationId, keys.model, keys.keyId]);
-    // Lines come in day order: a key's row takes the name of its latest line.
-    grouped.set(id, { ...sum(grouped.get(id) ?? emptyRow(keys), line), ...(keys.keyName === undefined ? {} : { keyName: keys.keyName }) });
+    for (const keys of rowKeys(line, groupBy)) {
+      const id = JSON.stringify(ROW_ORDER.map((key) => keys[key]));
+      // Lines come in day order: a key's row takes the name of its latest line.
+      grouped.set(id, { ...sum(grouped.get(id) ?? emptyRow(keys), line), ...(keys.keyName === undefined ? {} : { keyName: keys.keyName }) });
+    }
   }
   const rows = [...grouped.values()].sort(compareRows);
   const totals = lines.reduce<UsageStatementRow>((total, line) => sum(total, line), emptyRow({}));
@@ -138,16 +150,21 @@ function readPeriod(period: UsagePeriod): { from: string; to: string; groupBy: U
   return { from, to, groupBy };
 }
 
-type RowKeys = Pick<UsageStatementRow, 'day' | 'operationId' | 'model' | 'keyId' | 'keyName'>;
+type RowKeys = Pick<UsageStatementRow, 'day' | 'operationId' | 'model' | 'keyId' | 'keyName' | 'userId' | 'tag'>;
+/** The grouped keys rows are told apart and ordered by. */
+const ROW_ORDER = ['day', 'operationId', 'model', 'keyId', 'userId', 'tag'] as const;
 
-/** The grouped keys of the row a line adds to. */
-function rowKeys(line: UsageDayView, groupBy: readonly UsageGroupBy[]): RowKeys {
-  return {
+/** The grouped keys of the rows a line adds to: one row, or with `tag` one per tag of its calls. */
+function rowKeys(line: UsageDayView, groupBy: readonly UsageGroupBy[]): RowKeys[] {
+  const keys: RowKeys = {
     ...(groupBy.includes('day') ? { day: line.day } : {}),
     ...(groupBy.includes('operation') ? { operationId: line.operationId } : {}),
     ...(groupBy.includes('model') ? { model: line.model } : {}),
     ...(groupBy.includes('key') ? { keyId: line.keyId ?? '', keyName: line.keyName ?? '' } : {}),
+    ...(groupBy.includes('user') ? { userId: line.userId ?? '' } : {}),
   };
+  if (!groupBy.includes('tag')) return [keys];
+  return (line.tags ?? ['']).map((tag) => ({ ...keys, tag }));
 }
 
 function emptyRow(keys: RowKeys): UsageStatementRow {
@@ -182,7 +199,7 @@ function addCounts<K extends string>(a: Readonly<Partial<Record<K, number>>>, b:
 }
 
 function compareRows(a: UsageStatementRow, b: UsageStatementRow): number {
-  for (const key of ['day', 'operationId', 'model', 'keyId'] as const) {
+  for (const key of ROW_ORDER) {
     const x = a[key] ?? '';
     const y = b[key] ?? '';
     if (x !== y) return x < y ? -1 : 1;

@@ -1,6 +1,9 @@
 import { Inject } from '@nestjs/common';
 import { IQueryHandler, Query, QueryHandler } from '@nestjs/cqrs';
 import {
+  ATTRIBUTION_LISTINGS,
+  attributionEntryId,
+  attributionIndexKey,
   INVOCATION_LIST_PROJECTION,
   INVOCATION_LISTINGS,
   isListingKey,
@@ -10,8 +13,9 @@ import {
   type InvocationListEntry,
 } from '../../projections';
 import { FieldChecks } from '../domain/field-checks';
+import { MAX_CALL_TAG_CHARS, MAX_CALL_USER_ID_CHARS } from '../invocations/call-attribution';
 import { INVOCATION_STATUSES, type InvocationStatus } from '../invocations/invocation.events';
-import { LiveProjections, READ_MODEL_STORE, type SqliteReadModelStore } from '../projection-runner';
+import { LiveProjections, MAX_LIST_LIMIT, READ_MODEL_STORE, type SqliteReadModelStore } from '../projection-runner';
 import { cursorScope, pageOf, readPageRequest } from './list-cursor';
 import { catchUp } from './read-model-catch-up';
 
@@ -28,6 +32,10 @@ export interface InvocationFilters {
   readonly from?: string;
   /** ISO-8601: only invocations estimated before it. */
   readonly to?: string;
+  /** Only gateway calls whose `metadata.user_id` was this (docs/gateway.md "Who spent it"). */
+  readonly user?: string;
+  /** Only gateway calls tagged with this (`x-ledger-tags`). */
+  readonly tag?: string;
   /** 1 to MAX_INVOCATIONS_PAGE; default DEFAULT_INVOCATIONS_PAGE. */
   readonly limit?: number;
   /** The `nextCursor` of the previous page. */
@@ -68,14 +76,23 @@ export class ListInvocationsHandler implements IQueryHandler<ListInvocationsQuer
     const state = optional(filters.state, (value) => checks.oneOf('state', value, INVOCATION_STATUSES));
     const fromMs = optional(filters.from, (value) => checks.instant('from', value));
     const toMs = optional(filters.to, (value) => checks.instant('to', value));
+    const user = optional(filters.user, (value) => checks.text('user', value, MAX_CALL_USER_ID_CHARS));
+    const tag = optional(filters.tag, (value) => checks.text('tag', value, MAX_CALL_TAG_CHARS));
     const from = fromMs === undefined ? undefined : Date.parse(fromMs);
     const to = toMs === undefined ? undefined : Date.parse(toMs);
     // Bound to the organization and every filter: another list's cursor would resume at the wrong place.
-    const scope = cursorScope('invocations', organizationId, [operationId, state, from, to]);
+    const scope = cursorScope('invocations', organizationId, [operationId, state, from, to, ...(user === undefined && tag === undefined ? [] : [user, tag])]);
     const { limit, afterKey: cursorKey } = readPageRequest(checks, filters, INVOCATIONS_PAGE, scope, isListingKey);
     checks.throwIfAny();
 
     await catchUp(this.runner, [INVOCATION_LIST_PROJECTION]);
+    // Start after the cursor, or after every entry at or past `to`, whichever is further on.
+    const start = [cursorKey, to === undefined ? undefined : listingKeyBefore(to)].filter((key): key is string => key !== undefined).sort().at(-1);
+    if (user !== undefined || tag !== undefined) {
+      const wanted = { organizationId, operationId, state, user, tag, from, limit };
+      const { documents, nextCursor } = pageOf(this.scanAttribution(wanted, start), limit, scope);
+      return { invocations: documents, nextCursor };
+    }
     const keys = listingIndexKeys(organizationId, operationId ?? '', state ?? 'estimated');
     const [collection, indexKey] =
       operationId !== undefined && state !== undefined
@@ -85,8 +102,6 @@ export class ListInvocationsHandler implements IQueryHandler<ListInvocationsQuer
           : state !== undefined
             ? [INVOCATION_LISTINGS.state, keys.state]
             : [INVOCATION_LISTINGS.all, keys.all];
-    // Start after the cursor, or after every entry at or past `to`, whichever is further on.
-    const start = [cursorKey, to === undefined ? undefined : listingKeyBefore(to)].filter((key): key is string => key !== undefined).sort().at(-1);
     const rows = this.store.list<InvocationListEntry>(INVOCATION_LIST_PROJECTION, collection, {
       indexKey,
       limit: limit + 1,
@@ -97,6 +112,50 @@ export class ListInvocationsHandler implements IQueryHandler<ListInvocationsQuer
     const { documents, nextCursor } = pageOf(inRange, limit, scope);
     return { invocations: documents, nextCursor };
   }
+
+  /**
+   * Up to `limit + 1` entries of a user's or a tag's listing after `start`, newest first, that pass
+   * every other filter. The listing serves its own filter; the others are checked entry by entry, so
+   * such a page reads the user's (or tag's) calls from `start` until it has its entries or passes
+   * `from`, reading MAX_LIST_LIMIT at a time (docs/http.md "Routes").
+   */
+  private scanAttribution(wanted: AttributionScan, start: string | undefined): { id: string; document: InvocationListEntry }[] {
+    const { organizationId, user, tag, from, limit } = wanted;
+    const [collection, indexKey] = tag !== undefined ? [ATTRIBUTION_LISTINGS.tag, attributionIndexKey(organizationId, tag)] : [ATTRIBUTION_LISTINGS.user, attributionIndexKey(organizationId, user!)];
+    const found: { id: string; document: InvocationListEntry }[] = [];
+    let afterId = start === undefined ? undefined : attributionEntryId(start, tag);
+    for (;;) {
+      const batch = this.store.list<InvocationListEntry>(INVOCATION_LIST_PROJECTION, collection, { indexKey, limit: MAX_LIST_LIMIT, ...(afterId === undefined ? {} : { afterId }) });
+      for (const row of batch) {
+        // A tag entry's id is its listing key, a newline and the tag: the key is what a cursor holds.
+        const key = tag === undefined ? row.id : row.id.slice(0, row.id.length - tag.length - 1);
+        if (from !== undefined && listingKeyMs(key) < from) return found;
+        if (passes(row.document, wanted)) found.push({ id: key, document: row.document });
+        if (found.length > limit) return found;
+      }
+      if (batch.length < MAX_LIST_LIMIT) return found;
+      afterId = batch[batch.length - 1]!.id;
+    }
+  }
+}
+
+/** A user's or a tag's page as asked for: the listing's own filter, and the others checked entry by entry. */
+interface AttributionScan {
+  readonly organizationId: string;
+  readonly operationId?: string;
+  readonly state?: InvocationStatus;
+  readonly user?: string;
+  readonly tag?: string;
+  readonly from?: number;
+  readonly limit: number;
+}
+
+function passes(entry: InvocationListEntry, wanted: AttributionScan): boolean {
+  return (
+    (wanted.operationId === undefined || entry.operationId === wanted.operationId) &&
+    (wanted.state === undefined || entry.state === wanted.state) &&
+    (wanted.user === undefined || entry.gateway?.userId === wanted.user)
+  );
 }
 
 function endOfRange(rows: readonly { id: string }[], fromMs: number): number {

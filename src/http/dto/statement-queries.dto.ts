@@ -4,7 +4,8 @@ import { INVOCATION_STATUSES } from '../../invocations/invocation.events';
 import { DEFAULT_INVOCATIONS_PAGE, MAX_INVOCATIONS_PAGE } from '../../queries/list-invocations.query';
 import { DEFAULT_LEDGER_PAGE, LEDGER_ORDERS, MAX_LEDGER_PAGE } from '../../queries/list-ledger-entries.query';
 import { USAGE_GROUP_BY } from '../../queries/get-usage.query';
-import { absent, fieldRule, Id, OneOf, Optional, QueryWholeNumber } from '../../http-kit/dto/field-rules';
+import { absent, fieldRule, Id, OneOf, Optional, QueryWholeNumber, Text } from '../../http-kit/dto/field-rules';
+import { MAX_CALL_TAG_CHARS, MAX_CALL_USER_ID_CHARS } from '../../invocations/call-attribution';
 import { CURSOR_PATTERN, MAX_CURSOR_CHARS } from '../../queries/list-cursor';
 
 // Query strings arrive as text. The rules here refuse what is malformed, naming the field; the queries
@@ -46,6 +47,16 @@ export class ListInvocationsQueryDto {
   @ApiPropertyOptional({ format: 'date-time', description: 'ISO-8601: only invocations estimated before it.', example: '2026-12-02T00:00:00Z' })
   @Allow()
   readonly to?: string;
+
+  @ApiPropertyOptional({ description: 'Only gateway calls whose `metadata.user_id` was this.', example: 'user-42' })
+  @Optional()
+  @Text(MAX_CALL_USER_ID_CHARS)
+  readonly user?: string;
+
+  @ApiPropertyOptional({ description: 'Only gateway calls tagged with this in `x-ledger-tags`.', example: 'nightly' })
+  @Optional()
+  @Text(MAX_CALL_TAG_CHARS)
+  readonly tag?: string;
 
   @ApiPropertyOptional({ default: DEFAULT_INVOCATIONS_PAGE, description: 'Invocations per page.' })
   @Optional()
@@ -90,7 +101,8 @@ export class UsageQueryDto {
   @ApiPropertyOptional({
     enum: USAGE_GROUP_BY,
     isArray: true,
-    description: 'Group rows by any of operation, model, day, key (the gateway key: `keyId` and `keyName`): repeated (`groupBy=day&groupBy=model`) or comma-separated. None: one row of totals.',
+    description:
+      'Group rows by any of operation, model, day, key (the gateway key: `keyId` and `keyName`), user (`userId`: the calls’ `metadata.user_id`), tag (`tag`: each of the calls’ `x-ledger-tags`; a call with several counts in each): repeated (`groupBy=day&groupBy=model`) or comma-separated. None: one row of totals.',
   })
   @Allow()
   readonly groupBy?: string | string[];
