@@ -223,7 +223,8 @@ describe('The console shows gateway calls and keys (docs/gateway.md), in headles
       await form.getByRole('button', { name: 'Save the key' }).click();
       await form.waitFor({ state: 'detached' });
       const row = page.getByRole('region', { name: 'Gateway keys table' }).locator('tbody tr', { hasText: keyId });
-      await expect(row.locator('th').textContent()).resolves.toMatch(/^changed/);
+      // The form closes on the service's answer; the list is read again after it.
+      await row.locator('th', { hasText: /^changed/ }).waitFor();
       await expect(row.locator('td.limits').textContent()).resolves.toBe('700 credits in totalmax_tokens ≤ 4,096');
     });
     const { keys: listed } = (await ledger.http().get(`/v1/organizations/${DEMO_ORG}/gateway-keys`).set(bearer(DEMO_ADMIN)).expect(200)).body as { keys: { keyId: string }[] };
@@ -268,6 +269,69 @@ describe('The console shows gateway calls and keys (docs/gateway.md), in headles
       await expect(region.locator('.chart').getAttribute('aria-label')).resolves.toMatch(/^Credits charged by key and model: 5 credits in all, over 1 key$/);
       await browser.screenshot(page, 'gateway-keys-chart');
     });
+  });
+
+  it('creates, changes and deletes a team from the console, puts a key in it, and shows what the team’s keys hold and spent in its period', async () => {
+    const { key, keyId } = (await ledger.http().post(`/v1/organizations/${DEMO_ORG}/gateway-keys`).set(bearer(DEMO_ADMIN)).send({ name: 'team-member-key' }).expect(200)).body as { key: string; keyId: string };
+    const teams = async () => ((await ledger.http().get(`/v1/organizations/${DEMO_ORG}/teams`).set(bearer(DEMO_ADMIN)).expect(200)).body as { teams: { teamId: string; name: string }[] }).teams;
+    await browser.withPage(async (page) => {
+      await page.goto(`${base}/console/organizations/${DEMO_ORG}`);
+      await signIn(page, DEMO_ADMIN);
+      await page.getByRole('button', { name: 'Create a team' }).click();
+      const create = page.getByRole('form', { name: 'Create a team' });
+      await create.getByLabel('Name').fill('platform');
+      await create.getByLabel('Spend limit (credits)').fill('50000');
+      await create.getByLabel('Per').selectOption('week');
+      await create.getByLabel('Alert at (% of the limit)').fill('50, 90');
+      await create.getByRole('button', { name: 'Create the team' }).click();
+      const teamRow = page.getByRole('region', { name: 'Teams table' }).locator('tbody tr', { hasText: 'platform' });
+      await expect(teamRow.locator('td.limits').textContent()).resolves.toBe('50,000 credits an ISO week, alerts at 50 %, 90 %');
+      const team = (await teams()).find((t) => t.name === 'platform')!;
+      expect(team).toMatchObject({ spendLimit: { credits: 50_000, period: 'week' }, alertAt: [50, 90] });
+
+      // The key joins the team through its Change form; its call's hold then counts against the team.
+      await page.getByRole('button', { name: 'Change team-member-key' }).click();
+      const change = page.getByRole('form', { name: 'Change the key “team-member-key”' });
+      await change.getByLabel('Team').selectOption({ label: 'platform' });
+      await change.getByRole('button', { name: 'Save the key' }).click();
+      await change.waitFor({ state: 'detached' });
+      await page.getByRole('region', { name: 'Gateway keys table' }).locator('tbody tr', { hasText: keyId }).locator('th', { hasText: 'team platform' }).waitFor();
+      const accounting = ledger.app.get<GatewayAccounting>(GATEWAY_ACCOUNTING);
+      expect((await accounting.admit({ presentedKey: key, facts: FACTS, requestId: 'team' })).admitted).toBe(true);
+      await page.reload();
+      await expect(teamRow.locator('td.held').textContent()).resolves.toBe('46');
+      await expect(teamRow.locator('td.period').textContent()).resolves.toMatch(/^\d{4}-W\d{2}$/);
+
+      // A team a live key names is not deleted: the service's reason is shown.
+      await page.getByRole('button', { name: 'Delete team platform' }).click();
+      const question = page.getByRole('group', { name: 'Delete the team “platform”?' });
+      await question.getByRole('button', { name: 'Delete “platform”' }).click();
+      await expect(question.getByRole('alert').textContent()).resolves.toContain(keyId);
+      await question.getByRole('button', { name: 'Keep it' }).click();
+      await page.getByRole('button', { name: 'Change team platform' }).click();
+      const rename = page.getByRole('form', { name: 'Change the team “platform”' });
+      await rename.getByLabel('Name').fill('platform-eng');
+      await rename.getByLabel('Spend limit (credits)').fill('');
+      await rename.getByRole('button', { name: 'Save the team' }).click();
+      // Alerts are percentages of the limit: the service names the field left without one.
+      await expect(rename.getByRole('alert').textContent()).resolves.toMatch(/^The service refused to change the team: alertAt needs a spendLimit/);
+      await rename.getByLabel('Alert at (% of the limit)').fill('');
+      await rename.getByRole('button', { name: 'Save the team' }).click();
+      await rename.waitFor({ state: 'detached' });
+      const renamed = (await teams()).find((t) => t.teamId === team.teamId);
+      expect(renamed).toMatchObject({ name: 'platform-eng' });
+      expect(renamed).not.toHaveProperty('spendLimit');
+      await expect(accessibilityViolations(page)).resolves.toEqual([]);
+      await browser.screenshot(page, 'gateway-teams-admin');
+
+      // Once no live key names it, the team is deleted.
+      await ledger.http().delete(`/v1/organizations/${DEMO_ORG}/gateway-keys/${keyId}`).set(bearer(DEMO_ADMIN)).expect(200);
+      await page.reload();
+      await page.getByRole('button', { name: 'Delete team platform-eng' }).click();
+      await page.getByRole('group', { name: 'Delete the team “platform-eng”?' }).getByRole('button', { name: 'Delete “platform-eng”' }).click();
+      await page.getByRole('region', { name: 'Teams', exact: true }).getByText(/^No teams/).waitFor();
+    });
+    expect((await teams()).find((t) => t.name === 'platform-eng')).toBeUndefined();
   });
 
   it.each([

@@ -28,6 +28,8 @@ export type InvocationStatus = InvocationStatusDto;
 export type GatewayKey = GatewayKeyView;
 /** The answer of `POST …/gateway-keys`: the key, with its secret shown this once. */
 export type IssuedGatewayKey = GatewayKeyView & { readonly key: string };
+/** One team of `GET /v1/organizations/:id/teams` (system and org_admin only). */
+export type { GatewayTeamView as GatewayTeam } from '../../../src/gateway/gateway-teams.service';
 /** `GET /v1/organizations/:id/balance` */
 export type Balance = OrganizationBalanceDto;
 /** `GET /v1/streams/:streamName`, and one event of it. */

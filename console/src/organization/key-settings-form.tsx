@@ -1,17 +1,19 @@
-import type { ComponentChildren } from 'preact';
-import { SPEND_PERIODS, type GatewayKey, type SpendPeriod } from '../api/types';
+import type { GatewayKey, GatewayTeam } from '../api/types';
+import { Field, listOf, SettingsForm, typedNumber } from '../components/forms';
+import { EMPTY_LIMIT_DRAFT, limitBody, limitDraftOf, LimitFields, type LimitDraft } from './limit-fields';
+import type { Writing } from '../api/use-writes';
 
-/** A key's settings as the form edits them: each field as typed, an empty one meaning "no cap". */
-export interface KeyDraft {
+/** A key's settings as the form edits them: each field as typed, an empty one meaning "none". */
+export interface KeyDraft extends LimitDraft {
   readonly name: string;
   /** Model names separated by commas or spaces; empty: every model on the rate card. */
   readonly models: string;
   readonly maxOutputTokens: string;
-  readonly limitCredits: string;
-  readonly limitPeriod: SpendPeriod;
+  /** Empty: no team. */
+  readonly teamId: string;
 }
 
-export const EMPTY_KEY_DRAFT: KeyDraft = { name: '', models: '', maxOutputTokens: '', limitCredits: '', limitPeriod: 'month' };
+export const EMPTY_KEY_DRAFT: KeyDraft = { name: '', models: '', maxOutputTokens: '', teamId: '', ...EMPTY_LIMIT_DRAFT };
 
 /** The form's starting point for changing `key`: its settings as they are. */
 export function draftOfKey(key: GatewayKey): KeyDraft {
@@ -19,44 +21,25 @@ export function draftOfKey(key: GatewayKey): KeyDraft {
     name: key.name,
     models: key.models?.join(', ') ?? '',
     maxOutputTokens: key.maxOutputTokens === undefined ? '' : String(key.maxOutputTokens),
-    limitCredits: key.spendLimit === undefined ? '' : String(key.spendLimit.credits),
-    limitPeriod: key.spendLimit?.period ?? EMPTY_KEY_DRAFT.limitPeriod,
+    teamId: key.teamId ?? '',
+    ...limitDraftOf(key),
   };
 }
-
-/**
- * A number as typed: a whole number as a number, anything else as the text itself, so the service
- * judges it and names the field (the console checks nothing the API does not).
- */
-const typedNumber = (text: string): number | string => (/^\d+$/.test(text.trim()) ? Number(text.trim()) : text);
 
 /**
  * The body of `POST …/gateway-keys` or `PATCH …/gateway-keys/:keyId` from the draft. A change replaces
  * the key's settings whole, so every field the form shows is sent, and an empty one removes its cap.
+ * The console checks nothing the API does not: what is typed is sent for the service to judge.
  */
 export function keySettingsBody(draft: KeyDraft): Record<string, unknown> {
-  const models = draft.models.split(/[\s,]+/).filter((model) => model !== '');
+  const models = listOf(draft.models);
   return {
     name: draft.name,
     ...(models.length === 0 ? {} : { models }),
     ...(draft.maxOutputTokens.trim() === '' ? {} : { maxOutputTokens: typedNumber(draft.maxOutputTokens) }),
-    ...(draft.limitCredits.trim() === '' ? {} : { spendLimit: { credits: typedNumber(draft.limitCredits), period: draft.limitPeriod } }),
+    ...limitBody(draft),
+    ...(draft.teamId === '' ? {} : { teamId: draft.teamId }),
   };
-}
-
-/** One labelled field of the form. */
-function Field({ id, label, hint, children }: { id: string; label: string; hint?: string; children: ComponentChildren }) {
-  return (
-    <div class="field">
-      <label for={id}>{label}</label>
-      {children}
-      {hint !== undefined && (
-        <small class="muted" id={`${id}-hint`}>
-          {hint}
-        </small>
-      )}
-    </div>
-  );
 }
 
 export interface KeySettingsFormProps {
@@ -65,64 +48,38 @@ export interface KeySettingsFormProps {
   readonly label: string;
   readonly draft: KeyDraft;
   readonly setDraft: (draft: KeyDraft) => void;
+  /** The organization's teams, to choose the key's from. */
+  readonly teams: readonly GatewayTeam[];
   readonly submitLabel: string;
-  readonly busy: boolean;
-  readonly error?: string;
+  readonly writing: Writing;
   readonly onSubmit: () => void;
   readonly onCancel: () => void;
 }
 
-/** The settings of a key to issue or change: name, models, largest `max_tokens`, spend limit. */
-export function KeySettingsForm({ id, label, draft, setDraft, submitLabel, busy, error, onSubmit, onCancel }: KeySettingsFormProps) {
-  const set = (field: keyof KeyDraft) => (event: { currentTarget: HTMLInputElement | HTMLSelectElement }) => setDraft({ ...draft, [field]: event.currentTarget.value });
+/** The settings of a key to issue or change: name, models, largest `max_tokens`, team, spend limit and alerts. */
+export function KeySettingsForm({ id, draft, setDraft, teams, ...form }: KeySettingsFormProps) {
   return (
-    <form
-      class="key-form"
-      aria-label={label}
-      onSubmit={(event) => {
-        event.preventDefault();
-        onSubmit();
-      }}
-    >
+    <SettingsForm {...form}>
       <Field id={`${id}-name`} label="Name">
-        <input id={`${id}-name`} required value={draft.name} onInput={set('name')} />
+        <input id={`${id}-name`} required value={draft.name} onInput={(e) => setDraft({ ...draft, name: e.currentTarget.value })} />
       </Field>
       <Field id={`${id}-models`} label="Models" hint="Separated by commas; empty: every model on the rate card.">
-        <input id={`${id}-models`} value={draft.models} onInput={set('models')} aria-describedby={`${id}-models-hint`} />
+        <input id={`${id}-models`} value={draft.models} onInput={(e) => setDraft({ ...draft, models: e.currentTarget.value })} aria-describedby={`${id}-models-hint`} />
       </Field>
       <Field id={`${id}-max-output`} label="Largest max_tokens" hint="Empty: the rate card’s cap alone.">
-        <input id={`${id}-max-output`} inputMode="numeric" value={draft.maxOutputTokens} onInput={set('maxOutputTokens')} aria-describedby={`${id}-max-output-hint`} />
+        <input id={`${id}-max-output`} inputMode="numeric" value={draft.maxOutputTokens} onInput={(e) => setDraft({ ...draft, maxOutputTokens: e.currentTarget.value })} aria-describedby={`${id}-max-output-hint`} />
       </Field>
-      <Field id={`${id}-limit`} label="Spend limit (credits)" hint="Charged plus held, per period; empty: no limit but the organization’s credits.">
-        <input id={`${id}-limit`} inputMode="numeric" value={draft.limitCredits} onInput={set('limitCredits')} aria-describedby={`${id}-limit-hint`} />
-      </Field>
-      <Field id={`${id}-period`} label="Per">
-        <select id={`${id}-period`} value={draft.limitPeriod} onChange={set('limitPeriod')}>
-          {SPEND_PERIODS.map((period) => (
-            <option key={period} value={period}>
-              {period === 'total' ? 'the key’s whole life' : `UTC ${period}`}
+      <Field id={`${id}-team`} label="Team" hint="Its calls count against the team’s limit too.">
+        <select id={`${id}-team`} value={draft.teamId} onChange={(e) => setDraft({ ...draft, teamId: e.currentTarget.value })} aria-describedby={`${id}-team-hint`}>
+          <option value="">no team</option>
+          {teams.map((team) => (
+            <option key={team.teamId} value={team.teamId}>
+              {team.name}
             </option>
           ))}
         </select>
       </Field>
-      <div class="form-actions">
-        <button type="submit" disabled={busy}>
-          {submitLabel}
-        </button>
-        <button type="button" class="secondary" onClick={onCancel}>
-          Cancel
-        </button>
-      </div>
-      {error !== undefined && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
-    </form>
+      <LimitFields id={id} draft={draft} setDraft={(limit) => setDraft({ ...draft, ...limit })} whose="the key" />
+    </SettingsForm>
   );
-}
-
-/** `a UTC day`, `in total`: how a spend limit's period reads after its credits. */
-export function periodWords(period: SpendPeriod): string {
-  return period === 'total' ? 'in total' : `a UTC ${period}`;
 }
