@@ -1,4 +1,5 @@
 import { UnknownGatewayKeyError } from '../../src/accounts/gateway-keys';
+import { UnknownGatewayTeamError } from '../../src/accounts/gateway-teams';
 import { UnknownGatewayModelError } from '../../src/gateway/rate-card';
 import { Logger, type ArgumentsHost } from '@nestjs/common';
 import { AdmissionRefusedError } from '../../src/accounts/admission.policy';
@@ -68,6 +69,7 @@ const DOMAIN_ERRORS: readonly DomainError[] = [
   new KeyedRequestInProgressError('key-1', 60_000),
   new UnknownGatewayKeyError('key-1'),
   new UnknownGatewayModelError('claude-nothing'),
+  new UnknownGatewayTeamError('team-1'),
 ];
 
 describe('HTTP error filter: errors are mapped by their code', () => {
