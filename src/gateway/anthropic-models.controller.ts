@@ -15,9 +15,9 @@ import { incomingOf, isRefusal, repeatedHeaderProblem, sendRefusal } from './gat
 export const DEFAULT_MODELS_PAGE_SIZE = 20;
 export const MAX_MODELS_PAGE_SIZE = 1_000;
 
-/** Anthropic's list shape: a page of models, the ids at its two ends, and whether more lie beyond. */
-export interface ModelsPage {
-  readonly data: readonly GatewayModelInfo[];
+/** Anthropic's list shape: a page of models (or batches), the ids at its two ends, and whether more lie beyond. */
+export interface ListPage<T> {
+  readonly data: readonly T[];
   readonly has_more: boolean;
   readonly first_id: string | null;
   readonly last_id: string | null;
@@ -105,19 +105,20 @@ export class AnthropicNotFoundController {
   }
 }
 
-function pageSize(limit: unknown): number | undefined {
+/** `limit` as Anthropic's lists take it (1 to MAX_MODELS_PAGE_SIZE, default DEFAULT_MODELS_PAGE_SIZE); undefined when it is not one. */
+export function pageSize(limit: unknown): number | undefined {
   if (limit === undefined) return DEFAULT_MODELS_PAGE_SIZE;
   if (typeof limit !== 'string' || !/^\d{1,4}$/.test(limit)) return undefined;
   const size = Number(limit);
   return size >= 1 && size <= MAX_MODELS_PAGE_SIZE ? size : undefined;
 }
 
-function textOf(value: unknown): string | undefined {
+export function textOf(value: unknown): string | undefined {
   return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
-/** A page as Anthropic pages: after `afterId` forwards, or before `beforeId` backwards. */
-export function page(models: readonly GatewayModelInfo[], size: number, afterId?: string, beforeId?: string): ModelsPage {
+/** A page as Anthropic pages (models, batches): after `afterId` forwards, or before `beforeId` backwards. */
+export function page<T extends { readonly id: string }>(models: readonly T[], size: number, afterId?: string, beforeId?: string): ListPage<T> {
   const indexOf = (id: string): number => models.findIndex((model) => model.id === id);
   const from = afterId === undefined ? 0 : indexOf(afterId) + 1 || models.length;
   const to = beforeId === undefined ? models.length : Math.max(indexOf(beforeId), 0);
@@ -133,7 +134,8 @@ export function page(models: readonly GatewayModelInfo[], size: number, afterId?
   };
 }
 
-function sendJson(response: ServerResponse, body: unknown): void {
+/** A 200 JSON answer on Node's own response. */
+export function sendJson(response: ServerResponse, body: unknown): void {
   const text = JSON.stringify(body);
   response.statusCode = 200;
   response.setHeader('content-type', 'application/json');

@@ -206,7 +206,7 @@ export function publicationOf(card: RateCardVersion, holdCredits: number): Publi
  * An account refusal as Anthropic's error: 402 for money (the organization's or the key's), 429 for a
  * slot, 403 for AI off. A key's name is quoted as JSON, as its explanation quotes it.
  */
-function refusalOfAccount(refused: AccountRefusal, invocationId: string, key: GatewayKey): GatewayRefusal {
+export function refusalOfAccount(refused: AccountRefusal, invocationId: string, key: GatewayKey): GatewayRefusal {
   switch (refused.reason) {
     case 'ai_disabled':
       return refusal(403, 'permission_error', 'AI is switched off for this organization', { invocationId });

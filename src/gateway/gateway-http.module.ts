@@ -6,6 +6,7 @@ import type { Clock } from '../runtime/clock';
 import { AnthropicMessagesController } from './anthropic-messages.controller';
 import { AnthropicModelsController, AnthropicNotFoundController } from './anthropic-models.controller';
 import { GatewayForwarder } from './gateway-forwarder';
+import { AnthropicBatchesController } from './batches/anthropic-batches.controller';
 
 /**
  * The gateway's HTTP side (docs/gateway.md): the `/anthropic` routes, the forwarder and its
@@ -14,7 +15,8 @@ import { GatewayForwarder } from './gateway-forwarder';
  * CLOCK, which LedgerModule provides globally. Mounted under `http.prefix` like the API.
  */
 @Module({
-  controllers: [AnthropicMessagesController, AnthropicModelsController, AnthropicNotFoundController],
+  // The batches' routes before the messages' (`…/messages/batches` is not a `…/messages` call), the catch-all last.
+  controllers: [AnthropicBatchesController, AnthropicMessagesController, AnthropicModelsController, AnthropicNotFoundController],
   providers: [
     {
       provide: GatewayForwarder,

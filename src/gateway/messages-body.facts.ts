@@ -51,7 +51,14 @@ type ToolFacts = Pick<MessagesBodyFacts, 'webSearchMaxUses' | 'webFetches' | 'co
 export function readMessagesBodyFacts(bytes: Buffer): ReadFacts {
   const read = readGatewayJson(bytes);
   if (read.problem !== undefined) return { problem: { message: read.problem } };
-  const body = read.value;
+  return readMessagesFacts(read.value, bytes.length);
+}
+
+/**
+ * The facts of a Messages body already parsed (`bodyBytes` its UTF-8 length): a whole request, or one
+ * request's `params` in a Message Batch, whose problems the batch names under `requests[i].params`.
+ */
+export function readMessagesFacts(body: unknown, bodyBytes: number): ReadFacts {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return { problem: NOT_AN_OBJECT };
   const fields = body as Record<string, unknown>;
   const { model, max_tokens: maxTokens, messages } = fields;
@@ -71,7 +78,7 @@ export function readMessagesBodyFacts(bytes: Buffer): ReadFacts {
   const { speed, inference_geo: inferenceGeo } = fields;
   return {
     facts: {
-      bodyBytes: bytes.length,
+      bodyBytes,
       model,
       maxTokens,
       stream: fields.stream === true,

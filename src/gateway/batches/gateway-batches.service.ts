@@ -1,0 +1,294 @@
+/**
+ * The accounting side of Message Batches (docs/gateway.md "Message Batches"). Creating a batch checks
+ * every request, records the batch on its own stream, holds every request's worst case at batch rates
+ * in one decision on the account stream, and only then sends it upstream. Its results are recorded on
+ * the batch's stream, each request's once, and the batch's hold is settled once, at the sum of their
+ * charges: by whoever first fetches the results, or by the poller of ended batches.
+ */
+import { Inject, Injectable } from '@nestjs/common';
+import { accountDecider } from '../../accounts/account.decider';
+import { accountStreamName } from '../../accounts/account.events';
+import { AdmissionRefusedError } from '../../accounts/admission.policy';
+import { UnknownGatewayKeyError, type GatewayKey } from '../../accounts/gateway-keys';
+import { AggregateRepository } from '../../aggregates/aggregate.repository';
+import { CLOCK, isoAt } from '../../domain/clock.token';
+import { newEventId } from '../../event-store/event-id.generator';
+import { readUsageReport } from '../../providers/anthropic/anthropic-response.mapper';
+import type { Clock } from '../../runtime';
+import { readGatewayJson } from '../anthropic-body.reader';
+import { GATEWAY_ACCOUNTING, type AnthropicErrorType, type GatewayAccounting } from '../gateway-call.port';
+import { refusalOfAccount } from '../gateway-calls.service';
+import { RATE_CARD_STREAM, rateCardDecider, rateCardInForce } from '../rate-card';
+import { checkBatchRequests, type CheckedBatch } from './batch-requests.reader';
+import { BATCH_UPSTREAM, BatchUpstreamError, type BatchUpstream, type UpstreamBatchObject } from './batch-upstream';
+import {
+  BATCH_RESULT_TYPES,
+  gatewayBatchDecider,
+  gatewayBatchStreamName,
+  holdIdOfBatch,
+  MAX_BATCH_ENTRIES_PER_EVENT,
+  type BatchResultReport,
+  type BatchResultType,
+  type GatewayBatchCommand,
+  type GatewayBatchState,
+} from './gateway-batch';
+import { GATEWAY_BATCH_INDEX_STREAM, gatewayBatchIndexDecider, type GatewayBatchIndexCommand } from './gateway-batch-index';
+
+/** A gateway batch id: `msgbatch_` and 32 hex digits. */
+export const GATEWAY_BATCH_ID_PATTERN = /^msgbatch_[0-9a-f]{32}$/;
+
+/** An answer the gateway gives itself, in Anthropic's error shape. */
+export interface BatchRefusal {
+  readonly ok: false;
+  readonly status: number;
+  readonly errorType: AnthropicErrorType;
+  readonly message: string;
+  readonly retryAfterSeconds?: number;
+}
+export type BatchAnswer<T> = { readonly ok: true; readonly value: T } | BatchRefusal;
+
+/** Where a batch stands after a settlement was tried. */
+export type SettleOutcome = 'settled' | 'in_progress';
+
+const refused = (status: number, errorType: AnthropicErrorType, message: string): BatchRefusal => ({ ok: false, status, errorType, message });
+const notFound = (batchId: string): BatchRefusal => refused(404, 'not_found_error', `message batch ${batchId} not found`);
+
+/** A batch the caller's organization owns, submitted upstream. */
+interface Owned {
+  readonly batchId: string;
+  readonly state: GatewayBatchState;
+  readonly upstreamBatchId: string;
+}
+
+@Injectable()
+export class GatewayBatches {
+  constructor(
+    private readonly repository: AggregateRepository,
+    @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(GATEWAY_ACCOUNTING) private readonly accounting: GatewayAccounting,
+    @Inject(BATCH_UPSTREAM) private readonly upstream: BatchUpstream,
+  ) {}
+
+  get configured(): boolean {
+    return this.upstream.configured;
+  }
+
+  /** Checked, recorded, held in one decision, then sent upstream; the upstream's batch object under the gateway's id. */
+  async create(presentedKey: string, bytes: Buffer): Promise<BatchAnswer<{ readonly batchId: string; readonly upstream: UpstreamBatchObject }>> {
+    const found = await this.key(presentedKey);
+    if (!found.ok) return found;
+    const { organizationId, key } = found.value;
+    const read = readGatewayJson(bytes);
+    if (read.problem !== undefined) return refused(400, 'invalid_request_error', read.problem);
+    const card = (await this.repository.load(RATE_CARD_STREAM, rateCardDecider)).state;
+    const checked = checkBatchRequests(read.value, key, (model) => rateCardInForce(card, model));
+    if (checked.problem !== undefined) return refused(400, 'invalid_request_error', checked.problem);
+    const batchId = `msgbatch_${newEventId().replace(/-/g, '')}`;
+    await this.record(batchId, organizationId, key, checked.batch);
+    const held = await this.hold(batchId, organizationId, key, checked.batch.holdCredits);
+    if (!held.ok) {
+      await this.refuse(batchId, held.message);
+      return held;
+    }
+    let upstream: UpstreamBatchObject;
+    try {
+      upstream = await this.upstream.create(checked.batch.upstream);
+    } catch (error) {
+      if (!(error instanceof BatchUpstreamError)) throw error;
+      // Refused upstream: nothing will run, the hold is released whole.
+      await this.refuse(batchId, `upstream answered ${error.status ?? 'nothing'}`);
+      return refused(error.status ?? 502, (error.errorType as AnthropicErrorType | undefined) ?? 'api_error', `upstream refused the batch: ${error.message}`);
+    }
+    await this.onBatch(batchId, { type: 'SubmitBatch', data: { upstreamBatchId: upstream.id, submittedAt: isoAt(this.clock) } });
+    return { ok: true, value: { batchId, upstream } };
+  }
+
+  async retrieve(presentedKey: string, batchId: string): Promise<BatchAnswer<UpstreamBatchObject>> {
+    const owned = await this.owned(presentedKey, batchId);
+    return owned.ok ? this.fromUpstream(() => this.upstream.retrieve(owned.value.upstreamBatchId)) : owned;
+  }
+
+  async cancel(presentedKey: string, batchId: string): Promise<BatchAnswer<UpstreamBatchObject>> {
+    const owned = await this.owned(presentedKey, batchId);
+    return owned.ok ? this.fromUpstream(() => this.upstream.cancel(owned.value.upstreamBatchId)) : owned;
+  }
+
+  /** The organization's batches (submitted, not deleted), newest first, each as upstream has it now. */
+  async list(presentedKey: string): Promise<BatchAnswer<readonly { readonly batchId: string; readonly upstreamBatchId: string }[]>> {
+    const found = await this.key(presentedKey);
+    if (!found.ok) return found;
+    const index = (await this.repository.load(GATEWAY_BATCH_INDEX_STREAM, gatewayBatchIndexDecider)).state;
+    const mine = [...index.batches.values()].filter((batch) => batch.organizationId === found.value.organizationId && !batch.deleted).reverse();
+    const listed: { batchId: string; upstreamBatchId: string }[] = [];
+    for (const { batchId } of mine) {
+      const state = (await this.repository.load(gatewayBatchStreamName(batchId), gatewayBatchDecider)).state;
+      if (state.upstreamBatchId !== undefined && state.deletedAt === undefined) listed.push({ batchId, upstreamBatchId: state.upstreamBatchId });
+    }
+    return { ok: true, value: listed };
+  }
+
+  /** Settled first (a batch Anthropic deletes keeps no results), then deleted upstream and here. */
+  async delete(presentedKey: string, batchId: string): Promise<BatchAnswer<{ readonly id: string; readonly type: 'message_batch_deleted' }>> {
+    const owned = await this.owned(presentedKey, batchId);
+    if (!owned.ok) return owned;
+    const settled = await this.fromUpstream(() => this.settle(batchId));
+    if (!settled.ok) return settled;
+    if (settled.value !== 'settled') return refused(400, 'invalid_request_error', `message batch ${batchId} is still in progress; cancel it first, and delete it once it has ended`);
+    const deleted = await this.fromUpstream(() => this.upstream.delete(owned.value.upstreamBatchId));
+    if (!deleted.ok) return deleted;
+    await this.onBatch(batchId, { type: 'DeleteBatch', data: { deletedAt: isoAt(this.clock) } });
+    await this.onIndex({ type: 'NoteBatchDeleted', data: { batchId } });
+    return { ok: true, value: { id: batchId, type: 'message_batch_deleted' } };
+  }
+
+  /** The batch settled (its results recorded, each once), then its results' lines for the caller, fetched again. */
+  async results(presentedKey: string, batchId: string): Promise<BatchAnswer<AsyncIterable<unknown>>> {
+    const owned = await this.owned(presentedKey, batchId);
+    if (!owned.ok) return owned;
+    const settled = await this.fromUpstream(() => this.settle(batchId));
+    if (!settled.ok) return settled;
+    if (settled.value !== 'settled') return refused(400, 'invalid_request_error', `message batch ${batchId} has not ended; its results are not ready`);
+    return { ok: true, value: this.upstream.results(owned.value.upstreamBatchId) };
+  }
+
+  /**
+   * Settles the batch if it can be: a batch never submitted at nothing; a submitted one once upstream
+   * says it ended, each result recorded once (decided on the batch's stream at its expected revision,
+   * so a second instance's or a second fetch's recording is a no-op), then the batch and its hold.
+   * Throws BatchUpstreamError when upstream does not answer.
+   */
+  async settle(batchId: string): Promise<SettleOutcome> {
+    const stream = gatewayBatchStreamName(batchId);
+    const state = (await this.repository.load(stream, gatewayBatchDecider)).state;
+    if (state.created === undefined) return 'in_progress';
+    if (state.settled === undefined && state.notSubmitted === undefined) {
+      if (state.upstreamBatchId === undefined) return 'in_progress';
+      const batch = await this.upstream.retrieve(state.upstreamBatchId);
+      if (batch.processing_status !== 'ended') return 'in_progress';
+      await this.recordResults(batchId, state.upstreamBatchId);
+    }
+    const settled = await this.onBatch(batchId, { type: 'SettleBatch', data: { settledAt: isoAt(this.clock) } });
+    await this.repository.handle(
+      accountStreamName(settled.created!.organizationId),
+      accountDecider,
+      { type: 'SettleHold', data: { invocationId: holdIdOfBatch(batchId), chargeCredits: settled.settled!.chargeCredits, settledAt: settled.settled!.settledAt } },
+      { correlationId: batchId },
+    );
+    await this.onIndex({ type: 'NoteBatchSettled', data: { batchId } });
+    return 'settled';
+  }
+
+  /** Reads the results file through, recording each chunk of results as it comes (nothing of the answers is kept). */
+  private async recordResults(batchId: string, upstreamBatchId: string): Promise<void> {
+    let chunk: BatchResultReport[] = [];
+    const flush = async (): Promise<void> => {
+      if (chunk.length > 0) await this.onBatch(batchId, { type: 'RecordBatchResults', data: { results: chunk, recordedAt: isoAt(this.clock) } });
+      chunk = [];
+    };
+    for await (const line of this.upstream.results(upstreamBatchId)) {
+      const report = reportOf(line);
+      if (report !== undefined) chunk.push(report);
+      if (chunk.length >= MAX_BATCH_ENTRIES_PER_EVENT) await flush();
+    }
+    await flush();
+  }
+
+  /** The header and the requests, one chunk per append (an append holds at most 1 MiB). */
+  private async record(batchId: string, organizationId: string, key: GatewayKey, batch: CheckedBatch): Promise<void> {
+    const createdAt = isoAt(this.clock);
+    const stream = gatewayBatchStreamName(batchId);
+    const context = { correlationId: batchId, newStream: true, acknowledgeOnCommit: true };
+    await this.repository.handle(
+      stream,
+      gatewayBatchDecider,
+      { type: 'CreateBatch', data: { batchId, organizationId, keyId: key.keyId, keyName: key.name, rateCards: batch.rateCards, requests: batch.requests, createdAt } },
+      context,
+    );
+    for (let at = MAX_BATCH_ENTRIES_PER_EVENT; at < batch.requests.length; at += MAX_BATCH_ENTRIES_PER_EVENT) {
+      await this.repository.handle(stream, gatewayBatchDecider, { type: 'RecordBatchRequests', data: { requests: batch.requests.slice(at, at + MAX_BATCH_ENTRIES_PER_EVENT) } }, { correlationId: batchId, acknowledgeOnCommit: true });
+    }
+    await this.onIndex({ type: 'IndexBatch', data: { batchId, organizationId, createdAt } });
+  }
+
+  /** One PlaceHold for the whole batch: the organization's credits and the key's limit in one decision. */
+  private async hold(batchId: string, organizationId: string, key: GatewayKey, credits: number): Promise<BatchAnswer<undefined>> {
+    try {
+      await this.repository.handle(
+        accountStreamName(organizationId),
+        accountDecider,
+        { type: 'PlaceHold', data: { invocationId: holdIdOfBatch(batchId), credits, placedAt: isoAt(this.clock), gatewayKey: { keyId: key.keyId, period: '' } } },
+        { correlationId: batchId },
+      );
+      return { ok: true, value: undefined };
+    } catch (error) {
+      if (error instanceof UnknownGatewayKeyError) return refused(401, 'authentication_error', 'invalid x-api-key');
+      if (!(error instanceof AdmissionRefusedError)) throw error;
+      const refusal = refusalOfAccount(error.refusal, batchId, key);
+      return { ...refused(refusal.status, refusal.errorType, refusal.message), ...(refusal.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: refusal.retryAfterSeconds }) };
+    }
+  }
+
+  /** A batch recorded but never sent (its instance stopped before upstream answered): settled at nothing, its hold released. */
+  async abandon(batchId: string): Promise<void> {
+    await this.refuse(batchId, 'not sent: the instance creating it stopped before upstream answered');
+  }
+
+  /** Not sent (or refused upstream): recorded, settled at nothing, its hold (if any) released. */
+  private async refuse(batchId: string, reason: string): Promise<void> {
+    await this.onBatch(batchId, { type: 'RefuseBatch', data: { reason, at: isoAt(this.clock) } });
+    await this.settle(batchId);
+  }
+
+  private async key(presentedKey: string): Promise<BatchAnswer<{ readonly organizationId: string; readonly key: GatewayKey }>> {
+    const known = await this.accounting.authenticate(presentedKey);
+    if (!('ok' in known)) return refused(known.status, known.errorType, known.message);
+    const account = (await this.repository.load(accountStreamName(known.organizationId), accountDecider, false)).state;
+    const key = account.gatewayKeys.get(known.keyId);
+    return key === undefined ? refused(401, 'authentication_error', 'invalid x-api-key') : { ok: true, value: { organizationId: known.organizationId, key } };
+  }
+
+  /** The batch, if the caller's organization created it, it was submitted and not deleted: else 404, as for a batch that does not exist. */
+  private async owned(presentedKey: string, batchId: string): Promise<BatchAnswer<Owned>> {
+    const found = await this.key(presentedKey);
+    if (!found.ok) return found;
+    if (!GATEWAY_BATCH_ID_PATTERN.test(batchId)) return notFound(batchId);
+    const state = (await this.repository.load(gatewayBatchStreamName(batchId), gatewayBatchDecider)).state;
+    if (state.created?.organizationId !== found.value.organizationId || state.upstreamBatchId === undefined || state.deletedAt !== undefined) return notFound(batchId);
+    return { ok: true, value: { batchId, state, upstreamBatchId: state.upstreamBatchId } };
+  }
+
+  /** Upstream's answer, or its refusal passed on in Anthropic's shape (502 when none came). */
+  private async fromUpstream<T>(call: () => Promise<T>): Promise<BatchAnswer<T>> {
+    try {
+      return { ok: true, value: await call() };
+    } catch (error) {
+      if (!(error instanceof BatchUpstreamError)) throw error;
+      const status = error.status ?? 502;
+      return refused(status, (error.errorType as AnthropicErrorType | undefined) ?? 'api_error', `upstream: ${error.message}`);
+    }
+  }
+
+  private async onBatch(batchId: string, command: GatewayBatchCommand): Promise<GatewayBatchState> {
+    return (await this.repository.handle(gatewayBatchStreamName(batchId), gatewayBatchDecider, command, { correlationId: batchId })).state;
+  }
+
+  private async onIndex(command: GatewayBatchIndexCommand): Promise<void> {
+    await this.repository.handle(GATEWAY_BATCH_INDEX_STREAM, gatewayBatchIndexDecider, command, { correlationId: command.data.batchId });
+  }
+}
+
+/**
+ * One line of upstream's results file as a report: its custom_id, type and usage (never the message's
+ * text). A type Anthropic does not name is read as a success without usage: charged its hold, never
+ * nothing for what upstream may have billed.
+ */
+export function reportOf(line: unknown): BatchResultReport | undefined {
+  if (typeof line !== 'object' || line === null) return undefined;
+  const { custom_id: customId, result } = line as { custom_id?: unknown; result?: { type?: unknown; message?: { usage?: unknown } } };
+  if (typeof customId !== 'string') return undefined;
+  const type = BATCH_RESULT_TYPES.includes(result?.type as BatchResultType) ? (result!.type as BatchResultType) : undefined;
+  if (type !== undefined && type !== 'succeeded') return { customId, type };
+  if (type === undefined) return { customId, type: 'succeeded', malformedUsage: 'result.type' };
+  const read = readUsageReport(result?.message?.usage);
+  return { customId, type, ...(read.usage === undefined ? {} : { usage: read.usage }), ...(read.malformedField === undefined ? {} : { malformedUsage: read.malformedField }) };
+}

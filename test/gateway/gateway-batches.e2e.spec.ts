@@ -1,0 +1,216 @@
+/**
+ * Message Batches through the gateway (docs/gateway.md "Message Batches"), driven with Anthropic's SDK
+ * (`client.messages.batches.*`) against the real service and a local batches API with faults: the
+ * hold of every request's worst case at batch rates in one decision before anything goes upstream,
+ * each result charged once at its usage however often and by however many instances the results are
+ * fetched, errored/canceled/expired requests charged nothing, a batch nobody fetches settled by the
+ * poller through upstream errors, and a crash between fetching results and recording them.
+ */
+import Anthropic from '@anthropic-ai/sdk';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { AggregateRepository } from '../../src/aggregates/aggregate.repository';
+import { EVENT_STORE, type EventStore } from '../../src/event-store/event-store.port';
+import { gatewayBatchDecider, gatewayBatchStreamName, holdIdOfBatch } from '../../src/gateway/batches/gateway-batch';
+import { GatewayBatchesPoller } from '../../src/gateway/batches/gateway-batches.poller';
+import { GatewayBatches } from '../../src/gateway/batches/gateway-batches.service';
+import { bearer, startHttpLedger, TOKENS, type HttpLedger } from '../http/support/http-ledger';
+import { BatchesApiServer, errored, expired, succeeded, type UpstreamBatchRequest } from '../support/batches-api-server';
+
+jest.setTimeout(120_000);
+
+const MODEL = 'claude-sonnet-5-5';
+/** 3 credits per input token, 15 per output token; batches at half price. */
+const PRICES = { inputPerMTok: 3_000_000, outputPerMTok: 15_000_000, cacheWritePerMTok: 3_750_000, cacheWrite1hPerMTok: 6_000_000, cacheReadPerMTok: 300_000, batchBasisPoints: 5_000 };
+const GRANTED = 100_000_000;
+/** A succeeded request's usage: 100 in, 20 out = 300 + 300 = 600 credits at full price, 300 at half. */
+const USAGE = { input_tokens: 100, output_tokens: 20 };
+const CHARGE_PER_SUCCESS = 300;
+
+interface Instance {
+  readonly ledger: HttpLedger;
+  readonly baseURL: string;
+  client(key: string): Anthropic;
+}
+
+async function startInstance(directory: string, name: string, upstream: BatchesApiServer): Promise<Instance> {
+  const ledger = await startHttpLedger({
+    directory,
+    keepDirectory: true,
+    env: { ANTHROPIC_BASE_URL: upstream.baseURL, ANTHROPIC_API_KEY: 'sk-ant-the-service-own', LEDGER_READ_STORE: join(directory, `read-${name}.sqlite`), LEDGER_ANSWER_STORE: join(directory, `answers-${name}.sqlite`) },
+  });
+  const server = ledger.app.getHttpServer() as Server;
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const baseURL = `http://127.0.0.1:${(server.address() as AddressInfo).port}/anthropic`;
+  return { ledger, baseURL, client: (key) => new Anthropic({ baseURL, apiKey: key, maxRetries: 0 }) };
+}
+
+const request = (customId: string, maxTokens = 100): Anthropic.Messages.BatchCreateParams.Request => ({
+  custom_id: customId,
+  params: { model: MODEL, max_tokens: maxTokens, messages: [{ role: 'user', content: 'Hello' }] },
+});
+
+describe('Message Batches through the gateway, with the SDK against a local batches API', () => {
+  let directory: string;
+  let upstream: BatchesApiServer;
+  let a: Instance;
+  let b: Instance;
+  let key: string;
+  let otherKey: string;
+
+  const system = () => bearer(TOKENS.system);
+  const balance = async (org = 'acme') => (await a.ledger.http().get(`/v1/organizations/${org}/balance`).set(system()).expect(200)).body as { available: number; held: number; charged: number };
+  const batchState = async (batchId: string) => (await new AggregateRepository(a.ledger.app.get<EventStore>(EVENT_STORE)).load(gatewayBatchStreamName(batchId), gatewayBatchDecider)).state;
+  const resultsOf = async (client: Anthropic, batchId: string) => {
+    const lines: Anthropic.Messages.MessageBatchIndividualResponse[] = [];
+    for await (const line of await client.messages.batches.results(batchId)) lines.push(line);
+    return lines;
+  };
+
+  beforeAll(async () => {
+    directory = mkdtempSync(join(tmpdir(), 'llm-ledger-batches-'));
+    upstream = await BatchesApiServer.start();
+    a = await startInstance(directory, 'a', upstream);
+    b = await startInstance(directory, 'b', upstream);
+    const http = a.ledger.http();
+    for (const org of ['acme', 'other']) await http.post(`/v1/organizations/${org}/grants`).set(system()).send({ credits: GRANTED, reason: 'start', idempotencyKey: `g-${org}` }).expect(200);
+    await http.put(`/v1/gateway/models/${MODEL}`).set(system()).send({ prices: PRICES, maxOutputTokens: 64_000, attemptTimeoutMs: 60_000, enabled: true }).expect(200);
+    key = (await http.post('/v1/organizations/acme/gateway-keys').set(system()).send({ name: 'batch-bot' }).expect(200)).body.key;
+    otherKey = (await http.post('/v1/organizations/other/gateway-keys').set(system()).send({ name: 'other-bot' }).expect(200)).body.key;
+  });
+  afterAll(async () => {
+    await a?.ledger.close();
+    await b?.ledger.close();
+    await upstream?.close();
+    rmSync(directory, { recursive: true, force: true });
+  });
+
+  it('holds every request’s worst case at batch rates in one decision before sending, and charges each result once at its usage however often and from however many instances the results are fetched', async () => {
+    const before = await balance();
+    const batch = await a.client(key).messages.batches.create({ requests: [request('ok-1'), request('ok-2'), request('bad-1'), request('late-1')] });
+    expect(batch.id).toMatch(/^msgbatch_[0-9a-f]{32}$/);
+    expect(batch.processing_status).toBe('in_progress');
+    expect(batch.results_url).toBeNull();
+    const state = await batchState(batch.id);
+    // Each request's worst case at half price: (bytes + 4,096 framing) × 6 (the dearest input rate) + 100 × 15, halved, rounded once.
+    const holds = [...state.requests.values()].map((r) => r.holdCredits);
+    expect(new Set(holds).size).toBe(1);
+    expect(holds[0]).toBeLessThan(((4_096 + 200) * 6 + 1_500) / 2 + 1);
+    expect((await balance()).held - before.held).toBe(holds.reduce((x, y) => x + y, 0));
+    // The upstream saw the service's key, never the caller's.
+    expect(upstream.requests.map((r) => r.apiKey)).toEqual(upstream.requests.map(() => 'sk-ant-the-service-own'));
+
+    const upstreamBatch = upstream.onlyBatch();
+    upstream.end(upstreamBatch.id, (r: UpstreamBatchRequest) => (r.custom_id.startsWith('ok') ? succeeded(r, USAGE) : r.custom_id.startsWith('bad') ? errored(r) : expired(r)));
+    const ended = await b.client(key).messages.batches.retrieve(batch.id);
+    expect(ended.processing_status).toBe('ended');
+    // The gateway's own results route: the SDK fetches it with the caller's key.
+    expect(ended.results_url).toBe(`${b.baseURL}/v1/messages/batches/${batch.id}/results`);
+
+    const [fromA, fromB] = await Promise.all([resultsOf(a.client(key), batch.id), resultsOf(b.client(key), batch.id)]);
+    const again = await resultsOf(a.client(key), batch.id);
+    for (const lines of [fromA, fromB, again]) expect(lines.map((l) => [l.custom_id, l.result.type])).toEqual([['ok-1', 'succeeded'], ['ok-2', 'succeeded'], ['bad-1', 'errored'], ['late-1', 'expired']]);
+    const after = await balance();
+    expect(after.charged - before.charged).toBe(2 * CHARGE_PER_SUCCESS);
+    expect(after.held).toBe(before.held);
+    const settled = await batchState(batch.id);
+    expect(settled.settled).toMatchObject({ chargeCredits: 600, counts: { succeeded: 2, errored: 1, canceled: 0, expired: 1 } });
+    // Two instances, three fetches: one result event per request, one settlement.
+    const events = await a.ledger.app.get<EventStore>(EVENT_STORE).readStream(gatewayBatchStreamName(batch.id));
+    expect(events.filter((e) => e.type === 'GatewayBatchResultsRecorded').flatMap((e) => (e.data as { results: unknown[] }).results)).toHaveLength(4);
+    expect(events.filter((e) => e.type === 'GatewayBatchSettled')).toHaveLength(1);
+  });
+
+  it('keeps each batch to the organization that created it: another organization’s key gets 404 on retrieve, results, cancel and delete, and lists only its own', async () => {
+    const batch = await a.client(key).messages.batches.create({ requests: [request('mine-1')] });
+    const other = a.client(otherKey);
+    for (const call of [() => other.messages.batches.retrieve(batch.id), () => other.messages.batches.cancel(batch.id), () => other.messages.batches.delete(batch.id), () => resultsOf(other, batch.id)]) {
+      await expect(call()).rejects.toMatchObject({ status: 404, error: { type: 'error', error: { type: 'not_found_error' } } });
+    }
+    const theirs: string[] = [];
+    for await (const listed of other.messages.batches.list()) theirs.push(listed.id);
+    expect(theirs).toEqual([]);
+    const mine: string[] = [];
+    for await (const listed of a.client(key).messages.batches.list({ limit: 1 })) mine.push(listed.id);
+    expect(mine[0]).toBe(batch.id);
+    expect(mine.length).toBeGreaterThanOrEqual(2);
+    // Canceled before it ended: its requests end canceled, charged nothing, the hold released.
+    const before = await balance();
+    expect((await a.client(key).messages.batches.cancel(batch.id)).processing_status).toBe('canceling');
+    upstream.end([...upstream.batches.values()].pop()!.id, (r) => succeeded(r, USAGE));
+    expect((await resultsOf(a.client(key), batch.id)).map((l) => l.result.type)).toEqual(['canceled']);
+    const after = await balance();
+    expect(after.charged).toBe(before.charged);
+    expect(before.held - after.held).toBeGreaterThan(0);
+    expect(await a.client(key).messages.batches.delete(batch.id)).toEqual({ id: batch.id, type: 'message_batch_deleted' });
+    await expect(a.client(key).messages.batches.retrieve(batch.id)).rejects.toMatchObject({ status: 404 });
+  });
+
+  it('refuses a batch that does not fit the key’s limit with 402 in Anthropic’s shape before anything goes upstream, and a bad request with 400 naming requests[i].params', async () => {
+    const limited = (await a.ledger.http().post('/v1/organizations/acme/gateway-keys').set(system()).send({ name: 'tight', spendLimit: { credits: 20_000, period: 'day' } }).expect(200)).body.key as string;
+    const sent = upstream.count('create');
+    const many = Array.from({ length: 20 }, (_, i) => request(`r-${i}`));
+    await expect(a.client(limited).messages.batches.create({ requests: many })).rejects.toMatchObject({ status: 402, error: { type: 'error', error: { type: 'billing_error' } } });
+    await expect(a.client(key).messages.batches.create({ requests: [request('a'), request('b', 100_000)] })).rejects.toMatchObject({
+      status: 400,
+      error: { error: { type: 'invalid_request_error', message: expect.stringMatching(/^requests\[1\]\.params\.max_tokens: 100000 is over 64000/) } },
+    });
+    await expect(a.client(key).messages.batches.create({ requests: [request('a'), request('a')] })).rejects.toMatchObject({ status: 400, error: { error: { message: expect.stringMatching(/^requests\[1\]\.custom_id/) } } });
+    await expect(
+      a.client(key).messages.batches.create({ requests: [{ custom_id: 'x', params: { model: 'claude-x', max_tokens: 1, messages: [] } }] }),
+    ).rejects.toMatchObject({ status: 400, error: { error: { message: expect.stringMatching(/^requests\[0\]\.params\.model: claude-x is not on/) } } });
+    expect(upstream.count('create')).toBe(sent);
+  });
+
+  it('settles a batch whose results nobody fetches, through upstream errors while polling, from either instance, once', async () => {
+    const before = await balance();
+    const batch = await a.client(key).messages.batches.create({ requests: [request('p-1'), request('p-2')] });
+    const pollerA = a.ledger.app.get(GatewayBatchesPoller);
+    const pollerB = b.ledger.app.get(GatewayBatchesPoller);
+    expect((await pollerA.pollOnce()).settled).not.toContain(batch.id);
+    upstream.end([...upstream.batches.values()].pop()!.id, (r) => succeeded(r, USAGE));
+    upstream.failNext('retrieve', 2);
+    const failed = await pollerA.pollOnce();
+    expect(failed.failed).toContain(batch.id);
+    // Backed off: not asked again before its time, then settled.
+    const now = Date.now();
+    expect((await pollerA.pollOnce(now)).failed).not.toContain(batch.id);
+    expect((await pollerB.pollOnce(now)).failed).toContain(batch.id);
+    const [settledA, settledB] = await Promise.all([pollerA.pollOnce(now + 60 * 60_000), pollerB.pollOnce(now + 60 * 60_000)]);
+    expect([...settledA.settled, ...settledB.settled]).toContain(batch.id);
+    const after = await balance();
+    expect(after.charged - before.charged).toBe(2 * CHARGE_PER_SUCCESS);
+    expect(after.held).toBe(before.held);
+    const events = await a.ledger.app.get<EventStore>(EVENT_STORE).readStream(gatewayBatchStreamName(batch.id));
+    expect(events.filter((e) => e.type === 'GatewayBatchSettled')).toHaveLength(1);
+  });
+
+  it('loses nothing to a crash between fetching results and recording them: the next fetch records and charges them once', async () => {
+    const before = await balance();
+    const batch = await a.client(key).messages.batches.create({ requests: [request('c-1'), request('c-2')] });
+    upstream.end([...upstream.batches.values()].pop()!.id, (r) => succeeded(r, USAGE));
+    // The instance fetched the results file and stopped before its first record reached the log.
+    const batches = a.ledger.app.get(GatewayBatches);
+    const repository = (batches as unknown as { repository: AggregateRepository }).repository;
+    const handle = repository.handle.bind(repository);
+    const crash = jest.spyOn(repository, 'handle').mockImplementation(async (stream, decider, command, context) => {
+      if ((command as { type: string }).type === 'RecordBatchResults') throw new Error('crashed after fetching the results');
+      return handle(stream, decider, command, context);
+    });
+    await expect(batches.settle(batch.id)).rejects.toThrow('crashed after fetching the results');
+    crash.mockRestore();
+    expect((await batchState(batch.id)).results.size).toBe(0);
+    expect((await balance()).held).toBeGreaterThan(before.held);
+    expect((await resultsOf(b.client(key), batch.id)).map((l) => l.result.type)).toEqual(['succeeded', 'succeeded']);
+    const after = await balance();
+    expect(after.charged - before.charged).toBe(2 * CHARGE_PER_SUCCESS);
+    expect(after.held).toBe(before.held);
+    expect((await a.ledger.http().get('/v1/organizations/acme/balance').set(system())).status).toBe(200);
+    expect(holdIdOfBatch(batch.id)).toMatch(/^hold\.msgbatch\./);
+  });
+});
