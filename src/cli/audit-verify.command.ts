@@ -185,6 +185,8 @@ export function describeDifference(difference: AuditDifference): string {
       return `invocation ${difference.invocationId} (organization ${difference.organizationId}): settled with ${difference.heldCredits} credits held, but its account held none for it`;
     case 'attempt_price':
       return `invocation ${difference.invocationId} (organization ${difference.organizationId}): attempt turn ${difference.turn} retry ${difference.retry} recorded at ${difference.recordedCredits} credits, but its usage costs ${difference.recomputedCredits < 0 ? 'nothing computable (invalid counts)' : `${difference.recomputedCredits} credits`} at its rate version`;
+    case 'batch_result_price':
+      return `message batch ${difference.batchId} (organization ${difference.organizationId}): request ${difference.customId} recorded at ${difference.recordedCredits} credits, but its result costs ${difference.recomputedCredits < 0 ? 'nothing computable' : `${difference.recomputedCredits} credits`} at its rate card version`;
     case 'charge_vs_attempts':
       return `invocation ${difference.invocationId} (organization ${difference.organizationId}): charged ${difference.chargeCredits} credits${difference.overrunCredits === undefined ? '' : ` with an overrun of ${difference.overrunCredits} on record`}, but its attempts cost ${difference.attemptCredits}`;
     case 'statement_credits':

@@ -27,6 +27,7 @@ import type { AccountEvent } from '../accounts/account.events';
 import { balanceOf, heldCredits, totalsAreExact, type AccountState, type AccountTotals, type Balance } from '../accounts/account.state';
 import type { EventStore, RecordedEvent } from '../event-store/event-store.port';
 import type { InvocationEvent } from '../invocations/invocation.events';
+import { GATEWAY_BATCH_STREAM_PREFIX, holdIdOfBatch, type BatchRateCard, type GatewayBatchEvent } from '../gateway/batches/gateway-batch';
 import { attemptsSettlement } from '../invocations/invocation.state';
 import { MAX_LIST_LIMIT, type SqliteReadModelStore } from '../projection-runner';
 import type { Prices } from '../runtime/conversation.types';
@@ -94,6 +95,18 @@ export type LedgerDifference =
       readonly invocationId: string;
       readonly turn: number;
       readonly retry: number;
+      readonly recordedCredits: number;
+      readonly recomputedCredits: number;
+    }
+  | {
+      /**
+       * A Message Batch's request result recorded at another price than its usage costs at the batch's
+       * copied rate card version (served as a batch), its hold when unmeasured, 0 unless it succeeded.
+       */
+      readonly kind: 'batch_result_price';
+      readonly organizationId: string;
+      readonly batchId: string;
+      readonly customId: string;
       readonly recordedCredits: number;
       readonly recomputedCredits: number;
     }
@@ -227,6 +240,8 @@ class LedgerPass {
   /** Open invocations' copied rate versions and the sum of their recorded attempt prices. */
   private readonly openPricing = new Map<string, { readonly prices: Prices | undefined; readonly hold: number; readonly gateway: boolean; attemptCredits: number; truncated: boolean }>();
   private accountsAtCheckpoint: ReadonlyMap<string, AccountState> | undefined;
+  /** Message Batches not yet settled: their organization, copied rate cards and requests' holds. */
+  private readonly openBatches = new Map<string, { readonly organizationId: string; readonly cards: ReadonlyMap<string, BatchRateCard>; readonly requests: Map<string, { readonly model: string; readonly holdCredits: number }> }>();
 
   constructor(
     private readonly balancesCheckpoint: bigint | undefined,
@@ -248,6 +263,42 @@ class LedgerPass {
     }
     const invocationId = streamId(event.streamName, 'invocation');
     if (invocationId !== undefined) this.invocationEvent(invocationId, currentLedgerEvent(event) as unknown as InvocationEvent, event.position);
+    if (event.streamName.startsWith(GATEWAY_BATCH_STREAM_PREFIX)) this.batchEvent(event.streamName.slice(GATEWAY_BATCH_STREAM_PREFIX.length), event as unknown as GatewayBatchEvent);
+  }
+
+  /**
+   * A Message Batch is held and settled on the account as one hold (docs/gateway.md "Message Batches"):
+   * it opens like an invocation, each result's price is recomputed from its usage at the batch's copied
+   * rate card, and its settlement is what its hold must be charged.
+   */
+  private batchEvent(batchId: string, event: GatewayBatchEvent): void {
+    const holdId = holdIdOfBatch(batchId);
+    if (event.type === 'GatewayBatchCreated') {
+      this.openInvocations.set(holdId, event.data.organizationId);
+      this.openBatches.set(batchId, { organizationId: event.data.organizationId, cards: new Map(event.data.rateCards.map((card) => [card.model, card])), requests: new Map() });
+      return;
+    }
+    const batch = this.openBatches.get(batchId);
+    if (batch === undefined) return;
+    if (event.type === 'GatewayBatchRequestsRecorded') for (const request of event.data.requests) batch.requests.set(request.customId, { model: request.model, holdCredits: request.holdCredits });
+    if (event.type === 'GatewayBatchResultsRecorded') {
+      for (const result of event.data.results) {
+        const request = batch.requests.get(result.customId);
+        const card = request === undefined ? undefined : batch.cards.get(request.model);
+        const recomputed =
+          result.type !== 'succeeded' ? 0 : result.unmeasured !== undefined ? (request?.holdCredits ?? -1) : card === undefined ? -1 : recomputePrice(result.usage, card.prices);
+        if (recomputed !== result.priceCredits) {
+          this.differences.push({ kind: 'batch_result_price', organizationId: batch.organizationId, batchId, customId: result.customId, recordedCredits: result.priceCredits, recomputedCredits: recomputed });
+        }
+      }
+    }
+    if (event.type !== 'GatewayBatchSettled') return;
+    this.openBatches.delete(batchId);
+    this.openInvocations.delete(holdId);
+    const { chargeCredits } = event.data;
+    this.invocationCharges.set(batch.organizationId, (this.invocationCharges.get(batch.organizationId) ?? 0) + chargeCredits);
+    const open = this.accounts.get(batch.organizationId)?.openHolds.get(holdId);
+    if (open !== undefined) this.awaitingHold.set(holdId, { organizationId: batch.organizationId, chargeCredits, heldCredits: open.credits });
   }
 
   /** The accounts as the balances read model's checkpoint saw them (all of them when it is at the head). */

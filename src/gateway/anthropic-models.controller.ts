@@ -10,18 +10,7 @@ import { presentedKeyOf } from './anthropic-key';
 import { GATEWAY_ACCOUNTING, modelNotOnRateCard, type GatewayAccounting, type GatewayModelInfo } from './gateway-call.port';
 import { ApiGatewayRead, ApiGatewayTag } from './gateway-http.openapi';
 import { incomingOf, isRefusal, repeatedHeaderProblem, sendRefusal } from './gateway-http.request';
-
-/** Models a page lists unless `limit` says otherwise, and the most it may say (Anthropic's own bounds). */
-export const DEFAULT_MODELS_PAGE_SIZE = 20;
-export const MAX_MODELS_PAGE_SIZE = 1_000;
-
-/** Anthropic's list shape: a page of models (or batches), the ids at its two ends, and whether more lie beyond. */
-export interface ListPage<T> {
-  readonly data: readonly T[];
-  readonly has_more: boolean;
-  readonly first_id: string | null;
-  readonly last_id: string | null;
-}
+import { page, readPageQuery, sendJson } from './anthropic-list-page';
 
 /**
  * `GET /anthropic/v1/models` and `…/models/:model`: the rate card's enabled models that the key may
@@ -46,12 +35,12 @@ export class AnthropicModelsController {
     const response = takeOverResponse(reply);
     const models = await this.models(request, response);
     if (models === undefined) return;
-    const size = pageSize(limit);
-    if (size === undefined) {
-      sendAnthropicError(response, 400, 'invalid_request_error', `limit: Input should be a whole number from 1 to ${MAX_MODELS_PAGE_SIZE}`, contextOf(request).requestId);
+    const query = readPageQuery(limit, afterId, beforeId);
+    if ('problem' in query) {
+      sendAnthropicError(response, 400, 'invalid_request_error', query.problem, contextOf(request).requestId);
       return;
     }
-    sendJson(response, page(models, size, textOf(afterId), textOf(beforeId)));
+    sendJson(response, page(models, query.size, query.afterId, query.beforeId));
   }
 
   @Get(':model')
@@ -103,42 +92,4 @@ export class AnthropicNotFoundController {
     const path = request.url.split('?', 1)[0];
     sendAnthropicError(response, 404, anthropicErrorTypeOf(404), `Not found: ${request.method} ${path}`, contextOf(request).requestId);
   }
-}
-
-/** `limit` as Anthropic's lists take it (1 to MAX_MODELS_PAGE_SIZE, default DEFAULT_MODELS_PAGE_SIZE); undefined when it is not one. */
-export function pageSize(limit: unknown): number | undefined {
-  if (limit === undefined) return DEFAULT_MODELS_PAGE_SIZE;
-  if (typeof limit !== 'string' || !/^\d{1,4}$/.test(limit)) return undefined;
-  const size = Number(limit);
-  return size >= 1 && size <= MAX_MODELS_PAGE_SIZE ? size : undefined;
-}
-
-export function textOf(value: unknown): string | undefined {
-  return typeof value === 'string' && value !== '' ? value : undefined;
-}
-
-/** A page as Anthropic pages (models, batches): after `afterId` forwards, or before `beforeId` backwards. */
-export function page<T extends { readonly id: string }>(models: readonly T[], size: number, afterId?: string, beforeId?: string): ListPage<T> {
-  const indexOf = (id: string): number => models.findIndex((model) => model.id === id);
-  const from = afterId === undefined ? 0 : indexOf(afterId) + 1 || models.length;
-  const to = beforeId === undefined ? models.length : Math.max(indexOf(beforeId), 0);
-  const backwards = beforeId !== undefined && afterId === undefined;
-  const start = backwards ? Math.max(from, to - size) : from;
-  const end = backwards ? to : Math.min(to, from + size);
-  const data = start < end ? models.slice(start, end) : [];
-  return {
-    data,
-    has_more: backwards ? start > from : end < to,
-    first_id: data[0]?.id ?? null,
-    last_id: data[data.length - 1]?.id ?? null,
-  };
-}
-
-/** A 200 JSON answer on Node's own response. */
-export function sendJson(response: ServerResponse, body: unknown): void {
-  const text = JSON.stringify(body);
-  response.statusCode = 200;
-  response.setHeader('content-type', 'application/json');
-  response.setHeader('content-length', Buffer.byteLength(text));
-  response.end(text);
 }

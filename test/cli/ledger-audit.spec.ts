@@ -2,6 +2,7 @@ import { BALANCE_COLLECTION, BALANCES_PROJECTION, balancesProjection, type Balan
 import type { AccountEvent } from '../../src/accounts/account.events';
 import { auditLedger, type LedgerDifference } from '../../src/cli/ledger-audit';
 import type { DomainEvent } from '../../src/domain/decider';
+import { gatewayBatchStreamName, holdIdOfBatch } from '../../src/gateway/batches/gateway-batch';
 import { openReadModelStore, rebuildProjections, type SqliteReadModelStore } from '../../src/projection-runner';
 import { InMemoryEventLog, newEvent } from '../projection-runner/fixtures/in-memory-event-log.fake';
 import { at, attempt, completed, dispatched, estimated, figures, publicationV, reserved, settled, usage } from '../projections/support/invocation-log';
@@ -186,5 +187,43 @@ describe('audit verify flags an account whose totals left the exact-integer rang
     expect(differences).toEqual([
       { kind: 'total_out_of_range', organizationId: 'acme', afterEvents: 2, totals: { granted: Number.MAX_SAFE_INTEGER - 5, adjustments: 1_000, charged: 0, held: 0 } },
     ]);
+  });
+});
+
+describe('audit verify recomputes each Message Batch result from its usage at the batch’s copied rate card, at batch rates (docs/gateway.md "Message Batches")', () => {
+  const BATCH = 'msgbatch_0123456789abcdef0123456789abcdef';
+  const PRICES = { inputPerMTok: 3_000, outputPerMTok: 15_000, cacheWritePerMTok: 3_750, cacheWrite1hPerMTok: 6_000, cacheReadPerMTok: 300, webSearchPerThousand: 0, batchBasisPoints: 5_000 };
+  const batchLog = (priceOfFirst: number): Log => {
+    const stream = gatewayBatchStreamName(BATCH);
+    const holdId = holdIdOfBatch(BATCH);
+    const requests = [
+      { customId: 'a', model: 'm', holdCredits: 40 },
+      { customId: 'b', model: 'm', holdCredits: 40 },
+    ];
+    // 10,000 input tokens at 3,000 per MTok = 30 credits, halved: 15; errored: nothing.
+    const usageOfA = { ...usage(10_000), serviceTier: 'batch' };
+    return new Log()
+      .append('account-acme', granted(1_000))
+      .append(
+        stream,
+        { type: 'GatewayBatchCreated', data: { batchId: BATCH, organizationId: 'acme', keyId: 'k', keyName: 'bot', requestCount: 2, holdCredits: 80, rateCards: [{ model: 'm', version: 1, prices: PRICES }], createdAt: at(0) } },
+        { type: 'GatewayBatchRequestsRecorded', data: { requests } },
+      )
+      .append('account-acme', holdPlaced(holdId, 80))
+      .append(
+        stream,
+        { type: 'GatewayBatchSubmitted', data: { upstreamBatchId: 'up-1', submittedAt: at(1) } },
+        { type: 'GatewayBatchResultsRecorded', data: { results: [{ customId: 'a', type: 'succeeded', usage: usageOfA, priceCredits: priceOfFirst }, { customId: 'b', type: 'errored', priceCredits: 0 }], recordedAt: at(2) } },
+        { type: 'GatewayBatchSettled', data: { chargeCredits: priceOfFirst, counts: { succeeded: 1, errored: 1, canceled: 0, expired: 0 }, settledAt: at(3) } },
+      )
+      .append('account-acme', holdSettled(holdId, priceOfFirst, 80));
+  };
+
+  it('finds nothing wrong in a batch held as one hold and settled at its results’ batch prices', async () => {
+    expect(await audit(batchLog(15))).toEqual([]);
+  });
+
+  it('reports a result recorded at the whole price instead of the batch price, naming the batch and the request', async () => {
+    expect(await audit(batchLog(30))).toEqual([{ kind: 'batch_result_price', organizationId: 'acme', batchId: BATCH, customId: 'a', recordedCredits: 30, recomputedCredits: 15 }]);
   });
 });

@@ -36,11 +36,17 @@ describe('the OpenAPI document describes the gateway’s routes as a pass-throug
       .filter(([path]) => path.startsWith('/anthropic'))
       .flatMap(([path, methods]) => Object.entries(methods).map(([method, operation]) => [`${method.toUpperCase()} ${path}`, operation] as [string, Operation]));
 
-  it('lists the four routes under their own tag, and not the catch-all that answers 404', () => {
+  it('lists the routes under their own tag, Message Batches’ included, and not the catch-all that answers 404', () => {
     expect(gatewayOperations().map(([route]) => route).sort()).toEqual([
+      'DELETE /anthropic/v1/messages/batches/{batchId}',
+      'GET /anthropic/v1/messages/batches',
+      'GET /anthropic/v1/messages/batches/{batchId}',
+      'GET /anthropic/v1/messages/batches/{batchId}/results',
       'GET /anthropic/v1/models',
       'GET /anthropic/v1/models/{model}',
       'POST /anthropic/v1/messages',
+      'POST /anthropic/v1/messages/batches',
+      'POST /anthropic/v1/messages/batches/{batchId}/cancel',
       'POST /anthropic/v1/messages/count_tokens',
     ]);
     for (const [, operation] of gatewayOperations()) expect(operation.tags).toEqual(['Anthropic gateway']);

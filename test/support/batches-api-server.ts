@@ -14,9 +14,8 @@
  * upstream.end(upstream.onlyBatch().id, (request) => succeeded(request, { input_tokens: 10, output_tokens: 5 }));
  * ```
  */
-import { once } from 'node:events';
-import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { closeServer, listenOnLoopback } from './loopback-server';
 
 /** Request bodies beyond this are refused with 413, so a runaway test cannot exhaust memory. */
 export const MAX_BATCHES_REQUEST_BODY_BYTES = 64 * 1024 * 1024;
@@ -90,11 +89,8 @@ export class BatchesApiServer {
 
   static async start(): Promise<BatchesApiServer> {
     let instance: BatchesApiServer | undefined;
-    const server = createServer((req, res) => void instance?.handle(req, res));
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    const { port } = server.address() as AddressInfo;
-    instance = new BatchesApiServer(server, `http://127.0.0.1:${port}`);
+    const { server, baseURL } = await listenOnLoopback((req, res) => void instance?.handle(req, res));
+    instance = new BatchesApiServer(server, baseURL);
     return instance;
   }
 
@@ -124,11 +120,8 @@ export class BatchesApiServer {
     return this.requests.filter((request) => routeOf(request.method, request.path)?.route === route).length;
   }
 
-  async close(): Promise<void> {
-    const closed = once(this.server, 'close');
-    this.server.close();
-    this.server.closeAllConnections();
-    await closed;
+  close(): Promise<void> {
+    return closeServer(this.server);
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -15,13 +15,12 @@
  * ```
  */
 import { once } from 'node:events';
-import { createServer, IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } from 'node:http';
+import { closeServer, listenOnLoopback } from './loopback-server';
 
 /** Request bodies beyond this are refused with 413, so a runaway test cannot exhaust memory. */
 export const MAX_REQUEST_BODY_BYTES = 8 * 1024 * 1024;
 
-const LOOPBACK_HOST = '127.0.0.1';
 
 export interface RecordedRequest {
   /** 1-based arrival number. */
@@ -197,13 +196,10 @@ export class MessagesApiServer {
   /** Starts a server on 127.0.0.1 with a port the OS picks. */
   static async start(): Promise<MessagesApiServer> {
     let instance: MessagesApiServer | undefined;
-    const server = createServer((req, res) => {
+    const { server, baseURL } = await listenOnLoopback((req, res) => {
       void instance?.handle(req, res);
     });
-    server.listen(0, LOOPBACK_HOST);
-    await once(server, 'listening');
-    const { port } = server.address() as AddressInfo;
-    instance = new MessagesApiServer(server, `http://${LOOPBACK_HOST}:${port}`);
+    instance = new MessagesApiServer(server, baseURL);
     return instance;
   }
 
@@ -220,11 +216,8 @@ export class MessagesApiServer {
   }
 
   /** Stops listening and destroys every open connection, stalled ones included. */
-  async close(): Promise<void> {
-    const closed = once(this.server, 'close');
-    this.server.close();
-    this.server.closeAllConnections();
-    await closed;
+  close(): Promise<void> {
+    return closeServer(this.server);
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -7,7 +7,7 @@ import { readGatewayBody } from '../anthropic-body.reader';
 import { anthropicErrorTypeOf, sendAnthropicError } from '../anthropic-error.body';
 import { AnthropicErrorFilter } from '../anthropic-error.filter';
 import { presentedKeyOf } from '../anthropic-key';
-import { MAX_MODELS_PAGE_SIZE, page, pageSize, sendJson, textOf } from '../anthropic-models.controller';
+import { page, readPageQuery, sendJson } from '../anthropic-list-page';
 import { ApiGatewayPassThrough, ApiGatewayRead, ApiGatewayTag } from '../gateway-http.openapi';
 import { incomingOf, repeatedHeaderProblem } from '../gateway-http.request';
 import type { UpstreamBatchObject } from './batch-upstream';
@@ -68,11 +68,11 @@ export class AnthropicBatchesController {
   ): Promise<void> {
     const caller = this.caller(request, reply);
     if (caller === undefined) return;
-    const size = pageSize(limit);
-    if (size === undefined) return this.refuse(caller, { ok: false, status: 400, errorType: 'invalid_request_error', message: `limit: Input should be a whole number from 1 to ${MAX_MODELS_PAGE_SIZE}` });
+    const query = readPageQuery(limit, afterId, beforeId);
+    if ('problem' in query) return this.refuse(caller, { ok: false, status: 400, errorType: 'invalid_request_error', message: query.problem });
     const listed = await this.batches.list(caller.key);
     if (!listed.ok) return this.refuse(caller, listed);
-    const chosen = page(listed.value.map((batch) => ({ ...batch, id: batch.batchId })), size, textOf(afterId), textOf(beforeId));
+    const chosen = page(listed.value.map((batch) => ({ ...batch, id: batch.batchId })), query.size, query.afterId, query.beforeId);
     const data: unknown[] = [];
     for (const batch of chosen.data) {
       const found = await this.batches.retrieve(caller.key, batch.batchId);

@@ -1,11 +1,11 @@
 /**
- * Every batch the gateway created, in one stream (`gateway-batch-index`): what a key's list reads (its
+ * Every batch the gateway created, in one stream (`gateway-batches-index`): what a key's list reads (its
  * organization's batches, newest first) and what the poller of ended batches walks (those not yet
  * settled). One small event per batch created, settled or deleted; a batch's own record is its stream.
  */
 import type { Decider, DomainCommand, DomainEvent } from '../../domain/decider';
 
-export const GATEWAY_BATCH_INDEX_STREAM = 'gateway-batch-index';
+export const GATEWAY_BATCH_INDEX_STREAM = 'gateway-batches-index';
 
 export type GatewayBatchIndexed = DomainEvent<'GatewayBatchIndexed', { readonly batchId: string; readonly organizationId: string; readonly createdAt: string }>;
 export type GatewayBatchIndexSettled = DomainEvent<'GatewayBatchIndexSettled', { readonly batchId: string }>;

@@ -13,6 +13,7 @@ import { UnknownGatewayKeyError, type GatewayKey } from '../../accounts/gateway-
 import { AggregateRepository } from '../../aggregates/aggregate.repository';
 import { CLOCK, isoAt } from '../../domain/clock.token';
 import { newEventId } from '../../event-store/event-id.generator';
+import { settleHold } from '../../invocations/invocation-lifecycle';
 import { readUsageReport } from '../../providers/anthropic/anthropic-response.mapper';
 import type { Clock } from '../../runtime';
 import { readGatewayJson } from '../anthropic-body.reader';
@@ -168,12 +169,8 @@ export class GatewayBatches {
       await this.recordResults(batchId, state.upstreamBatchId);
     }
     const settled = await this.onBatch(batchId, { type: 'SettleBatch', data: { settledAt: isoAt(this.clock) } });
-    await this.repository.handle(
-      accountStreamName(settled.created!.organizationId),
-      accountDecider,
-      { type: 'SettleHold', data: { invocationId: holdIdOfBatch(batchId), chargeCredits: settled.settled!.chargeCredits, settledAt: settled.settled!.settledAt } },
-      { correlationId: batchId },
-    );
+    const { chargeCredits, settledAt } = settled.settled!;
+    await this.repository.handle(accountStreamName(settled.created!.organizationId), accountDecider, settleHold(holdIdOfBatch(batchId), { settlement: { chargeCredits } }, settledAt), { correlationId: batchId });
     await this.onIndex({ type: 'NoteBatchSettled', data: { batchId } });
     return 'settled';
   }
@@ -216,6 +213,7 @@ export class GatewayBatches {
       await this.repository.handle(
         accountStreamName(organizationId),
         accountDecider,
+        // The key's liveness, limit and team are decided on this state; its models and caps were checked per request.
         { type: 'PlaceHold', data: { invocationId: holdIdOfBatch(batchId), credits, placedAt: isoAt(this.clock), gatewayKey: { keyId: key.keyId, period: '' } } },
         { correlationId: batchId },
       );
