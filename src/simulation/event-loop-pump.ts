@@ -1,8 +1,8 @@
 /**
  * Drives virtual time. The pump turns the event loop (one `setImmediate` hop per turn) and, each turn:
  * - fires a timer already due (no time passes, so work started at the same instant really overlaps);
- * - while a store call is in flight, sometimes (a seeded draw) moves time on by up to
- *   MAX_STORE_LATENCY_MS: the write took that long, and whatever came due meanwhile (another request,
+ * - while a store call is in flight, sometimes (a seeded draw, per turn or, on a server store, per
+ *   change of store activity) moves time on by up to MAX_STORE_LATENCY_MS: the write took that long, and whatever came due meanwhile (another request,
  *   a sweep, a deadline) fires late, on the next turns, and races it — as timers do on a loaded loop;
  * - once the process is idle (no store call in flight and none started for QUIET_TURNS_BEFORE_TIMER
  *   turns), moves time to the next timer and fires it.
@@ -91,6 +91,12 @@ export class EventLoopPump {
     private readonly probe: ActivityProbe,
     /** Draws whether a busy turn lets time pass (a slow write). */
     private readonly latency: Prng,
+    /**
+     * Draw that once per change of store activity instead of once per busy turn: a call to a server
+     * in another process (PostgreSQL) spans hundreds of turns where the embedded store's spans a few,
+     * and a draw per turn would let whole seconds of virtual time pass during one round trip.
+     */
+    private readonly latencyOncePerCall = false,
   ) {}
 
   /**
@@ -102,6 +108,7 @@ export class EventLoopPump {
     let quietTurns = 0;
     let idleWithoutTimers = 0;
     let lastCount = this.probe.count;
+    let latencyDrawnAt: number | undefined;
     for (let turn = 0; turn < maxTurns; turn++) {
       await nextTurn();
       if (done()) return 'done';
@@ -115,9 +122,10 @@ export class EventLoopPump {
         lastCount = this.probe.count;
         quietTurns = 0;
         idleWithoutTimers = 0;
-        if (this.probe.storeBusy && this.latency.chance(STORE_LATENCY_PERCENT)) {
+        if (this.probe.storeBusy && this.drawsLatencyAt(latencyDrawnAt) && this.latency.chance(STORE_LATENCY_PERCENT)) {
           this.clock.advanceBy(this.latency.int(1, MAX_STORE_LATENCY_MS));
         }
+        latencyDrawnAt = this.probe.count;
         continue;
       }
       quietTurns += 1;
@@ -133,6 +141,11 @@ export class EventLoopPump {
       if (idleWithoutTimers >= MAX_IDLE_TURNS_WITHOUT_TIMERS) return 'hung';
     }
     return 'too-many-turns';
+  }
+
+  /** Whether this busy turn draws a store latency (see `latencyOncePerCall`). */
+  private drawsLatencyAt(drawnAtCount: number | undefined): boolean {
+    return !this.latencyOncePerCall || drawnAtCount !== this.probe.count;
   }
 
   /** Lets `ms` of virtual time pass (firing every timer due meanwhile); bounded like `runUntil`. */

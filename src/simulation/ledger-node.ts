@@ -37,7 +37,7 @@ import { INSTANCE_LEASE } from '../invocations/instance-lease';
 import { InstanceLeaseKeeper } from '../invocations/instance-lease.keeper';
 import { CLOCK } from '../domain/clock.token';
 import { RETRY_JITTER } from '../domain/retry-jitter.token';
-import { LiveProjections, ProjectionRunner, type SqliteReadModelStore } from '../projection-runner';
+import { LiveProjections, ProjectionRunner, type ProjectionRunnerOptions, type SqliteReadModelStore, type WaitOptions } from '../projection-runner';
 import { ProviderRegistry } from '../providers/provider.registry';
 import type { RandomSource } from '../runtime';
 import { READ_MODEL_STORE } from '../projection-runner';
@@ -280,8 +280,10 @@ async function startApplication(
     .overrideProvider(LiveProjections)
     .useFactory({
       inject: [EVENT_STORE, READ_MODEL_STORE],
-      factory: (eventStore: EventStore, store: SqliteReadModelStore) =>
-        new ProjectionRunner({ eventStore, store, projections: ALL_PROJECTIONS, liveBatchIntervalMs: 0 }),
+      factory: (eventStore: EventStore, store: SqliteReadModelStore) => {
+        const runnerOptions = { eventStore, store, projections: ALL_PROJECTIONS, liveBatchIntervalMs: 0 };
+        return isEmbeddedStore(options.env) ? new ProjectionRunner(runnerOptions) : new ProbedProjectionRunner(runnerOptions, options.probe);
+      },
     })
     // The application's own recovery, on the virtual clock, its passes tracked as the process's commands.
     .overrideProvider(InvocationRecovery)
@@ -301,6 +303,35 @@ async function startApplication(
   const app = moduleRef.createNestApplication({ logger: options.logs === true ? undefined : false });
   await app.init();
   return { app, store: wrapped! };
+}
+
+/** Whether the log is the embedded SQLite store (the default), whose every call the probe sees. */
+function isEmbeddedStore(env: Readonly<Record<string, string | undefined>>): boolean {
+  const store = env['LEDGER_STORE'];
+  return store === undefined || store.startsWith('sqlite:');
+}
+
+/**
+ * On a server store (PostgreSQL, EventStoreDB) the runner's subscription reads are I/O the probe does
+ * not see: a wait for the read models to catch up (a sweep's first step) holds the pump from calling
+ * the process idle, so no timer fires and no wave is judged hung while the log is still arriving.
+ */
+class ProbedProjectionRunner extends ProjectionRunner {
+  constructor(
+    options: ProjectionRunnerOptions,
+    private readonly probe: ActivityProbe,
+  ) {
+    super(options);
+  }
+
+  override async waitFor(position: bigint, options?: WaitOptions): Promise<void> {
+    const release = this.probe.hold();
+    try {
+      await super.waitFor(position, options);
+    } finally {
+      release();
+    }
+  }
 }
 
 function featureModule(features: readonly OperationFeature[]): DynamicModule {

@@ -216,6 +216,8 @@ export class LogAudit {
   holdsAfterSettlement = 0;
   /** What each gateway call's upstream answered, as the driver handed it to settlement, until its attempt is folded. */
   private readonly upstreamAnswers = new Map<string, GatewayCallOutcome>();
+  /** Results handed to callers before the fold reached them, checked again at the next quiet point. */
+  private readonly deferredSummaries: InvocationSummary[] = [];
 
   constructor(
     private readonly store: EventStore,
@@ -240,7 +242,40 @@ export class LogAudit {
     return run;
   }
 
-  /** A result handed to a caller must be the log's: a final state there with the same charge. */
+  /**
+   * A result handed to a caller must be the log's. The fold answers first. Where it has not reached
+   * the result yet, the invocation's own stream, which shows every commit at once, must already hold
+   * it, and the fold must agree at the next quiet point (`checkDeferredSummaries`): on PostgreSQL a
+   * reader of `$all` stops below the oldest append still running (docs/architecture.md, "The global
+   * order on PostgreSQL"), so an event committed beside one arrives in the fold a little later.
+   */
+  async checkHandedResult(summary: InvocationSummary): Promise<Violation | undefined> {
+    const violation = this.checkSummary(summary);
+    if (violation === undefined || !(await this.streamHolds(summary))) return violation;
+    this.deferredSummaries.push(summary);
+    this.witness.note('audit.result-ahead-of-the-fold');
+    return undefined;
+  }
+
+  /** At a quiet point (no append running), the fold has reached every result handed over before it. */
+  checkDeferredSummaries(): Violation | undefined {
+    const summaries = this.deferredSummaries.splice(0);
+    for (const summary of summaries) {
+      const violation = this.checkSummary(summary);
+      if (violation !== undefined) return violation;
+    }
+    return undefined;
+  }
+
+  /** Whether the invocation's stream, read directly, already holds the summary's state (and its charge). */
+  private async streamHolds(summary: InvocationSummary): Promise<boolean> {
+    const events = await this.store.readStream(`invocation-${summary.invocationId}`);
+    if (summary.state === 'refused') return summary.charge === 0 && events.some((event) => event.type === 'InvocationRefused');
+    if (summary.state !== 'settled') return events.length > 0;
+    return events.some((event) => event.type === 'InvocationSettled' && (event.data as { chargeCredits?: unknown }).chargeCredits === summary.charge);
+  }
+
+  /** A result handed to a caller must be the fold's: a final state there with the same charge. */
   checkSummary(summary: InvocationSummary): Violation | undefined {
     const invocation = this.invocations.get(summary.invocationId);
     const stream = `invocation-${summary.invocationId}`;

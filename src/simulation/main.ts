@@ -7,7 +7,9 @@
  *   --minutes M         keep running consecutive seeds until M minutes of wall time have passed
  *   --invocations M     invocations per scenario (default 60)
  *   --store URL         LEDGER_STORE of the log; default a fresh SQLite file per scenario, or
- *                       EVENTSTORE_CONNECTION_STRING when that is set (EventStoreDB/KurrentDB)
+ *                       EVENTSTORE_CONNECTION_STRING when that is set (EventStoreDB/KurrentDB); on
+ *                       a PostgreSQL URL each scenario gets a fresh database on that server (the
+ *                       URL's role needs CREATEDB), dropped after it unless --keep
  *   --every-boundary    arm each wave's crash at the next lifecycle boundary not yet hit (all of
  *                       them, before and after the write), instead of the scenario's own draw
  *   --keep-going        do not stop at a broken invariant: count them by name, list their seeds, go on
@@ -18,6 +20,7 @@
  * Wall time is read only to stop `--minutes`; nothing inside a scenario depends on it.
  */
 import 'reflect-metadata';
+import { isPostgresUrl, ScenarioDatabase } from './scenario-database';
 import { runSimulation, type SimulationResult } from './simulator';
 import { Tally } from './tally';
 
@@ -96,7 +99,7 @@ function parse(argv: readonly string[]): CliOptions {
 
 /** Ids of a run on a shared EventStoreDB must not meet an earlier run's: prefix them with the seed and the start time. */
 function namespaceFor(options: CliOptions, seed: number, startedAt: number): string | undefined {
-  if (options.store === undefined || options.store.startsWith('sqlite:')) return undefined;
+  if (options.store === undefined || options.store.startsWith('sqlite:') || isPostgresUrl(options.store)) return undefined;
   return `sim${seed}-${startedAt.toString(36)}-`;
 }
 
@@ -122,15 +125,17 @@ async function main(): Promise<number> {
     const seed = options.seed + n;
     const began = Date.now();
     const namespace = namespaceFor(options, seed, startedAt);
+    const database = options.store !== undefined && isPostgresUrl(options.store) ? await ScenarioDatabase.create(options.store, `sim${seed}_${startedAt.toString(36)}`) : undefined;
+    const store = database?.url ?? options.store;
     const result = await runSimulation({
       seed,
       invocations: options.invocations,
-      ...(options.store === undefined ? {} : { store: options.store }),
+      ...(store === undefined ? {} : { store }),
       ...(namespace === undefined ? {} : { namespace }),
       keepDirectory: options.keep,
       logs: options.logs,
       crashAtEveryBoundary: options.everyBoundary,
-    });
+    }).finally(() => (options.keep ? undefined : database?.drop()));
     scenarios += 1;
     events += result.events;
     total.merge(result.tally);

@@ -168,7 +168,8 @@ class Simulation implements StoreFaultController {
     const namespace = options.namespace ?? '';
     this.plan = planScenario(options.seed, options.invocations, namespace);
     const root = new Prng(options.seed, 'run');
-    this.pump = new EventLoopPump(this.clock, this.probe, root.fork('store-latency'));
+    const embedded = options.store === undefined || options.store.startsWith('sqlite:');
+    this.pump = new EventLoopPump(this.clock, this.probe, root.fork('store-latency'), !embedded);
     this.storePrng = root.fork('store-faults');
     this.jitter = root.fork('retry-jitter');
     const operationStyle = new Map(this.plan.operations.map((operation) => [operation.id, operation.style]));
@@ -608,7 +609,7 @@ class Simulation implements StoreFaultController {
     }
     await this.step();
     if (outcome.ok) {
-      if (isSummary(outcome.value)) this.failIf(this.audit.checkSummary(outcome.value));
+      if (isSummary(outcome.value)) this.failIf(await this.audit.checkHandedResult(outcome.value));
       return outcome.value;
     }
     // Read once the work ended: a gateway call learns its invocation id on the way.
@@ -698,6 +699,7 @@ class Simulation implements StoreFaultController {
     // A recovery pass may still be writing; no new one starts while the pump stands still.
     await this.node?.recoveryIdle();
     await this.step();
+    this.failIf(this.audit.checkDeferredSummaries());
     if (this.violation !== undefined || this.node === undefined) return;
     this.checks += 1;
     this.failIf(await checkReadModels(this.node, this.audit));
