@@ -19,11 +19,12 @@ export const INVOCATION_LISTINGS = {
 } as const;
 
 /**
- * The listings of gateway calls by who they were for (docs/gateway.md "Who spent it"): by the calls'
- * `metadata.user_id`, and by each of their tags. A call is listed under each of its tags, so a tag
+ * The listings of gateway calls by who they were for (docs/gateway.md "Who spent it"): by the team of
+ * their key, by the calls' `metadata.user_id`, and by each of their tags. A call is listed under each of its tags, so a tag
  * entry's id is its sort key, a newline, and the tag (attributionEntryId).
  */
 export const ATTRIBUTION_LISTINGS = {
+  team: 'by-team',
   user: 'by-user',
   tag: 'by-tag',
 } as const;
@@ -118,7 +119,7 @@ export function listingIndexKeys(organizationId: string, operationId: string, st
  */
 export const invocationListProjection: Projection<InvocationRecordedEvent> = {
   name: INVOCATION_LIST_PROJECTION,
-  // 2: a gateway call's key and model. 3: its user and tags, and their listings.
+  // 2: a gateway call's key and model. 3: its team, user and tags, and their listings.
   version: 3,
   handles: INVOCATION_EVENT_TYPES,
   apply(event, tx) {
@@ -141,7 +142,8 @@ function writeListings(tx: ReadModelTx, key: string, entry: InvocationListEntry)
   for (const listing of Object.keys(INVOCATION_LISTINGS) as (keyof typeof INVOCATION_LISTINGS)[]) {
     tx.put(INVOCATION_LISTINGS[listing], key, entry, { indexKey: indexKeys[listing] });
   }
-  const { userId, tags } = entry.gateway ?? {};
+  const { teamId, userId, tags } = entry.gateway ?? {};
+  if (teamId !== undefined) tx.put(ATTRIBUTION_LISTINGS.team, key, entry, { indexKey: attributionIndexKey(entry.organizationId, teamId) });
   if (userId !== undefined) tx.put(ATTRIBUTION_LISTINGS.user, key, entry, { indexKey: attributionIndexKey(entry.organizationId, userId) });
   for (const tag of tags ?? []) tx.put(ATTRIBUTION_LISTINGS.tag, attributionEntryId(key, tag), entry, { indexKey: attributionIndexKey(entry.organizationId, tag) });
 }

@@ -31,6 +31,8 @@ export interface UsageDayView {
   readonly keyId?: string;
   /** That key's name as its latest call on the line named it. */
   readonly keyName?: string;
+  /** The team of the calls' key when they were made (docs/gateway.md "Teams"); absent: none. */
+  readonly teamId?: string;
   /** The calls' `metadata.user_id` (docs/gateway.md "Who spent it"); absent when they sent none. */
   readonly userId?: string;
   /** The calls' `x-ledger-tags`, as each call sent them; absent when they sent none. */
@@ -58,6 +60,7 @@ interface OpenInvocation {
   readonly model: string;
   readonly keyId?: string;
   readonly keyName?: string;
+  readonly teamId?: string;
   readonly userId?: string;
   readonly tags?: readonly string[];
   readonly outcome?: Outcome;
@@ -70,29 +73,33 @@ export function utcDay(instant: string): string {
 }
 
 /** Who a line's calls were for: the parts of its id after the key, where a call named any. */
-export type LineAttribution = Pick<UsageDayView, 'userId' | 'tags'>;
+export type LineAttribution = Pick<UsageDayView, 'teamId' | 'userId' | 'tags'>;
 
 /**
  * The id of a day's line; organization first, then day, so an organization's lines list by day. A
  * gateway call's line ends with its key id; an operation's has no key part, as before keys existed.
- * Calls that name a user or tags have lines of their own, the attribution last as JSON (a user id is
- * any text, so it is quoted rather than joined).
+ * Calls of a team's key, or that name a user or tags, have lines of their own, the attribution last
+ * as JSON (a user id is any text, so it is quoted rather than joined).
  */
 export function usageDayId(organizationId: string, day: string, operationId: string, model: string, keyId?: string, attribution: LineAttribution = {}): string {
-  const { userId, tags } = attribution;
-  const who = userId === undefined && tags === undefined ? '' : `\n${JSON.stringify([userId ?? null, tags ?? []])}`;
+  const { teamId, userId, tags } = attribution;
+  const who = teamId === undefined && userId === undefined && tags === undefined ? '' : `\n${JSON.stringify([teamId ?? null, userId ?? null, tags ?? []])}`;
   return `${organizationId}\n${day}\n${operationId}\n${model}${keyId === undefined ? '' : `\n${keyId}`}${who}`;
 }
 
 /** The attribution of a gateway call as its line keeps it: only what the call named. */
 function attributionOf(source: LineAttribution): LineAttribution {
-  return { ...(source.userId === undefined ? {} : { userId: source.userId }), ...(source.tags === undefined ? {} : { tags: source.tags }) };
+  return {
+    ...(source.teamId === undefined ? {} : { teamId: source.teamId }),
+    ...(source.userId === undefined ? {} : { userId: source.userId }),
+    ...(source.tags === undefined ? {} : { tags: source.tags }),
+  };
 }
 
 /** Usage statements per organization, by operation, model, gateway key and UTC day (README.md "Invoicing"). */
 export const usageStatementsProjection: Projection<InvocationRecordedEvent> = {
   name: USAGE_STATEMENTS_PROJECTION,
-  // 2: a gateway call's line is its key's. 3: and its user's and tags' (docs/gateway.md "Who spent it").
+  // 2: a gateway call's line is its key's. 3: and its team's, user's and tags' (docs/gateway.md "Who spent it").
   version: 3,
   handles: ['InvocationEstimated', 'InvocationRefused', 'InvocationCompleted', 'InvocationFailed', 'InvocationSettled'],
   apply(recorded, tx) {

@@ -55,6 +55,7 @@ export class OrganizationReadsController {
         ...(query.to === undefined ? {} : { to: query.to }),
         ...(query.user === undefined ? {} : { user: query.user }),
         ...(query.tag === undefined ? {} : { tag: query.tag }),
+        ...(query.team === undefined ? {} : { team: query.team }),
         ...(query.limit === undefined ? {} : { limit: Number(query.limit) }),
         ...(query.cursor === undefined ? {} : { cursor: query.cursor }),
       }),

@@ -19,11 +19,12 @@ import { USAGE_KINDS } from '../runtime/provider.port';
 const OUTCOME_COLUMNS = [...OUTCOMES, NO_OUTCOME] as const;
 
 /** The text columns of each grouping, in the rows' order. */
-const KEY_COLUMNS: readonly (readonly [UsageGroupBy, readonly ('day' | 'operationId' | 'model' | 'keyId' | 'keyName' | 'userId' | 'tag')[]])[] = [
+const KEY_COLUMNS: readonly (readonly [UsageGroupBy, readonly ('day' | 'operationId' | 'model' | 'keyId' | 'keyName' | 'teamId' | 'userId' | 'tag')[]])[] = [
   ['day', ['day']],
   ['operation', ['operationId']],
   ['model', ['model']],
   ['key', ['keyId', 'keyName']],
+  ['team', ['teamId']],
   ['user', ['userId']],
   ['tag', ['tag']],
 ];

@@ -11,10 +11,11 @@ import { catchUp } from './read-model-catch-up';
 /** The longest period one statement covers, in days. */
 export const MAX_STATEMENT_DAYS = 366;
 /**
- * Ways a statement's rows may be grouped; `key`: by gateway key, `user`: by the calls' `metadata.user_id`,
- * `tag`: by each of the calls' `x-ledger-tags` (docs/gateway.md "Who spent it").
+ * Ways a statement's rows may be grouped; `key`: by gateway key, `team`: by the team of the calls' key,
+ * `user`: by the calls' `metadata.user_id`, `tag`: by each of the calls' `x-ledger-tags`
+ * (docs/gateway.md "Who spent it").
  */
-export const USAGE_GROUP_BY = ['operation', 'model', 'day', 'key', 'user', 'tag'] as const;
+export const USAGE_GROUP_BY = ['operation', 'model', 'day', 'key', 'team', 'user', 'tag'] as const;
 export type UsageGroupBy = (typeof USAGE_GROUP_BY)[number];
 
 export interface UsagePeriod {
@@ -24,7 +25,7 @@ export interface UsagePeriod {
   readonly to: string;
   /**
    * Any subset, in any order; empty: one row of totals. Rows are always ordered day, operation, model,
-   * key, user, tag. With `tag`, a call with several tags counts in each of their rows, so those rows
+   * key, team, user, tag. With `tag`, a call with several tags counts in each of their rows, so those rows
    * may add up to more than `totals` (which count each call once).
    */
   readonly groupBy?: readonly UsageGroupBy[];
@@ -39,6 +40,8 @@ export interface UsageStatementRow {
   readonly keyId?: string;
   /** Grouped by `key`: the key's name on its latest line in the period, empty with an empty `keyId`. */
   readonly keyName?: string;
+  /** Grouped by `team`: the team of the calls' key when they were made, empty for none (operations' included). */
+  readonly teamId?: string;
   /** Grouped by `user`: the calls' `metadata.user_id`, empty for calls that sent none. */
   readonly userId?: string;
   /** Grouped by `tag`: one of the calls' tags, empty for calls that sent none. */
@@ -150,9 +153,9 @@ function readPeriod(period: UsagePeriod): { from: string; to: string; groupBy: U
   return { from, to, groupBy };
 }
 
-type RowKeys = Pick<UsageStatementRow, 'day' | 'operationId' | 'model' | 'keyId' | 'keyName' | 'userId' | 'tag'>;
+type RowKeys = Pick<UsageStatementRow, 'day' | 'operationId' | 'model' | 'keyId' | 'keyName' | 'teamId' | 'userId' | 'tag'>;
 /** The grouped keys rows are told apart and ordered by. */
-const ROW_ORDER = ['day', 'operationId', 'model', 'keyId', 'userId', 'tag'] as const;
+const ROW_ORDER = ['day', 'operationId', 'model', 'keyId', 'teamId', 'userId', 'tag'] as const;
 
 /** The grouped keys of the rows a line adds to: one row, or with `tag` one per tag of its calls. */
 function rowKeys(line: UsageDayView, groupBy: readonly UsageGroupBy[]): RowKeys[] {
@@ -161,6 +164,7 @@ function rowKeys(line: UsageDayView, groupBy: readonly UsageGroupBy[]): RowKeys[
     ...(groupBy.includes('operation') ? { operationId: line.operationId } : {}),
     ...(groupBy.includes('model') ? { model: line.model } : {}),
     ...(groupBy.includes('key') ? { keyId: line.keyId ?? '', keyName: line.keyName ?? '' } : {}),
+    ...(groupBy.includes('team') ? { teamId: line.teamId ?? '' } : {}),
     ...(groupBy.includes('user') ? { userId: line.userId ?? '' } : {}),
   };
   if (!groupBy.includes('tag')) return [keys];

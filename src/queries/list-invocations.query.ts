@@ -36,6 +36,8 @@ export interface InvocationFilters {
   readonly user?: string;
   /** Only gateway calls tagged with this (`x-ledger-tags`). */
   readonly tag?: string;
+  /** Only gateway calls whose key was the team's when they were made. */
+  readonly team?: string;
   /** 1 to MAX_INVOCATIONS_PAGE; default DEFAULT_INVOCATIONS_PAGE. */
   readonly limit?: number;
   /** The `nextCursor` of the previous page. */
@@ -78,18 +80,20 @@ export class ListInvocationsHandler implements IQueryHandler<ListInvocationsQuer
     const toMs = optional(filters.to, (value) => checks.instant('to', value));
     const user = optional(filters.user, (value) => checks.text('user', value, MAX_CALL_USER_ID_CHARS));
     const tag = optional(filters.tag, (value) => checks.text('tag', value, MAX_CALL_TAG_CHARS));
+    const team = optional(filters.team, (value) => checks.id('team', value));
     const from = fromMs === undefined ? undefined : Date.parse(fromMs);
     const to = toMs === undefined ? undefined : Date.parse(toMs);
     // Bound to the organization and every filter: another list's cursor would resume at the wrong place.
-    const scope = cursorScope('invocations', organizationId, [operationId, state, from, to, ...(user === undefined && tag === undefined ? [] : [user, tag])]);
+    const attributed = user !== undefined || tag !== undefined || team !== undefined;
+    const scope = cursorScope('invocations', organizationId, [operationId, state, from, to, ...(attributed ? [user, tag, team] : [])]);
     const { limit, afterKey: cursorKey } = readPageRequest(checks, filters, INVOCATIONS_PAGE, scope, isListingKey);
     checks.throwIfAny();
 
     await catchUp(this.runner, [INVOCATION_LIST_PROJECTION]);
     // Start after the cursor, or after every entry at or past `to`, whichever is further on.
     const start = [cursorKey, to === undefined ? undefined : listingKeyBefore(to)].filter((key): key is string => key !== undefined).sort().at(-1);
-    if (user !== undefined || tag !== undefined) {
-      const wanted = { organizationId, operationId, state, user, tag, from, limit };
+    if (attributed) {
+      const wanted = { organizationId, operationId, state, user, tag, team, from, limit };
       const { documents, nextCursor } = pageOf(this.scanAttribution(wanted, start), limit, scope);
       return { invocations: documents, nextCursor };
     }
@@ -114,14 +118,15 @@ export class ListInvocationsHandler implements IQueryHandler<ListInvocationsQuer
   }
 
   /**
-   * Up to `limit + 1` entries of a user's or a tag's listing after `start`, newest first, that pass
-   * every other filter. The listing serves its own filter; the others are checked entry by entry, so
-   * such a page reads the user's (or tag's) calls from `start` until it has its entries or passes
-   * `from`, reading MAX_LIST_LIMIT at a time (docs/http.md "Routes").
+   * Up to `limit + 1` entries of a tag's, a user's or a team's listing (the first of these asked for)
+   * after `start`, newest first, that pass every other filter. The listing serves its own filter; the
+   * others are checked entry by entry, so such a page reads the tag's (user's, team's) calls from
+   * `start` until it has its entries or passes `from`, reading MAX_LIST_LIMIT at a time (docs/http.md "Routes").
    */
   private scanAttribution(wanted: AttributionScan, start: string | undefined): { id: string; document: InvocationListEntry }[] {
-    const { organizationId, user, tag, from, limit } = wanted;
-    const [collection, indexKey] = tag !== undefined ? [ATTRIBUTION_LISTINGS.tag, attributionIndexKey(organizationId, tag)] : [ATTRIBUTION_LISTINGS.user, attributionIndexKey(organizationId, user!)];
+    const { organizationId, user, tag, team, from, limit } = wanted;
+    const [collection, value] = tag !== undefined ? [ATTRIBUTION_LISTINGS.tag, tag] : user !== undefined ? [ATTRIBUTION_LISTINGS.user, user] : [ATTRIBUTION_LISTINGS.team, team!];
+    const indexKey = attributionIndexKey(organizationId, value);
     const found: { id: string; document: InvocationListEntry }[] = [];
     let afterId = start === undefined ? undefined : attributionEntryId(start, tag);
     for (;;) {
@@ -139,13 +144,14 @@ export class ListInvocationsHandler implements IQueryHandler<ListInvocationsQuer
   }
 }
 
-/** A user's or a tag's page as asked for: the listing's own filter, and the others checked entry by entry. */
+/** A tag's, a user's or a team's page as asked for: the listing's own filter, and the others checked entry by entry. */
 interface AttributionScan {
   readonly organizationId: string;
   readonly operationId?: string;
   readonly state?: InvocationStatus;
   readonly user?: string;
   readonly tag?: string;
+  readonly team?: string;
   readonly from?: number;
   readonly limit: number;
 }
@@ -154,7 +160,8 @@ function passes(entry: InvocationListEntry, wanted: AttributionScan): boolean {
   return (
     (wanted.operationId === undefined || entry.operationId === wanted.operationId) &&
     (wanted.state === undefined || entry.state === wanted.state) &&
-    (wanted.user === undefined || entry.gateway?.userId === wanted.user)
+    (wanted.user === undefined || entry.gateway?.userId === wanted.user) &&
+    (wanted.team === undefined || entry.gateway?.teamId === wanted.team)
   );
 }
 

@@ -34,9 +34,10 @@ describe('who spent it: metadata.user_id and x-ledger-tags on each call, stateme
   const period = (): string => `from=${new Date(Date.now() - DAY_MS).toISOString().slice(0, 10)}&to=${new Date(Date.now() + DAY_MS).toISOString().slice(0, 10)}`;
   const list = async (query: string): Promise<{ invocations: Listed[]; nextCursor: string | null }> =>
     (await ledger.http().get(`/v1/organizations/acme/invocations?${query}`).set(bearer(TOKENS.acmeAdmin)).expect(200)).body;
-  const call = async (name: string, userId: string | undefined, tags: string | undefined) => {
+  let teamId: string;
+  const call = async (name: string, userId: string | undefined, tags: string | undefined, caller = client) => {
     upstream.reply(messageReply({ model: MODEL, usage: { input_tokens: 1_000, output_tokens: 10 } }));
-    const { response } = await client.messages
+    const { response } = await caller.messages
       .create(
         { model: MODEL, max_tokens: 1_024, messages: [{ role: 'user', content: PROMPT }], ...(userId === undefined ? {} : { metadata: { user_id: userId } }) },
         tags === undefined ? {} : { headers: { 'x-ledger-tags': tags } },
@@ -54,6 +55,11 @@ describe('who spent it: metadata.user_id and x-ledger-tags on each call, stateme
     await call('ann-nightly', 'user-ann', 'nightly,nightly');
     await call('bob', 'user-bob', undefined);
     await call('nobody', undefined, undefined);
+    // A key of a team: its calls are the team's (docs/gateway.md "Teams").
+    const system = bearer(TOKENS.system);
+    teamId = (await ledger.http().post('/v1/organizations/acme/teams').set(system).send({ name: 'payments' }).expect(200)).body.teamId;
+    const teamKey = (await ledger.http().post('/v1/organizations/acme/gateway-keys').set(system).send({ name: 'payments-bot', teamId }).expect(200)).body.key as string;
+    await call('team', undefined, undefined, new Anthropic({ baseURL: client.baseURL, apiKey: teamKey, maxRetries: 0 }));
   });
   afterAll(() => service.close());
 
@@ -71,42 +77,52 @@ describe('who spent it: metadata.user_id and x-ledger-tags on each call, stateme
     expect(upstream.requests[0]!.headers).not.toHaveProperty('x-ledger-tags');
   });
 
-  it('groups the usage statement by user and by tag, a call with two tags in each of their rows, totals counting each call once', async () => {
+  it('groups the usage statement by team, by user and by tag, a call with two tags in each of their rows, totals counting each call once', async () => {
     const statement = async (groupBy: string): Promise<UsageStatement> =>
       (await ledger.http().get(`/v1/organizations/acme/usage?${period()}&groupBy=${groupBy}`).set(bearer(TOKENS.acmeAdmin)).expect(200)).body;
     const byUser = await statement('user');
     expect(byUser.rows.map((row) => [row.userId, row.settled, row.credits])).toEqual([
-      ['', 1, CHARGE],
+      ['', 2, 2 * CHARGE],
       ['user-ann', 2, 2 * CHARGE],
       ['user-bob', 1, CHARGE],
     ]);
-    expect(byUser.totals).toMatchObject({ settled: 4, credits: 4 * CHARGE });
+    expect(byUser.totals).toMatchObject({ settled: 5, credits: 5 * CHARGE });
     const byTag = await statement('tag');
     expect(byTag.rows.map((row) => [row.tag, row.settled, row.credits])).toEqual([
-      ['', 2, 2 * CHARGE],
+      ['', 3, 3 * CHARGE],
       ['nightly', 2, 2 * CHARGE],
       ['team-a', 1, CHARGE],
     ]);
-    expect(byTag.totals).toMatchObject({ settled: 4, credits: 4 * CHARGE });
-    const both = await statement('key,user,tag');
-    expect(both.rows.map((row) => [row.keyName, row.userId, row.tag, row.settled])).toEqual([
-      [GATEWAY_KEY_NAME, '', '', 1],
-      [GATEWAY_KEY_NAME, 'user-ann', 'nightly', 2],
-      [GATEWAY_KEY_NAME, 'user-ann', 'team-a', 1],
-      [GATEWAY_KEY_NAME, 'user-bob', '', 1],
+    expect(byTag.totals).toMatchObject({ settled: 5, credits: 5 * CHARGE });
+    const byTeam = await statement('team');
+    expect(byTeam.rows.map((row) => [row.teamId, row.settled, row.credits])).toEqual([
+      ['', 4, 4 * CHARGE],
+      [teamId, 1, CHARGE],
     ]);
+    // Rows are ordered by key id first; the two keys' ids sort as they may, so the rows are compared as a set.
+    const all = await statement('key,team,user,tag');
+    const rowsOf = (rows: readonly (readonly unknown[])[]) => rows.map((row) => JSON.stringify(row)).sort();
+    expect(rowsOf(all.rows.map((row) => [row.keyName, row.teamId, row.userId, row.tag, row.settled]))).toEqual(
+      rowsOf([
+        [GATEWAY_KEY_NAME, '', '', '', 1],
+        [GATEWAY_KEY_NAME, '', 'user-ann', 'nightly', 2],
+        [GATEWAY_KEY_NAME, '', 'user-ann', 'team-a', 1],
+        [GATEWAY_KEY_NAME, '', 'user-bob', '', 1],
+        ['payments-bot', teamId, '', '', 1],
+      ]),
+    );
     const csv = await ledger.http().get(`/v1/organizations/acme/usage?${period()}&groupBy=user,tag`).set(bearer(TOKENS.acmeAdmin)).set('Accept', 'text/csv').expect(200);
     const lines = csv.text.trim().split('\r\n');
     expect(lines[0]!.startsWith('userId,tag,credits,settled,')).toBe(true);
     expect(lines.slice(1).map((line) => line.split(',').slice(0, 4).join(','))).toEqual([
-      `,,${CHARGE},1`,
+      `,,${2 * CHARGE},2`,
       `user-ann,nightly,${2 * CHARGE},2`,
       `user-ann,team-a,${CHARGE},1`,
       `user-bob,,${CHARGE},1`,
     ]);
   });
 
-  it('filters the invocation list by user and by tag, with the other filters and page by page', async () => {
+  it('filters the invocation list by user, by tag and by team, with the other filters and page by page', async () => {
     const idsOf = (page: { invocations: Listed[] }) => page.invocations.map((entry) => entry.invocationId);
     expect(idsOf(await list('user=user-ann'))).toEqual([ids['ann-nightly'], ids['ann-both']]);
     expect(idsOf(await list('tag=nightly'))).toEqual([ids['ann-nightly'], ids['ann-both']]);
@@ -114,6 +130,8 @@ describe('who spent it: metadata.user_id and x-ledger-tags on each call, stateme
     expect(idsOf(await list('tag=nightly&user=user-bob'))).toEqual([]);
     expect(idsOf(await list('tag=nightly&state=refused'))).toEqual([]);
     expect(idsOf(await list('user=nobody-at-all'))).toEqual([]);
+    expect(idsOf(await list(`team=${teamId}`))).toEqual([ids.team]);
+    expect(idsOf(await list(`team=${teamId}&user=user-ann`))).toEqual([]);
     const first = await list('tag=nightly&limit=1');
     expect(idsOf(first)).toEqual([ids['ann-nightly']]);
     const second = await list(`tag=nightly&limit=1&cursor=${first.nextCursor}`);
@@ -148,6 +166,6 @@ describe('who spent it: metadata.user_id and x-ledger-tags on each call, stateme
       expect((error as BadRequestError).error).toMatchObject({ error: { type: 'invalid_request_error', message: expect.stringMatching(/^metadata\.user_id: /) } });
     }
     const balance = await ledger.http().get('/v1/organizations/acme/balance').set(bearer(TOKENS.system)).expect(200);
-    expect(balance.body).toMatchObject({ held: 0, charged: 4 * CHARGE });
+    expect(balance.body).toMatchObject({ held: 0, charged: 5 * CHARGE });
   });
 });

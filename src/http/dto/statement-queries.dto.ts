@@ -58,6 +58,11 @@ export class ListInvocationsQueryDto {
   @Text(MAX_CALL_TAG_CHARS)
   readonly tag?: string;
 
+  @ApiPropertyOptional({ description: 'Only gateway calls whose key was this team’s when they were made.', example: 'team-1' })
+  @Optional()
+  @Id()
+  readonly team?: string;
+
   @ApiPropertyOptional({ default: DEFAULT_INVOCATIONS_PAGE, description: 'Invocations per page.' })
   @Optional()
   @QueryWholeNumber({ min: 1, max: MAX_INVOCATIONS_PAGE, unit: 'invocations' })
@@ -102,7 +107,7 @@ export class UsageQueryDto {
     enum: USAGE_GROUP_BY,
     isArray: true,
     description:
-      'Group rows by any of operation, model, day, key (the gateway key: `keyId` and `keyName`), user (`userId`: the calls’ `metadata.user_id`), tag (`tag`: each of the calls’ `x-ledger-tags`; a call with several counts in each): repeated (`groupBy=day&groupBy=model`) or comma-separated. None: one row of totals.',
+      'Group rows by any of operation, model, day, key (the gateway key: `keyId` and `keyName`), team (`teamId`: the team of the calls’ key), user (`userId`: the calls’ `metadata.user_id`), tag (`tag`: each of the calls’ `x-ledger-tags`; a call with several counts in each): repeated (`groupBy=day&groupBy=model`) or comma-separated. None: one row of totals.',
   })
   @Allow()
   readonly groupBy?: string | string[];
