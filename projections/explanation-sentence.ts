@@ -4,6 +4,7 @@
  * structured fields beside it. Integers are printed plainly (no locale grouping), which keeps the text
  * deterministic.
  */
+import { rateLimitClause, type KeyExpiredFigures } from '../src/accounts/admission.policy';
 import type { RecoveryGround, SettlementTransition } from '../src/invocations/invocation.events';
 import { isRetryable, type FaultClass } from '../src/runtime/faults';
 import type { ExplanationFigures, ExplanationRefusal } from './explanation.view';
@@ -83,6 +84,10 @@ function refusalSentence(view: ExplanationFigures, refusal: ExplanationRefusal):
       const period = team.period === 'total' ? 'in total' : `in ${team.periodStart} (UTC ${team.period})`;
       return `Refused: team_spend_limit — team ${team.teamId} of key ${team.keyId} may spend ${team.limitCredits} credits ${period}; its keys spent ${team.spentCredits} and hold ${team.heldCredits}, so ${Math.max(0, team.limitCredits - team.spentCredits - team.heldCredits)} remain < hold ${team.creditHold}.`;
     }
+    case 'key_expired':
+      return `Refused: key_expired — ${expiredClause(refusal.figures)}.`;
+    case 'key_rate_limit':
+      return `Refused: key_rate_limit — ${rateLimitClause(refusal.figures, String)}.`;
   }
 }
 
@@ -202,4 +207,11 @@ function credits(amount: number): string {
 function count(used: number, limit: number | undefined, noun: string): string {
   if (limit === undefined) return `${used} ${used === 1 ? noun : `${noun}s`}`;
   return `${used} of ${limit} ${limit === 1 ? noun : `${noun}s`}`;
+}
+
+/** Why a key stopped working before the hold: it expired, or the secret presented was rotated away. */
+export function expiredClause(figures: KeyExpiredFigures): string {
+  return figures.rotated
+    ? `the secret presented for key ${figures.keyId} was rotated away, and its grace ended at ${figures.expiredAt}, so nothing was held or sent upstream`
+    : `key ${figures.keyId} expired at ${figures.expiredAt}, so nothing was held or sent upstream`;
 }

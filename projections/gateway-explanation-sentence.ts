@@ -5,7 +5,8 @@
  * fixed rule (no locale), so a rebuild writes the same words.
  */
 import type { ExplanationFigures, ExplanationGateway, ExplanationRefusal } from './explanation.view';
-import { FAULT_WORDING, recoveryGroundClause } from './explanation-sentence';
+import { rateLimitClause } from '../src/accounts/admission.policy';
+import { expiredClause, FAULT_WORDING, recoveryGroundClause } from './explanation-sentence';
 
 /** What each refusal answers the caller with (docs/gateway.md "Admission"). */
 const REFUSAL_STATUS: Readonly<Record<ExplanationRefusal['reason'], number>> = {
@@ -18,6 +19,8 @@ const REFUSAL_STATUS: Readonly<Record<ExplanationRefusal['reason'], number>> = {
   key_revoked: 401,
   key_model_not_allowed: 403,
   key_max_tokens: 400,
+  key_expired: 401,
+  key_rate_limit: 429,
   no_running_slot: 429,
   ledger_totals_bound: 402,
 };
@@ -144,6 +147,10 @@ function refusalClause(view: ExplanationFigures, refusal: ExplanationRefusal): s
       const remaining = Math.max(0, team.limitCredits - team.spentCredits - team.heldCredits);
       return `the key's team ${JSON.stringify(team.teamName)} may spend ${grouped(team.limitCredits)} credits ${period}; its keys spent ${grouped(team.spentCredits)} and hold ${grouped(team.heldCredits)}, so ${grouped(remaining)} remain < hold ${grouped(team.creditHold)}`;
     }
+    case 'key_expired':
+      return expiredClause(refusal.figures);
+    case 'key_rate_limit':
+      return `${rateLimitClause(refusal.figures, grouped)}, so nothing was held or sent upstream`;
   }
 }
 

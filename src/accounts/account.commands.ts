@@ -61,7 +61,14 @@ export type PlaceHold = DomainCommand<
      * What the gateway call asks of its key: the key, as this decision sees it, must still allow the
      * model and a `max_tokens` this large (a change since the call's key check refuses it here).
      */
-    readonly gatewayCall?: { readonly model: string; readonly maxTokens: number };
+    readonly gatewayCall?: {
+      readonly model: string;
+      readonly maxTokens: number;
+      /** The call's worst-case tokens (input bound + `max_tokens`), held in its minute against the key's `tokensPerMinute`. */
+      readonly tokens?: number;
+      /** SHA-256 of the secret presented: the one before a rotation is refused here once its grace has ended. */
+      readonly keyHash?: string;
+    };
   }
 >;
 
@@ -76,6 +83,8 @@ export type SettleHold = DomainCommand<
     readonly chargeCredits: number;
     readonly settledAt: string;
     readonly by?: HoldSettler;
+    /** A gateway call's reported tokens (input of every kind + output); absent when its usage is unknown: the worst case stays counted. */
+    readonly reportedTokens?: number;
   }
 >;
 
@@ -93,6 +102,12 @@ export type IssueGatewayKey = DomainCommand<'IssueGatewayKey', GatewayKeySetting
 
 /** Replaces a live key's settings (its name, models, caps and limit). */
 export type ChangeGatewayKey = DomainCommand<'ChangeGatewayKey', GatewayKeySettings & { readonly keyId: string; readonly changedAt: string }>;
+
+/** Gives a live key a new secret (the caller made it and passes its SHA-256); the old one works `graceSeconds` more. */
+export type RotateGatewayKey = DomainCommand<
+  'RotateGatewayKey',
+  { readonly keyId: string; readonly keyHash: string; readonly graceSeconds: number; readonly rotatedAt: string }
+>;
 
 /** Revokes a key; a no-op when it is revoked already. */
 export type RevokeGatewayKey = DomainCommand<'RevokeGatewayKey', { readonly keyId: string; readonly revokedAt: string }>;
@@ -121,6 +136,7 @@ export type AccountCommand =
   | SetAlertThresholds
   | IssueGatewayKey
   | ChangeGatewayKey
+  | RotateGatewayKey
   | RevokeGatewayKey
   | RecordGatewayRejections
   | CreateGatewayTeam

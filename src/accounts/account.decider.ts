@@ -19,6 +19,7 @@ import type {
   PlaceHold,
   RecordGatewayRejections,
   RevokeGatewayKey,
+  RotateGatewayKey,
   SetAlertThresholds,
   SettleHold,
 } from './account.commands';
@@ -50,13 +51,18 @@ import { admit, AdmissionRefusedError, refusalOf, totalsBoundRefusal } from './a
 import {
   GATEWAY_REJECTION_REASONS,
   keyAllowsModel,
+  keyExpiry,
+  minuteOf,
+  readGraceSeconds,
   MAX_GATEWAY_KEYS_PER_ORGANIZATION,
   countedPeriod,
   readKeyHash,
   readKeySettings,
   UnknownGatewayKeyError,
+  type GatewayKey,
   type GatewayRejectionCounts,
 } from './gateway-keys';
+import { isoToMs } from '../domain/field-checks';
 
 /**
  * - GrantCredits / AdjustCredits → CreditsGranted / CreditsAdjusted; a repeated key with the same
@@ -91,6 +97,8 @@ export function decideAccount(command: AccountCommand, state: AccountState): Acc
       return issueGatewayKey(command, state);
     case 'ChangeGatewayKey':
       return changeGatewayKey(command, state);
+    case 'RotateGatewayKey':
+      return rotateGatewayKey(command, state);
     case 'RevokeGatewayKey':
       return revokeGatewayKey(command, state);
     case 'RecordGatewayRejections':
@@ -193,13 +201,16 @@ function settleHold({ data }: SettleHold, state: AccountState): AccountEvent[] {
   });
   const settledAt = checks.instant('settledAt', data.settledAt);
   const settledBy = data.by === undefined ? undefined : checks.oneOf('by', data.by, HOLD_SETTLERS);
+  const reportedTokens = data.reportedTokens === undefined ? undefined : checks.integer('reportedTokens', data.reportedTokens, { min: 0, max: Number.MAX_SAFE_INTEGER, unit: 'tokens' });
   checks.throwIfAny();
   const open = state.openHolds.get(invocationId);
   if (open === undefined) return [];
   assertExact('chargeCredits', state, { charged: state.charged + chargeCredits, held: heldCredits(state) - open.credits });
+  // Only a gateway hold that counted tokens is trued up by them.
+  const trueUp = reportedTokens === undefined || open.gatewayKey?.tokens === undefined ? {} : { reportedTokens };
   const settled: AccountEvent = {
     type: 'HoldSettled',
-    data: { invocationId, heldCredits: open.credits, chargedCredits: chargeCredits, settledAt, ...(settledBy === undefined ? {} : { settledBy }) },
+    data: { invocationId, heldCredits: open.credits, chargedCredits: chargeCredits, settledAt, ...(settledBy === undefined ? {} : { settledBy }), ...trueUp },
   };
   const events = withCrossings(state, [settled], {
     cause: { kind: 'settlement', invocationId },
@@ -313,6 +324,7 @@ function assertRoomBelow(state: AccountState, credits: number): void {
 function liveKeyHold(state: AccountState, asked: HoldGatewayKey, placedAt: string, call: PlaceHold['data']['gatewayCall']): HoldGatewayKey {
   const key = state.gatewayKeys.get(asked.keyId);
   if (key === undefined || key.revokedAt !== undefined) throw new UnknownGatewayKeyError(asked.keyId);
+  const timed = call === undefined ? {} : keyCallAt(key, call, placedAt);
   if (call !== undefined) {
     const checks = new FieldChecks();
     const model = checks.text('gatewayCall.model', call.model, MAX_MODEL_NAME_CHARS);
@@ -324,14 +336,35 @@ function liveKeyHold(state: AccountState, asked: HoldGatewayKey, placedAt: strin
     }
   }
   const team = teamHoldOf(state, key, placedAt);
-  return { keyId: key.keyId, period: countedPeriod(key, placedAt), ...(team === undefined ? {} : { team }) };
+  return { keyId: key.keyId, period: countedPeriod(key, placedAt), ...(team === undefined ? {} : { team }), ...timed };
+}
+
+/**
+ * A gateway call's key as time sees it at `placedAt` (docs/gateway.md "Keys"): the secret presented
+ * must still open the key (not expired, not rotated away past its grace), decided here so a key
+ * expiring between the key check and the hold holds nothing. Then the call's worst-case tokens and
+ * the UTC minute they count in, for the key's rate limits (admission.policy.ts, keyRateRefusal).
+ */
+function keyCallAt(key: GatewayKey, call: NonNullable<PlaceHold['data']['gatewayCall']>, placedAt: string): { readonly tokens?: number; readonly minute?: string } {
+  const checks = new FieldChecks();
+  const keyHash = call.keyHash === undefined ? undefined : readKeyHash(checks, call.keyHash);
+  const tokens = call.tokens === undefined ? undefined : checks.integer('gatewayCall.tokens', call.tokens, { min: 0, max: Number.MAX_SAFE_INTEGER, unit: 'tokens' });
+  checks.throwIfAny();
+  if (keyHash !== undefined && keyHash !== key.keyHash && keyHash !== key.previousKeyHash) throw new UnknownGatewayKeyError(key.keyId);
+  const expired = keyExpiry(key, keyHash ?? key.keyHash, placedAt);
+  if (expired !== undefined) throw new AdmissionRefusedError({ reason: 'key_expired', figures: { keyId: key.keyId, ...expired } });
+  if (tokens === undefined) return {};
+  // Minutes only move forward: an instance whose clock is behind counts in the key's latest minute.
+  const minute = minuteOf(placedAt);
+  const latest = key.rateMinute?.minute;
+  return { tokens, minute: latest !== undefined && latest > minute ? latest : minute };
 }
 
 function issueGatewayKey({ data }: IssueGatewayKey, state: AccountState): AccountEvent[] {
   const checks = new FieldChecks();
   const keyId = checks.id('keyId', data.keyId);
   const keyHash = readKeyHash(checks, data.keyHash);
-  const settings = readKeySettings(checks, data as unknown as Record<string, unknown>);
+  const settings = readKeySettings(checks, data as unknown as Record<string, unknown>, String(data.issuedAt));
   const issuedAt = checks.instant('issuedAt', data.issuedAt);
   checks.throwIfAny();
   const existing = state.gatewayKeys.get(keyId);
@@ -350,13 +383,33 @@ function issueGatewayKey({ data }: IssueGatewayKey, state: AccountState): Accoun
 function changeGatewayKey({ data }: ChangeGatewayKey, state: AccountState): AccountEvent[] {
   const checks = new FieldChecks();
   const keyId = checks.id('keyId', data.keyId);
-  const settings = readKeySettings(checks, data as unknown as Record<string, unknown>);
+  const settings = readKeySettings(checks, data as unknown as Record<string, unknown>, String(data.changedAt));
   const changedAt = checks.instant('changedAt', data.changedAt);
   checks.throwIfAny();
   const key = state.gatewayKeys.get(keyId);
   if (key === undefined || key.revokedAt !== undefined) throw new UnknownGatewayKeyError(keyId);
   assertKnownTeam(state, settings.teamId);
   return [{ type: 'GatewayKeyChanged', data: { keyId, ...settings, changedAt } }];
+}
+
+/**
+ * A new secret for a live key: its hash replaces the key's, and the hash before stays valid until
+ * `rotatedAt + graceSeconds` (a secret rotated away earlier is forgotten: one grace at a time). A
+ * retried rotation to the same hash writes nothing; a hash another key has is refused.
+ */
+function rotateGatewayKey({ data }: RotateGatewayKey, state: AccountState): AccountEvent[] {
+  const checks = new FieldChecks();
+  const keyId = checks.id('keyId', data.keyId);
+  const keyHash = readKeyHash(checks, data.keyHash);
+  const graceSeconds = readGraceSeconds(checks, data.graceSeconds);
+  const rotatedAt = checks.instant('rotatedAt', data.rotatedAt);
+  checks.throwIfAny();
+  const key = state.gatewayKeys.get(keyId);
+  if (key === undefined || key.revokedAt !== undefined) throw new UnknownGatewayKeyError(keyId);
+  if (key.keyHash === keyHash) return [];
+  if (state.gatewayKeyHashes.has(keyHash)) throw new IdempotencyConflictError(keyId, `the new secret's hash belongs to a gateway key already`);
+  const previousValidUntil = new Date(isoToMs(rotatedAt) + graceSeconds * 1_000).toISOString();
+  return [{ type: 'GatewayKeyRotated', data: { keyId, keyHash, previousValidUntil, rotatedAt } }];
 }
 
 function revokeGatewayKey({ data }: RevokeGatewayKey, state: AccountState): AccountEvent[] {

@@ -50,6 +50,14 @@ export interface HoldGatewayKey {
    * charge count against that team, whatever the key names later. Absent: the key had no team.
    */
   readonly team?: { readonly teamId: string; readonly period: string };
+  /**
+   * The call's worst-case tokens (input bound + `max_tokens`), counted in its UTC minute against the
+   * key's `tokensPerMinute` until its settlement trues them up. Absent in a PlaceHold (the decider
+   * takes the call's) and in holds placed before rate limits existed.
+   */
+  readonly tokens?: number;
+  /** The UTC minute (`2026-12-03T20:44`) the call counts in; absent as `tokens` is. */
+  readonly minute?: string;
 }
 
 /** Holds `credits` for an invocation and takes one running slot. */
@@ -72,6 +80,15 @@ export type GatewayKeyIssued = DomainEvent<
 
 /** A key's settings after a change, whole, so a reader needs no earlier event. */
 export type GatewayKeyChanged = DomainEvent<'GatewayKeyChanged', GatewayKeySettings & { readonly keyId: string; readonly changedAt: string }>;
+
+/**
+ * The key has a new secret (its SHA-256 here, never the secret); the one before works until
+ * `previousValidUntil`, then is refused (docs/gateway.md "Keys"). Same id, spend and limits.
+ */
+export type GatewayKeyRotated = DomainEvent<
+  'GatewayKeyRotated',
+  { readonly keyId: string; readonly keyHash: string; readonly previousValidUntil: string; readonly rotatedAt: string }
+>;
 
 /** The key is refused from now on, on every instance: admission reads this stream. */
 export type GatewayKeyRevoked = DomainEvent<'GatewayKeyRevoked', { readonly keyId: string; readonly revokedAt: string }>;
@@ -138,6 +155,8 @@ export type HoldSettled = DomainEvent<
     readonly chargedCredits: number;
     readonly settledAt: string;
     readonly settledBy?: HoldSettler;
+    /** A gateway call's tokens as its usage reported them: its minute counts these instead of its worst case. */
+    readonly reportedTokens?: number;
   }
 >;
 
@@ -185,6 +204,7 @@ export type AccountEvent =
   | CreditThresholdCrossed
   | GatewayKeyIssued
   | GatewayKeyChanged
+  | GatewayKeyRotated
   | GatewayKeyRevoked
   | GatewayCallsRejected
   | GatewayTeamCreated

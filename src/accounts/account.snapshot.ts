@@ -76,7 +76,8 @@ export const accountSnapshot: SnapshotCodec<AccountState> = {
       alertThresholds: encoded.alertThresholds,
       crossedThresholds: new Set(encoded.crossedThresholds),
       gatewayKeys: new Map(keys.map((key) => [key.keyId, key])),
-      gatewayKeyHashes: new Map(keys.map((key) => [key.keyHash, key.keyId])),
+      // A secret rotated away is found until its grace ends, as evolve keeps it (withKeyRotated).
+      gatewayKeyHashes: new Map(keys.flatMap((key) => [[key.keyHash, key.keyId] as const, ...(key.previousKeyHash === undefined ? [] : [[key.previousKeyHash, key.keyId] as const])])),
       gatewayTeams: new Map(teams.map((team) => [team.teamId, team])),
     };
   },

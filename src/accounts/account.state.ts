@@ -258,6 +258,8 @@ function applyAccountEvent(state: AccountState, event: AccountEvent): AccountSta
       return withKeyIssued(state, event.data);
     case 'GatewayKeyChanged':
       return withKeyChanged(state, event.data);
+    case 'GatewayKeyRotated':
+      return withKeyRotated(state, event.data);
     case 'GatewayKeyRevoked': {
       const key = state.gatewayKeys.get(event.data.keyId);
       return key === undefined ? state : withKey(state, { ...key, revokedAt: event.data.revokedAt });
@@ -293,19 +295,44 @@ function withHoldPlaced(state: AccountState, { invocationId, credits, placedAt, 
   openHolds.set(invocationId, { credits, placedAt, ...(gatewayKey === undefined ? {} : { gatewayKey }) });
   const next = { ...state, exists: true, openHolds };
   if (gatewayKey === undefined) return next;
-  const keyed = withKeyPeriod(next, gatewayKey.keyId, gatewayKey.period);
+  const keyed = withKeyMinute(withKeyPeriod(next, gatewayKey.keyId, gatewayKey.period), gatewayKey, 1, gatewayKey.tokens ?? 0);
   return gatewayKey.team === undefined ? keyed : withTeamPeriod(keyed, gatewayKey.team.teamId, gatewayKey.team.period);
 }
 
-function withHoldSettled(state: AccountState, { invocationId, chargedCredits }: AccountEventData<'HoldSettled'>): AccountState {
+function withHoldSettled(state: AccountState, { invocationId, chargedCredits, reportedTokens }: AccountEventData<'HoldSettled'>): AccountState {
   const open = state.openHolds.get(invocationId);
   const openHolds = new Map(state.openHolds);
   openHolds.delete(invocationId);
   const next = { ...state, exists: true, charged: state.charged + chargedCredits, openHolds };
   if (open?.gatewayKey === undefined) return next;
-  const keyed = withKeySpent(next, open.gatewayKey.keyId, open.gatewayKey.period, chargedCredits);
+  const spent = withKeySpent(next, open.gatewayKey.keyId, open.gatewayKey.period, chargedCredits);
   const team = open.gatewayKey.team;
-  return team === undefined ? keyed : withTeamSpent(keyed, team.teamId, team.period, chargedCredits);
+  const keyed = team === undefined ? spent : withTeamSpent(spent, team.teamId, team.period, chargedCredits);
+  // Trued up: the minute counts the tokens the usage reported instead of the worst case held.
+  return reportedTokens === undefined || open.gatewayKey.tokens === undefined ? keyed : withKeyMinute(keyed, open.gatewayKey, 0, reportedTokens - open.gatewayKey.tokens);
+}
+
+/**
+ * Adds `requests` and `tokens` to the key's count of the hold's minute: a later minute replaces the
+ * one kept (minutes only move forward), an earlier one is gone and changes nothing.
+ */
+function withKeyMinute(state: AccountState, hold: HoldGatewayKey, requests: number, tokens: number): AccountState {
+  const key = state.gatewayKeys.get(hold.keyId);
+  if (key === undefined || hold.minute === undefined) return state;
+  const current = key.rateMinute;
+  if (current !== undefined && current.minute > hold.minute) return state;
+  const base = current?.minute === hold.minute ? current : { minute: hold.minute, requests: 0, tokens: 0 };
+  return withKey(state, { ...key, rateMinute: { minute: hold.minute, requests: base.requests + requests, tokens: Math.max(0, base.tokens + tokens) } });
+}
+
+/** The key's new secret; the one before stays findable until its grace ends, the one before that is forgotten. */
+function withKeyRotated(state: AccountState, { keyId, keyHash, previousValidUntil, rotatedAt }: AccountEventData<'GatewayKeyRotated'>): AccountState {
+  const key = state.gatewayKeys.get(keyId);
+  if (key === undefined) return state;
+  const gatewayKeyHashes = new Map(state.gatewayKeyHashes);
+  if (key.previousKeyHash !== undefined) gatewayKeyHashes.delete(key.previousKeyHash);
+  gatewayKeyHashes.set(keyHash, keyId);
+  return { ...withKey(state, { ...key, keyHash, previousKeyHash: key.keyHash, previousKeyValidUntil: previousValidUntil, rotatedAt }), gatewayKeyHashes };
 }
 
 function withKeyIssued(state: AccountState, { keyId, keyHash, issuedAt, ...settings }: AccountEventData<'GatewayKeyIssued'>): AccountState {
@@ -320,7 +347,7 @@ function withKeyChanged(state: AccountState, { keyId, changedAt: _changedAt, ...
   const key = state.gatewayKeys.get(keyId);
   if (key === undefined) return state;
   // The settings are whole: a cap or a limit left out of the change is gone.
-  const { models: _m, maxOutputTokens: _o, spendLimit: _l, alertAt: _a, teamId: _t, ...kept } = key;
+  const { models: _m, maxOutputTokens: _o, spendLimit: _l, alertAt: _a, teamId: _t, expiresAt: _e, maxConcurrent: _c, requestsPerMinute: _r, tokensPerMinute: _tpm, ...kept } = key;
   return withKey(state, { ...kept, ...settings });
 }
 

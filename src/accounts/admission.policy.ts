@@ -8,20 +8,24 @@ import { DomainError } from '../domain/domain.errors';
 import { MAX_ACCOUNT_TOTAL_CREDITS, MAX_HOLD_OVERRUN_CREDITS } from './account.bounds';
 import type { HoldGatewayKey } from './account.events';
 import { AccountState, availableCredits, committedCredits, keySpend, runningCount, teamSpend } from './account.state';
-import type { SpendPeriod } from './gateway-keys';
+import { KEY_CONCURRENCY_RETRY_AFTER_SECONDS, type GatewayKey, type KeyRateLimit, type SpendPeriod } from './gateway-keys';
+import { isoToMs } from '../domain/field-checks';
 
 /**
  * Refusals of the access check: docs/lifecycle.md transition 1. For a gateway call whose key changed
  * after it was checked and before its hold was placed (docs/gateway.md "Admission"): `key_revoked`
  * (revoked), `key_model_not_allowed` (its models no longer include the call's), `key_max_tokens` (its
- * cap fell below the call's `max_tokens`).
+ * cap fell below the call's `max_tokens`), `key_expired` (the key reached its `expiresAt`, or the
+secret presented was rotated away and its grace has ended).
  */
-export const ACCESS_REFUSAL_REASONS = ['ai_disabled', 'operation_disabled', 'unknown_operation', 'key_revoked', 'key_model_not_allowed', 'key_max_tokens'] as const;
+export const ACCESS_REFUSAL_REASONS = ['ai_disabled', 'operation_disabled', 'unknown_operation', 'key_revoked', 'key_model_not_allowed', 'key_max_tokens', 'key_expired'] as const;
 /**
- * Refusals for want of credits or a slot, or a gateway team's or key's limit, or because the hold and its settlement's room would not fit
- * in the exact-integer range (`ledger_totals_bound`): docs/lifecycle.md transition 2.
+ * Refusals for want of credits or a slot, or a gateway team's or key's limit (`team_spend_limit`,
+ * `key_spend_limit`, or a key's rate limit: `key_rate_limit`), or because the hold and its
+ * settlement's room would not fit in the exact-integer range (`ledger_totals_bound`):
+ * docs/lifecycle.md transition 2.
  */
-export const CAPACITY_REFUSAL_REASONS = ['insufficient_credits', 'team_spend_limit', 'key_spend_limit', 'no_running_slot', 'ledger_totals_bound'] as const;
+export const CAPACITY_REFUSAL_REASONS = ['insufficient_credits', 'team_spend_limit', 'key_spend_limit', 'key_rate_limit', 'no_running_slot', 'ledger_totals_bound'] as const;
 export const ADMISSION_REFUSAL_REASONS = [...ACCESS_REFUSAL_REASONS, ...CAPACITY_REFUSAL_REASONS] as const;
 export type AdmissionRefusalReason = (typeof ADMISSION_REFUSAL_REASONS)[number];
 
@@ -37,7 +41,31 @@ export type AdmissionRefusal =
   | { readonly reason: 'team_spend_limit'; readonly figures: TeamSpendFigures }
   | { readonly reason: 'key_revoked'; readonly figures: { readonly keyId: string } }
   | { readonly reason: 'key_model_not_allowed'; readonly figures: { readonly keyId: string; readonly model: string } }
-  | { readonly reason: 'key_max_tokens'; readonly figures: { readonly keyId: string; readonly maxTokens: number; readonly maxOutputTokens: number } };
+  | { readonly reason: 'key_max_tokens'; readonly figures: { readonly keyId: string; readonly maxTokens: number; readonly maxOutputTokens: number } }
+  | { readonly reason: 'key_expired'; readonly figures: KeyExpiredFigures }
+  | { readonly reason: 'key_rate_limit'; readonly figures: KeyRateFigures };
+
+/** The instant the key (or, `rotated`, the secret presented, rotated away) stopped working. */
+// A type, not an interface: it is read as a plain record of figures (the console shows them so).
+export type KeyExpiredFigures = { readonly keyId: string; readonly expiredAt: string; readonly rotated: boolean };
+
+/**
+ * A key's rate limit against a call: `counted + asked > allowed`. `maxConcurrent` counts calls in
+ * flight and asks 1; `requestsPerMinute` counts calls admitted in `minute` and asks 1;
+ * `tokensPerMinute` counts their tokens and asks the call's worst case. `retryAfterSeconds` is when
+ * the minute rolls over, or KEY_CONCURRENCY_RETRY_AFTER_SECONDS for calls in flight.
+ */
+// A type, not an interface: it is read as a plain record of figures (the console shows them so).
+export type KeyRateFigures = {
+  readonly keyId: string;
+  readonly limit: KeyRateLimit;
+  readonly allowed: number;
+  readonly counted: number;
+  readonly asked: number;
+  /** The UTC minute counted (`2026-12-03T20:44`); absent for `maxConcurrent`. */
+  readonly minute?: string;
+  readonly retryAfterSeconds: number;
+};
 
 /**
  * Why a hold was refused at the exact-integer bound: `committedCredits + creditHold + overrunRoomCredits
@@ -73,7 +101,19 @@ export type TeamSpendFigures = KeySpendFigures & { readonly teamId: string; read
 /** The refusals an account can decide alone. */
 export type AccountRefusal = Extract<
   AdmissionRefusal,
-  { reason: 'ai_disabled' | 'insufficient_credits' | 'no_running_slot' | 'key_spend_limit' | 'team_spend_limit' | 'ledger_totals_bound' | 'key_model_not_allowed' | 'key_max_tokens' }
+  {
+    reason:
+      | 'ai_disabled'
+      | 'insufficient_credits'
+      | 'no_running_slot'
+      | 'key_spend_limit'
+      | 'team_spend_limit'
+      | 'key_rate_limit'
+      | 'ledger_totals_bound'
+      | 'key_model_not_allowed'
+      | 'key_max_tokens'
+      | 'key_expired';
+  }
 >;
 
 export type AdmissionDecision = { readonly admitted: true } | ({ readonly admitted: false } & AdmissionRefusal);
@@ -82,7 +122,8 @@ export type AccountAdmission = { readonly admitted: true } | ({ readonly admitte
 /**
  * The account's checks, in the order docs/lifecycle.md gives: the organization switch, then credits
  * (`available < creditHold`; exactly enough is enough), then a gateway call's team limit and key limit
- * (what the team's keys, then the key, spent and hold in the period, plus this hold, within the limit), then a slot (`running >=
+ * (what the team's keys, then the key, spent and hold in the period, plus this hold, within the limit),
+ * then the key's rate limits (keyRateRefusal), then a slot (`running >=
  * maxRunning`), then the bound: the hold and the room its settlement may need past it must fit under
  * MAX_ACCOUNT_TOTAL_CREDITS beside everything already committed, so that settling it can never leave
  * the exact-integer range.
@@ -98,6 +139,9 @@ export function admit(
   }
   const limited = gatewayKey === undefined || at === undefined ? undefined : gatewayLimitRefusal(state, gatewayKey, creditHold, at);
   if (limited !== undefined) return limited;
+  const key = gatewayKey === undefined ? undefined : state.gatewayKeys.get(gatewayKey.keyId);
+  const rate = key === undefined || gatewayKey === undefined || at === undefined ? undefined : keyRateRefusal(state, key, gatewayKey, at);
+  if (rate !== undefined) return { admitted: false, reason: 'key_rate_limit', figures: rate };
   const running = runningCount(state);
   if (running >= state.maxRunning) {
     return { admitted: false, reason: 'no_running_slot', figures: { running, maxRunning: state.maxRunning } };
@@ -131,6 +175,47 @@ function gatewayLimitRefusal(state: AccountState, gatewayKey: HoldGatewayKey, cr
     }
   }
   return undefined;
+}
+
+/**
+ * The first of the key's rate limits this call would cross (docs/gateway.md "Rate limits"): calls in
+ * flight, then calls admitted in the call's UTC minute, then their tokens with this call's worst case.
+ * Only the key's latest minute is counted; a later minute starts at 0.
+ */
+export function keyRateRefusal(state: AccountState, key: GatewayKey, call: HoldGatewayKey, at: string): KeyRateFigures | undefined {
+  if (key.maxConcurrent !== undefined) {
+    let inFlight = 0;
+    for (const hold of state.openHolds.values()) if (hold.gatewayKey?.keyId === key.keyId) inFlight += 1;
+    if (inFlight + 1 > key.maxConcurrent) {
+      return { keyId: key.keyId, limit: 'maxConcurrent', allowed: key.maxConcurrent, counted: inFlight, asked: 1, retryAfterSeconds: KEY_CONCURRENCY_RETRY_AFTER_SECONDS };
+    }
+  }
+  if (call.minute === undefined) return undefined;
+  const counted = key.rateMinute?.minute === call.minute ? key.rateMinute : { requests: 0, tokens: 0 };
+  // Whole seconds until the minute rolls over, at least 1 (a refusal at :59.5 waits one second).
+  const retryAfterSeconds = Math.max(1, Math.ceil((isoToMs(`${call.minute}:00.000Z`) + 60_000 - isoToMs(at)) / 1_000));
+  const minute = { keyId: key.keyId, minute: call.minute, retryAfterSeconds };
+  if (key.requestsPerMinute !== undefined && counted.requests + 1 > key.requestsPerMinute) {
+    return { ...minute, limit: 'requestsPerMinute', allowed: key.requestsPerMinute, counted: counted.requests, asked: 1 };
+  }
+  const tokens = call.tokens ?? 0;
+  if (key.tokensPerMinute !== undefined && counted.tokens + tokens > key.tokensPerMinute) {
+    return { ...minute, limit: 'tokensPerMinute', allowed: key.tokensPerMinute, counted: counted.tokens, asked: tokens };
+  }
+  return undefined;
+}
+
+/** Which of a key's rate limits the call would cross, with its figures (`number` formats them). */
+export function rateLimitClause(figures: KeyRateFigures, number: (amount: number) => string): string {
+  const { keyId, allowed, counted, asked } = figures;
+  switch (figures.limit) {
+    case 'maxConcurrent':
+      return `key ${keyId} may have ${number(allowed)} calls in flight and has ${number(counted)}`;
+    case 'requestsPerMinute':
+      return `key ${keyId} may have ${number(allowed)} calls admitted per minute and had ${number(counted)} in ${figures.minute} UTC`;
+    case 'tokensPerMinute':
+      return `key ${keyId} may have ${number(allowed)} tokens per minute; its calls in ${figures.minute} UTC count ${number(counted)}, and this call's worst case of ${number(asked)} would pass it`;
+  }
 }
 
 /** The `ledger_totals_bound` refusal of a hold of `creditHold` on an account with `committed` credits. */

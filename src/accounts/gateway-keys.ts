@@ -5,7 +5,7 @@
  * SHA-256 of it, which the key's 256 random bits make as safe to keep as a slow hash would.
  */
 import { DomainError } from '../domain/domain.errors';
-import { FieldChecks } from '../domain/field-checks';
+import { FieldChecks, isoToMs } from '../domain/field-checks';
 import { MAX_LEDGER_ENTRY_CREDITS } from './account.bounds';
 import { readAlertAt, type BudgetAlertsSent } from './budget-alerts';
 
@@ -21,6 +21,19 @@ export const MAX_GATEWAY_MODEL_NAME_CHARS = 200;
 export const MAX_GATEWAY_KEY_OUTPUT_TOKENS = 1_000_000;
 /** Characters of a key's SHA-256, hex. */
 export const GATEWAY_KEY_HASH_HEX_CHARS = 64;
+/** Highest `maxConcurrent` a key may set, in calls in flight. */
+export const MAX_GATEWAY_KEY_CONCURRENT_CALLS = 1_000;
+/** Highest `requestsPerMinute` a key may set, in calls admitted per UTC minute. */
+export const MAX_GATEWAY_KEY_REQUESTS_PER_MINUTE = 1_000_000;
+/** Highest `tokensPerMinute` a key may set, in tokens per UTC minute. */
+export const MAX_GATEWAY_KEY_TOKENS_PER_MINUTE = 1_000_000_000_000;
+/**
+ * What a call refused for a key's `maxConcurrent` is told to wait, in whole seconds (`retry-after`):
+ * a call in flight may end any moment, so no later instant is known.
+ */
+export const KEY_CONCURRENCY_RETRY_AFTER_SECONDS = 1;
+/** Longest grace a rotation may leave the old secret, in seconds: 30 days. */
+export const MAX_GATEWAY_KEY_ROTATION_GRACE_SECONDS = 2_592_000;
 
 /**
  * Why a call by a known key was refused before anything was held (docs/gateway.md "Rejections before
@@ -56,6 +69,30 @@ export interface GatewayKeySettings {
   readonly alertAt?: readonly number[];
   /** The team whose limit the key's calls also count against (docs/gateway.md "Teams"); absent: none. */
   readonly teamId?: string;
+  /** ISO-8601: from this instant the key is refused (401); absent: it never expires. */
+  readonly expiresAt?: string;
+  /** Calls in flight (held, not yet settled) the key may have at once; absent: the organization's `maxRunning` alone. */
+  readonly maxConcurrent?: number;
+  /** Calls the key may have admitted in one UTC minute. */
+  readonly requestsPerMinute?: number;
+  /** Tokens the key's calls admitted in one UTC minute may hold (worst case until settled, then their usage). */
+  readonly tokensPerMinute?: number;
+}
+
+/** The rate limits of a key's settings. */
+export const KEY_RATE_LIMITS = ['maxConcurrent', 'requestsPerMinute', 'tokensPerMinute'] as const;
+export type KeyRateLimit = (typeof KEY_RATE_LIMITS)[number];
+
+/**
+ * What a key's calls admitted in its latest minute count against `requestsPerMinute` and
+ * `tokensPerMinute`: only that minute is kept, so the state stays one entry per key.
+ */
+export interface KeyMinute {
+  /** The UTC minute, `2026-12-03T20:44`. */
+  readonly minute: string;
+  readonly requests: number;
+  /** Worst-case tokens of the calls still held, reported tokens of those settled. */
+  readonly tokens: number;
 }
 
 export interface GatewayKey extends GatewayKeySettings {
@@ -63,6 +100,12 @@ export interface GatewayKey extends GatewayKeySettings {
   readonly keyHash: string;
   readonly issuedAt: string;
   readonly revokedAt?: string;
+  /** The secret before the latest rotation (its SHA-256) and the instant it stops working. */
+  readonly previousKeyHash?: string;
+  readonly previousKeyValidUntil?: string;
+  readonly rotatedAt?: string;
+  /** Absent before the key's first call, and in state written before rate limits existed. */
+  readonly rateMinute?: KeyMinute;
   /** The period (`2026-12-01`, `2026-W49`, `2026-12`, `total`) that `spentInPeriod` counts: the period of the key's latest hold. */
   readonly spendPeriod?: string;
   /** Credits charged for calls admitted in `spendPeriod`. */
@@ -133,8 +176,35 @@ export function keySpendAt(key: Pick<GatewayKey, 'spendLimit' | 'spendPeriod' | 
   return { period, spent: key.spendPeriod === period ? key.spentInPeriod : 0, held: heldByPeriod.get(period) ?? 0 };
 }
 
-/** The key's settings, checked field by field (names are paths in the request body). */
-export function readKeySettings(checks: FieldChecks, input: Record<string, unknown>): GatewayKeySettings {
+/** The UTC minute (`2026-12-03T20:44`) that contains `at` (ISO-8601, any zone). */
+export function minuteOf(at: string): string {
+  return new Date(isoToMs(at)).toISOString().slice(0, 16);
+}
+
+/** The key's lifetime and rate limits, checked field by field; `expiresAt` must be after `now`. */
+function readKeyLimits(checks: FieldChecks, input: Record<string, unknown>, now: string): Pick<GatewayKeySettings, 'expiresAt' | KeyRateLimit> {
+  let expiresAt: string | undefined;
+  if (input.expiresAt !== undefined) {
+    expiresAt = checks.instant('expiresAt', input.expiresAt);
+    if (Number.isFinite(isoToMs(expiresAt)) && Number.isFinite(isoToMs(now)) && isoToMs(expiresAt) <= isoToMs(now)) checks.add('expiresAt', `must be in the future (after ${now})`);
+  }
+  const bounds: Record<KeyRateLimit, { readonly max: number; readonly unit: string }> = {
+    maxConcurrent: { max: MAX_GATEWAY_KEY_CONCURRENT_CALLS, unit: 'calls in flight' },
+    requestsPerMinute: { max: MAX_GATEWAY_KEY_REQUESTS_PER_MINUTE, unit: 'calls per minute' },
+    tokensPerMinute: { max: MAX_GATEWAY_KEY_TOKENS_PER_MINUTE, unit: 'tokens per minute' },
+  };
+  const limits: Partial<Record<KeyRateLimit, number>> = {};
+  for (const limit of KEY_RATE_LIMITS) {
+    if (input[limit] !== undefined) limits[limit] = checks.integer(limit, input[limit], { min: 1, ...bounds[limit] });
+  }
+  return { ...(expiresAt === undefined ? {} : { expiresAt }), ...limits };
+}
+
+/**
+ * The key's settings, checked field by field (names are paths in the request body); `now` is the
+ * instant of the issue or change, which `expiresAt` must be after.
+ */
+export function readKeySettings(checks: FieldChecks, input: Record<string, unknown>, now: string): GatewayKeySettings {
   const name = checks.text('name', input.name, MAX_GATEWAY_KEY_NAME_CHARS);
   let models: string[] | undefined;
   if (input.models !== undefined) {
@@ -156,6 +226,7 @@ export function readKeySettings(checks: FieldChecks, input: Record<string, unkno
     ...(spendLimit === undefined ? {} : { spendLimit }),
     ...(alertAt === undefined ? {} : { alertAt }),
     ...(teamId === undefined ? {} : { teamId }),
+    ...readKeyLimits(checks, input, now),
   };
 }
 
@@ -182,6 +253,25 @@ export function readKeyHash(checks: FieldChecks, value: unknown): string {
     return '';
   }
   return value;
+}
+
+/** The seconds a rotation leaves the old secret working, checked (0 ends it at once). */
+export function readGraceSeconds(checks: FieldChecks, value: unknown): number {
+  return checks.integer('graceSeconds', value, { min: 0, max: MAX_GATEWAY_KEY_ROTATION_GRACE_SECONDS, unit: 'seconds' });
+}
+
+/**
+ * Whether the secret whose SHA-256 is `hash` opens `key` at `at`: the current secret until the key
+ * expires, the one before the latest rotation until its grace ends too. Undefined when it does;
+ * otherwise the instant it stopped working and whether that was the rotation's grace.
+ */
+export function keyExpiry(key: GatewayKey, hash: string, at: string): { readonly expiredAt: string; readonly rotated: boolean } | undefined {
+  const ms = isoToMs(at);
+  if (hash === key.previousKeyHash && key.previousKeyValidUntil !== undefined && ms >= isoToMs(key.previousKeyValidUntil)) {
+    return { expiredAt: key.previousKeyValidUntil, rotated: true };
+  }
+  if (key.expiresAt !== undefined && ms >= isoToMs(key.expiresAt)) return { expiredAt: key.expiresAt, rotated: false };
+  return undefined;
 }
 
 /** No key with this id belongs to the organization (or it was never issued): nothing is written. */

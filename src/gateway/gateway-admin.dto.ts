@@ -4,13 +4,17 @@
  */
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsArray, ValidateNested } from 'class-validator';
+import { Allow, IsArray, ValidateNested } from 'class-validator';
 import { MAX_LEDGER_ENTRY_CREDITS } from '../accounts/account.bounds';
 import { MAX_BUDGET_ALERT_PERCENT, MAX_BUDGET_ALERTS } from '../accounts/budget-alerts';
 import {
   GATEWAY_REJECTION_REASONS,
+  MAX_GATEWAY_KEY_CONCURRENT_CALLS,
   MAX_GATEWAY_KEY_NAME_CHARS,
   MAX_GATEWAY_KEY_OUTPUT_TOKENS,
+  MAX_GATEWAY_KEY_REQUESTS_PER_MINUTE,
+  MAX_GATEWAY_KEY_ROTATION_GRACE_SECONDS,
+  MAX_GATEWAY_KEY_TOKENS_PER_MINUTE,
   SPEND_PERIODS,
   type GatewayRejectionReason,
   type SpendLimit,
@@ -74,6 +78,40 @@ export class GatewayKeySettingsDto {
   @Optional()
   @Text(MAX_ID_CHARS)
   readonly teamId?: string;
+
+  @ApiPropertyOptional({ format: 'date-time', description: 'ISO-8601, in the future: from this instant the key is refused (401 `authentication_error`, saying it expired); absent: it never expires.' })
+  // Checked by the domain (readKeySettings), which names `expiresAt` and compares it with the ledger's clock.
+  @Allow()
+  readonly expiresAt?: string;
+
+  @ApiPropertyOptional({ description: 'Calls the key may have in flight at once; one more is refused (429 `rate_limit_error`, `key_rate_limit`).' })
+  @Optional()
+  @WholeNumber({ min: 1, max: MAX_GATEWAY_KEY_CONCURRENT_CALLS, unit: 'calls in flight' })
+  readonly maxConcurrent?: number;
+
+  @ApiPropertyOptional({ description: 'Calls the key may have admitted in one UTC minute.' })
+  @Optional()
+  @WholeNumber({ min: 1, max: MAX_GATEWAY_KEY_REQUESTS_PER_MINUTE, unit: 'calls per minute' })
+  readonly requestsPerMinute?: number;
+
+  @ApiPropertyOptional({ description: 'Tokens the key’s calls admitted in one UTC minute may count: each holds its worst case (input bound + `max_tokens`) until its settlement trues it up to its reported usage.' })
+  @Optional()
+  @WholeNumber({ min: 1, max: MAX_GATEWAY_KEY_TOKENS_PER_MINUTE, unit: 'tokens per minute' })
+  readonly tokensPerMinute?: number;
+}
+
+/** `POST …/gateway-keys/:keyId/rotate`: how long the old secret keeps working. */
+export class RotateGatewayKeyDto {
+  @ApiProperty({ description: 'Seconds the secret before this rotation keeps working (0: it stops now); then it is refused (401).' })
+  @WholeNumber({ min: 0, max: MAX_GATEWAY_KEY_ROTATION_GRACE_SECONDS, unit: 'seconds' })
+  readonly graceSeconds!: number;
+}
+
+/** A key's latest UTC minute with a call. */
+export class KeyMinuteDto {
+  @ApiProperty({ description: '`2026-12-03T20:44`' }) readonly minute!: string;
+  @ApiProperty({ type: 'integer', description: 'Calls admitted in the minute.' }) readonly requests!: number;
+  @ApiProperty({ type: 'integer', description: 'Their tokens: the worst case of those in flight, the reported usage of those settled.' }) readonly tokens!: number;
 }
 
 /** A key as listed: settings and figures, never the key. */
@@ -92,6 +130,11 @@ export class GatewayKeyDto extends GatewayKeySettingsDto {
       'Calls by the key refused before anything was held, since it was issued, by reason (a reason never seen is absent). Recorded at most a minute after the refusal (docs/gateway.md "Rejections before admission").',
   })
   readonly rejections!: Partial<Record<GatewayRejectionReason, number>>;
+  @ApiPropertyOptional({ format: 'date-time', description: 'The latest rotation.' }) readonly rotatedAt?: string;
+  @ApiPropertyOptional({ format: 'date-time', description: 'Until when the secret before the latest rotation works; absent once its grace has ended.' })
+  readonly previousSecretValidUntil?: string;
+  @ApiProperty({ type: 'integer', description: 'The key’s calls in flight now.' }) readonly inFlight!: number;
+  @ApiPropertyOptional({ type: KeyMinuteDto, description: 'The key’s latest UTC minute with a call; absent before its first.' }) readonly currentMinute?: KeyMinuteDto;
 }
 
 /** The answer of `POST …/gateway-keys`: the key, shown this once. */

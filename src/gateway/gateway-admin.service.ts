@@ -6,8 +6,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { accountDecider } from '../accounts/account.decider';
 import { accountStreamName } from '../accounts/account.events';
-import { keySpend } from '../accounts/account.state';
-import { readKeySettings, UnknownGatewayKeyError, type GatewayKey, type GatewayKeySettings, type GatewayRejectionCounts } from '../accounts/gateway-keys';
+import { keySpend, type AccountState } from '../accounts/account.state';
+import { readGraceSeconds, readKeySettings, UnknownGatewayKeyError, type GatewayKey, type GatewayKeySettings, type GatewayRejectionCounts, type KeyMinute } from '../accounts/gateway-keys';
 import { AggregateRepository } from '../aggregates/aggregate.repository';
 import { CLOCK, isoAt } from '../domain/clock.token';
 import { FieldChecks } from '../domain/field-checks';
@@ -28,6 +28,13 @@ export interface GatewayKeyView extends GatewayKeySettings {
   readonly heldCredits: number;
   /** Calls refused before their hold since the key was issued, by reason (docs/gateway.md "Rejections before admission"). */
   readonly rejections: GatewayRejectionCounts;
+  /** The latest rotation, and until when the secret before it works (docs/gateway.md "Keys"). */
+  readonly rotatedAt?: string;
+  readonly previousSecretValidUntil?: string;
+  /** Calls of the key in flight now, against `maxConcurrent`. */
+  readonly inFlight: number;
+  /** The key's latest UTC minute with a call: calls admitted and tokens counted, against `requestsPerMinute` and `tokensPerMinute`. */
+  readonly currentMinute?: KeyMinute;
 }
 
 @Injectable()
@@ -75,12 +82,13 @@ export class GatewayAdmin {
   /** Issues a key; the answer is the only place the key is ever shown. */
   async issueKey(organizationId: string, body: Record<string, unknown>): Promise<GatewayKeyView & { readonly key: string }> {
     await this.existingAccount(organizationId);
-    const settings = settingsOf(body);
+    const issuedAt = isoAt(this.clock);
+    const settings = settingsOf(body, issuedAt);
     const key = newGatewayKey(organizationId);
     const keyId = newEventId();
     await this.repository.handle(accountStreamName(organizationId), accountDecider, {
       type: 'IssueGatewayKey',
-      data: { keyId, keyHash: gatewayKeyHash(key), ...settings, issuedAt: isoAt(this.clock) },
+      data: { keyId, keyHash: gatewayKeyHash(key), ...settings, issuedAt },
     });
     return { ...(await this.keyView(organizationId, keyId)), key };
   }
@@ -88,14 +96,29 @@ export class GatewayAdmin {
   async listKeys(organizationId: string): Promise<readonly GatewayKeyView[]> {
     const account = await this.existingAccount(organizationId);
     const at = isoAt(this.clock);
-    return [...account.gatewayKeys.values()].sort((a, b) => a.issuedAt.localeCompare(b.issuedAt) || a.keyId.localeCompare(b.keyId)).map((key) => viewOf(key, keySpend(account, key, at)));
+    return [...account.gatewayKeys.values()].sort((a, b) => a.issuedAt.localeCompare(b.issuedAt) || a.keyId.localeCompare(b.keyId)).map((key) => viewOf(account, key, at));
   }
 
   async changeKey(organizationId: string, keyId: string, body: Record<string, unknown>): Promise<GatewayKeyView> {
     await this.existingAccount(organizationId);
-    const settings = settingsOf(body);
-    await this.repository.handle(accountStreamName(organizationId), accountDecider, { type: 'ChangeGatewayKey', data: { keyId, ...settings, changedAt: isoAt(this.clock) } });
+    const changedAt = isoAt(this.clock);
+    const settings = settingsOf(body, changedAt);
+    await this.repository.handle(accountStreamName(organizationId), accountDecider, { type: 'ChangeGatewayKey', data: { keyId, ...settings, changedAt } });
     return this.keyView(organizationId, keyId);
+  }
+
+  /** A new secret for the key, shown this once; the old one works `graceSeconds` more, then is refused. */
+  async rotateKey(organizationId: string, keyId: string, body: Record<string, unknown>): Promise<GatewayKeyView & { readonly key: string }> {
+    await this.existingAccount(organizationId);
+    const checks = new FieldChecks();
+    const graceSeconds = readGraceSeconds(checks, body.graceSeconds);
+    checks.throwIfAny();
+    const key = newGatewayKey(organizationId);
+    await this.repository.handle(accountStreamName(organizationId), accountDecider, {
+      type: 'RotateGatewayKey',
+      data: { keyId, keyHash: gatewayKeyHash(key), graceSeconds, rotatedAt: isoAt(this.clock) },
+    });
+    return { ...(await this.keyView(organizationId, keyId)), key };
   }
 
   async revokeKey(organizationId: string, keyId: string): Promise<GatewayKeyView> {
@@ -108,7 +131,7 @@ export class GatewayAdmin {
     const account = (await this.repository.load(accountStreamName(organizationId), accountDecider, false)).state;
     const key = account.gatewayKeys.get(keyId);
     if (key === undefined) throw new UnknownGatewayKeyError(keyId);
-    return viewOf(key, keySpend(account, key, isoAt(this.clock)));
+    return viewOf(account, key, isoAt(this.clock));
   }
 
   private async existingAccount(organizationId: string) {
@@ -119,14 +142,16 @@ export class GatewayAdmin {
 }
 
 /** The settings of a key request, refused whole (every bad field named) before a key is made. */
-function settingsOf(body: Record<string, unknown>): GatewayKeySettings {
+function settingsOf(body: Record<string, unknown>, now: string): GatewayKeySettings {
   const checks = new FieldChecks();
-  const settings = readKeySettings(checks, body);
+  const settings = readKeySettings(checks, body, now);
   checks.throwIfAny();
   return settings;
 }
 
-function viewOf(key: GatewayKey, spend: { readonly period: string; readonly spent: number; readonly held: number }): GatewayKeyView {
+function viewOf(account: AccountState, key: GatewayKey, at: string): GatewayKeyView {
+  const spend = keySpend(account, key, at);
+  const inGrace = key.previousKeyValidUntil !== undefined && key.previousKeyValidUntil > at;
   return {
     keyId: key.keyId,
     name: key.name,
@@ -135,11 +160,20 @@ function viewOf(key: GatewayKey, spend: { readonly period: string; readonly spen
     ...(key.spendLimit === undefined ? {} : { spendLimit: key.spendLimit }),
     ...(key.alertAt === undefined ? {} : { alertAt: key.alertAt }),
     ...(key.teamId === undefined ? {} : { teamId: key.teamId }),
+    ...pick(key, ['expiresAt', 'maxConcurrent', 'requestsPerMinute', 'tokensPerMinute', 'rotatedAt']),
+    ...(inGrace ? { previousSecretValidUntil: key.previousKeyValidUntil } : {}),
     issuedAt: key.issuedAt,
     ...(key.revokedAt === undefined ? {} : { revokedAt: key.revokedAt }),
     period: spend.period,
     spentCredits: spend.spent,
     heldCredits: spend.held,
     rejections: key.rejections ?? {},
+    inFlight: [...account.openHolds.values()].filter((hold) => hold.gatewayKey?.keyId === key.keyId).length,
+    ...(key.rateMinute === undefined ? {} : { currentMinute: key.rateMinute }),
   };
+}
+
+/** The fields of `key` that are set, as they are. */
+function pick<K extends keyof GatewayKey>(key: GatewayKey, fields: readonly K[]): Partial<Pick<GatewayKey, K>> {
+  return Object.fromEntries(fields.filter((field) => key[field] !== undefined).map((field) => [field, key[field]])) as Partial<Pick<GatewayKey, K>>;
 }

@@ -10,8 +10,8 @@ import { Inject, Injectable, Optional } from '@nestjs/common';
 import { accountDecider } from '../accounts/account.decider';
 import { accountStreamName } from '../accounts/account.events';
 import type { AccountState } from '../accounts/account.state';
-import { AdmissionRefusedError, type AccountRefusal, type AdmissionRefusal } from '../accounts/admission.policy';
-import { keyAllowsModel, UnknownGatewayKeyError, type GatewayKey, type GatewayRejectionReason } from '../accounts/gateway-keys';
+import { AdmissionRefusedError, rateLimitClause, type AccountRefusal, type AdmissionRefusal } from '../accounts/admission.policy';
+import { keyAllowsModel, keyExpiry, UnknownGatewayKeyError, type GatewayKey, type GatewayRejectionReason } from '../accounts/gateway-keys';
 import { AggregateRepository, type CommandContext } from '../aggregates/aggregate.repository';
 import type { Publication } from '../catalog/operation.events';
 import { CLOCK, isoAt } from '../domain/clock.token';
@@ -36,7 +36,7 @@ import { gatewayAttemptEnd } from './gateway-attempt.record';
 import { gatewayKeyHash, organizationOfKey } from './gateway-keys.codec';
 import { GatewayRejections } from './gateway-rejections';
 import { RATE_CARD_STREAM, rateCardDecider, rateCardInForce, type RateCardVersion } from './rate-card';
-import { worstCaseHold } from './worst-case-hold';
+import { reportedTokens, worstCaseHold, worstCaseTokens } from './worst-case-hold';
 
 /** The operation every gateway call is recorded under, beside the published operations. */
 export const GATEWAY_OPERATION_ID = 'gateway.anthropic-messages';
@@ -50,7 +50,7 @@ export const GATEWAY_CALL_IDS = Symbol('GATEWAY_CALL_IDS');
 export type GatewayCallIds = (organizationId: string) => string;
 
 type Admitted = Extract<GatewayAdmission, { admitted: true }>;
-type KnownKey = { readonly ok: true; readonly organizationId: string; readonly key: GatewayKey; readonly account: AccountState };
+type KnownKey = { readonly ok: true; readonly organizationId: string; readonly key: GatewayKey; readonly keyHash: string; readonly account: AccountState };
 
 const refusal = (status: GatewayRefusal['status'], errorType: GatewayRefusal['errorType'], message: string, extra: Partial<GatewayRefusal> = {}): GatewayRefusal => ({
   admitted: false,
@@ -115,7 +115,7 @@ export class GatewayCalls implements GatewayAccounting {
     }
     const hold = worstCaseHold(facts, card);
     if (hold.problem !== undefined) return rejected('not_holdable', refusal(400, 'invalid_request_error', hold.problem));
-    return this.hold(organizationId, key, card, facts, hold.credits, tags);
+    return this.hold(organizationId, found, card, facts, { credits: hold.credits, tokens: worstCaseTokens(hold.bounds) }, tags);
   }
 
   async settle(admission: Admitted, outcome: GatewayCallOutcome): Promise<void> {
@@ -126,7 +126,9 @@ export class GatewayCalls implements GatewayAccounting {
     const { attempt, end } = gatewayAttemptEnd(outcome, current.publication!);
     const at = isoAt(this.clock);
     const settled = (await this.repository.handleAll(stream, invocationDecider, closeAndSettle(end, at, attempt), context)).state;
-    await this.repository.handle(accountStreamName(admission.organizationId), accountDecider, settleHold(admission.invocationId, settled, at), context);
+    // Reported usage trues up the key's tokens per minute; unknown usage keeps the worst case counted.
+    const tokens = attempt.usage === undefined ? undefined : reportedTokens(attempt.usage);
+    await this.repository.handle(accountStreamName(admission.organizationId), accountDecider, settleHold(admission.invocationId, settled, at, undefined, tokens), context);
     this.repository.forget(stream);
   }
 
@@ -142,11 +144,20 @@ export class GatewayCalls implements GatewayAccounting {
     const account = (await this.repository.load(stream, accountDecider)).state;
     const key = account.gatewayKeys.get(account.gatewayKeyHashes.get(hash) ?? '');
     if (key === undefined || key.revokedAt !== undefined) return INVALID_KEY;
-    return { ok: true, organizationId, key, account };
+    const expired = keyExpiry(key, hash, isoAt(this.clock));
+    if (expired !== undefined) return keyExpired(expired);
+    return { ok: true, organizationId, key, keyHash: hash, account };
   }
 
   /** Estimated, held (or refused and recorded), reserved and dispatched. */
-  private async hold(organizationId: string, key: GatewayKey, card: RateCardVersion, facts: MessagesBodyFacts, holdCredits: number, tags: readonly string[] = []): Promise<GatewayAdmission> {
+  private async hold(
+    organizationId: string,
+    { key, keyHash }: KnownKey,
+    card: RateCardVersion,
+    facts: MessagesBodyFacts,
+    { credits: holdCredits, tokens }: { readonly credits: number; readonly tokens: number },
+    tags: readonly string[] = [],
+  ): Promise<GatewayAdmission> {
     const { stream } = facts;
     const invocationId = this.newInvocationId(organizationId);
     const streamName = invocationStreamName(invocationId);
@@ -163,7 +174,7 @@ export class GatewayCalls implements GatewayAccounting {
       await this.repository.handle(
         accountStreamName(organizationId),
         accountDecider,
-        placeHold(invocationId, holdCredits, at, { gatewayKey: { keyId: key.keyId, period: '' }, gatewayCall: { model: card.model, maxTokens: facts.maxTokens } }),
+        placeHold(invocationId, holdCredits, at, { gatewayKey: { keyId: key.keyId, period: '' }, gatewayCall: { model: card.model, maxTokens: facts.maxTokens, tokens, keyHash } }),
         // The estimate and the hold need not be on disk on their own: the dispatch below is, and a
         // log that keeps it keeps both (nothing goes upstream before it).
         { correlationId: invocationId, acknowledgeOnCommit: true },
@@ -236,7 +247,19 @@ export function refusalOfAccount(refused: AccountRefusal, invocationId: string, 
       return modelNotAllowed(key, refused.figures.model, { invocationId });
     case 'key_max_tokens':
       return maxTokensOverCap(refused.figures.maxTokens, refused.figures.maxOutputTokens, keyCap(key), { invocationId });
+    case 'key_expired':
+      return keyExpired(refused.figures, { invocationId });
+    case 'key_rate_limit': {
+      const f = refused.figures;
+      return refusal(429, 'rate_limit_error', `key ${JSON.stringify(key.name)} rate limit: ${rateLimitClause(f, String)}`, { invocationId, retryAfterSeconds: f.retryAfterSeconds });
+    }
   }
+}
+
+/** A key past its `expiresAt`, or a secret rotated away past its grace: 401, saying which and when. */
+function keyExpired({ expiredAt, rotated }: { readonly expiredAt: string; readonly rotated: boolean }, extra: Partial<GatewayRefusal> = {}): GatewayRefusal {
+  const message = rotated ? `x-api-key: this secret was rotated, and its grace ended at ${expiredAt}; use the key's new secret` : `x-api-key: the key expired at ${expiredAt}`;
+  return refusal(401, 'authentication_error', message, extra);
 }
 
 /** A model outside the key's `models`: at the key check, or recorded when the key changed before the hold. */

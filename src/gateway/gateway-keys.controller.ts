@@ -8,7 +8,7 @@ import { ResourceNotFoundException } from '../http-kit/http-error.body';
 import { IdParam } from '../http-kit/id-param.pipe';
 import { LedgerApi } from '../http-kit/ledger-api.decorator';
 import { GatewayAdmin, type GatewayKeyView } from './gateway-admin.service';
-import { GatewayKeyDto, GatewayKeySettingsDto, IssuedGatewayKeyDto } from './gateway-admin.dto';
+import { GatewayKeyDto, GatewayKeySettingsDto, IssuedGatewayKeyDto, RotateGatewayKeyDto } from './gateway-admin.dto';
 
 /** An organization's gateway keys (docs/gateway.md). */
 @ApiTags('gateway')
@@ -55,6 +55,25 @@ export class GatewayKeysController {
   ): Promise<GatewayKeyView> {
     this.scope(caller, organizationId);
     return this.gateway.changeKey(organizationId, keyId, { ...body });
+  }
+
+  @Post(':keyId/rotate')
+  @HttpCode(HttpStatus.OK)
+  @ApiOperation({
+    summary: 'Rotate a gateway key’s secret',
+    description: 'A new secret (`llk_…`, in this answer only) for the same key: same id, spend and limits. The old secret works `graceSeconds` more, then is refused (401).',
+  })
+  @ApiOkResponse({ type: IssuedGatewayKeyDto })
+  @ApiWrite()
+  @ApiNotFound('No such organization or live key, or not the caller’s.')
+  rotate(
+    @CurrentCaller() caller: Caller,
+    @IdParam('organizationId') organizationId: string,
+    @IdParam('keyId') keyId: string,
+    @Body() body: RotateGatewayKeyDto,
+  ): Promise<GatewayKeyView & { key: string }> {
+    this.scope(caller, organizationId);
+    return this.gateway.rotateKey(organizationId, keyId, { ...body });
   }
 
   @Delete(':keyId')

@@ -17,6 +17,7 @@
 import { BASIS_POINTS_PER_MULTIPLE, type GatewayPrices, type Prices } from '../runtime/conversation.types';
 import { PRICE_KINDS, TOKENS_PER_PRICE_UNIT, WORST_CASE_BOUNDS, type WorstCaseBound } from '../runtime/price-kinds';
 import { completePrices } from '../runtime/pricing';
+import type { UsageCounts } from '../runtime/provider.port';
 import type { MessagesBodyFacts } from './gateway-call.port';
 import { DEFAULT_WEB_SEARCH_MAX_USES, type RateCardVersion, type ServerToolAllowance } from './rate-card';
 
@@ -189,4 +190,21 @@ export function worstCaseHold(facts: MessagesBodyFacts, card: RateCardVersion, m
   const credits = (millionths * highestGeo(card.prices) * batch + divisor - 1n) / divisor;
   if (credits > BigInt(MAX_GATEWAY_HOLD_CREDITS)) return { problem: `the request could cost more than one call may hold (${MAX_GATEWAY_HOLD_CREDITS} credits)` };
   return { credits: Number(credits), bounds };
+}
+
+/**
+ * The call's worst case in tokens, for a key's `tokensPerMinute` (docs/gateway.md "Rate limits"): the
+ * input bound plus `max_tokens`, the two token bounds the credits are held for. Past the exact range
+ * it reads as Number.MAX_SAFE_INTEGER, which no limit admits.
+ */
+export function worstCaseTokens(bounds: HoldBounds): number {
+  const tokens = bounds.inputBound + bounds.maxTokens;
+  return tokens > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(tokens);
+}
+
+/** The tokens a usage report counts against the same bounds: every kind the input bound or `max_tokens` caps. */
+export function reportedTokens(usage: UsageCounts): number {
+  let tokens = 0;
+  for (const kind of PRICE_KINDS) if (kind.worstCase !== 'webSearches') tokens += (usage as unknown as Record<string, number>)[kind.usage] ?? 0;
+  return Math.min(tokens, Number.MAX_SAFE_INTEGER);
 }

@@ -9,7 +9,7 @@
  * in one append (5/6, then 7 when unmeasured, then 8/9/10), or `settlement` alone (11 by exception,
  * 8–14 by the sweep) → `settleHold` on the account. Pure: nothing here reads a clock or a store.
  */
-import type { AccountCommand } from '../accounts/account.commands';
+import type { AccountCommand, PlaceHold } from '../accounts/account.commands';
 import type { HoldGatewayKey, HoldSettler } from '../accounts/account.events';
 import type { AdmissionRefusal } from '../accounts/admission.policy';
 import type { CommandStep } from '../aggregates/aggregate.repository';
@@ -51,7 +51,7 @@ export function estimate(facts: EstimateFacts, at: string): InvocationCommand {
 /** What a gateway call's hold checks beside the balance: its key, the model and `max_tokens` it asks. */
 export interface HoldOfGatewayCall {
   readonly gatewayKey: HoldGatewayKey;
-  readonly gatewayCall: { readonly model: string; readonly maxTokens: number };
+  readonly gatewayCall: NonNullable<PlaceHold['data']['gatewayCall']>;
 }
 
 /**
@@ -152,8 +152,16 @@ export function closeAndSettle(end: ConversationEnd, at: string, attempt?: Attem
  * SettleHold: releases the hold and the slot and charges what the invocation settled at (docs/lifecycle.md
  * step 9); 0 when it has no settlement.
  */
-export function settleHold(invocationId: string, settled: { readonly settlement?: { readonly chargeCredits: number } }, at: string, by?: HoldSettler): AccountCommand {
-  return { type: 'SettleHold', data: { invocationId, chargeCredits: settled.settlement?.chargeCredits ?? 0, settledAt: at, ...(by === undefined ? {} : { by }) } };
+export function settleHold(
+  invocationId: string,
+  settled: { readonly settlement?: { readonly chargeCredits: number } },
+  at: string,
+  by?: HoldSettler,
+  /** A gateway call's reported tokens, which true up its key's minute (docs/gateway.md "Rate limits"). */
+  reportedTokens?: number,
+): AccountCommand {
+  const trueUp = reportedTokens === undefined ? {} : { reportedTokens };
+  return { type: 'SettleHold', data: { invocationId, chargeCredits: settled.settlement?.chargeCredits ?? 0, settledAt: at, ...(by === undefined ? {} : { by }), ...trueUp } };
 }
 
 function countsOf(usage: Usage): Usage {

@@ -3,8 +3,8 @@
  * records, conversation figures and refusals. Each names the bad field; the decider (transitions,
  * charges) stays in invocation.decider.ts.
  */
-import type { AdmissionRefusal, KeySpendFigures, LedgerTotalsBoundFigures } from '../accounts/admission.policy';
-import { SPEND_PERIODS } from '../accounts/gateway-keys';
+import type { AdmissionRefusal, KeyRateFigures, KeySpendFigures, LedgerTotalsBoundFigures } from '../accounts/admission.policy';
+import { KEY_RATE_LIMITS, SPEND_PERIODS } from '../accounts/gateway-keys';
 import { MAX_GATEWAY_TEAM_NAME_CHARS } from '../accounts/gateway-teams';
 import { MAX_CREDIT_HOLD_CREDITS, MAX_MODEL_NAME_CHARS } from '../catalog/publication.validation';
 import { FieldChecks } from '../domain/field-checks';
@@ -138,6 +138,12 @@ export function refusalFromState(
       if (checks.ok && maxTokens <= maxOutputTokens) checks.add('figures.maxTokens', 'is within the cap: nothing to refuse');
       return { reason, figures: { keyId, maxTokens, maxOutputTokens } };
     }
+    case 'key_expired': {
+      const keyId = checks.id('figures.keyId', figures.keyId);
+      return { reason, figures: { keyId, expiredAt: checks.instant('figures.expiredAt', figures.expiredAt), rotated: checks.boolean('figures.rotated', figures.rotated) } };
+    }
+    case 'key_rate_limit':
+      return { reason, figures: readKeyRateFigures(checks, figures) };
   }
 }
 
@@ -171,6 +177,27 @@ function readKeySpendFigures(checks: FieldChecks, figures: Record<string, unknow
   if (checks.ok && read.limitCredits - read.spentCredits - read.heldCredits >= read.creditHold) checks.add('figures.limitCredits', 'covers the hold: nothing to refuse');
   return read;
 }
+
+/** A key rate limit's figures: they must refuse the call (`counted + asked > allowed`). */
+function readKeyRateFigures(checks: FieldChecks, figures: Record<string, unknown>): KeyRateFigures {
+  const count = (field: string, unit: string): number => checks.integer(`figures.${field}`, figures[field], { min: 0, max: Number.MAX_SAFE_INTEGER, unit });
+  const limit = checks.oneOf('figures.limit', figures.limit, KEY_RATE_LIMITS);
+  const unit = limit === 'tokensPerMinute' ? 'tokens' : 'calls';
+  const read: KeyRateFigures = {
+    keyId: checks.id('figures.keyId', figures.keyId),
+    limit,
+    allowed: count('allowed', unit),
+    counted: count('counted', unit),
+    asked: count('asked', unit),
+    ...(figures.minute === undefined ? {} : { minute: checks.text('figures.minute', figures.minute, MAX_MINUTE_NAME_CHARS) }),
+    retryAfterSeconds: count('retryAfterSeconds', 'seconds'),
+  };
+  if (checks.ok && read.counted + read.asked <= read.allowed) checks.add('figures.allowed', 'covers the call: nothing to refuse');
+  return read;
+}
+
+/** Longest minute name a key rate limit's figures carry (`2026-12-03T20:44`), in characters. */
+const MAX_MINUTE_NAME_CHARS = 16;
 
 /** Longest period name a key limit's figures carry (`2026-12-01`, `2026-W49`, `2026-12`, `total`), in characters. */
 const MAX_PERIOD_NAME_CHARS = 10;

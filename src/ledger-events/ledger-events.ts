@@ -7,6 +7,7 @@ import type {
   GatewayKeyChanged as GatewayKeyChangedEvent,
   GatewayKeyIssued as GatewayKeyIssuedEvent,
   GatewayKeyRevoked as GatewayKeyRevokedEvent,
+  GatewayKeyRotated as GatewayKeyRotatedEvent,
   GatewayCallsRejected as GatewayCallsRejectedEvent,
   GatewayTeamCreated as GatewayTeamCreatedEvent,
   GatewayTeamChanged as GatewayTeamChangedEvent,
@@ -122,6 +123,9 @@ export class GatewayKeyChanged extends LedgerEvent<GatewayKeyChangedEvent['data'
 export class GatewayKeyRevoked extends LedgerEvent<GatewayKeyRevokedEvent['data']> {
   readonly type = 'GatewayKeyRevoked';
 }
+export class GatewayKeyRotated extends LedgerEvent<GatewayKeyRotatedEvent['data']> {
+  readonly type = 'GatewayKeyRotated';
+}
 export class GatewayCallsRejected extends LedgerEvent<GatewayCallsRejectedEvent['data']> {
   readonly type = 'GatewayCallsRejected';
 }
@@ -163,6 +167,7 @@ const CLASS_OF: Record<PublishedEventType, LedgerEventClass> = {
   GatewayKeyIssued,
   GatewayKeyChanged,
   GatewayKeyRevoked,
+  GatewayKeyRotated,
   GatewayCallsRejected,
   GatewayTeamCreated,
   GatewayTeamChanged,

@@ -449,6 +449,10 @@ export class LogAudit {
       case 'GatewayKeyRevoked':
         this.keyEvent(account, event);
         break;
+      case 'GatewayKeyRotated':
+        // A new secret for the same key: its settings, spend and limits are unchanged.
+        if (account.keys.get(data.keyId as string)?.revokedAtMs !== undefined) broken('gateway.key-changed-while-live', `GatewayKeyRotated for key ${data.keyId as string}, which is revoked`, [stream]);
+        break;
       case 'GatewayCallsRejected':
         // Counts of calls refused before their hold: no money moves.
         break;
