@@ -13,11 +13,12 @@ import { runCli } from '../../src/cli/run-cli';
 import { GATEWAY_ACCOUNTING, type GatewayAccounting, type GatewayAdmission, type GatewayCallOutcome, type MessagesBodyFacts } from '../../src/gateway/gateway-call.port';
 import { compareReadModels, openReadModelStore, readModelPathFor } from '../../src/projection-runner';
 import type { UsageStatement } from '../../src/queries/get-usage.query';
-import { scriptedToolUse, systemClock, type Clock } from '../../src/runtime';
+import { scriptedToolUse, type Clock } from '../../src/runtime';
 import { NO_USAGE } from '../../src/runtime/usage';
 import { MemoryIo } from '../cli/support/memory-io';
 import { bearer, publicationBody, startHttpLedger, TOKENS, type HttpLedger } from '../http/support/http-ledger';
 import { scriptedFeature, usage } from '../support/scripted-feature';
+import { ShiftedClock } from '../support/shifted-clock';
 import { NO_TOOLS } from './support/body-facts';
 
 const MODEL = 'claude-sonnet-5-5';
@@ -44,23 +45,6 @@ const outcome = (clock: Clock, overrides: Partial<GatewayCallOutcome>): GatewayC
   callerDisconnected: false,
   ...overrides,
 });
-
-/** The system clock moved to an instant the test chooses: real timers, a date of its own. */
-class ShiftedClock implements Clock {
-  private offsetMs = 0;
-  jumpTo(ms: number): void {
-    this.offsetMs = ms - systemClock.now();
-  }
-  now(): number {
-    return systemClock.now() + this.offsetMs;
-  }
-  sleep(ms: number, signal?: AbortSignal): Promise<void> {
-    return systemClock.sleep(ms, signal);
-  }
-  setTimer(ms: number, onFire: () => void): () => void {
-    return systemClock.setTimer(ms, onFire);
-  }
-}
 
 interface RecordedCalls {
   readonly ledger: HttpLedger;
