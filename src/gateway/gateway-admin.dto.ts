@@ -36,6 +36,9 @@ export const ALERT_AT_DESCRIPTION =
   `Percentages (whole, 1–${MAX_BUDGET_ALERT_PERCENT}, at most ${MAX_BUDGET_ALERTS}) of \`spendLimit\`: once per period, the settlement that takes the credits charged in the period to one of them ` +
   'records a `GatewayBudgetThresholdCrossed`, delivered to the webhooks subscribed to it. Needs a `spendLimit`.';
 
+/** One `alertAt` percentage, as the OpenAPI document states it. */
+export const ALERT_AT_ITEMS = { type: 'integer', minimum: 1, maximum: MAX_BUDGET_ALERT_PERCENT } as const;
+
 export class SpendLimitDto implements SpendLimit {
   @ApiProperty({ description: 'Integer credits the key may spend (charged plus held) in one period.' })
   @WholeNumber({ min: 0, max: MAX_LEDGER_ENTRY_CREDITS, unit: 'credits' })
@@ -69,7 +72,7 @@ export class GatewayKeySettingsDto {
   @Type(() => SpendLimitDto)
   readonly spendLimit?: SpendLimitDto;
 
-  @ApiPropertyOptional({ type: [Number], description: ALERT_AT_DESCRIPTION })
+  @ApiPropertyOptional({ type: 'array', items: ALERT_AT_ITEMS, maxItems: MAX_BUDGET_ALERTS, description: ALERT_AT_DESCRIPTION })
   @Optional()
   @IsArray({ message: 'must be an array of percentages' })
   readonly alertAt?: number[];

@@ -7,7 +7,8 @@ import { Type } from 'class-transformer';
 import { IsArray, ValidateNested } from 'class-validator';
 import { MAX_GATEWAY_TEAM_NAME_CHARS } from '../accounts/gateway-teams';
 import { JsonObject, Optional, Text } from '../http-kit/dto/field-rules';
-import { ALERT_AT_DESCRIPTION, SpendLimitDto } from './gateway-admin.dto';
+import { MAX_BUDGET_ALERTS } from '../accounts/budget-alerts';
+import { ALERT_AT_DESCRIPTION, ALERT_AT_ITEMS, SpendLimitDto } from './gateway-admin.dto';
 
 /** `POST …/teams` and `PATCH …/teams/:teamId`: the team's settings, whole. */
 export class GatewayTeamSettingsDto {
@@ -22,7 +23,7 @@ export class GatewayTeamSettingsDto {
   @Type(() => SpendLimitDto)
   readonly spendLimit?: SpendLimitDto;
 
-  @ApiPropertyOptional({ type: [Number], description: ALERT_AT_DESCRIPTION })
+  @ApiPropertyOptional({ type: 'array', items: ALERT_AT_ITEMS, maxItems: MAX_BUDGET_ALERTS, description: ALERT_AT_DESCRIPTION })
   @Optional()
   @IsArray({ message: 'must be an array of percentages' })
   readonly alertAt?: number[];
