@@ -65,8 +65,10 @@ describe('The console shows gateway calls and keys (docs/gateway.md), in headles
     await ledger.http().delete(`/v1/organizations/${DEMO_ORG}/gateway-keys/${keys.revoked.keyId}`).set(bearer(DEMO_ADMIN)).expect(200);
 
     const accounting = ledger.app.get<GatewayAccounting>(GATEWAY_ACCOUNTING);
-    const admit = async () => (await accounting.admit({ presentedKey: keys.ciBot!.key, facts: FACTS, requestId: 'r' })) as Admitted;
-    settled = await admit();
+    const admit = async (attribution: Partial<MessagesBodyFacts> = {}, tags?: string[]) =>
+      (await accounting.admit({ presentedKey: keys.ciBot!.key, facts: { ...FACTS, ...attribution }, ...(tags === undefined ? {} : { tags }), requestId: 'r' })) as Admitted;
+    // Who made it, as Claude Code's metadata.user_id and an x-ledger-tags header say.
+    settled = await admit({ userId: 'user-42' }, ['nightly']);
     await accounting.settle(settled, {
       startedAtMs: systemClock.now(),
       durationMs: 840,
@@ -253,7 +255,7 @@ describe('The console shows gateway calls and keys (docs/gateway.md), in headles
     await expect(revokedAt()).resolves.toEqual(expect.any(String));
   });
 
-  it('charts the credits each gateway key was charged, by model, from the usage statement grouped by key and model', async () => {
+  it('charts the credits each gateway key, user and tag was charged, by model, from the usage statement grouped by key, model and user or tag', async () => {
     const today = new Date().toISOString().slice(0, 10);
     const statement = (await ledger.http().get(`/v1/organizations/${DEMO_ORG}/usage?from=${today}&to=${today}&groupBy=key,model`).set(bearer(DEMO_ADMIN)).expect(200)).body as {
       rows: { keyName?: string; model?: string; credits: number }[];
@@ -268,6 +270,14 @@ describe('The console shows gateway calls and keys (docs/gateway.md), in headles
       await expect(bar.textContent()).resolves.toBe(`ci-bot · ${MODEL}: 5 credits`);
       await expect(region.locator('.chart').getAttribute('aria-label')).resolves.toMatch(/^Credits charged by key and model: 5 credits in all, over 1 key$/);
       await browser.screenshot(page, 'gateway-keys-chart');
+
+      // By who made the calls: their metadata.user_id, then their x-ledger-tags.
+      await region.getByLabel('Group by').selectOption('user');
+      const byUser = page.getByRole('region', { name: 'Credits by user and model' });
+      await expect(byUser.locator('.spend-bars rect', { hasText: 'user-42' }).textContent()).resolves.toBe(`user-42 · ${MODEL}: 5 credits`);
+      await byUser.getByLabel('Group by').selectOption('tag');
+      const byTag = page.getByRole('region', { name: 'Credits by tag and model' });
+      await expect(byTag.locator('.spend-bars rect', { hasText: 'nightly' }).textContent()).resolves.toBe(`nightly · ${MODEL}: 5 credits`);
     });
   });
 

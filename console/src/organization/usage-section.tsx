@@ -4,7 +4,7 @@ import type { LedgerEntryPage, UsageStatement } from '../api/types';
 import { useApi } from '../api/use-api';
 import { AvailableCreditsChart, availableSteps } from '../charts/available-credits-chart';
 import { CreditsPerDayChart } from '../charts/credits-per-day-chart';
-import { keyModelBars, SpendByGroupChart } from '../charts/spend-by-key-chart';
+import { GROUPING_WORDS, SPEND_GROUPINGS, spendBars, SpendByGroupChart, type SpendGrouping } from '../charts/spend-by-group-chart';
 import { Section, Show, TableScroll } from '../components/common';
 import { formatCount, formatCountOf } from '../format';
 
@@ -86,7 +86,6 @@ export function UsageSection({ organizationId }: { organizationId: string }) {
   const usage = useApi<UsageStatement>(
     withQuery(`/v1/organizations/${segment(organizationId)}/usage`, { from: period.from, to: period.to, groupBy: 'day,operation' }),
   );
-  const byKey = useApi<UsageStatement>(withQuery(`/v1/organizations/${segment(organizationId)}/usage`, { from: period.from, to: period.to, groupBy: 'key,model' }));
   const ledger = useApi<LedgerEntryPage>(withQuery(`/v1/organizations/${segment(organizationId)}/ledger`, { order: 'newest', limit: AVAILABLE_CHART_ENTRIES }));
   return (
     <Section id="usage" title="Credits over time">
@@ -112,12 +111,7 @@ export function UsageSection({ organizationId }: { organizationId: string }) {
                   {(page) => <AvailableView entries={page.entries} truncated={page.nextCursor !== null} from={statement.from} to={statement.to} />}
                 </Show>
               </div>
-              <div role="region" aria-labelledby="by-key-heading">
-                <h3 id="by-key-heading">Credits by gateway key and model</h3>
-                <Show loaded={byKey} what="the usage by key">
-                  {(keyed) => <KeySpendView rows={keyed.rows} from={keyed.from} to={keyed.to} />}
-                </Show>
-              </div>
+              <SpendByGroupView organizationId={organizationId} period={period} />
             </div>
             <UsageTable rows={statement.rows} />
           </>
@@ -145,9 +139,38 @@ function AvailableView({ entries, truncated, from, to }: { entries: LedgerEntryP
   );
 }
 
-/** What each gateway key spent on each model over the period, or that none was charged. */
-function KeySpendView({ rows, from, to }: { rows: UsageStatement['rows']; from: string; to: string }) {
-  const bars = keyModelBars(rows);
-  if (bars.length === 0) return <p class="empty">No gateway key was charged from {from} to {to}.</p>;
-  return <SpendByGroupChart bars={bars} what="key" />;
+/**
+ * What gateway calls spent on each model over the period, by key, user (`metadata.user_id`) or tag
+ * (`x-ledger-tags`), as the person chooses: the statement grouped by `key`, `model` and that.
+ */
+function SpendByGroupView({ organizationId, period }: { organizationId: string; period: Period }) {
+  const [grouping, setGrouping] = useState<SpendGrouping>('key');
+  const groupBy = grouping === 'key' ? 'key,model' : `key,${grouping},model`;
+  const statement = useApi<UsageStatement>(withQuery(`/v1/organizations/${segment(organizationId)}/usage`, { from: period.from, to: period.to, groupBy }));
+  const words = GROUPING_WORDS[grouping];
+  return (
+    <div role="region" aria-labelledby="by-group-heading">
+      <h3 id="by-group-heading">Credits by {words.what} and model</h3>
+      <label for="spend-grouping">Group by </label>
+      <select id="spend-grouping" value={grouping} onChange={(e) => setGrouping(e.currentTarget.value as SpendGrouping)}>
+        {SPEND_GROUPINGS.map((choice) => (
+          <option key={choice} value={choice}>
+            {GROUPING_WORDS[choice].what}
+          </option>
+        ))}
+      </select>
+      <Show loaded={statement} what={`the usage by ${words.noun}`}>
+        {({ rows, from, to }) => {
+          const bars = spendBars(rows, grouping);
+          if (bars.length === 0) return <p class="empty">No gateway key was charged from {from} to {to}.</p>;
+          return (
+            <>
+              <SpendByGroupChart bars={bars} what={words.noun} />
+              {grouping === 'tag' && <p class="muted">A call with several tags counts in each of their bars.</p>}
+            </>
+          );
+        }}
+      </Show>
+    </div>
+  );
 }
