@@ -23,6 +23,7 @@ const BENCHMARKS: Record<string, () => Promise<Bench>> = {
   'postgres-store': async () => (await import('./postgres-store.bench')).run,
   'gateway-soak': async () => (await import('./gateway-soak.bench')).run,
   'json-members': async () => (await import('./json-members.bench')).run,
+  'gateway-batches': async () => (await import('./gateway-batches.bench')).run,
 };
 /** Run only when named: the soaks take ten minutes each. */
 const ONLY_WHEN_NAMED = new Set(['soak', 'gateway-soak']);
