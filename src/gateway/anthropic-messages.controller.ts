@@ -65,7 +65,7 @@ export class AnthropicMessagesController {
       publishGatewayCall(NOT_ADMITTED_MODEL, admission.status);
       return;
     }
-    await this.forwarder.forward({
+    const relayed = this.forwarder.forward({
       path: `/v1/messages${queryOf(request.url)}`,
       headers: request.headers,
       body: read.bytes,
@@ -75,8 +75,11 @@ export class AnthropicMessagesController {
       invocationId: admission.invocationId,
       arrivedAt: call.arrivedAt,
       metricsModel: facts.facts.model,
-      settle: (outcome) => this.settle(admission, facts.facts, outcome, requestId),
     });
+    // Delivered means settled: the caller's last bytes wait for the settlement of what the relay observed.
+    await this.settle(admission, facts.facts, await relayed.upstreamEnded, requestId);
+    relayed.release();
+    await relayed.done;
   }
 
   @Post('count_tokens')
@@ -90,7 +93,7 @@ export class AnthropicMessagesController {
     if (isRefusal(known)) return sendRefusal(response, known, requestId);
     if (read.problem !== undefined) return this.answer(response, read.problem.status, read.problem.message, requestId, false);
     if (!this.ready(response, requestId, false)) return;
-    await this.forwarder.forward({
+    const relayed = this.forwarder.forward({
       path: `/v1/messages/count_tokens${queryOf(request.url)}`,
       headers: request.headers,
       body: read.bytes,
@@ -99,6 +102,9 @@ export class AnthropicMessagesController {
       requestId,
       arrivedAt: call.arrivedAt,
     });
+    // Nothing is held: nothing to settle before the answer's end.
+    relayed.release();
+    await relayed.done;
   }
 
   /**
@@ -158,11 +164,11 @@ export class AnthropicMessagesController {
   }
 
   /**
-   * Once per admitted call, when upstream's answer ended: the relay gives the caller the answer's last
-   * bytes once this resolves, so a caller with its whole answer finds the call settled. A failure is
+   * Once per admitted call, when upstream's answer ended: the caller is given the answer's last bytes
+   * once this resolves, so a caller with its whole answer finds the call settled. A failure is
    * logged and leaves the hold to the sweep (docs/lifecycle.md); the answer is relayed anyway. The
    * attempt is published for its `chat {model}` span either way. The outcome is what the relay
-   * observed; what it costs is the accounting's to decide.
+   * observed; what it costs is the accounting's to decide (GatewayAccounting.settle).
    */
   private async settle(admission: Admitted, facts: MessagesBodyFacts, outcome: GatewayCallOutcome, requestId: string): Promise<void> {
     try {

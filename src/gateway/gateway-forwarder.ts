@@ -8,8 +8,7 @@ import { BeforeApplicationShutdown, Logger } from '@nestjs/common';
 import type { IncomingHttpHeaders } from 'node:http';
 import { Pool } from 'undici';
 import type { Clock } from '../runtime/clock';
-import type { GatewayCallOutcome } from './gateway-call.port';
-import { GatewayRelay, type RelayOptions } from './gateway-relay';
+import { GatewayRelay, type RelayedCall, type RelayOptions } from './gateway-relay';
 
 /** Most sockets open to the upstream origin at once; calls beyond them wait for one. */
 export const MAX_UPSTREAM_CONNECTIONS = 256;
@@ -46,7 +45,7 @@ export class GatewayForwarder implements BeforeApplicationShutdown {
   private readonly pool: Pool;
   private readonly basePath: string;
   private readonly apiKey: string | undefined;
-  /** Every call in flight, until upstream, its settlement and its caller are done. */
+  /** Every call in flight, until upstream, its release and its caller are done. */
   private readonly inFlight = new Map<GatewayRelay, Promise<unknown>>();
   private closing = false;
 
@@ -78,17 +77,17 @@ export class GatewayForwarder implements BeforeApplicationShutdown {
   }
 
   /**
-   * Forwards the call and relays its answer; resolves with its outcome once upstream, the settlement
-   * (`settle`, run by the relay once upstream ended) and the caller are done. Never rejects.
+   * Forwards the call and relays its answer. The caller's last bytes wait for `release()`, which
+   * whoever settles the call calls once `upstreamEnded` gave it the outcome and it settled.
    */
-  forward(call: ForwardedCall): Promise<GatewayCallOutcome> {
+  forward(call: ForwardedCall): RelayedCall {
     const relay = new GatewayRelay(call, this.clock);
     const finished = relay.done.finally(() => this.inFlight.delete(relay));
     this.inFlight.set(relay, finished);
     relay.start((handler) => {
       this.pool.dispatch({ path: this.basePath + call.path, method: 'POST', headers: this.upstreamHeaders(call.headers), body: call.body }, handler);
     });
-    return finished;
+    return { upstreamEnded: relay.upstreamEnded, release: () => relay.release(), done: finished };
   }
 
   async beforeApplicationShutdown(): Promise<void> {

@@ -1,17 +1,18 @@
 /**
  * One forwarded call, from its first byte upstream to the last byte to the caller: an undici dispatch
  * handler that relays upstream's answer as it arrives onto Node's own response, reads what the
- * accounting needs as the bytes pass, asks for the call's settlement once upstream has ended, and
- * gives the caller the answer's last bytes only after it (docs/gateway.md, "Relaying").
+ * accounting needs as the bytes pass, reports the outcome it observed once upstream has ended
+ * (`upstreamEnded`), and gives the caller the answer's last bytes only once released (`release()`):
+ * the accounting side settles in between (docs/gateway.md, "Relaying"). The relay holds no money.
  *
  * - Upstream is read to its end whatever the caller does: a slow or stalled caller never slows it.
  *   What the caller has not taken is buffered up to MAX_CALLER_BUFFER_BYTES; past it the caller is
  *   dropped (its socket destroyed) and upstream read on, as when a caller goes away, so the outcome
  *   carries Anthropic's own final usage (`callerDisconnected`).
  * - Delivered means settled: the bytes from a stream's `message_stop` event on (a non-streamed
- *   answer's last chunk) are held back until the settlement resolves, so a caller that has its whole
- *   answer finds the call settled. A failed settlement is logged by whoever settles; the answer is
- *   relayed anyway (the sweep settles the call later).
+ *   answer's last chunk) are held back until `release()`, which whoever settles calls once the
+ *   settlement is done, so a caller that has its whole answer finds the call settled. A failed
+ *   settlement is logged by whoever settles, who releases anyway (the sweep settles the call later).
  * - The time bound (`timeoutMs`) covers upstream: past it the gateway cuts upstream (`timedOut`), as
  *   at shutdown (`cancelled`). The usage is then unknown, so the outcome carries none and the call is
  *   charged its hold, never a partial usage.
@@ -61,11 +62,16 @@ export interface RelayOptions {
   readonly arrivedAt: number;
   /** The metrics' `model` label; a call without one (count_tokens) is not counted. */
   readonly metricsModel?: string;
-  /**
-   * Settles the call from its outcome, once upstream has ended; the answer's last bytes wait for it.
-   * It must catch its own failures (a rejection is ignored: the answer is relayed anyway).
-   */
-  readonly settle?: (outcome: GatewayCallOutcome) => Promise<void>;
+}
+
+/** A call being relayed, as whoever settles it sees it. */
+export interface RelayedCall {
+  /** Resolves once upstream has ended, with the outcome the relay observed; never rejects. */
+  readonly upstreamEnded: Promise<GatewayCallOutcome>;
+  /** Gives the caller the answer's last bytes (after the settlement); before upstream ended, it waits for it. */
+  release(): void;
+  /** Resolves once upstream, the release and the caller are all done with the call; never rejects. */
+  readonly done: Promise<GatewayCallOutcome>;
 }
 
 type UpstreamFailure = Extract<FaultClass, 'timeout' | 'connection' | 'cancelled'>;
@@ -85,10 +91,14 @@ const OWN_ANSWER_OF_FAILURE: Readonly<Record<UpstreamFailure, { readonly status:
   cancelled: { status: 503, type: 'api_error' },
 };
 
-export class GatewayRelay implements Dispatcher.DispatchHandler {
-  /** Resolves once upstream, the settlement and the caller are all done with the call; never rejects. */
+export class GatewayRelay implements Dispatcher.DispatchHandler, RelayedCall {
+  readonly upstreamEnded: Promise<GatewayCallOutcome>;
   readonly done: Promise<GatewayCallOutcome>;
+  private resolveUpstreamEnded!: (outcome: GatewayCallOutcome) => void;
   private resolveDone!: (outcome: GatewayCallOutcome) => void;
+  /** What the caller is given once released: the rest of the answer, or the gateway's own ending. */
+  private thenCaller: (() => void) | undefined;
+  private released = false;
   private controller: Dispatcher.DispatchController | undefined;
   private stopped: RelayStopped | undefined;
   private cancelTimer: (() => void) | undefined;
@@ -111,7 +121,7 @@ export class GatewayRelay implements Dispatcher.DispatchHandler {
   private upstreamEndedAt = 0;
   private failure: UpstreamFailure | undefined;
   private upstreamDone = false;
-  private settled = false;
+  private restGiven = false;
   private callerDone = false;
   private callerGone = false;
   private finished = false;
@@ -122,7 +132,14 @@ export class GatewayRelay implements Dispatcher.DispatchHandler {
     private readonly options: RelayOptions,
     private readonly clock: Clock,
   ) {
+    this.upstreamEnded = new Promise((resolve) => (this.resolveUpstreamEnded = resolve));
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
+  }
+
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    if (this.upstreamDone) this.giveCallerTheRest();
   }
 
   /** Starts the call: `send` hands this handler to the upstream dispatcher. */
@@ -193,7 +210,7 @@ export class GatewayRelay implements Dispatcher.DispatchHandler {
     this.decoder = undefined;
     this.failure = error instanceof RelayStopped ? error.failure : 'connection';
     if (error instanceof RelayStopped) this.usageUnknown = true;
-    this.upstreamEnded(() => this.failCaller(error));
+    this.endUpstream(() => this.failCaller(error));
   }
 
   private startDecoding(decoder: Transform): void {
@@ -244,7 +261,7 @@ export class GatewayRelay implements Dispatcher.DispatchHandler {
 
   private answerEnded(): void {
     if (this.upstreamDone) return;
-    this.upstreamEnded(() => this.endCaller());
+    this.endUpstream(() => this.endCaller());
   }
 
   private readonly onTimeout = (): void => {
@@ -264,24 +281,27 @@ export class GatewayRelay implements Dispatcher.DispatchHandler {
     }
   }
 
-  /** Upstream is done: the outcome is settled, then `thenCaller` gives the caller the rest. */
-  private upstreamEnded(thenCaller: () => void): void {
+  /** Upstream is done: the outcome is reported; once released, `thenCaller` gives the caller the rest. */
+  private endUpstream(thenCaller: () => void): void {
     this.upstreamDone = true;
     this.upstreamEndedAtMs = this.clock.now();
     this.upstreamEndedAt = performance.now();
     this.cancelTimer?.();
     this.cancelTimer = undefined;
-    const outcome = this.outcome();
-    this.outcomeSeen = outcome;
-    const settling = this.options.settle === undefined ? Promise.resolve() : this.options.settle(outcome).catch(() => undefined);
-    void settling.then(() => {
-      this.settled = true;
-      if (!this.callerGone) {
-        thenCaller();
-        this.cancelTimer = this.clock.setTimer(CALLER_DRAIN_TIMEOUT_MS, this.onDrainTimeout);
-      }
-      this.finishIfDone();
-    });
+    this.outcomeSeen = this.outcome();
+    this.thenCaller = thenCaller;
+    this.resolveUpstreamEnded(this.outcomeSeen);
+    // Released before upstream ended (nothing to settle): the rest goes on the next turn, as after a settlement.
+    if (this.released) queueMicrotask(() => this.giveCallerTheRest());
+  }
+
+  private giveCallerTheRest(): void {
+    this.restGiven = true;
+    if (!this.callerGone) {
+      this.thenCaller!();
+      this.cancelTimer = this.clock.setTimer(CALLER_DRAIN_TIMEOUT_MS, this.onDrainTimeout);
+    }
+    this.finishIfDone();
   }
 
   /** The whole answer came: the held-back bytes go, and the response ends. */
@@ -333,7 +353,7 @@ export class GatewayRelay implements Dispatcher.DispatchHandler {
     this.callerDone = true;
     this.withheld = [];
     // Upstream is still read on to its end (if running), so its own usage is known.
-    if (this.settled) {
+    if (this.restGiven) {
       this.cancelTimer?.();
       this.cancelTimer = undefined;
     }
@@ -341,7 +361,7 @@ export class GatewayRelay implements Dispatcher.DispatchHandler {
   };
 
   private finishIfDone(): void {
-    if (this.finished || !this.upstreamDone || !this.settled || !this.callerDone) return;
+    if (this.finished || !this.upstreamDone || !this.restGiven || !this.callerDone) return;
     this.finished = true;
     const callerDoneAt = performance.now();
     this.cancelTimer?.();
