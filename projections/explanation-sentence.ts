@@ -7,6 +7,7 @@
 import { rateLimitClause, type KeyExpiredFigures } from '../src/accounts/admission.policy';
 import type { RecoveryGround, SettlementTransition } from '../src/invocations/invocation.events';
 import { isRetryable, type FaultClass } from '../src/runtime/faults';
+import { spendLimitRemaining } from '../src/accounts/admission.policy';
 import type { ExplanationFigures, ExplanationRefusal } from './explanation.view';
 
 /** What each provider fault means to a reader of a `failed` explanation. */
@@ -77,12 +78,12 @@ function refusalSentence(view: ExplanationFigures, refusal: ExplanationRefusal):
     case 'key_spend_limit': {
       const key = refusal.figures;
       const period = key.period === 'total' ? 'in total' : `in ${key.periodStart} (UTC ${key.period})`;
-      return `Refused: key_spend_limit — key ${key.keyId} may spend ${key.limitCredits} credits ${period}; it spent ${key.spentCredits} and holds ${key.heldCredits}, so ${Math.max(0, key.limitCredits - key.spentCredits - key.heldCredits)} remain < hold ${key.creditHold}.`;
+      return `Refused: key_spend_limit — key ${key.keyId} may spend ${key.limitCredits} credits ${period}; it spent ${key.spentCredits} and holds ${key.heldCredits}, so ${spendLimitRemaining(key)} remain < hold ${key.creditHold}.`;
     }
     case 'team_spend_limit': {
       const team = refusal.figures;
       const period = team.period === 'total' ? 'in total' : `in ${team.periodStart} (UTC ${team.period})`;
-      return `Refused: team_spend_limit — team ${team.teamId} of key ${team.keyId} may spend ${team.limitCredits} credits ${period}; its keys spent ${team.spentCredits} and hold ${team.heldCredits}, so ${Math.max(0, team.limitCredits - team.spentCredits - team.heldCredits)} remain < hold ${team.creditHold}.`;
+      return `Refused: team_spend_limit — team ${team.teamId} of key ${team.keyId} may spend ${team.limitCredits} credits ${period}; its keys spent ${team.spentCredits} and hold ${team.heldCredits}, so ${spendLimitRemaining(team)} remain < hold ${team.creditHold}.`;
     }
     case 'key_expired':
       return `Refused: key_expired — ${expiredClause(refusal.figures)}.`;

@@ -4,33 +4,18 @@
  * the view's figures only, as explanation-sentence.ts is; numbers are grouped by thousands with a
  * fixed rule (no locale), so a rebuild writes the same words.
  */
+import { GATEWAY_STATUS_OF_REFUSAL, spendLimitRemaining } from '../src/accounts/admission.policy';
 import type { ExplanationFigures, ExplanationGateway, ExplanationRefusal } from './explanation.view';
 import { rateLimitClause } from '../src/accounts/admission.policy';
 import { expiredClause, FAULT_WORDING, recoveryGroundClause } from './explanation-sentence';
 
-/** What each refusal answers the caller with (docs/gateway.md "Admission"). */
-const REFUSAL_STATUS: Readonly<Record<ExplanationRefusal['reason'], number>> = {
-  ai_disabled: 403,
-  unknown_operation: 404,
-  operation_disabled: 404,
-  insufficient_credits: 402,
-  key_spend_limit: 402,
-  team_spend_limit: 402,
-  key_revoked: 401,
-  key_model_not_allowed: 403,
-  key_max_tokens: 400,
-  key_expired: 401,
-  key_rate_limit: 429,
-  no_running_slot: 429,
-  ledger_totals_bound: 402,
-};
 
 /** The explanation's sentence for a gateway call's figures. */
 export function gatewaySentence(view: ExplanationFigures, gateway: ExplanationGateway): string {
   // The name is quoted as JSON: a name holding quotes or line breaks cannot run into the rest.
   const call = `Gateway call by key ${JSON.stringify(gateway.keyName)} to ${gateway.model}`;
   const hold = grouped(view.credits.hold);
-  if (view.refusal !== undefined) return `${call} refused (${REFUSAL_STATUS[view.refusal.reason]} ${view.refusal.reason}): ${refusalClause(view, view.refusal)}.`;
+  if (view.refusal !== undefined) return `${call} refused (${GATEWAY_STATUS_OF_REFUSAL[view.refusal.reason]} ${view.refusal.reason}): ${refusalClause(view, view.refusal)}.`;
   switch (view.state) {
     case 'estimated':
       return `${call}: awaiting admission for a ${hold}-credit hold.`;
@@ -138,13 +123,13 @@ function refusalClause(view: ExplanationFigures, refusal: ExplanationRefusal): s
     case 'key_spend_limit': {
       const key = refusal.figures;
       const period = key.period === 'total' ? 'in total' : `in ${key.periodStart} (UTC ${key.period})`;
-      const remaining = Math.max(0, key.limitCredits - key.spentCredits - key.heldCredits);
+      const remaining = spendLimitRemaining(key);
       return `the key may spend ${grouped(key.limitCredits)} credits ${period}; it spent ${grouped(key.spentCredits)} and holds ${grouped(key.heldCredits)}, so ${grouped(remaining)} remain < hold ${grouped(key.creditHold)}`;
     }
     case 'team_spend_limit': {
       const team = refusal.figures;
       const period = team.period === 'total' ? 'in total' : `in ${team.periodStart} (UTC ${team.period})`;
-      const remaining = Math.max(0, team.limitCredits - team.spentCredits - team.heldCredits);
+      const remaining = spendLimitRemaining(team);
       return `the key's team ${JSON.stringify(team.teamName)} may spend ${grouped(team.limitCredits)} credits ${period}; its keys spent ${grouped(team.spentCredits)} and hold ${grouped(team.heldCredits)}, so ${grouped(remaining)} remain < hold ${grouped(team.creditHold)}`;
     }
     case 'key_expired':

@@ -6,6 +6,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { AppModule } from './composition/app.module';
+import { storeName } from './event-store/open-event-store';
 import { describeStartupFailure, logStartupFailure, preflight } from './composition/service-startup';
 import { serveConsole } from './console/serve-console';
 import { configureHttp, ledgerHttpAdapter } from './http-kit/configure-http';
@@ -44,7 +45,7 @@ async function bootstrap(env: NodeJS.ProcessEnv): Promise<void> {
   // SIGTERM/SIGINT close the HTTP server, then the store (LedgerFoundationsModule.onApplicationShutdown).
   app.enableShutdownHooks();
   await app.listen(config.port, config.host);
-  const store = config.store.kind === 'sqlite' ? `sqlite:${config.store.path}` : config.store.kind === 'postgres' ? 'PostgreSQL' : 'EventStoreDB';
+  const store = storeName(config.store);
   // The port the server really got: PORT=0 asks the system for a free one (the HTTP benchmark does).
   const port = ((app.getHttpServer() as Server).address() as AddressInfo | null)?.port ?? config.port;
   logger.log(`llm-ledger listening on ${config.host} port ${port} (store: ${store})`, 'Bootstrap');

@@ -29,6 +29,27 @@ export const CAPACITY_REFUSAL_REASONS = ['insufficient_credits', 'team_spend_lim
 export const ADMISSION_REFUSAL_REASONS = [...ACCESS_REFUSAL_REASONS, ...CAPACITY_REFUSAL_REASONS] as const;
 export type AdmissionRefusalReason = (typeof ADMISSION_REFUSAL_REASONS)[number];
 
+/**
+ * The HTTP status each refusal answers a gateway caller with (docs/gateway.md "Admission"): 402 for
+ * money (the organization's or the key's), 429 for a slot, 403 for AI off or a model the key may not
+ * use, 401 for a revoked key, 400 for a `max_tokens` over the key's cap. The explanation quotes it.
+ */
+export const GATEWAY_STATUS_OF_REFUSAL = {
+  ai_disabled: 403,
+  unknown_operation: 404,
+  operation_disabled: 404,
+  insufficient_credits: 402,
+  key_spend_limit: 402,
+  team_spend_limit: 402,
+  key_revoked: 401,
+  key_model_not_allowed: 403,
+  key_max_tokens: 400,
+  key_expired: 401,
+  key_rate_limit: 429,
+  no_running_slot: 429,
+  ledger_totals_bound: 402,
+} as const satisfies Readonly<Record<AdmissionRefusalReason, number>>;
+
 /** A refusal and the figures behind it, as recorded in InvocationRefused. Plain JSON. */
 export type AdmissionRefusal =
   | { readonly reason: 'ai_disabled'; readonly figures: { readonly aiEnabled: false } }
@@ -81,7 +102,23 @@ export type LedgerTotalsBoundFigures = {
 
 
 
-/** A gateway key's limit against a call's hold: `limitCredits − spentCredits − heldCredits < creditHold`. */
+/** A spend limit's figures in a period: a key's, or a team's (what its keys spent and hold). */
+export type SpendLimitFigures = Pick<KeySpendFigures, 'limitCredits' | 'spentCredits' | 'heldCredits'>;
+
+/**
+ * What a gateway key's or team's limit leaves for a new hold, in credits: `limitCredits −
+ * spentCredits − heldCredits` (negative when spent and held are over it). A larger hold is refused.
+ */
+export function spendLimitLeft(figures: SpendLimitFigures): number {
+  return figures.limitCredits - figures.spentCredits - figures.heldCredits;
+}
+
+/** What a refusal says remains of the limit: spendLimitLeft, never below 0. */
+export function spendLimitRemaining(figures: SpendLimitFigures): number {
+  return Math.max(0, spendLimitLeft(figures));
+}
+
+/** A gateway key's limit against a call's hold: refused when `spendLimitLeft < creditHold`. */
 // A type, not an interface: it is read as a plain record of figures (the console shows them so).
 export type KeySpendFigures = {
   readonly keyId: string;
@@ -161,18 +198,14 @@ function gatewayLimitRefusal(state: AccountState, gatewayKey: HoldGatewayKey, cr
   const team = gatewayKey.team === undefined ? undefined : state.gatewayTeams.get(gatewayKey.team.teamId);
   if (team?.spendLimit !== undefined) {
     const { period, spent, held } = teamSpend(state, team, at);
-    if (team.spendLimit.credits - spent - held < creditHold) {
-      const figures = { teamId: team.teamId, teamName: team.name, keyId: gatewayKey.keyId, limitCredits: team.spendLimit.credits, period: team.spendLimit.period, periodStart: period, spentCredits: spent, heldCredits: held, creditHold };
-      return { admitted: false, reason: 'team_spend_limit', figures };
-    }
+    const figures = { teamId: team.teamId, teamName: team.name, keyId: gatewayKey.keyId, limitCredits: team.spendLimit.credits, period: team.spendLimit.period, periodStart: period, spentCredits: spent, heldCredits: held, creditHold };
+    if (spendLimitLeft(figures) < creditHold) return { admitted: false, reason: 'team_spend_limit', figures };
   }
   const key = state.gatewayKeys.get(gatewayKey.keyId);
   if (key?.spendLimit !== undefined) {
     const { period, spent, held } = keySpend(state, key, at);
-    if (key.spendLimit.credits - spent - held < creditHold) {
-      const figures = { keyId: key.keyId, limitCredits: key.spendLimit.credits, period: key.spendLimit.period, periodStart: period, spentCredits: spent, heldCredits: held, creditHold };
-      return { admitted: false, reason: 'key_spend_limit', figures };
-    }
+    const figures = { keyId: key.keyId, limitCredits: key.spendLimit.credits, period: key.spendLimit.period, periodStart: period, spentCredits: spent, heldCredits: held, creditHold };
+    if (spendLimitLeft(figures) < creditHold) return { admitted: false, reason: 'key_spend_limit', figures };
   }
   return undefined;
 }

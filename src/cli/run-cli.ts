@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { ConfigurationError, loadLedgerConfig, type LedgerConfig } from '../config/ledger.config';
 import type { EventStore } from '../event-store/event-store.port';
-import { openEventStore } from '../event-store/open-event-store';
+import { embeddedLogFile, embeddedLogPath, openEventStore } from '../event-store/open-event-store';
 import { openReadModelStore, ReadStoreLock, type ReadStoreLockHolder, type SqliteReadModelStore } from '../projection-runner';
 import { auditVerify } from './audit-verify.command';
 import { hasFlag, optionValue, parseArgs, type OptionSpec, type ParsedArgs } from './cli-args';
@@ -61,7 +61,7 @@ const COMMANDS: readonly CommandDefinition[] = [
           readStore: readStore!,
           io: context.io,
           json: hasFlag(args, 'json'),
-          positionsCountEvents: config.store.kind === 'sqlite',
+          positionsCountEvents: embeddedLogPath(config.store) !== undefined,
         });
         return result.exitCode;
       });
@@ -107,16 +107,17 @@ const COMMANDS: readonly CommandDefinition[] = [
       '1 a projection stopped on an event it could not apply, 2 bad arguments or an unknown projection, 3 a store failed.',
     ],
     async run(args, context) {
-      return withStores(args, context, { readStore: 'create', lock: 'rebuild' }, ({ eventStore, readStore, config }) =>
-        projectionsRebuild({
+      return withStores(args, context, { readStore: 'create', lock: 'rebuild' }, ({ eventStore, readStore, config }) => {
+        const logPath = embeddedLogFile(config.store);
+        return projectionsRebuild({
           eventStore,
           readStore: readStore!,
           io: context.io,
           names: args.options.get('projection') ?? [],
-          positionsCountEvents: config.store.kind === 'sqlite',
-          ...(config.store.kind === 'sqlite' && config.store.path !== ':memory:' ? { logPath: config.store.path } : {}),
-        }),
-      );
+          positionsCountEvents: embeddedLogPath(config.store) !== undefined,
+          ...(logPath === undefined ? {} : { logPath }),
+        });
+      });
     },
   },
   {
@@ -258,8 +259,9 @@ async function withStores(
   body: (stores: OpenedStores) => Promise<number>,
 ): Promise<number> {
   const config = storeConfig(args, context.env);
-  if (config.store.kind === 'sqlite' && config.store.path !== ':memory:' && !existsSync(config.store.path)) {
-    throw new UsageError(`no event store at ${config.store.path} (set --store or LEDGER_STORE)`);
+  const logFile = embeddedLogFile(config.store);
+  if (logFile !== undefined && !existsSync(logFile)) {
+    throw new UsageError(`no event store at ${logFile} (set --store or LEDGER_STORE)`);
   }
   if (needs.readStore === 'must-exist' && config.readStorePath !== ':memory:' && !existsSync(config.readStorePath)) {
     throw new UsageError(`no read-model store at ${config.readStorePath} (set --read-store or LEDGER_READ_STORE)`);

@@ -2,6 +2,7 @@ import { Logger, type FactoryProvider } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { linkSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { LEDGER_CONFIG, type LedgerConfig } from '../config/ledger.config';
+import { embeddedLogPath, IN_MEMORY_LOG_PATH } from '../event-store/open-event-store';
 import { IDEMPOTENCY_SECRET } from '../invocations/request-fingerprint';
 
 /** Bytes of a generated fingerprint secret. */
@@ -24,9 +25,10 @@ export const idempotencySecretProvider: FactoryProvider<Buffer> = {
   inject: [LEDGER_CONFIG],
   useFactory: (config: LedgerConfig): Buffer => {
     if (config.idempotencySecret !== undefined) return Buffer.from(config.idempotencySecret, 'utf8');
-    const beside = config.store.kind === 'sqlite' ? config.store.path : config.readStorePath;
-    if (beside === ':memory:') return randomBytes(GENERATED_SECRET_BYTES);
-    if (config.store.kind !== 'sqlite') {
+    const embeddedLog = embeddedLogPath(config.store);
+    const beside = embeddedLog ?? config.readStorePath;
+    if (beside === IN_MEMORY_LOG_PATH) return randomBytes(GENERATED_SECRET_BYTES);
+    if (embeddedLog === undefined) {
       new Logger('Idempotency').warn('LEDGER_IDEMPOTENCY_SECRET is not set: every instance on this EventStoreDB log must share one');
     }
     return keptSecret(idempotencySecretPathFor(beside));

@@ -2,6 +2,7 @@ import { BeforeApplicationShutdown, Inject, Logger, Module, OnApplicationBootstr
 import { ALL_PROJECTIONS, ALL_PROJECTIONS_MODULE } from '../../projections';
 import { LEDGER_CONFIG, LedgerConfig } from '../config/ledger.config';
 import { EVENT_STORE, EventStore } from '../event-store/event-store.port';
+import { embeddedLogPath } from '../event-store/open-event-store';
 import { SqliteEventStore } from '../event-store/sqlite/sqlite-event-store';
 import { LiveProjections, ProjectionRunner, READ_MODEL_STORE, SqliteReadModelStore, openReadModelStore, type ProjectionRunnerLogger } from '../projection-runner';
 import { ReadStoreLock } from '../projection-runner/read-store.lock';
@@ -39,10 +40,11 @@ import { ProjectionWorkerHost } from '../projection-runner/worker/projection-wor
           warn: (message) => nestLogger.warn(message),
           error: (message) => nestLogger.error(message),
         };
-        if (config.projectionsThread === 'worker' && config.store.kind === 'sqlite' && eventStore instanceof SqliteEventStore) {
+        const logPath = embeddedLogPath(config.store);
+        if (config.projectionsThread === 'worker' && logPath !== undefined && eventStore instanceof SqliteEventStore) {
           return new ProjectionWorkerHost({
             eventStore,
-            logPath: config.store.path,
+            logPath,
             store,
             projections: ALL_PROJECTIONS,
             projectionsModule: ALL_PROJECTIONS_MODULE,

@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { InvalidStoreUrlError, parseStoreUrl, type StoreLocation } from '../event-store/open-event-store';
+import { embeddedLogFile, embeddedLogPath, IN_MEMORY_LOG_PATH, InvalidStoreUrlError, parseStoreUrl, type StoreLocation } from '../event-store/open-event-store';
 import { DEFAULT_LOG_SYNCHRONOUS, type SqliteSynchronous } from '../event-store/sqlite/sqlite-synchronous';
 import { pathBesideLog } from '../event-store/sqlite/path-beside-log';
 import { readModelPathFor } from '../projection-runner/read-model.store';
@@ -167,12 +167,12 @@ export function loadLedgerConfig(
     if (!(error instanceof InvalidStoreUrlError)) throw error;
     problems.push(error.message);
   }
-  const readStorePath =
-    nonEmpty(env.LEDGER_READ_STORE) ?? (store.kind === 'sqlite' ? readModelPathFor(store.path) : DEFAULT_EVENTSTOREDB_READ_STORE);
+  const embeddedLog = embeddedLogPath(store);
+  const readStorePath = nonEmpty(env.LEDGER_READ_STORE) ?? (embeddedLog !== undefined ? readModelPathFor(embeddedLog) : DEFAULT_EVENTSTOREDB_READ_STORE);
 
   const answerStorePath =
     nonEmpty(env.LEDGER_ANSWER_STORE) ??
-    (store.kind === 'sqlite' ? pathBesideLog(store.path, 'answers') : DEFAULT_EVENTSTOREDB_ANSWER_STORE);
+    (embeddedLog !== undefined ? pathBesideLog(embeddedLog, 'answers') : DEFAULT_EVENTSTOREDB_ANSWER_STORE);
   const projectionsThread = parseProjectionsThread(env.LEDGER_PROJECTIONS_THREAD, store, readStorePath, problems);
 
   const synchronous = (nonEmpty(env.LEDGER_SQLITE_SYNCHRONOUS) ?? DEFAULT_LOG_SYNCHRONOUS).toUpperCase();
@@ -304,7 +304,7 @@ function parseProjectionsThread(
   readStorePath: string,
   problems: string[],
 ): ProjectionsThread {
-  const workerPossible = store.kind === 'sqlite' && store.path !== ':memory:' && readStorePath !== ':memory:';
+  const workerPossible = embeddedLogFile(store) !== undefined && readStorePath !== IN_MEMORY_LOG_PATH;
   const raw = nonEmpty(value)?.toLowerCase();
   if (raw === undefined) return workerPossible ? 'worker' : 'main';
   if (raw !== 'worker' && raw !== 'main') {

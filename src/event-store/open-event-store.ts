@@ -10,6 +10,29 @@ export type StoreLocation =
   | { readonly kind: 'eventstoredb'; readonly connectionString: string }
   | { readonly kind: 'postgres'; readonly connectionString: string };
 
+/** The path that keeps an embedded log in memory, thrown away when the process ends. */
+export const IN_MEMORY_LOG_PATH = ':memory:';
+
+/**
+ * The embedded SQLite log's path, when the log is one (`:memory:` for a throw-away log); undefined for
+ * a server's log. What the embedded log alone can do (positions that count events, files beside it,
+ * a worker thread reading it) is asked here, never of `kind`.
+ */
+export function embeddedLogPath(store: StoreLocation): string | undefined {
+  return store.kind === 'sqlite' ? store.path : undefined;
+}
+
+/** The embedded log's file, when it is one on disk (not `:memory:`). */
+export function embeddedLogFile(store: StoreLocation): string | undefined {
+  const path = embeddedLogPath(store);
+  return path === IN_MEMORY_LOG_PATH ? undefined : path;
+}
+
+/** How the service names the log it writes to, for its start-up line (no connection string: it may carry a password). */
+export function storeName(store: StoreLocation): string {
+  return store.kind === 'sqlite' ? `sqlite:${store.path}` : store.kind === 'postgres' ? 'PostgreSQL' : 'EventStoreDB';
+}
+
 /** Thrown for a `LEDGER_STORE` value that names no store this build can open. */
 export class InvalidStoreUrlError extends Error {
   override readonly name = 'InvalidStoreUrlError';

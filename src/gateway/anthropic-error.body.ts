@@ -27,28 +27,16 @@ export const STATUS_OF_ANTHROPIC_ERROR_TYPE: Readonly<Record<AnthropicErrorType,
   overloaded_error: 529,
 };
 
-/** The error type of a status the gateway answers itself (415 and 405 are the request's fault). */
+const ANTHROPIC_ERROR_TYPE_OF_STATUS: ReadonlyMap<number, AnthropicErrorType> = new Map(
+  Object.entries(STATUS_OF_ANTHROPIC_ERROR_TYPE).map(([type, status]) => [status, type as AnthropicErrorType]),
+);
+
+/**
+ * The error type of a status the gateway answers itself: STATUS_OF_ANTHROPIC_ERROR_TYPE read the other
+ * way; any other 4xx is the request's fault (415, 405), any other 5xx an `api_error`.
+ */
 export function anthropicErrorTypeOf(status: number): AnthropicErrorType {
-  switch (status) {
-    case 401:
-      return 'authentication_error';
-    case 402:
-      return 'billing_error';
-    case 403:
-      return 'permission_error';
-    case 404:
-      return 'not_found_error';
-    case 413:
-      return 'request_too_large';
-    case 429:
-      return 'rate_limit_error';
-    case 504:
-      return 'timeout_error';
-    case 529:
-      return 'overloaded_error';
-    default:
-      return status < 500 ? 'invalid_request_error' : 'api_error';
-  }
+  return ANTHROPIC_ERROR_TYPE_OF_STATUS.get(status) ?? (status < 500 ? 'invalid_request_error' : 'api_error');
 }
 
 export function anthropicErrorBody(type: AnthropicErrorType, message: string, requestId: string): AnthropicErrorBody {

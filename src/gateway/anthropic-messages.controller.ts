@@ -1,5 +1,6 @@
 import { Controller, Inject, Logger, Post, Req, Res, UseFilters } from '@nestjs/common';
 import type { ServerResponse } from 'node:http';
+import { GATEWAY_ROUTE_PREFIX } from '../http-kit/http-route-prefix';
 import { takeOverResponse, type HttpResponse } from '../http-kit/http.types';
 import { ReadsOwnBody } from '../http-kit/reads-own-body.decorator';
 import { contextOf, type LedgerRequest } from '../http-kit/request-context';
@@ -35,7 +36,7 @@ interface Begun {
  * (authenticated and forwarded; nothing held or recorded). Each answer is written on Node's own
  * response as it arrives from upstream. See docs/gateway.md.
  */
-@Controller('anthropic/v1/messages')
+@Controller(`${GATEWAY_ROUTE_PREFIX}/v1/messages`)
 @UseFilters(AnthropicErrorFilter)
 @ApiGatewayTag()
 export class AnthropicMessagesController {

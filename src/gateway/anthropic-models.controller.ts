@@ -1,6 +1,7 @@
 import { All, Controller, Get, Inject, Param, Query, Req, Res, UseFilters } from '@nestjs/common';
 import { ApiExcludeEndpoint } from '@nestjs/swagger';
 import type { ServerResponse } from 'node:http';
+import { GATEWAY_ROUTE_PREFIX } from '../http-kit/http-route-prefix';
 import { takeOverResponse, type HttpResponse } from '../http-kit/http.types';
 import { ReadsOwnBody } from '../http-kit/reads-own-body.decorator';
 import { contextOf, type LedgerRequest } from '../http-kit/request-context';
@@ -17,7 +18,7 @@ import { page, readPageQuery, sendJson } from './anthropic-list-page';
  * use, answered by the gateway itself (nothing goes upstream). Paged as Anthropic pages them:
  * `limit`, `after_id`, `before_id`.
  */
-@Controller('anthropic/v1/models')
+@Controller(`${GATEWAY_ROUTE_PREFIX}/v1/models`)
 @UseFilters(AnthropicErrorFilter)
 @ApiGatewayTag()
 export class AnthropicModelsController {
@@ -80,7 +81,7 @@ export class AnthropicModelsController {
  * Anything else under `/anthropic` (another path, another method): 404 in Anthropic's shape, so an
  * Anthropic client reads it as it would Anthropic's own. Registered after the routes above.
  */
-@Controller('anthropic')
+@Controller(GATEWAY_ROUTE_PREFIX)
 @UseFilters(AnthropicErrorFilter)
 export class AnthropicNotFoundController {
   @All(['', '*'])

@@ -10,8 +10,9 @@ import { Inject, Injectable, Optional } from '@nestjs/common';
 import { accountDecider } from '../accounts/account.decider';
 import { accountStreamName } from '../accounts/account.events';
 import type { AccountState } from '../accounts/account.state';
-import { AdmissionRefusedError, rateLimitClause, type AccountRefusal, type AdmissionRefusal } from '../accounts/admission.policy';
+import { AdmissionRefusedError, GATEWAY_STATUS_OF_REFUSAL, rateLimitClause, spendLimitRemaining, type AccountRefusal, type AdmissionRefusal, type AdmissionRefusalReason } from '../accounts/admission.policy';
 import { keyAllowsModel, keyExpiry, UnknownGatewayKeyError, type GatewayKey, type GatewayRejectionReason } from '../accounts/gateway-keys';
+import { anthropicErrorTypeOf } from './anthropic-error.body';
 import { AggregateRepository, type CommandContext } from '../aggregates/aggregate.repository';
 import type { Publication } from '../catalog/operation.events';
 import { CLOCK, isoAt } from '../domain/clock.token';
@@ -52,14 +53,18 @@ export type GatewayCallIds = (organizationId: string) => string;
 type Admitted = Extract<GatewayAdmission, { admitted: true }>;
 type KnownKey = { readonly ok: true; readonly organizationId: string; readonly key: GatewayKey; readonly keyHash: string; readonly account: AccountState };
 
-const refusal = (status: GatewayRefusal['status'], errorType: GatewayRefusal['errorType'], message: string, extra: Partial<GatewayRefusal> = {}): GatewayRefusal => ({
+/** A refusal answered with `status`, in the error type Anthropic gives that status. */
+const refusal = (status: GatewayRefusal['status'], message: string, extra: Partial<GatewayRefusal> = {}): GatewayRefusal => ({
   admitted: false,
   status,
-  errorType,
+  errorType: anthropicErrorTypeOf(status),
   message,
   ...extra,
 });
-const INVALID_KEY = refusal(401, 'authentication_error', 'invalid x-api-key');
+/** A refusal for an admission reason, answered with its status (GATEWAY_STATUS_OF_REFUSAL). */
+const refusalFor = (reason: AdmissionRefusalReason, message: string, extra: Partial<GatewayRefusal> = {}): GatewayRefusal =>
+  refusal(GATEWAY_STATUS_OF_REFUSAL[reason], message, extra);
+const INVALID_KEY = refusalFor('key_revoked', 'invalid x-api-key');
 
 @Injectable()
 export class GatewayCalls implements GatewayAccounting {
@@ -106,7 +111,7 @@ export class GatewayCalls implements GatewayAccounting {
     // Read on from the cached revision: another instance may have priced a new version (the simulator
     // found calls priced minutes after their version's window ended on an instance that never re-read).
     const card = rateCardInForce((await this.repository.load(RATE_CARD_STREAM, rateCardDecider)).state, facts.model);
-    if (card === undefined || !card.enabled) return rejected('model_not_on_rate_card', refusal(404, 'not_found_error', modelNotOnRateCard(facts.model)));
+    if (card === undefined || !card.enabled) return rejected('model_not_on_rate_card', refusal(404, modelNotOnRateCard(facts.model)));
     if (!keyAllowsModel(key, facts.model)) return rejected('model_not_allowed', modelNotAllowed(key, facts.model));
     const cap = Math.min(card.maxOutputTokens, key.maxOutputTokens ?? Number.MAX_SAFE_INTEGER);
     if (facts.maxTokens > cap) {
@@ -114,7 +119,7 @@ export class GatewayCalls implements GatewayAccounting {
       return rejected('max_tokens_over_cap', maxTokensOverCap(facts.maxTokens, cap, whose));
     }
     const hold = worstCaseHold(facts, card);
-    if (hold.problem !== undefined) return rejected('not_holdable', refusal(400, 'invalid_request_error', hold.problem));
+    if (hold.problem !== undefined) return rejected('not_holdable', refusal(400, hold.problem));
     return this.hold(organizationId, found, card, facts, { credits: hold.credits, tokens: worstCaseTokens(hold.bounds) }, tags);
   }
 
@@ -214,34 +219,30 @@ export function publicationOf(card: RateCardVersion, holdCredits: number): Publi
 }
 
 /**
- * An account refusal as Anthropic's error: 402 for money (the organization's or the key's), 429 for a
- * slot, 403 for AI off. A key's name is quoted as JSON, as its explanation quotes it.
+ * An account refusal as Anthropic's error, with its status (GATEWAY_STATUS_OF_REFUSAL). A key's name
+ * is quoted as JSON, as its explanation quotes it.
  */
 export function refusalOfAccount(refused: AccountRefusal, invocationId: string, key: GatewayKey): GatewayRefusal {
+  const refuse = (message: string, extra: Partial<GatewayRefusal> = {}): GatewayRefusal => refusalFor(refused.reason, message, { invocationId, ...extra });
   switch (refused.reason) {
     case 'ai_disabled':
-      return refusal(403, 'permission_error', 'AI is switched off for this organization', { invocationId });
+      return refuse('AI is switched off for this organization');
     case 'insufficient_credits':
-      return refusal(402, 'billing_error', `insufficient credits: available ${refused.figures.available} < hold ${refused.figures.creditHold}`, { invocationId });
+      return refuse(`insufficient credits: available ${refused.figures.available} < hold ${refused.figures.creditHold}`);
     case 'key_spend_limit': {
       const f = refused.figures;
       const period = f.period === 'total' ? 'in total' : `per UTC ${f.period} (${f.periodStart})`;
-      const remaining = Math.max(0, f.limitCredits - f.spentCredits - f.heldCredits);
-      return refusal(402, 'billing_error', `key ${JSON.stringify(key.name)} spend limit: ${f.limitCredits} credits ${period}; spent ${f.spentCredits}, held ${f.heldCredits}, ${remaining} remain < hold ${f.creditHold}`, { invocationId });
+      return refuse(`key ${JSON.stringify(key.name)} spend limit: ${f.limitCredits} credits ${period}; spent ${f.spentCredits}, held ${f.heldCredits}, ${spendLimitRemaining(f)} remain < hold ${f.creditHold}`);
     }
     case 'team_spend_limit': {
       const f = refused.figures;
       const period = f.period === 'total' ? 'in total' : `per UTC ${f.period} (${f.periodStart})`;
-      const remaining = Math.max(0, f.limitCredits - f.spentCredits - f.heldCredits);
-      return refusal(402, 'billing_error', `team ${JSON.stringify(f.teamName)} spend limit: ${f.limitCredits} credits ${period}; its keys spent ${f.spentCredits}, held ${f.heldCredits}, ${remaining} remain < hold ${f.creditHold}`, { invocationId });
+      return refuse(`team ${JSON.stringify(f.teamName)} spend limit: ${f.limitCredits} credits ${period}; its keys spent ${f.spentCredits}, held ${f.heldCredits}, ${spendLimitRemaining(f)} remain < hold ${f.creditHold}`);
     }
     case 'no_running_slot':
-      return refusal(429, 'rate_limit_error', `no running slot: running ${refused.figures.running} of ${refused.figures.maxRunning}`, {
-        invocationId,
-        retryAfterSeconds: GATEWAY_RETRY_AFTER_SECONDS,
-      });
+      return refuse(`no running slot: running ${refused.figures.running} of ${refused.figures.maxRunning}`, { retryAfterSeconds: GATEWAY_RETRY_AFTER_SECONDS });
     case 'ledger_totals_bound':
-      return refusal(402, 'billing_error', 'the account cannot hold this call within its exact-integer bound', { invocationId });
+      return refuse('the account cannot hold this call within its exact-integer bound');
     // The key changed after it was checked: the same answers as that check gives (docs/gateway.md "Admission").
     case 'key_model_not_allowed':
       return modelNotAllowed(key, refused.figures.model, { invocationId });
@@ -251,7 +252,7 @@ export function refusalOfAccount(refused: AccountRefusal, invocationId: string, 
       return keyExpired(refused.figures, { invocationId });
     case 'key_rate_limit': {
       const f = refused.figures;
-      return refusal(429, 'rate_limit_error', `key ${JSON.stringify(key.name)} rate limit: ${rateLimitClause(f, String)}`, { invocationId, retryAfterSeconds: f.retryAfterSeconds });
+      return refuse(`key ${JSON.stringify(key.name)} rate limit: ${rateLimitClause(f, String)}`, { retryAfterSeconds: f.retryAfterSeconds });
     }
   }
 }
@@ -259,17 +260,17 @@ export function refusalOfAccount(refused: AccountRefusal, invocationId: string, 
 /** A key past its `expiresAt`, or a secret rotated away past its grace: 401, saying which and when. */
 function keyExpired({ expiredAt, rotated }: { readonly expiredAt: string; readonly rotated: boolean }, extra: Partial<GatewayRefusal> = {}): GatewayRefusal {
   const message = rotated ? `x-api-key: this secret was rotated, and its grace ended at ${expiredAt}; use the key's new secret` : `x-api-key: the key expired at ${expiredAt}`;
-  return refusal(401, 'authentication_error', message, extra);
+  return refusalFor('key_expired', message, extra);
 }
 
 /** A model outside the key's `models`: at the key check, or recorded when the key changed before the hold. */
 function modelNotAllowed(key: GatewayKey, model: string, extra: Partial<GatewayRefusal> = {}): GatewayRefusal {
-  return refusal(403, 'permission_error', `key ${JSON.stringify(key.name)} may not call ${model}`, extra);
+  return refusalFor('key_model_not_allowed', `key ${JSON.stringify(key.name)} may not call ${model}`, extra);
 }
 
 /** A `max_tokens` over a cap (`whose` names it): at the key check, or recorded when the key's cap fell before the hold. */
 function maxTokensOverCap(maxTokens: number, cap: number, whose: string, extra: Partial<GatewayRefusal> = {}): GatewayRefusal {
-  return refusal(400, 'invalid_request_error', `max_tokens: ${maxTokens} is over ${cap}, ${whose}`, extra);
+  return refusalFor('key_max_tokens', `max_tokens: ${maxTokens} is over ${cap}, ${whose}`, extra);
 }
 
 const keyCap = (key: GatewayKey): string => `key ${JSON.stringify(key.name)}'s maxOutputTokens`;

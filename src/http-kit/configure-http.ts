@@ -9,6 +9,7 @@ import { MAX_REQUEST_ARRIVAL_MS, MAX_REQUEST_BODY_BYTES } from './http.bounds';
 import { setupOpenApi } from './openapi';
 import { readsOwnBody } from './reads-own-body.decorator';
 import { readRequestBody } from './request-body.reader';
+import { GATEWAY_ROUTE_PREFIX } from './http-route-prefix';
 import { contextOf, startRequestContext, type LedgerRequest } from './request-context';
 
 export { MAX_REQUEST_ARRIVAL_MS, MAX_REQUEST_BODY_BYTES };
@@ -75,7 +76,7 @@ export function configureHttp(app: NestFastifyApplication): void {
 }
 
 /** The gateway's routes, which answer in Anthropic's shape and keep their own paths as sent. */
-const GATEWAY_PATH = /^\/anthropic(\/|$)/i;
+const GATEWAY_PATH = new RegExp(`^/${GATEWAY_ROUTE_PREFIX}(/|$)`, 'i');
 
 /**
  * What the router matches: the path with malformed percent-encoding read as U+FFFD, then empty

@@ -3,7 +3,7 @@
  * records, conversation figures and refusals. Each names the bad field; the decider (transitions,
  * charges) stays in invocation.decider.ts.
  */
-import type { AdmissionRefusal, KeyRateFigures, KeySpendFigures, LedgerTotalsBoundFigures } from '../accounts/admission.policy';
+import { spendLimitLeft, type AdmissionRefusal, type KeyRateFigures, type KeySpendFigures, type LedgerTotalsBoundFigures } from '../accounts/admission.policy';
 import { KEY_RATE_LIMITS, SPEND_PERIODS } from '../accounts/gateway-keys';
 import { MAX_GATEWAY_TEAM_NAME_CHARS } from '../accounts/gateway-teams';
 import { MAX_CREDIT_HOLD_CREDITS, MAX_MODEL_NAME_CHARS } from '../catalog/publication.validation';
@@ -174,7 +174,7 @@ function readKeySpendFigures(checks: FieldChecks, figures: Record<string, unknow
     creditHold: credits('creditHold'),
   };
   if (checks.ok && read.creditHold !== state.estimate) checks.add('figures.creditHold', `the estimate is ${state.estimate} credits`);
-  if (checks.ok && read.limitCredits - read.spentCredits - read.heldCredits >= read.creditHold) checks.add('figures.limitCredits', 'covers the hold: nothing to refuse');
+  if (checks.ok && spendLimitLeft(read) >= read.creditHold) checks.add('figures.limitCredits', 'covers the hold: nothing to refuse');
   return read;
 }
 
