@@ -10,9 +10,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EXIT_OK } from '../../src/cli/cli-io';
 import { runCli } from '../../src/cli/run-cli';
+import { openEventStore } from '../../src/event-store/open-event-store';
 import { MemoryIo } from '../cli/support/memory-io';
 import { bearer, TOKENS } from '../http/support/http-ledger';
-import { messageReply } from '../support/messages-api-server';
+import { messageReply, messageStream, type ScriptedReply } from '../support/messages-api-server';
 import { PostgresTestServer } from '../support/postgres-server';
 import { GATEWAY_MODEL, settledView, startGatewayService, type GatewayService } from './support/gateway-service';
 
@@ -21,7 +22,35 @@ jest.setTimeout(120_000);
 
 /** Calls sent at once while the server is down. */
 const CALLS_WHILE_DOWN = 8;
+/** Calls of each kind (JSON and streamed) admitted before the server stops and answered by upstream while it is down. */
+const IN_FLIGHT_PER_KIND = 3;
 const PROMPT = { model: GATEWAY_MODEL, max_tokens: 64, messages: [{ role: 'user' as const, content: 'Go.' }] };
+
+interface OpenInvocation {
+  readonly dispatched: boolean;
+  readonly holdPlaced: boolean;
+  readonly holdSettled: boolean;
+}
+
+/** The log's invocations not settled, each with whether it was dispatched and its hold placed and settled. */
+async function openInvocations(store: string): Promise<OpenInvocation[]> {
+  const log = await openEventStore(store);
+  try {
+    const events = await log.readAll();
+    const settled = new Set(events.filter((event) => event.type === 'InvocationSettled').map((event) => event.streamName.slice('invocation-'.length)));
+    const estimated = events.filter((event) => event.type === 'InvocationEstimated').map((event) => event.streamName.slice('invocation-'.length));
+    const about = (type: string, id: string): boolean => events.some((event) => event.type === type && (event.data as { invocationId?: string }).invocationId === id);
+    return estimated
+      .filter((id) => !settled.has(id))
+      .map((id) => ({
+        dispatched: events.some((event) => event.streamName === `invocation-${id}` && event.type === 'InvocationDispatched'),
+        holdPlaced: about('HoldPlaced', id),
+        holdSettled: about('HoldSettled', id),
+      }));
+  } finally {
+    await log.close();
+  }
+}
 
 describe('the gateway on PostgreSQL through a server restart: 503 in the declared shape while it is down, then on by itself', () => {
   let server: PostgresTestServer | undefined;
@@ -90,5 +119,55 @@ describe('the gateway on PostgreSQL through a server restart: 503 in the declare
     const audited = await runCli(['audit', 'verify'], { io, env });
     expect(io.lines).toEqual([expect.stringMatching(/^audit verify: OK/)]);
     expect(audited).toBe(EXIT_OK);
+  });
+  it('calls in flight when the server stops (JSON and streamed) end without a 500, their holds stay on record, and the instance serves again by itself', async () => {
+    service ??= await startGatewayService({ env });
+    const usage = { input_tokens: 10, output_tokens: 5, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const held = (reply: ScriptedReply): ScriptedReply =>
+      reply.kind === 'sse'
+        ? { ...reply, steps: [{ until: released }, ...reply.steps] }
+        : { kind: 'custom', respond: async (_request, res) => {
+            await released;
+            res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify((reply as { body: unknown }).body));
+          } };
+    const requestsBefore = service!.upstream.requests.length;
+    service!.upstream.reply(
+      ...Array.from({ length: IN_FLIGHT_PER_KIND }, () => held(messageReply({ model: GATEWAY_MODEL, usage }))),
+      ...Array.from({ length: IN_FLIGHT_PER_KIND }, () => held({ kind: 'sse', steps: messageStream({ model: GATEWAY_MODEL }) })),
+      messageReply({ model: GATEWAY_MODEL, usage }),
+    );
+    const ended = (call: Promise<unknown>): Promise<{ readonly ok: boolean; readonly error?: unknown }> => call.then(() => ({ ok: true }), (error: unknown) => ({ ok: false, error }));
+    const json = Array.from({ length: IN_FLIGHT_PER_KIND }, () => ended(service!.client().messages.create(PROMPT)));
+    await service!.upstream.waitForRequests(requestsBefore + IN_FLIGHT_PER_KIND);
+    const streamed = Array.from({ length: IN_FLIGHT_PER_KIND }, () => ended(service!.client().messages.stream(PROMPT).finalMessage()));
+    await service!.upstream.waitForRequests(requestsBefore + 2 * IN_FLIGHT_PER_KIND);
+
+    await server!.stopServer();
+    release();
+    const outcomes = await Promise.all([...json, ...streamed]);
+    // Upstream answered: each caller gets its answer (or, had the relay failed, a 503 in the declared shape).
+    for (const outcome of outcomes) {
+      if (outcome.ok) continue;
+      const { status, error } = outcome.error as InstanceType<typeof Anthropic.APIError>;
+      expect({ status, error }).toEqual({ status: 503, error: { type: 'error', error: { type: 'api_error', message: expect.any(String) }, request_id: expect.any(String) } });
+    }
+
+    await server!.startAgain();
+    const after = await invocationOf(service!.client().messages.create(PROMPT));
+    await settledView(service!.ledger, after);
+
+    // Their settlements failed while the server was down; what was acknowledged before is all there:
+    // each call admitted, dispatched and holding its worst case, open until recovery settles it.
+    const open = await openInvocations(env.LEDGER_STORE!);
+    expect(open).toHaveLength(2 * IN_FLIGHT_PER_KIND);
+    for (const invocation of open) expect(invocation).toEqual({ dispatched: true, holdPlaced: true, holdSettled: false });
+
+    await service!.close();
+    service = undefined;
+    const io = new MemoryIo();
+    expect(await runCli(['audit', 'verify'], { io, env })).toBe(EXIT_OK);
+    expect(io.lines).toEqual([expect.stringMatching(/^audit verify: OK/)]);
   });
 });
