@@ -90,10 +90,16 @@ export class KeyAudit {
     return during;
   }
 
-  /** The period a hold placed at `at` counts in (day, month or total), computed here from the kind. */
+  /**
+   * The period a hold placed at `at` counts in (day, ISO week, month or total), computed here from the
+   * kind; never one before the key's latest hold's of the same kind (docs/gateway.md "Periods": an
+   * instance whose clock runs behind counts its hold in the period the key already counts).
+   */
   periodAt(at: string): string {
     const kind = this.kind;
-    return kind === 'day' ? at.slice(0, 10) : kind === 'month' ? at.slice(0, 7) : 'total';
+    const stamped = kind === 'day' ? at.slice(0, 10) : kind === 'week' ? isoWeekName(at) : kind === 'month' ? at.slice(0, 7) : 'total';
+    const last = this.lastPeriod;
+    return last !== undefined && last.length === stamped.length && last > stamped ? last : stamped;
   }
 
   /** The period of the key's latest hold: a hold in another one starts a new period's count. */
@@ -116,6 +122,23 @@ export class KeyAudit {
   figures(period: string): { readonly spent: number; readonly held: number } {
     return { spent: this.spent.get(period) ?? 0, held: this.held.get(period) ?? 0 };
   }
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * `2026-W49`, worked out here on its own (not with the ledger's isoWeekOf): ISO year Y's week 1 starts
+ * on the Monday of the week holding 4 January of Y.
+ */
+export function isoWeekName(at: string): string {
+  const day = Date.UTC(Number(at.slice(0, 4)), Number(at.slice(5, 7)) - 1, Number(at.slice(8, 10)));
+  const firstMonday = (year: number): number => {
+    const january4 = Date.UTC(year, 0, 4);
+    return january4 - ((new Date(january4).getUTCDay() + 6) % 7) * DAY_MS;
+  };
+  let year = new Date(day).getUTCFullYear() + 1;
+  while (firstMonday(year) > day) year -= 1;
+  return `${year}-W${String(Math.floor((day - firstMonday(year)) / (7 * DAY_MS)) + 1).padStart(2, '0')}`;
 }
 
 /** The rate card version in force for a call estimated at `estimatedAtMs`: the latest, or one superseded during its admission. */

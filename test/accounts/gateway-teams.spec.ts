@@ -12,6 +12,7 @@ import { AdmissionRefusedError } from '../../src/accounts/admission.policy';
 import { isoWeekOf, periodOf } from '../../src/accounts/gateway-keys';
 import { MAX_GATEWAY_TEAMS_PER_ORGANIZATION, UnknownGatewayTeamError } from '../../src/accounts/gateway-teams';
 import { IllegalTransitionError, ValidationError } from '../../src/domain/domain.errors';
+import { isoWeekName } from '../../src/simulation/gateway-audit';
 import { deciderSpec } from '../support/decider-spec';
 import { granted } from './account.fixtures';
 
@@ -54,6 +55,13 @@ describe('periods: an ISO week from Monday 00:00 UTC, named like 2026-W49', () =
     expect(isoWeekOf('2024-12-30T00:00:00.000Z')).toBe('2025-W01');
     expect(isoWeekOf('2021-01-03T00:00:00.000Z')).toBe('2020-W53');
     expect(periodOf('week', THU)).toBe('2026-W49');
+  });
+
+  it('agrees, on every day from 1999 to 2101, with the simulator audit’s own computation (week 1 holds 4 January)', () => {
+    for (let day = Date.UTC(1999, 0, 1); day <= Date.UTC(2101, 11, 31); day += 86_400_000) {
+      const at = new Date(day).toISOString();
+      if (isoWeekOf(at) !== isoWeekName(at)) throw new Error(`${at}: ${isoWeekOf(at)} ≠ ${isoWeekName(at)}`);
+    }
   });
 
   it('accepts `week` as a key’s limit period and counts its hold in the ISO week', () => {
