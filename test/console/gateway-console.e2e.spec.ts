@@ -177,7 +177,7 @@ describe('The console shows gateway calls and keys (docs/gateway.md), in headles
       await form.getByLabel('Name').fill('console-issued');
       await form.getByLabel('Models').fill(MODEL);
       await form.getByLabel('Spend limit (credits)').fill('2000');
-      await form.getByLabel('Per').selectOption('day');
+      await form.getByLabel('Limit period').selectOption('day');
       await form.getByRole('button', { name: 'Issue the key' }).click();
 
       const notice = page.getByRole('region', { name: 'Key “console-issued” issued' });
@@ -221,7 +221,7 @@ describe('The console shows gateway calls and keys (docs/gateway.md), in headles
       await form.getByLabel('Models').fill(`${MODEL}, claude-haiku-5`);
       await form.getByLabel('Largest max_tokens').fill('4096');
       await form.getByLabel('Spend limit (credits)').fill('700');
-      await form.getByLabel('Per').selectOption('total');
+      await form.getByLabel('Limit period').selectOption('total');
       await form.getByRole('button', { name: 'Save the key' }).click();
       await form.waitFor({ state: 'detached' });
       const row = page.getByRole('region', { name: 'Gateway keys table' }).locator('tbody tr', { hasText: keyId });
@@ -231,6 +231,44 @@ describe('The console shows gateway calls and keys (docs/gateway.md), in headles
     });
     const { keys: listed } = (await ledger.http().get(`/v1/organizations/${DEMO_ORG}/gateway-keys`).set(bearer(DEMO_ADMIN)).expect(200)).body as { keys: { keyId: string }[] };
     expect(listed.find((key) => key.keyId === keyId)).toMatchObject({ name: 'changed', models: ['claude-haiku-5', MODEL], maxOutputTokens: 4_096, spendLimit: { credits: 700, period: 'total' } });
+  });
+
+  it('sets a key’s expiry and rate limits, and rotates its secret with a grace in which both secrets work, from the console', async () => {
+    const { key: first, keyId } = (await ledger.http().post(`/v1/organizations/${DEMO_ORG}/gateway-keys`).set(bearer(DEMO_ADMIN)).send({ name: 'to-rotate' }).expect(200)).body as { key: string; keyId: string };
+    let second = '';
+    await browser.withPage(async (page) => {
+      await page.goto(`${base}/console/organizations/${DEMO_ORG}`);
+      await signIn(page, DEMO_ADMIN);
+      await page.getByRole('button', { name: 'Change to-rotate' }).click();
+      const change = page.getByRole('form', { name: 'Change the key “to-rotate”' });
+      await change.getByLabel('Expires at (UTC)').fill('2030-01-01T00:00');
+      await change.getByLabel('Calls in flight at once').fill('4');
+      await change.getByLabel('Calls per minute').fill('60');
+      await change.getByLabel('Tokens per minute').fill('100000');
+      await change.getByRole('button', { name: 'Save the key' }).click();
+      const row = page.getByRole('region', { name: 'Gateway keys table' }).locator('tbody tr', { hasText: keyId });
+      await row.locator('td.status', { hasText: 'expires 2030-01-01 00:00:00.000 UTC' }).waitFor();
+      await expect(row.locator('td.limits').textContent()).resolves.toBe('no spend limit≤ 4 in flight (0 now)≤ 60 calls a minute≤ 100,000 tokens a minute');
+
+      await page.getByRole('button', { name: 'Rotate to-rotate' }).click();
+      const rotate = page.getByRole('form', { name: 'Rotate the key “to-rotate”' });
+      await rotate.getByLabel('Grace (seconds)').fill('600');
+      await rotate.getByRole('button', { name: 'Rotate the secret' }).click();
+      const notice = page.getByRole('region', { name: 'Key “to-rotate” rotated: its new secret' });
+      await expect(notice.textContent()).resolves.toContain('you will not see it again');
+      second = await notice.getByLabel('The new key').inputValue();
+      expect(second).toMatch(/^llk_/);
+      expect(second).not.toBe(first);
+      await row.locator('td.status', { hasText: /rotated; the old secret works until / }).waitFor();
+      await expect(accessibilityViolations(page)).resolves.toEqual([]);
+      await browser.screenshot(page, 'gateway-key-rotated');
+      const status = (await row.locator('td.status').boundingBox())!;
+      expect(status.x + status.width).toBeLessThanOrEqual(DESKTOP.width);
+    }, DESKTOP);
+    // Within the grace, the old secret and the new one both work.
+    for (const secret of [first, second]) await ledger.http().get('/anthropic/v1/models').set('x-api-key', secret).expect(200);
+    const { keys: listed } = (await ledger.http().get(`/v1/organizations/${DEMO_ORG}/gateway-keys`).set(bearer(DEMO_ADMIN)).expect(200)).body as { keys: { keyId: string }[] };
+    expect(listed.find((key) => key.keyId === keyId)).toMatchObject({ expiresAt: expect.stringMatching(/^2030-01-01T00:00:00(\.000)?Z$/), maxConcurrent: 4, requestsPerMinute: 60, tokensPerMinute: 100_000 });
   });
 
   it('revokes a key from the console only once the admin confirms it', async () => {
@@ -291,7 +329,7 @@ describe('The console shows gateway calls and keys (docs/gateway.md), in headles
       const create = page.getByRole('form', { name: 'Create a team' });
       await create.getByLabel('Name').fill('platform');
       await create.getByLabel('Spend limit (credits)').fill('50000');
-      await create.getByLabel('Per').selectOption('week');
+      await create.getByLabel('Limit period').selectOption('week');
       await create.getByLabel('Alert at (% of the limit)').fill('50, 90');
       await create.getByRole('button', { name: 'Create the team' }).click();
       const teamRow = page.getByRole('region', { name: 'Teams table' }).locator('tbody tr', { hasText: 'platform' });

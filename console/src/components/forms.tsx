@@ -106,3 +106,12 @@ export function ManagedTable({ label, caption, columns, children }: { label: str
     </TableScroll>
   );
 }
+
+/** A row under a managed table's row, across all its columns: the form or question of that row's task. */
+export function TaskRow({ columns, children }: { columns: number; children: ComponentChildren }) {
+  return (
+    <tr class="task-row">
+      <td colSpan={columns}>{children}</td>
+    </tr>
+  );
+}

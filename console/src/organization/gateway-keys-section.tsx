@@ -1,15 +1,14 @@
 import { useState } from 'preact/hooks';
 import { segment } from '../api/client';
-import { GATEWAY_REJECTION_REASONS, type GatewayKey, type GatewayTeam, type IssuedGatewayKey } from '../api/types';
+import { type GatewayKey, type GatewayTeam, type IssuedGatewayKey } from '../api/types';
 import { useApi } from '../api/use-api';
 import { Section, Show } from '../components/common';
-import { Confirmation, ManagedTable, type Column } from '../components/forms';
-import { formatCount, formatTime, words } from '../format';
+import { Confirmation, Field, ManagedTable, SettingsForm, TaskRow, typedNumber, type Column } from '../components/forms';
 import { useSession } from '../session/session';
 import { GatewayTeamsSection } from './gateway-teams-section';
 import { IssuedKeyNotice } from './issued-key-notice';
 import { draftOfKey, EMPTY_KEY_DRAFT, keySettingsBody, KeySettingsForm, type KeyDraft } from './key-settings-form';
-import { limitWords } from './limit-fields';
+import { KeyRow, type KeyActions } from './key-row';
 import { useWrites } from '../api/use-writes';
 
 /** The roles `GET …/gateway-keys` answers (docs/gateway.md); for the others the section is not shown. */
@@ -36,25 +35,33 @@ function GatewayManagement({ organizationId }: { organizationId: string }) {
   );
 }
 
-/** What the keys section is doing besides listing: issuing a key, changing one, or asking to confirm a revocation. */
-type KeyTask = { readonly kind: 'issue' } | { readonly kind: 'change' | 'revoke'; readonly keyId: string };
+/** What the keys section is doing besides listing: issuing a key, changing or rotating one, or asking to confirm a revocation. */
+type KeyTask = { readonly kind: 'issue' } | { readonly kind: 'change' | 'rotate' | 'revoke'; readonly keyId: string };
 
 function useKeyWrites(organizationId: string, onWritten: () => void) {
   const { api } = useSession();
   const writes = useWrites<KeyTask, KeyDraft>(EMPTY_KEY_DRAFT, onWritten);
-  const [issued, setIssued] = useState<IssuedGatewayKey | undefined>(undefined);
+  const [issued, setIssued] = useState<NewSecret | undefined>(undefined);
   const keysPath = `/v1/organizations/${segment(organizationId)}/gateway-keys`;
   return {
     ...writes,
     issued,
     forgetIssued: () => setIssued(undefined),
-    issue: (draft: KeyDraft) => writes.write('issue the key', () => api.send<IssuedGatewayKey>('POST', keysPath, keySettingsBody(draft)), setIssued),
+    issue: (draft: KeyDraft) => writes.write('issue the key', () => api.send<IssuedGatewayKey>('POST', keysPath, keySettingsBody(draft)), (key) => setIssued({ key, rotated: false })),
+    rotate: (keyId: string, graceSeconds: string) =>
+      writes.write('rotate the key', () => api.send<IssuedGatewayKey>('POST', `${keysPath}/${segment(keyId)}/rotate`, { graceSeconds: typedNumber(graceSeconds) }), (key) => setIssued({ key, rotated: true })),
     change: (keyId: string, draft: KeyDraft) => writes.write('change the key', () => api.send('PATCH', `${keysPath}/${segment(keyId)}`, keySettingsBody(draft))),
     revoke: (keyId: string) => writes.write('revoke the key', () => api.send('DELETE', `${keysPath}/${segment(keyId)}`)),
   };
 }
 
 type KeyWrites = ReturnType<typeof useKeyWrites>;
+
+/** A secret the service just made, to show once: a new key's, or a rotated key's new one. */
+interface NewSecret {
+  readonly key: IssuedGatewayKey;
+  readonly rotated: boolean;
+}
 
 /** What the keys table's rows share: the writes (with the draft of the one key being changed), and the teams to choose from. */
 interface KeyForms {
@@ -74,7 +81,7 @@ function GatewayKeys({ organizationId, version, teams, onWritten }: { organizati
   );
   return (
     <Section id="gateway-keys" title="Gateway keys" actions={issueButton}>
-      {writes.issued !== undefined && <IssuedKeyNotice issued={writes.issued} onDone={writes.forgetIssued} />}
+      {writes.issued !== undefined && <IssuedKeyNotice issued={writes.issued.key} rotated={writes.issued.rotated} onDone={writes.forgetIssued} />}
       {writes.task?.kind === 'issue' && (
         <KeySettingsForm id="issue-key" label="Issue a gateway key" draft={draft} setDraft={setDraft} teams={teams} submitLabel="Issue the key" writing={writes.writing} onSubmit={() => void writes.issue(draft)} onCancel={() => writes.open(undefined)} />
       )}
@@ -98,99 +105,65 @@ function KeysTable({ keys, forms }: { keys: readonly GatewayKey[]; forms: KeyFor
   );
 }
 
-/** A key's row, and under it the form that changes it or the question that confirms its revocation. */
+/** A key's row, and under it the form that changes or rotates it, or the question that confirms its revocation. */
 function KeyRows({ gatewayKey: key, forms }: { gatewayKey: GatewayKey; forms: KeyForms }) {
   const { writes, teams } = forms;
-  const { draft, setDraft } = writes;
   const task = writes.task !== undefined && writes.task.kind !== 'issue' && writes.task.keyId === key.keyId ? writes.task.kind : undefined;
+  const actions: KeyActions = {
+    onChange: () => writes.open({ kind: 'change', keyId: key.keyId }, draftOfKey(key)),
+    onRotate: () => writes.open({ kind: 'rotate', keyId: key.keyId }),
+    onRevoke: () => writes.open({ kind: 'revoke', keyId: key.keyId }),
+  };
   return (
     <>
-      <KeyRow
-        gatewayKey={key}
-        team={teams.find((team) => team.teamId === key.teamId)?.name ?? key.teamId}
-        onChange={() => writes.open({ kind: 'change', keyId: key.keyId }, draftOfKey(key))}
-        onRevoke={() => writes.open({ kind: 'revoke', keyId: key.keyId })}
-      />
-      {task === 'change' && (
-        <tr class="task-row">
-          <td colSpan={KEY_COLUMNS.length + 1}>
-            <KeySettingsForm
-              id={`change-key-${key.keyId}`}
-              label={`Change the key “${key.name}”`}
-              draft={draft}
-              setDraft={setDraft}
-              teams={teams}
-              submitLabel="Save the key"
-              writing={writes.writing}
-              onSubmit={() => void writes.change(key.keyId, draft)}
-              onCancel={() => writes.open(undefined)}
-            />
-          </td>
-        </tr>
-      )}
-      {task === 'revoke' && (
-        <tr class="task-row">
-          <td colSpan={KEY_COLUMNS.length + 1}>
-            <Confirmation
-              question={`Revoke the key “${key.name}”?`}
-              confirmLabel={`Revoke “${key.name}”`}
-              cancelLabel="Keep it"
-              writing={writes.writing}
-              onConfirm={() => void writes.revoke(key.keyId)}
-              onCancel={() => writes.open(undefined)}
-            >
-              Every instance refuses it from the next call on, and a revoked key cannot be brought back: its callers will need a new key.
-            </Confirmation>
-          </td>
-        </tr>
-      )}
+      <KeyRow gatewayKey={key} team={teams.find((team) => team.teamId === key.teamId)?.name ?? key.teamId} actions={actions} />
+      {task !== undefined && <TaskRow columns={KEY_COLUMNS.length + 1}>{task === 'change' ? <ChangeKeyForm gatewayKey={key} forms={forms} /> : task === 'rotate' ? <RotateKeyForm gatewayKey={key} writes={writes} /> : <RevokeKeyQuestion gatewayKey={key} writes={writes} />}</TaskRow>}
     </>
   );
 }
 
-function KeyRow({ gatewayKey: key, team, onChange, onRevoke }: { gatewayKey: GatewayKey; team: string | undefined; onChange: () => void; onRevoke: () => void }) {
-  const refusals = GATEWAY_REJECTION_REASONS.filter((reason) => (key.rejections[reason] ?? 0) > 0);
+function ChangeKeyForm({ gatewayKey: key, forms: { writes, teams } }: { gatewayKey: GatewayKey; forms: KeyForms }) {
   return (
-    <tr>
-      <th scope="row">
-        {key.name}
-        <small class="key-id">
-          <code class="id">{key.keyId}</code> issued {formatTime(key.issuedAt)}
-        </small>
-        {team !== undefined && <small class="key-id">team {team}</small>}
-      </th>
-      <td class="status">
-        {key.revokedAt === undefined ? <span class="badge state-settled">live</span> : <span class="badge state-refused">revoked</span>}
-        {key.revokedAt !== undefined && <small class="key-id">{formatTime(key.revokedAt)}</small>}
-      </td>
-      <td class="period">{key.period}</td>
-      <td class="num spent">{formatCount(key.spentCredits)}</td>
-      <td class="num held">{formatCount(key.heldCredits)}</td>
-      <td class="limits">
-        {limitWords(key)}
-        {key.maxOutputTokens !== undefined && <small class="key-id">max_tokens ≤ {formatCount(key.maxOutputTokens)}</small>}
-      </td>
-      <td class="num refusals">
-        {formatCount(refusals.reduce((sum, reason) => sum + (key.rejections[reason] ?? 0), 0))}
-        {refusals.map((reason) => (
-          <small key={reason} class="key-id">
-            {words(reason).replace(/_/g, ' ')}: {formatCount(key.rejections[reason] ?? 0)}
-          </small>
-        ))}
-      </td>
-      <td class="models">{key.models === undefined ? 'every model' : key.models.join(', ')}</td>
-      <td class="actions">
-        {key.revokedAt === undefined && (
-          <>
-            <button type="button" class="secondary" aria-label={`Change ${key.name}`} onClick={onChange}>
-              Change
-            </button>
-            <button type="button" class="secondary danger" aria-label={`Revoke ${key.name}`} onClick={onRevoke}>
-              Revoke
-            </button>
-          </>
-        )}
-      </td>
-    </tr>
+    <KeySettingsForm
+      id={`change-key-${key.keyId}`}
+      label={`Change the key “${key.name}”`}
+      draft={writes.draft}
+      setDraft={writes.setDraft}
+      teams={teams}
+      submitLabel="Save the key"
+      writing={writes.writing}
+      onSubmit={() => void writes.change(key.keyId, writes.draft)}
+      onCancel={() => writes.open(undefined)}
+    />
+  );
+}
+
+/** Seconds the secret before a rotation keeps working, as the form starts: an hour for its callers to move. */
+const DEFAULT_GRACE_SECONDS = '3600';
+
+function RotateKeyForm({ gatewayKey: key, writes }: { gatewayKey: GatewayKey; writes: KeyWrites }) {
+  const [grace, setGrace] = useState(DEFAULT_GRACE_SECONDS);
+  const id = `rotate-key-${key.keyId}`;
+  return (
+    <SettingsForm label={`Rotate the key “${key.name}”`} submitLabel="Rotate the secret" writing={writes.writing} onSubmit={() => void writes.rotate(key.keyId, grace)} onCancel={() => writes.open(undefined)}>
+      <Field id={`${id}-grace`} label="Grace (seconds)" hint="How long the current secret keeps working beside the new one; 0: it stops now. Same key id, spend and limits.">
+        <input id={`${id}-grace`} inputMode="numeric" value={grace} onInput={(e) => setGrace(e.currentTarget.value)} aria-describedby={`${id}-grace-hint`} />
+      </Field>
+    </SettingsForm>
+  );
+}
+
+function RevokeKeyQuestion({ gatewayKey: key, writes }: { gatewayKey: GatewayKey; writes: KeyWrites }) {
+  return (
+    <Confirmation
+      question={`Revoke the key “${key.name}”?`}
+      confirmLabel={`Revoke “${key.name}”`}
+      cancelLabel="Keep it"
+      writing={writes.writing}
+      onConfirm={() => void writes.revoke(key.keyId)}
+      onCancel={() => writes.open(undefined)}
+    >
+      Every instance refuses it from the next call on, and a revoked key cannot be brought back: its callers will need a new key.
+    </Confirmation>
   );
 }

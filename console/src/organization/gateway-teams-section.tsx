@@ -2,7 +2,7 @@ import { segment } from '../api/client';
 import type { GatewayTeam } from '../api/types';
 import type { Loaded } from '../api/use-api';
 import { Section, Show } from '../components/common';
-import { Confirmation, Field, ManagedTable, SettingsForm, type Column } from '../components/forms';
+import { Confirmation, Field, ManagedTable, SettingsForm, TaskRow, type Column } from '../components/forms';
 import { formatCount, formatTime } from '../format';
 import { useSession } from '../session/session';
 import { EMPTY_LIMIT_DRAFT, limitBody, limitDraftOf, LimitFields, limitWords, type LimitDraft } from './limit-fields';
@@ -105,17 +105,15 @@ function TeamRows({ team, forms }: { team: GatewayTeam; forms: TeamForms }) {
         </td>
       </tr>
       {task !== undefined && (
-        <tr class="task-row">
-          <td colSpan={TEAM_COLUMNS.length + 1}>
-            {task === 'change' ? (
-              <TeamForm id={`change-team-${team.teamId}`} label={`Change the team “${team.name}”`} submitLabel="Save the team" forms={forms} onSubmit={() => send('PATCH', team.teamId)} />
-            ) : (
-              <Confirmation question={`Delete the team “${team.name}”?`} confirmLabel={`Delete “${team.name}”`} cancelLabel="Keep it" writing={writes.writing} onConfirm={() => send('DELETE', team.teamId)} onCancel={() => writes.open(undefined)}>
-                Its limit no longer applies; a team that a live key names cannot be deleted (move or revoke the key first).
-              </Confirmation>
-            )}
-          </td>
-        </tr>
+        <TaskRow columns={TEAM_COLUMNS.length + 1}>
+          {task === 'change' ? (
+            <TeamForm id={`change-team-${team.teamId}`} label={`Change the team “${team.name}”`} submitLabel="Save the team" forms={forms} onSubmit={() => send('PATCH', team.teamId)} />
+          ) : (
+            <Confirmation question={`Delete the team “${team.name}”?`} confirmLabel={`Delete “${team.name}”`} cancelLabel="Keep it" writing={writes.writing} onConfirm={() => send('DELETE', team.teamId)} onCancel={() => writes.open(undefined)}>
+              Its limit no longer applies; a team that a live key names cannot be deleted (move or revoke the key first).
+            </Confirmation>
+          )}
+        </TaskRow>
       )}
     </>
   );

@@ -11,17 +11,29 @@ export interface KeyDraft extends LimitDraft {
   readonly maxOutputTokens: string;
   /** Empty: no team. */
   readonly teamId: string;
+  /** `YYYY-MM-DDTHH:MM`, a UTC minute; empty: the key never expires. */
+  readonly expiresAt: string;
+  readonly maxConcurrent: string;
+  readonly requestsPerMinute: string;
+  readonly tokensPerMinute: string;
 }
 
-export const EMPTY_KEY_DRAFT: KeyDraft = { name: '', models: '', maxOutputTokens: '', teamId: '', ...EMPTY_LIMIT_DRAFT };
+/** The key's whole numbers the form edits, each optional (empty: no cap). */
+const KEY_NUMBERS = ['maxOutputTokens', 'maxConcurrent', 'requestsPerMinute', 'tokensPerMinute'] as const;
+
+export const EMPTY_KEY_DRAFT: KeyDraft = { name: '', models: '', maxOutputTokens: '', teamId: '', expiresAt: '', maxConcurrent: '', requestsPerMinute: '', tokensPerMinute: '', ...EMPTY_LIMIT_DRAFT };
+
+/** A UTC minute as typed (`2026-12-31T23:59`) as ISO-8601; anything else as typed, for the service to name. */
+const utcInstant = (text: string): string => (/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}$/.test(text.trim()) ? `${text.trim()}:00Z` : text);
 
 /** The form's starting point for changing `key`: its settings as they are. */
 export function draftOfKey(key: GatewayKey): KeyDraft {
   return {
     name: key.name,
     models: key.models?.join(', ') ?? '',
-    maxOutputTokens: key.maxOutputTokens === undefined ? '' : String(key.maxOutputTokens),
+    ...(Object.fromEntries(KEY_NUMBERS.map((field) => [field, key[field] === undefined ? '' : String(key[field])])) as Pick<KeyDraft, (typeof KEY_NUMBERS)[number]>),
     teamId: key.teamId ?? '',
+    expiresAt: key.expiresAt?.slice(0, 16) ?? '',
     ...limitDraftOf(key),
   };
 }
@@ -36,9 +48,10 @@ export function keySettingsBody(draft: KeyDraft): Record<string, unknown> {
   return {
     name: draft.name,
     ...(models.length === 0 ? {} : { models }),
-    ...(draft.maxOutputTokens.trim() === '' ? {} : { maxOutputTokens: typedNumber(draft.maxOutputTokens) }),
+    ...Object.fromEntries(KEY_NUMBERS.filter((field) => draft[field].trim() !== '').map((field) => [field, typedNumber(draft[field])])),
     ...limitBody(draft),
     ...(draft.teamId === '' ? {} : { teamId: draft.teamId }),
+    ...(draft.expiresAt.trim() === '' ? {} : { expiresAt: utcInstant(draft.expiresAt) }),
   };
 }
 
@@ -56,7 +69,26 @@ export interface KeySettingsFormProps {
   readonly onCancel: () => void;
 }
 
-/** The settings of a key to issue or change: name, models, largest `max_tokens`, team, spend limit and alerts. */
+/** Its expiry and its rate limits: calls in flight, calls and tokens per UTC minute. */
+function KeyRateFields({ id, draft, setDraft }: { id: string; draft: KeyDraft; setDraft: (draft: KeyDraft) => void }) {
+  const numberField = (field: 'maxConcurrent' | 'requestsPerMinute' | 'tokensPerMinute', label: string, hint: string) => (
+    <Field id={`${id}-${field}`} label={label} hint={hint}>
+      <input id={`${id}-${field}`} inputMode="numeric" value={draft[field]} onInput={(e) => setDraft({ ...draft, [field]: e.currentTarget.value })} aria-describedby={`${id}-${field}-hint`} />
+    </Field>
+  );
+  return (
+    <>
+      <Field id={`${id}-expires`} label="Expires at (UTC)" hint="Empty: never. From then on the key is refused (401).">
+        <input id={`${id}-expires`} type="datetime-local" value={draft.expiresAt} onInput={(e) => setDraft({ ...draft, expiresAt: e.currentTarget.value })} aria-describedby={`${id}-expires-hint`} />
+      </Field>
+      {numberField('maxConcurrent', 'Calls in flight at once', 'Empty: only the organization’s running calls bound it.')}
+      {numberField('requestsPerMinute', 'Calls per minute', 'Admitted in one UTC minute; empty: no limit.')}
+      {numberField('tokensPerMinute', 'Tokens per minute', 'Each call holds its worst case until settled; empty: no limit.')}
+    </>
+  );
+}
+
+/** The settings of a key to issue or change: name, models, largest `max_tokens`, team, spend limit and alerts, expiry, rate limits. */
 export function KeySettingsForm({ id, draft, setDraft, teams, ...form }: KeySettingsFormProps) {
   return (
     <SettingsForm {...form}>
@@ -80,6 +112,7 @@ export function KeySettingsForm({ id, draft, setDraft, teams, ...form }: KeySett
         </select>
       </Field>
       <LimitFields id={id} draft={draft} setDraft={(limit) => setDraft({ ...draft, ...limit })} whose="the key" />
+      <KeyRateFields id={id} draft={draft} setDraft={setDraft} />
     </SettingsForm>
   );
 }

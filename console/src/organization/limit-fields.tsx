@@ -60,7 +60,7 @@ export function LimitFields({ id, draft, setDraft, whose }: { id: string; draft:
       <Field id={`${id}-limit`} label="Spend limit (credits)" hint={`Charged plus held by ${whose}, per period; empty: no limit.`}>
         <input id={`${id}-limit`} inputMode="numeric" value={draft.limitCredits} onInput={(e) => setDraft({ ...draft, limitCredits: e.currentTarget.value })} aria-describedby={`${id}-limit-hint`} />
       </Field>
-      <Field id={`${id}-period`} label="Per">
+      <Field id={`${id}-period`} label="Limit period">
         <select id={`${id}-period`} value={draft.limitPeriod} onChange={(e) => setDraft({ ...draft, limitPeriod: e.currentTarget.value as SpendPeriod })}>
           {SPEND_PERIODS.map((period) => (
             <option key={period} value={period}>
