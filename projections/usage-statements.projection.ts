@@ -1,9 +1,11 @@
 import type { Projection } from '../src/projection-runner';
+import type { RecordedEvent } from '../src/event-store/event-store.port';
 import { addUsageSaturating, NO_USAGE } from '../src/runtime/usage';
 import type { Outcome, Usage } from '../src/runtime';
 import { currentLedgerEvent } from '../src/upcasters/ledger.upcasters';
 import type { InvocationRecordedEvent } from './invocations.projection';
 import { streamId } from './stream-names';
+import { GATEWAY_BATCH_OPERATION_ID, GATEWAY_BATCH_STREAM_PREFIX, type BatchResultType, type GatewayBatchEvent } from '../src/gateway/batches/gateway-batch';
 
 export const USAGE_STATEMENTS_PROJECTION = 'usage-statements';
 /** One document per organization, UTC day, operation, model and gateway key: an invoice line's makings. */
@@ -97,13 +99,15 @@ function attributionOf(source: LineAttribution): LineAttribution {
 }
 
 /** Usage statements per organization, by operation, model, gateway key and UTC day (README.md "Invoicing"). */
-export const usageStatementsProjection: Projection<InvocationRecordedEvent> = {
+export const usageStatementsProjection: Projection<InvocationRecordedEvent | BatchRecordedEvent> = {
   name: USAGE_STATEMENTS_PROJECTION,
   // 2: a gateway call's line is its key's. 3: and its team's, user's and tags' (docs/gateway.md "Who spent it").
-  version: 3,
-  handles: ['InvocationEstimated', 'InvocationRefused', 'InvocationCompleted', 'InvocationFailed', 'InvocationSettled'],
+  // 4: Message Batches' requests, on their key's and model's lines under GATEWAY_BATCH_OPERATION_ID.
+  version: 4,
+  handles: ['InvocationEstimated', 'InvocationRefused', 'InvocationCompleted', 'InvocationFailed', 'InvocationSettled', 'GatewayBatchCreated', 'GatewayBatchResultsRecorded', 'GatewayBatchSettled'],
   apply(recorded, tx) {
-    const event = currentLedgerEvent(recorded);
+    if (recorded.streamName.startsWith(GATEWAY_BATCH_STREAM_PREFIX)) return applyBatchEvent(recorded.streamName.slice(GATEWAY_BATCH_STREAM_PREFIX.length), recorded as BatchRecordedEvent, tx);
+    const event = currentLedgerEvent(recorded as InvocationRecordedEvent);
     const invocationId = streamId(event.streamName, 'invocation');
     if (invocationId === undefined) return;
     if (event.type === 'InvocationEstimated') {
@@ -178,4 +182,60 @@ function lineOf(existing: UsageDayView | undefined, open: OpenInvocation, instan
 
 function put(tx: Parameters<Projection['apply']>[1], line: UsageDayView): void {
   tx.put(USAGE_DAY_COLLECTION, usageDayId(line.organizationId, line.day, line.operationId, line.model, line.keyId, line), line, { indexKey: line.organizationId });
+}
+
+/** A Message Batch's event as the log records it. */
+type BatchRecordedEvent = RecordedEvent<GatewayBatchEvent['type']> & GatewayBatchEvent;
+
+/** A batch's results so far, per model: what its settlement brings to its key's lines. */
+interface OpenBatch {
+  readonly organizationId: string;
+  readonly keyId: string;
+  readonly keyName: string;
+  readonly models: Readonly<Record<string, { readonly credits: number; readonly outcomes: Readonly<Partial<Record<StatementOutcome, number>>>; readonly tokens: Usage; readonly saturated: boolean }>>;
+}
+
+/** A batch request's result as a statement counts its outcome: Anthropic's 24-hour bound ends an expired one. */
+const OUTCOME_OF_RESULT: Readonly<Record<BatchResultType, Outcome>> = { succeeded: 'completed', errored: 'failed', canceled: 'cancelled', expired: 'time_limit' };
+
+/**
+ * Message Batches (docs/gateway.md "Message Batches"): each result is counted on its model's line of
+ * the batch's key, on the day the batch was settled (when the account charged it), each request as
+ * one settled request with its outcome, its charge and its tokens.
+ */
+function applyBatchEvent(batchId: string, event: GatewayBatchEvent, tx: Parameters<Projection['apply']>[1]): void {
+  const openId = `batch\n${batchId}`;
+  if (event.type === 'GatewayBatchCreated') {
+    const { organizationId, keyId, keyName } = event.data;
+    tx.put(OPEN_COLLECTION, openId, { organizationId, keyId, keyName, models: {} } satisfies OpenBatch);
+    return;
+  }
+  const open = tx.get<OpenBatch>(OPEN_COLLECTION, openId);
+  if (open === undefined) return;
+  if (event.type === 'GatewayBatchResultsRecorded') {
+    const models = { ...open.models };
+    for (const result of event.data.results) {
+      const sum = models[result.model] ?? { credits: 0, outcomes: {}, tokens: NO_USAGE, saturated: false };
+      const outcome = OUTCOME_OF_RESULT[result.type];
+      const tokens = result.usage === undefined ? { usage: sum.tokens, saturated: false } : addUsageSaturating(sum.tokens, result.usage);
+      models[result.model] = { credits: sum.credits + result.priceCredits, outcomes: { ...sum.outcomes, [outcome]: (sum.outcomes[outcome] ?? 0) + 1 }, tokens: tokens.usage, saturated: sum.saturated || tokens.saturated };
+    }
+    tx.put(OPEN_COLLECTION, openId, { ...open, models } satisfies OpenBatch);
+    return;
+  }
+  if (event.type !== 'GatewayBatchSettled') return;
+  const { settledAt } = event.data;
+  for (const [model, sum] of Object.entries(open.models)) {
+    const asCall: OpenInvocation = { organizationId: open.organizationId, operationId: GATEWAY_BATCH_OPERATION_ID, model, keyId: open.keyId, keyName: open.keyName, usage: NO_USAGE };
+    const line = lineOf(tx.get<UsageDayView>(USAGE_DAY_COLLECTION, idOf(asCall, settledAt)), asCall, settledAt);
+    const tokens = addUsageSaturating(line.tokens, sum.tokens);
+    const outcomes: Partial<Record<StatementOutcome, number>> = { ...line.outcomes };
+    let settled = line.settled;
+    for (const [outcome, count] of Object.entries(sum.outcomes) as [StatementOutcome, number][]) {
+      outcomes[outcome] = (outcomes[outcome] ?? 0) + count;
+      settled += count;
+    }
+    put(tx, { ...line, credits: line.credits + sum.credits, settled, outcomes, tokens: tokens.usage, ...(tokens.saturated || sum.saturated ? { usageSaturated: true } : {}) });
+  }
+  tx.delete(OPEN_COLLECTION, openId);
 }

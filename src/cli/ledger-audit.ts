@@ -263,7 +263,7 @@ class LedgerPass {
     }
     const invocationId = streamId(event.streamName, 'invocation');
     if (invocationId !== undefined) this.invocationEvent(invocationId, currentLedgerEvent(event) as unknown as InvocationEvent, event.position);
-    if (event.streamName.startsWith(GATEWAY_BATCH_STREAM_PREFIX)) this.batchEvent(event.streamName.slice(GATEWAY_BATCH_STREAM_PREFIX.length), event as unknown as GatewayBatchEvent);
+    if (event.streamName.startsWith(GATEWAY_BATCH_STREAM_PREFIX)) this.batchEvent(event.streamName.slice(GATEWAY_BATCH_STREAM_PREFIX.length), event as unknown as GatewayBatchEvent, event.position);
   }
 
   /**
@@ -271,7 +271,7 @@ class LedgerPass {
    * it opens like an invocation, each result's price is recomputed from its usage at the batch's copied
    * rate card, and its settlement is what its hold must be charged.
    */
-  private batchEvent(batchId: string, event: GatewayBatchEvent): void {
+  private batchEvent(batchId: string, event: GatewayBatchEvent, position: bigint): void {
     const holdId = holdIdOfBatch(batchId);
     if (event.type === 'GatewayBatchCreated') {
       this.openInvocations.set(holdId, event.data.organizationId);
@@ -295,8 +295,13 @@ class LedgerPass {
     if (event.type !== 'GatewayBatchSettled') return;
     this.openBatches.delete(batchId);
     this.openInvocations.delete(holdId);
-    const { chargeCredits } = event.data;
+    const { chargeCredits, settledAt } = event.data;
     this.invocationCharges.set(batch.organizationId, (this.invocationCharges.get(batch.organizationId) ?? 0) + chargeCredits);
+    // The usage statements count a batch's charge on the day it was settled, as an invocation's.
+    if (this.statementsCheckpoint !== undefined && position <= this.statementsCheckpoint) {
+      const key = `${batch.organizationId}\n${utcDay(settledAt)}`;
+      this.chargesByDay.set(key, (this.chargesByDay.get(key) ?? 0) + chargeCredits);
+    }
     const open = this.accounts.get(batch.organizationId)?.openHolds.get(holdId);
     if (open !== undefined) this.awaitingHold.set(holdId, { organizationId: batch.organizationId, chargeCredits, heldCredits: open.credits });
   }

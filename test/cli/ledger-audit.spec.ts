@@ -213,7 +213,7 @@ describe('audit verify recomputes each Message Batch result from its usage at th
       .append(
         stream,
         { type: 'GatewayBatchSubmitted', data: { upstreamBatchId: 'up-1', submittedAt: at(1) } },
-        { type: 'GatewayBatchResultsRecorded', data: { results: [{ customId: 'a', type: 'succeeded', usage: usageOfA, priceCredits: priceOfFirst }, { customId: 'b', type: 'errored', priceCredits: 0 }], recordedAt: at(2) } },
+        { type: 'GatewayBatchResultsRecorded', data: { results: [{ customId: 'a', model: 'm', type: 'succeeded', usage: usageOfA, priceCredits: priceOfFirst }, { customId: 'b', model: 'm', type: 'errored', priceCredits: 0 }], recordedAt: at(2) } },
         { type: 'GatewayBatchSettled', data: { chargeCredits: priceOfFirst, counts: { succeeded: 1, errored: 1, canceled: 0, expired: 0 }, settledAt: at(3) } },
       )
       .append('account-acme', holdSettled(holdId, priceOfFirst, 80));

@@ -14,8 +14,10 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AggregateRepository } from '../../src/aggregates/aggregate.repository';
+import { auditLedger } from '../../src/cli/ledger-audit';
+import { openReadModelStore } from '../../src/projection-runner';
 import { EVENT_STORE, type EventStore } from '../../src/event-store/event-store.port';
-import { gatewayBatchDecider, gatewayBatchStreamName, holdIdOfBatch } from '../../src/gateway/batches/gateway-batch';
+import { GATEWAY_BATCH_OPERATION_ID, gatewayBatchDecider, gatewayBatchStreamName, holdIdOfBatch } from '../../src/gateway/batches/gateway-batch';
 import { GatewayBatchesPoller } from '../../src/gateway/batches/gateway-batches.poller';
 import { GatewayBatches } from '../../src/gateway/batches/gateway-batches.service';
 import { bearer, startHttpLedger, TOKENS, type HttpLedger } from '../http/support/http-ledger';
@@ -90,7 +92,7 @@ describe('Message Batches through the gateway, with the SDK against a local batc
     rmSync(directory, { recursive: true, force: true });
   });
 
-  it('holds every request’s worst case at batch rates in one decision before sending, and charges each result once at its usage however often and from however many instances the results are fetched', async () => {
+  it('holds every request’s worst case at batch rates in one decision before sending, charges each result once at its usage however often and from however many instances the results are fetched, and states and audits it', async () => {
     const before = await balance();
     const batch = await a.client(key).messages.batches.create({ requests: [request('ok-1'), request('ok-2'), request('bad-1'), request('late-1')] });
     expect(batch.id).toMatch(/^msgbatch_[0-9a-f]{32}$/);
@@ -124,6 +126,25 @@ describe('Message Batches through the gateway, with the SDK against a local batc
     const events = await a.ledger.app.get<EventStore>(EVENT_STORE).readStream(gatewayBatchStreamName(batch.id));
     expect(events.filter((e) => e.type === 'GatewayBatchResultsRecorded').flatMap((e) => (e.data as { results: unknown[] }).results)).toHaveLength(4);
     expect(events.filter((e) => e.type === 'GatewayBatchSettled')).toHaveLength(1);
+
+    // In the usage statement, on its key's and model's line: each request settled with its outcome, charge and tokens.
+    const day = new Date().toISOString().slice(0, 10);
+    const row = async () => {
+      const statement = (await a.ledger.http().get(`/v1/organizations/acme/usage?from=${day}&to=${day}&groupBy=operation,key,model`).set(system()).expect(200)).body as { rows: { operationId: string; keyName: string; model: string; credits: number; settled: number; outcomes: Record<string, number>; tokens: Record<string, number> }[] };
+      return statement.rows.find((r) => r.operationId === GATEWAY_BATCH_OPERATION_ID);
+    };
+    // The read side follows the log after commit: ask again until the first batch's settlement shows (a poll for a condition).
+    for (let tries = 0; (await row()) === undefined && tries < 500; tries++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(await row()).toMatchObject({ keyName: 'batch-bot', model: MODEL, credits: 600, settled: 4, outcomes: { completed: 2, failed: 1, time_limit: 1 }, tokens: { inputTokens: 200, outputTokens: 40 } });
+
+    // audit verify: the batch's hold, its settlement and each result's batch price agree with the account and the statement.
+    const readStore = openReadModelStore({ path: join(directory, 'read-a.sqlite') });
+    try {
+      const audited = await auditLedger({ eventStore: a.ledger.app.get<EventStore>(EVENT_STORE), readStore });
+      expect(audited.differences).toEqual([]);
+    } finally {
+      readStore.close();
+    }
   });
 
   it('keeps each batch to the organization that created it: another organization’s key gets 404 on retrieve, results, cancel and delete, and lists only its own', async () => {

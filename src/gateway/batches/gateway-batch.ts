@@ -21,6 +21,8 @@ export const GATEWAY_BATCH_STREAM_PREFIX = 'gateway-batch-';
 export const MAX_BATCH_ENTRIES_PER_EVENT = 1_000;
 /** The result types Anthropic reports for a batch's request. */
 export const BATCH_RESULT_TYPES = ['succeeded', 'errored', 'canceled', 'expired'] as const;
+/** The operation a batch's requests are counted under in usage statements, beside gateway calls'. */
+export const GATEWAY_BATCH_OPERATION_ID = 'gateway.anthropic-message-batches';
 export type BatchResultType = (typeof BATCH_RESULT_TYPES)[number];
 
 export function gatewayBatchStreamName(batchId: string): string {
@@ -49,6 +51,8 @@ export interface BatchRequestRecord {
 /** A request's result as charged: its type, the usage it reported (succeeded), and its price. */
 export interface BatchResultRecord {
   readonly customId: string;
+  /** The request's model (its statement line's). */
+  readonly model: string;
   readonly type: BatchResultType;
   readonly usage?: Usage;
   /** The usage field upstream reported malformed (or none at all for a succeeded request): charged its hold. */
@@ -128,7 +132,7 @@ export function allRequestsRecorded(state: GatewayBatchState): boolean {
  * without usage is); errored, canceled and expired requests nothing.
  */
 export function chargeResult(report: BatchResultReport, request: BatchRequestRecord, card: BatchRateCard): BatchResultRecord {
-  const base = { customId: report.customId, type: report.type };
+  const base = { customId: report.customId, model: request.model, type: report.type };
   if (report.type !== 'succeeded') return { ...base, priceCredits: 0 };
   if (report.usage === undefined) return { ...base, unmeasured: report.malformedUsage ?? 'usage', priceCredits: request.holdCredits };
   const usage: Usage = { ...report.usage, serviceTier: BATCH_SERVICE_TIER };
