@@ -67,7 +67,7 @@ export class AnthropicMessagesController {
       return;
     }
     const relayed = this.forwarder.forward({
-      path: `/v1/messages${queryOf(request.url)}`,
+      upstream: { route: 'messages', query: queryOf(request.url), model: facts.facts.model, stream: facts.facts.stream },
       headers: request.headers,
       body: read.bytes,
       response,
@@ -95,7 +95,7 @@ export class AnthropicMessagesController {
     if (read.problem !== undefined) return this.answer(response, read.problem.status, read.problem.message, requestId, false);
     if (!this.ready(response, requestId, false)) return;
     const relayed = this.forwarder.forward({
-      path: `/v1/messages/count_tokens${queryOf(request.url)}`,
+      upstream: { route: 'count_tokens', query: queryOf(request.url) },
       headers: request.headers,
       body: read.bytes,
       response,

@@ -23,16 +23,13 @@ import type { ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Transform } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import { anthropicErrorEvidence, classifyAnthropicFault } from '../providers/anthropic/anthropic-error.mapper';
-import { readUsageReport } from '../providers/anthropic/anthropic-response.mapper';
 import type { Clock } from '../runtime/clock';
 import type { FaultClass } from '../runtime/faults';
-import { anthropicErrorBody, INVOCATION_ID_HEADER, REQUEST_ID_HEADER, sendAnthropicError, STATUS_OF_ANTHROPIC_ERROR_TYPE } from './anthropic-error.body';
+import { anthropicErrorBody, INVOCATION_ID_HEADER, REQUEST_ID_HEADER, sendAnthropicError } from './anthropic-error.body';
 import { answerCodingOf } from './answer-encoding';
 import type { AnthropicErrorType, GatewayCallOutcome } from './gateway-call.port';
 import { publishCallerDropped, publishGatewayCall } from './gateway-http.channels';
-import { JsonAnswerReader } from './json-answer.reader';
-import { SseUsageReader } from './sse-usage.reader';
+import type { GatewayAnswerReader, GatewayProvider } from './gateway-provider.port';
 
 /**
  * Most of an answer buffered for a caller that does not take it as fast as upstream sends it, in
@@ -47,9 +44,6 @@ export const CALLER_DRAIN_TIMEOUT_MS = 60_000;
  * whole, its usage unread.
  */
 export const MAX_READ_ANSWER_BYTES = 1024 * 1024 * 1024;
-
-/** The top-level members of a non-streamed answer the accounting reads. */
-const ANSWER_MEMBERS: ReadonlySet<string> = new Set(['usage', 'model', 'stop_reason', 'error']);
 
 export interface RelayOptions {
   readonly response: ServerResponse;
@@ -104,8 +98,8 @@ export class GatewayRelay implements Dispatcher.DispatchHandler, RelayedCall {
   private cancelTimer: (() => void) | undefined;
   private status = 0;
   private providerRequestId: string | undefined;
-  private sse: SseUsageReader | undefined;
-  private json: JsonAnswerReader | undefined;
+  /** The provider's reader of the answer, once it began. */
+  private reader: GatewayAnswerReader | undefined;
   private readBytes = 0;
   /** The answer was not read for its usage: past MAX_READ_ANSWER_BYTES, or in a coding the relay cannot decode. */
   private unread = false;
@@ -130,6 +124,7 @@ export class GatewayRelay implements Dispatcher.DispatchHandler, RelayedCall {
 
   constructor(
     private readonly options: RelayOptions,
+    private readonly provider: GatewayProvider,
     private readonly clock: Clock,
   ) {
     this.upstreamEnded = new Promise((resolve) => (this.resolveUpstreamEnded = resolve));
@@ -167,10 +162,9 @@ export class GatewayRelay implements Dispatcher.DispatchHandler, RelayedCall {
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
     if (this.upstreamDone || statusCode < 200) return;
     this.status = statusCode;
-    this.providerRequestId = textOf(headers[REQUEST_ID_HEADER]);
+    this.providerRequestId = textOf(headers[this.provider.requestIdHeader]);
     const contentType = textOf(headers['content-type']);
-    if (statusCode < 300 && contentType !== undefined && contentType.startsWith('text/event-stream')) this.sse = new SseUsageReader();
-    else this.json = new JsonAnswerReader(ANSWER_MEMBERS);
+    const reader = (this.reader = this.provider.answerReader(statusCode, contentType));
     const contentEncoding = textOf(headers['content-encoding']);
     const coding = answerCodingOf(contentEncoding);
     if (coding.kind === 'decode') this.startDecoding(coding.decoder);
@@ -187,9 +181,9 @@ export class GatewayRelay implements Dispatcher.DispatchHandler, RelayedCall {
     // A decoded answer is re-framed (chunked, no coding); one the relay cannot decode goes as it came.
     if (coding.kind === 'opaque') response.setHeader('content-encoding', contentEncoding!);
     const length = textOf(headers['content-length']);
-    if (this.sse === undefined && coding.kind !== 'decode' && length !== undefined) response.setHeader('content-length', length);
+    if (!reader.streamed && coding.kind !== 'decode' && length !== undefined) response.setHeader('content-length', length);
     // The caller learns at once that its stream began.
-    if (this.sse !== undefined) response.flushHeaders();
+    if (reader.streamed) response.flushHeaders();
   }
 
   onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -233,12 +227,13 @@ export class GatewayRelay implements Dispatcher.DispatchHandler, RelayedCall {
       return;
     }
     const response = this.options.response;
-    if (this.sse !== undefined && stopAt !== -1) {
+    const streamed = this.reader?.streamed === true;
+    if (streamed && stopAt !== -1) {
       // From message_stop on, the stream waits for the settlement.
       if (stopAt > 0) response.write(chunk.subarray(0, stopAt));
       this.withheld.push(chunk.subarray(stopAt));
       this.withholdingAll = true;
-    } else if (this.sse !== undefined) {
+    } else if (streamed) {
       response.write(chunk);
     } else {
       // A non-streamed answer's last chunk waits for the settlement: each chunk goes when the next comes.
@@ -251,11 +246,11 @@ export class GatewayRelay implements Dispatcher.DispatchHandler, RelayedCall {
 
   /** Feeds the accounting's reader; returns where a stream's message_stop begins in the chunk, or -1. */
   private read(chunk: Buffer): number {
-    if (this.unread) return -1;
-    if (this.sse !== undefined) return this.sse.feed(chunk);
+    if (this.unread || this.reader === undefined) return -1;
+    if (this.reader.streamed) return this.reader.feed(chunk);
     this.readBytes += chunk.length;
     if (this.readBytes > MAX_READ_ANSWER_BYTES) this.unread = true;
-    else this.json?.feed(chunk);
+    else this.reader.feed(chunk);
     return -1;
   }
 
@@ -322,9 +317,10 @@ export class GatewayRelay implements Dispatcher.DispatchHandler, RelayedCall {
       sendAnthropicError(response, own.status, own.type, message, this.options.requestId, { invocationId: this.options.invocationId });
       return;
     }
-    if (this.sse !== undefined) for (const piece of this.withheld) response.write(piece);
+    const streamed = this.reader?.streamed === true;
+    if (streamed) for (const piece of this.withheld) response.write(piece);
     this.withheld = [];
-    if (this.sse?.atEventBoundary === true) {
+    if (streamed && this.reader!.atEventBoundary) {
       // Mid-stream, between events: an `error` event, which Anthropic's SDKs raise as the API error it names.
       response.end(`event: error\ndata: ${JSON.stringify(anthropicErrorBody(own.type, message, this.options.requestId))}\n\n`);
     } else {
@@ -376,41 +372,30 @@ export class GatewayRelay implements Dispatcher.DispatchHandler, RelayedCall {
   }
 
   private outcome(): GatewayCallOutcome {
-    const report = this.sse?.report;
-    const body = report === undefined ? this.json?.answer : undefined;
+    // An answer that never began is read as an empty one (the relay's own failure classifies it).
+    const answer = (this.reader ?? this.provider.answerReader(this.status, undefined)).read(this.status);
     // Usage the gateway cut short is unknown; what upstream reported is read with its malformed field named.
-    const { usage, malformedField } = this.usageUnknown ? { usage: undefined, malformedField: undefined } : readUsageReport(report === undefined ? body?.usage : report.usage);
-    const responseModel = report === undefined ? body?.model : report.model;
-    const stopReason = report === undefined ? body?.stop_reason : report.stopReason;
+    const { usage, malformedUsage } = this.usageUnknown ? {} : answer;
     return {
       startedAtMs: this.startedAtMs,
       durationMs: Math.max(0, this.upstreamEndedAtMs - this.startedAtMs),
-      classification: this.classification(body),
+      classification: this.classification(answer.classification),
       ...(this.status === 0 ? {} : { httpStatus: this.status }),
       ...(this.providerRequestId === undefined ? {} : { providerRequestId: this.providerRequestId }),
-      ...(typeof responseModel === 'string' && responseModel !== '' ? { responseModel } : {}),
+      ...(answer.responseModel === undefined ? {} : { responseModel: answer.responseModel }),
       ...(usage === undefined ? {} : { usage }),
-      ...(malformedField === undefined ? {} : { malformedUsage: malformedField }),
+      ...(malformedUsage === undefined ? {} : { malformedUsage }),
       timedOut: this.failure === 'timeout',
       callerDisconnected: this.callerGone,
-      ...(typeof stopReason === 'string' ? { stopReason } : {}),
+      ...(answer.stopReason === undefined ? {} : { stopReason: answer.stopReason }),
     };
   }
 
-  private classification(body: Record<string, unknown> | undefined): 'ok' | FaultClass {
+  /** The relay's own failure first; then an answer left unread (a coding the relay cannot decode, or past its bound) is taken as sent. */
+  private classification(answered: 'ok' | FaultClass): 'ok' | FaultClass {
     if (this.failure !== undefined) return this.failure;
-    if (this.status < 200 || this.status >= 300) return classifyAnthropicFault(anthropicErrorEvidence(this.status, body));
-    // An answer left unread (a coding the relay cannot decode, or past its bound) is taken as sent.
-    if (this.unread) return 'ok';
-    const report = this.sse?.report;
-    if (report === undefined) return body === undefined ? 'server_error' : 'ok';
-    if (report.error !== undefined) {
-      const type = report.error.type;
-      const status = type !== undefined && Object.hasOwn(STATUS_OF_ANTHROPIC_ERROR_TYPE, type) ? STATUS_OF_ANTHROPIC_ERROR_TYPE[type as AnthropicErrorType] : 500;
-      return classifyAnthropicFault({ status, ...(type === undefined ? {} : { errorType: type }), ...(report.error.message === undefined ? {} : { message: report.error.message }) });
-    }
-    // A stream that ended without message_stop was cut short upstream.
-    return report.stopped ? 'ok' : 'server_error';
+    if (this.unread && this.status >= 200 && this.status < 300) return 'ok';
+    return answered;
   }
 }
 

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { MAX_SSE_KEPT_LINE_BYTES, SseUsageReader } from '../../src/gateway/sse-usage.reader';
+import { MAX_SSE_KEPT_LINE_BYTES, SseUsageReader } from '../../src/gateway/providers/anthropic/sse-usage.reader';
 import { cutAt as cut } from '../support/byte-chunks';
 
 const event = (name: string, data: unknown): string => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;

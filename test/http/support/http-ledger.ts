@@ -65,6 +65,8 @@ export interface HttpLedgerOptions {
    * a name is registered but none of its deliveries connects anywhere).
    */
   readonly webhookResolver?: WebhookResolver;
+  /** Providers replaced by a value of the test's (the gateway's upstream, GATEWAY_PROVIDER). */
+  readonly overrides?: readonly { readonly token: symbol; readonly value: unknown }[];
 }
 
 /**
@@ -76,14 +78,16 @@ export async function startHttpLedger(options: HttpLedgerOptions = {}): Promise<
   const imports: DynamicModule[] = options.features?.length ? [featureModule(options.features)] : [];
   const printed: string[] = [];
   const logs: string[] = [];
-  const moduleRef = await Test.createTestingModule({
+  let builder = Test.createTestingModule({
     imports: [
       AppModule.forRoot({
         env: { LEDGER_STORE: `sqlite:${join(directory, 'ledger.sqlite')}`, LEDGER_TOKENS, ...options.env },
         imports,
       }),
     ],
-  })
+  });
+  for (const { token, value } of options.overrides ?? []) builder = builder.overrideProvider(token).useValue(value);
+  const moduleRef = await builder
     .overrideProvider(DEMO_OUTPUT)
     .useValue((text: string) => printed.push(text))
     .overrideProvider(LOG_DESTINATION)
