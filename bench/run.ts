@@ -21,6 +21,8 @@ const BENCHMARKS: Record<string, () => Promise<Bench>> = {
   soak: async () => (await import('./soak.bench')).run,
   gateway: async () => (await import('./gateway.bench')).run,
   'postgres-store': async () => (await import('./postgres-store.bench')).run,
+  'postgres-hot-organization': async () => (await import('./postgres-hot-organization.bench')).run,
+  'read-store-postgres': async () => (await import('./read-store-postgres.bench')).run,
   'gateway-soak': async () => (await import('./gateway-soak.bench')).run,
   'json-members': async () => (await import('./json-members.bench')).run,
   'gateway-batches': async () => (await import('./gateway-batches.bench')).run,
