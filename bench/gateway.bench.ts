@@ -16,7 +16,7 @@
  * the peers after the direct calls in an order shifted by one each round), BENCH_GATEWAY_CONCURRENCY (64), BENCH_GATEWAY_DELAYS_MS ("0,50"),
  * BENCH_GATEWAY_DELAY_JITTER_MS (0: each non-zero delay exactly; j: drawn from delay ± j, seeded, the same sequence for every peer),
  * BENCH_GATEWAY_MODES ("json,stream"), BENCH_GATEWAY_STREAM_DELTAS (20), BENCH_GATEWAY_BODY_BYTES (1024),
- * BENCH_GATEWAY_PEERS ("direct,bare,portkey,ledger"), BENCH_GATEWAY_PROFILE=<dir>: a CPU profile of
+ * BENCH_GATEWAY_PEERS ("direct,bare,portkey,ledger"; `ledger-pg` adds llm-ledger on a local PostgreSQL log), BENCH_GATEWAY_PROFILE=<dir>: a CPU profile of
  * llm-ledger's main thread over each of its measured runs (`node dist/bench/http/cpu-profile-summary.js`).
  */
 import { mkdirSync } from 'node:fs';

@@ -45,10 +45,11 @@ function unavailable(service: ServiceProcess, what: string, answer: { status: nu
   return { available: false, service, reason: `${what} answered ${answer.status}: ${answer.text.slice(0, EXCERPT_CHARS)}` };
 }
 
-export async function startLedger(options: { readonly upstreamBaseUrl: string; readonly nodeFlags: readonly string[] }): Promise<LedgerPeer> {
+export async function startLedger(options: { readonly upstreamBaseUrl: string; readonly nodeFlags: readonly string[]; readonly store?: string }): Promise<LedgerPeer> {
   const service = await ServiceProcess.start({
     demo: false,
     nodeFlags: options.nodeFlags,
+    ...(options.store === undefined ? {} : { store: options.store }),
     env: {
       LEDGER_TOKENS: JSON.stringify({ [LEDGER_SYSTEM_TOKEN]: { role: 'system' } }),
       ANTHROPIC_BASE_URL: options.upstreamBaseUrl,

@@ -10,15 +10,16 @@ import { join } from 'node:path';
 import type { ServiceUsage } from '../http/service-probe.protocol';
 import type { ServiceProcess } from '../http/service-process';
 import { keepOnExit, removeOnExit } from '../http/stop-on-exit';
+import { PostgresTestServer } from '../../test/support/postgres-server';
 import { anthropicHeaders, startLedger } from './ledger-gateway';
 import { UPSTREAM_API_KEY } from './messages-wire';
 import { NodeChild } from './node-child';
 import { portkeyHeaders, portkeyVersion, startPortkey } from './portkey';
 
-export const PEER_NAMES = ['direct', 'bare proxy', 'Portkey', 'llm-ledger'] as const;
+export const PEER_NAMES = ['direct', 'bare proxy', 'Portkey', 'llm-ledger', 'llm-ledger on PostgreSQL'] as const;
 export type PeerName = (typeof PEER_NAMES)[number];
-/** How BENCH_GATEWAY_PEERS names them. */
-export const PEER_KEYS: Readonly<Record<string, PeerName>> = { direct: 'direct', bare: 'bare proxy', portkey: 'Portkey', ledger: 'llm-ledger' };
+/** How BENCH_GATEWAY_PEERS names them (`ledger`: on its default SQLite log; `ledger-pg`: on a local PostgreSQL the bench starts). */
+export const PEER_KEYS: Readonly<Record<string, PeerName>> = { direct: 'direct', bare: 'bare proxy', portkey: 'Portkey', ledger: 'llm-ledger', 'ledger-pg': 'llm-ledger on PostgreSQL' };
 
 export interface Target {
   readonly origin: string;
@@ -73,17 +74,14 @@ export async function startProcesses(options: { readonly peers: ReadonlySet<Peer
       peers.push({ name: 'bare proxy', available: true, process: bare, target: { origin: bare.baseUrl, path: '/v1/messages', headers: { ...anthropicHeaders(), 'x-api-key': 'bench-caller-key' } } });
     }
     if (wanted('Portkey')) peers.push(await portkeyPeer(upstream, logDir, gcFlags, stoppers));
-    if (wanted('llm-ledger')) {
-      const ledger = await startLedger({ upstreamBaseUrl: upstream.baseUrl, nodeFlags: gcFlags }).catch((error: unknown) => String(error));
-      if (typeof ledger === 'string') peers.push({ name: 'llm-ledger', available: false, reason: `the service did not start: ${ledger.slice(0, 500)}` });
-      else {
-        stoppers.push(() => ledger.service.stop());
-        peers.push(
-          ledger.available
-            ? { name: 'llm-ledger', available: true, process: ledger.service, ledger: ledger.service, target: { origin: ledger.service.baseUrl, path: '/anthropic/v1/messages', headers: { ...anthropicHeaders(), 'x-api-key': ledger.key } } }
-            : { name: 'llm-ledger', available: false, reason: ledger.reason },
-        );
-      }
+    if (wanted('llm-ledger')) peers.push(await ledgerPeer('llm-ledger', upstream, gcFlags, stoppers));
+    if (wanted('llm-ledger on PostgreSQL')) {
+      const server = await PostgresTestServer.start();
+      const url = await server.createDatabase('gateway_bench').catch(async (error: unknown) => {
+        await server.stop();
+        throw error;
+      });
+      peers.push(await ledgerPeer('llm-ledger on PostgreSQL', upstream, gcFlags, stoppers, { url, stop: () => server.stop() }));
     }
     const load = await child('load', 'load.child.js');
     return { upstream, load, peers, stop, logDir };
@@ -91,6 +89,28 @@ export async function startProcesses(options: { readonly peers: ReadonlySet<Peer
     await stop(true);
     throw error;
   }
+}
+
+/** llm-ledger's gateway on its default SQLite log, or on the PostgreSQL log `store` names (stopped after the service). */
+async function ledgerPeer(
+  name: PeerName,
+  upstream: NodeChild,
+  gcFlags: readonly string[],
+  stoppers: Array<() => Promise<void>>,
+  store?: { readonly url: string; stop(): Promise<void> },
+): Promise<Peer> {
+  const ledger = await startLedger({ upstreamBaseUrl: upstream.baseUrl, nodeFlags: gcFlags, ...(store === undefined ? {} : { store: store.url }) }).catch((error: unknown) => String(error));
+  if (typeof ledger === 'string') {
+    if (store !== undefined) stoppers.push(() => store.stop());
+    return { name, available: false, reason: `the service did not start: ${ledger.slice(0, 500)}` };
+  }
+  stoppers.push(async () => {
+    await ledger.service.stop();
+    await store?.stop();
+  });
+  return ledger.available
+    ? { name, available: true, process: ledger.service, ledger: ledger.service, target: { origin: ledger.service.baseUrl, path: '/anthropic/v1/messages', headers: { ...anthropicHeaders(), 'x-api-key': ledger.key } } }
+    : { name, available: false, reason: ledger.reason };
 }
 
 async function portkeyPeer(upstream: NodeChild, logDir: string, gcFlags: readonly string[], stoppers: Array<() => Promise<void>>): Promise<Peer> {

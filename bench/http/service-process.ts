@@ -29,6 +29,8 @@ export interface ServiceOptions {
   readonly demo?: boolean;
   /** Extra node flags, e.g. `--expose-gc` for the soak. */
   readonly nodeFlags?: readonly string[];
+  /** LEDGER_STORE; default an SQLite file in the service's directory, where its read models and answers go either way. */
+  readonly store?: string;
 }
 
 export class ServiceProcess {
@@ -70,7 +72,15 @@ export class ServiceProcess {
       process.execPath,
       [...(options.nodeFlags ?? []), '--require', join(__dirname, 'service-probe.js'), join(distRoot, 'src', 'main.js')],
       {
-        env: { ...process.env, ...options.env, PORT: '0', LEDGER_DEMO: options.demo === false ? '0' : '1', LEDGER_STORE: `sqlite:${join(directory, 'ledger.sqlite')}` },
+        env: {
+          ...process.env,
+          ...options.env,
+          PORT: '0',
+          LEDGER_DEMO: options.demo === false ? '0' : '1',
+          LEDGER_STORE: options.store ?? `sqlite:${join(directory, 'ledger.sqlite')}`,
+          // Beside an SQLite log they default to its directory; beside a server's log, name them.
+          ...(options.store === undefined ? {} : { LEDGER_READ_STORE: join(directory, 'ledger.read.sqlite'), LEDGER_ANSWER_STORE: join(directory, 'ledger.answers.sqlite') }),
+        },
         stdio: ['ignore', log, log, 'ipc'],
       },
     );
