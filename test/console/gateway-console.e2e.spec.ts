@@ -27,6 +27,18 @@ const FACTS: MessagesBodyFacts = { bodyBytes: 1_000, model: MODEL, maxTokens: 1_
 
 type Admitted = Extract<GatewayAdmission, { admitted: true }>;
 
+/** How upstream answered a settled call: 1,234 input and 56 output tokens, priced at 5 credits. */
+const answered = () => ({
+  startedAtMs: systemClock.now(),
+  durationMs: 840,
+  classification: 'ok' as const,
+  httpStatus: 200,
+  responseModel: `${MODEL}-20261001`,
+  usage: { ...NO_USAGE, inputTokens: 1_234, outputTokens: 56 },
+  timedOut: false,
+  callerDisconnected: false,
+});
+
 async function signIn(page: Page, token: string): Promise<void> {
   const input = page.getByLabel('Bearer token');
   await input.waitFor();
@@ -69,16 +81,7 @@ describe('The console shows gateway calls and keys (docs/gateway.md), in headles
       (await accounting.admit({ presentedKey: keys.ciBot!.key, facts: { ...FACTS, ...attribution }, ...(tags === undefined ? {} : { tags }), requestId: 'r' })) as Admitted;
     // Who made it, as Claude Code's metadata.user_id and an x-ledger-tags header say.
     settled = await admit({ userId: 'user-42' }, ['nightly']);
-    await accounting.settle(settled, {
-      startedAtMs: systemClock.now(),
-      durationMs: 840,
-      classification: 'ok',
-      httpStatus: 200,
-      responseModel: `${MODEL}-20261001`,
-      usage: { ...NO_USAGE, inputTokens: 1_234, outputTokens: 56 },
-      timedOut: false,
-      callerDisconnected: false,
-    });
+    await accounting.settle(settled, answered());
     // A call still in flight: its hold counts against the key.
     expect((await admit()).admitted).toBe(true);
   }, 120_000);
@@ -306,7 +309,12 @@ describe('The console shows gateway calls and keys (docs/gateway.md), in headles
       const bar = region.locator('.spend-bars rect', { hasText: 'ci-bot' });
       await bar.waitFor();
       await expect(bar.textContent()).resolves.toBe(`ci-bot · ${MODEL}: 5 credits`);
-      await expect(region.locator('.chart').getAttribute('aria-label')).resolves.toMatch(/^Credits charged by key and model: 5 credits in all, over 1 key$/);
+      // Other tests charge keys of their own: the figure is the statement's at this moment.
+      const now = (await ledger.http().get(`/v1/organizations/${DEMO_ORG}/usage?from=${today}&to=${today}&groupBy=key,model`).set(bearer(DEMO_ADMIN)).expect(200)).body as { rows: { keyId: string; credits: number }[] };
+      const charged = now.rows.filter((row) => row.keyId !== '' && row.credits > 0);
+      const total = charged.reduce((sum, row) => sum + row.credits, 0);
+      const keyCount = new Set(charged.map((row) => row.keyId)).size;
+      await expect(region.locator('.chart').getAttribute('aria-label')).resolves.toBe(`Credits charged by key and model: ${total.toLocaleString('en-US')} credits in all, over ${keyCount} ${keyCount === 1 ? 'key' : 'keys'}`);
       await browser.screenshot(page, 'gateway-keys-chart');
 
       // By who made the calls: their metadata.user_id, then their x-ledger-tags.
@@ -319,7 +327,7 @@ describe('The console shows gateway calls and keys (docs/gateway.md), in headles
     });
   });
 
-  it('creates, changes and deletes a team from the console, puts a key in it, and shows what the team’s keys hold and spent in its period', async () => {
+  it('creates, changes and deletes a team from the console, puts a key in it, and shows what the team’s keys hold and spent in its period, in its row and in the spend chart by team', async () => {
     const { key, keyId } = (await ledger.http().post(`/v1/organizations/${DEMO_ORG}/gateway-keys`).set(bearer(DEMO_ADMIN)).send({ name: 'team-member-key' }).expect(200)).body as { key: string; keyId: string };
     const teams = async () => ((await ledger.http().get(`/v1/organizations/${DEMO_ORG}/teams`).set(bearer(DEMO_ADMIN)).expect(200)).body as { teams: { teamId: string; name: string }[] }).teams;
     await browser.withPage(async (page) => {
@@ -345,9 +353,16 @@ describe('The console shows gateway calls and keys (docs/gateway.md), in headles
       await change.waitFor({ state: 'detached' });
       await page.getByRole('region', { name: 'Gateway keys table' }).locator('tbody tr', { hasText: keyId }).locator('th', { hasText: 'team platform' }).waitFor();
       const accounting = ledger.app.get<GatewayAccounting>(GATEWAY_ACCOUNTING);
-      expect((await accounting.admit({ presentedKey: key, facts: FACTS, requestId: 'team' })).admitted).toBe(true);
+      const admit = async () => (await accounting.admit({ presentedKey: key, facts: FACTS, requestId: 'team' })) as Admitted;
+      await accounting.settle(await admit(), answered());
+      expect((await admit()).admitted).toBe(true);
       await page.reload();
       await expect(teamRow.locator('td.held').textContent()).resolves.toBe('46');
+      await expect(teamRow.locator('td.spent').textContent()).resolves.toBe('5');
+      // The spend chart by team names it.
+      await page.getByRole('region', { name: 'Credits by gateway key and model' }).getByLabel('Group by').selectOption('team');
+      const byTeam = page.getByRole('region', { name: 'Credits by team and model' });
+      await expect(byTeam.locator('.spend-bars rect', { hasText: 'platform' }).textContent()).resolves.toBe(`platform · ${MODEL}: 5 credits`);
       await expect(teamRow.locator('td.period').textContent()).resolves.toMatch(/^\d{4}-W\d{2}$/);
 
       // A team a live key names is not deleted: the service's reason is shown.

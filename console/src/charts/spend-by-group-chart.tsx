@@ -17,12 +17,13 @@ export interface SpendBar {
 }
 
 /** What the chart groups gateway calls by, beside their model: a dimension of the usage statement. */
-export const SPEND_GROUPINGS = ['key', 'user', 'tag'] as const;
+export const SPEND_GROUPINGS = ['key', 'team', 'user', 'tag'] as const;
 export type SpendGrouping = (typeof SPEND_GROUPINGS)[number];
 
 /** How each grouping is named in words, and how a row's group reads when the calls sent none. */
 export const GROUPING_WORDS: Readonly<Record<SpendGrouping, { readonly what: string; readonly noun: string; readonly none: string }>> = {
   key: { what: 'gateway key', noun: 'key', none: '' },
+  team: { what: 'team', noun: 'team', none: 'no team' },
   user: { what: 'user', noun: 'user', none: 'no user id' },
   tag: { what: 'tag', noun: 'tag', none: 'no tag' },
 };
@@ -36,15 +37,16 @@ function keyNames(rows: readonly UsageStatementRow[]): (row: UsageStatementRow) 
 }
 
 /**
- * A statement grouped by `key`, `model` and the grouping as bars: one per group (a key, a user id, a
- * tag), one stacked part per model, the credits of its rows summed over the keys. Only gateway calls
- * count: rows no key made (operations') are left out.
+ * A statement grouped by `key`, `model` and the grouping as bars: one per group (a key, a team, a user
+ * id, a tag), one stacked part per model, the credits of its rows summed over the keys. Only gateway
+ * calls count: rows no key made (operations') are left out. A team reads as its name in `teamNames`,
+ * else as its id (a deleted team, or a reader who may not list teams).
  */
-export function spendBars(rows: readonly UsageStatementRow[], grouping: SpendGrouping): SpendBar[] {
+export function spendBars(rows: readonly UsageStatementRow[], grouping: SpendGrouping, teamNames: ReadonlyMap<string, string> = new Map()): SpendBar[] {
   const charged = rows.filter((row) => row.credits > 0 && row.keyId !== undefined && row.keyId !== '');
   const keyName = keyNames(charged);
   const groupOf = (row: UsageStatementRow): string => {
-    const value = grouping === 'key' ? keyName(row) : grouping === 'user' ? row.userId : row.tag;
+    const value = grouping === 'key' ? keyName(row) : grouping === 'team' ? (teamNames.get(row.teamId ?? '') ?? row.teamId) : grouping === 'user' ? row.userId : row.tag;
     return value === undefined || value === '' ? GROUPING_WORDS[grouping].none : value;
   };
   const sums = new Map<string, { group: string; model: string; credits: number }>();

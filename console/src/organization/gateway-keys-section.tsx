@@ -11,8 +11,8 @@ import { draftOfKey, EMPTY_KEY_DRAFT, keySettingsBody, KeySettingsForm, type Key
 import { KeyRow, type KeyActions } from './key-row';
 import { useWrites } from '../api/use-writes';
 
-/** The roles `GET …/gateway-keys` answers (docs/gateway.md); for the others the section is not shown. */
-const KEY_READERS: ReadonlySet<string> = new Set(['system', 'org_admin']);
+/** The roles `GET …/gateway-keys` and `GET …/teams` answer (docs/gateway.md); for the others the sections are not shown. */
+export const KEY_READERS: ReadonlySet<string> = new Set(['system', 'org_admin']);
 
 /** An organization's gateway keys and teams, for the roles that may read them: what each spent in its period and holds, and the forms that manage them. */
 export function GatewayKeysSection({ organizationId }: { organizationId: string }) {

@@ -1,12 +1,14 @@
 import { useState } from 'preact/hooks';
 import { segment, withQuery } from '../api/client';
-import type { LedgerEntryPage, UsageStatement } from '../api/types';
+import type { GatewayTeam, LedgerEntryPage, UsageStatement } from '../api/types';
 import { useApi } from '../api/use-api';
 import { AvailableCreditsChart, availableSteps } from '../charts/available-credits-chart';
 import { CreditsPerDayChart } from '../charts/credits-per-day-chart';
 import { GROUPING_WORDS, SPEND_GROUPINGS, spendBars, SpendByGroupChart, type SpendGrouping } from '../charts/spend-by-group-chart';
 import { Section, Show, TableScroll } from '../components/common';
 import { formatCount, formatCountOf } from '../format';
+import { useSession } from '../session/session';
+import { KEY_READERS } from './gateway-keys-section';
 
 /** Most ledger entries the available-credits chart reads: the API's largest page, newest first. */
 const AVAILABLE_CHART_ENTRIES = 500;
@@ -140,13 +142,17 @@ function AvailableView({ entries, truncated, from, to }: { entries: LedgerEntryP
 }
 
 /**
- * What gateway calls spent on each model over the period, by key, user (`metadata.user_id`) or tag
+ * What gateway calls spent on each model over the period, by key, team, user (`metadata.user_id`) or tag
  * (`x-ledger-tags`), as the person chooses: the statement grouped by `key`, `model` and that.
  */
 function SpendByGroupView({ organizationId, period }: { organizationId: string; period: Period }) {
   const [grouping, setGrouping] = useState<SpendGrouping>('key');
   const groupBy = grouping === 'key' ? 'key,model' : `key,${grouping},model`;
   const statement = useApi<UsageStatement>(withQuery(`/v1/organizations/${segment(organizationId)}/usage`, { from: period.from, to: period.to, groupBy }));
+  // Teams are named from the team list, which only operators and the organization's admins may read; others see their ids.
+  const { me } = useSession();
+  const teams = useApi<{ teams: GatewayTeam[] }>(grouping === 'team' && KEY_READERS.has(me.role) ? `/v1/organizations/${segment(organizationId)}/teams` : undefined);
+  const teamNames = new Map(teams.status === 'ok' ? teams.data.teams.map((team) => [team.teamId, team.name]) : []);
   const words = GROUPING_WORDS[grouping];
   return (
     <div role="region" aria-labelledby="by-group-heading">
@@ -161,7 +167,7 @@ function SpendByGroupView({ organizationId, period }: { organizationId: string; 
       </select>
       <Show loaded={statement} what={`the usage by ${words.noun}`}>
         {({ rows, from, to }) => {
-          const bars = spendBars(rows, grouping);
+          const bars = spendBars(rows, grouping, teamNames);
           if (bars.length === 0) return <p class="empty">No gateway key was charged from {from} to {to}.</p>;
           return (
             <>
