@@ -350,7 +350,11 @@ function keyCallAt(key: GatewayKey, call: NonNullable<PlaceHold['data']['gateway
   const keyHash = call.keyHash === undefined ? undefined : readKeyHash(checks, call.keyHash);
   const tokens = call.tokens === undefined ? undefined : checks.integer('gatewayCall.tokens', call.tokens, { min: 0, max: Number.MAX_SAFE_INTEGER, unit: 'tokens' });
   checks.throwIfAny();
-  if (keyHash !== undefined && keyHash !== key.keyHash && keyHash !== key.previousKeyHash) throw new UnknownGatewayKeyError(key.keyId);
+  if (keyHash !== undefined && keyHash !== key.keyHash && keyHash !== key.previousKeyHash) {
+    // Found by the key check, gone now: rotated away twice since, so its grace ended at the latest rotation.
+    if (key.rotatedAt === undefined) throw new UnknownGatewayKeyError(key.keyId);
+    throw new AdmissionRefusedError({ reason: 'key_expired', figures: { keyId: key.keyId, expiredAt: key.rotatedAt, rotated: true } });
+  }
   const expired = keyExpiry(key, keyHash ?? key.keyHash, placedAt);
   if (expired !== undefined) throw new AdmissionRefusedError({ reason: 'key_expired', figures: { keyId: key.keyId, ...expired } });
   if (tokens === undefined) return {};

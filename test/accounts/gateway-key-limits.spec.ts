@@ -102,9 +102,11 @@ describe('a rotation gives a key a new secret; the old one works until its grace
     spec.given(given).when(call('c', { at: LATER, keyHash: NEW })).then([held('c', { at: LATER })]);
   });
 
-  it('forgets a secret rotated away twice: one grace at a time, so the state stays one old hash per key', () => {
+  it('forgets a secret rotated away twice: one grace at a time, so the state stays one old hash per key, and a call by it is refused as expired at the second rotation', () => {
     const twice = [granted(10_000), issued(), rotated(NEW, LATER), rotated(NEWER, LATER, T0_45)];
-    spec.given(twice).when(call('a', { keyHash: OLD })).thenThrows(UnknownGatewayKeyError);
+    expect(refusalOf(twice, call('a', { keyHash: OLD }))).toEqual({ reason: 'key_expired', figures: { keyId: 'key-1', expiredAt: T0_45, rotated: true } });
+    // A hash the key never had is no key of this organization's.
+    spec.given([granted(10_000), issued()]).when(call('z', { keyHash: NEWER })).thenThrows(UnknownGatewayKeyError);
     spec.given(twice).when(call('b', { keyHash: NEW })).then([held('b')]);
     const state = spec.given(twice).state();
     expect(state.gatewayKeyHashes).toEqual(new Map([[NEW, 'key-1'], [NEWER, 'key-1']]));

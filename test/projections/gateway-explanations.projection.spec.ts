@@ -135,6 +135,16 @@ describe('a gateway call’s explanation reads like an operation’s, in the gat
       'refused (402 key_spend_limit): the key may spend 5,000 credits in 2025-03-01 (UTC day); it spent 2,500 and holds 1,000, so 1,500 remain < hold 2,118.',
     ],
     ['no_running_slot', refused({ reason: 'no_running_slot', figures: { running: 10, maxRunning: 10 } }, 2), 'refused (429 no_running_slot): running 10 of 10.'],
+    [
+      'key_rate_limit',
+      refused({ reason: 'key_rate_limit', figures: { keyId: 'key-1', limit: 'tokensPerMinute', allowed: 10_000, counted: 9_000, asked: 5_096, minute: '2025-03-01T10:00', retryAfterSeconds: 50 } }, 2),
+      "refused (429 key_rate_limit): key key-1 may have 10,000 tokens per minute; its calls in 2025-03-01T10:00 UTC count 9,000, and this call's worst case of 5,096 would pass it, so nothing was held or sent upstream.",
+    ],
+    [
+      'key_expired',
+      refused({ reason: 'key_expired', figures: { keyId: 'key-1', expiredAt: '2025-03-01T10:00:00.000Z', rotated: true } }, 1),
+      'refused (401 key_expired): the secret presented for key key-1 was rotated away, and its grace ended at 2025-03-01T10:00:00.000Z, so nothing was held or sent upstream.',
+    ],
     ['ai_disabled', refused({ reason: 'ai_disabled', figures: { aiEnabled: false } }, 1), 'refused (403 ai_disabled): AI is switched off for organization acme.'],
   ])('explains a refusal for %s with the status the caller got and the figures behind it', (reason, refusal, tail) => {
     const view = explain(gatewayEstimated(HOLD), refusal);
