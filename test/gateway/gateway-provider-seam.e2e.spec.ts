@@ -5,8 +5,10 @@
  * through the real service: held, relayed, priced from its usage, settled, the hold released.
  */
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { EVENT_STORE, type EventStore } from '../../src/event-store/event-store.port';
 import { GATEWAY_PROVIDER, type GatewayAnswer, type GatewayAnswerReader, type GatewayProvider } from '../../src/gateway/gateway-provider.port';
 import { JsonAnswerReader } from '../../src/gateway/json-answer.reader';
@@ -122,5 +124,16 @@ describe('issue 34: a gateway provider is one folder and one registry line: a te
     expect(view).toMatchObject({ state: 'settled', outcome: 'completed', charge: 4_050 });
     const balance = await service.ledger.http().get('/v1/organizations/acme/balance').set(bearer(TOKENS.system)).expect(200);
     expect(balance.body).toMatchObject({ held: 0, running: 0, charged: 4_050 });
+  });
+});
+
+describe('issue 34: the relay and the forwarder know no upstream and carry no money', () => {
+  const source = (file: string): string => readFileSync(join(__dirname, '../../src/gateway', file), 'utf8');
+  const importsOf = (text: string): string[] => [...text.matchAll(/from '([^']+)'/g)].map(([, specifier]) => specifier!);
+
+  it.each(['gateway-relay.ts', 'gateway-forwarder.ts'])('%s imports no provider’s shapes, no accounting, and takes no settle callback', (file) => {
+    const text = source(file);
+    expect(importsOf(text).filter((specifier) => /providers\/|gateway-calls|invocations\/|accounts\//.test(specifier))).toEqual([]);
+    expect(text).not.toMatch(/\bsettle\??:/);
   });
 });

@@ -1,5 +1,6 @@
 import { Controller, Delete, Get, Optional, Param, Post, Query, Req, Res, UseFilters } from '@nestjs/common';
 import type { ServerResponse } from 'node:http';
+import { GATEWAY_ROUTE_PREFIX } from '../../http-kit/http-route-prefix';
 import { takeOverResponse, type HttpResponse } from '../../http-kit/http.types';
 import { ReadsOwnBody } from '../../http-kit/reads-own-body.decorator';
 import { contextOf, type LedgerRequest } from '../../http-kit/request-context';
@@ -14,7 +15,7 @@ import type { UpstreamBatchObject } from './batch-upstream';
 import { GatewayBatches, type BatchAnswer, type BatchRefusal } from './gateway-batches.service';
 
 /** The routes' own path: the results route's URL is built from where the request came in, under any prefix. */
-const BATCHES_PATH = 'anthropic/v1/messages/batches';
+const BATCHES_PATH = `${GATEWAY_ROUTE_PREFIX}/v1/messages/batches`;
 
 /** A request whose key has the form of one: its response, id and key; undefined once answered. */
 interface Caller {
