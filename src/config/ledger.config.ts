@@ -1,3 +1,4 @@
+import { parseCreditValue, type CreditValue } from './credit-value';
 import { isIP } from 'node:net';
 import { embeddedLogFile, embeddedLogPath, IN_MEMORY_LOG_PATH, InvalidStoreUrlError, parseStoreUrl, type StoreLocation } from '../event-store/open-event-store';
 import { DEFAULT_LOG_SYNCHRONOUS, type SqliteSynchronous } from '../event-store/sqlite/sqlite-synchronous';
@@ -93,6 +94,11 @@ export interface LedgerConfig {
    * what it left when it dies.
    */
   readonly leaseDurationMs: number;
+  /**
+   * `LEDGER_CREDIT_VALUE` (e.g. `0.0001 USD`): what a credit is worth, so answers show money beside
+   * credits (src/config/credit-value.ts); absent: no money is shown.
+   */
+  readonly creditValue?: CreditValue;
 }
 
 export const DEFAULT_HOST = '127.0.0.1';
@@ -200,7 +206,7 @@ export function loadLedgerConfig(
     problems.push(`LEDGER_IDEMPOTENCY_SECRET: expected at least ${MIN_IDEMPOTENCY_SECRET_CHARS} characters, got ${idempotencySecret.length}`);
   }
 
-  const timings = parseRecoveryAndLease(env, problems);
+  const timings = { ...parseRecoveryAndLease(env, problems), ...readCreditValue(env, problems) };
   if (problems.length > 0) throw new ConfigurationError(problems);
   return {
     host,
@@ -218,6 +224,17 @@ export function loadLedgerConfig(
     demo: demoFlag === '1' || demoFlag === 'true',
     ...timings,
   };
+}
+
+/** `LEDGER_CREDIT_VALUE`, when set and well formed; its problem goes to `problems`. */
+function readCreditValue(env: Readonly<Record<string, string | undefined>>, problems: string[]): Pick<LedgerConfig, 'creditValue'> {
+  const value = parseCreditValue(env.LEDGER_CREDIT_VALUE);
+  if (value === undefined) return {};
+  if ('problem' in value) {
+    problems.push(value.problem);
+    return {};
+  }
+  return { creditValue: value };
 }
 
 /** Recovery's settings, and `LEDGER_LEASE_DURATION_MS` (MIN_…–MAX_LEASE_DURATION_MS, never off: an instance always holds a lease). */

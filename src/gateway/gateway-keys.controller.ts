@@ -1,4 +1,6 @@
-import { Body, Controller, Delete, Get, HttpCode, HttpStatus, Patch, Post } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, HttpStatus, Inject, Patch, Post } from '@nestjs/common';
+import { moneyMember } from '../config/credit-value';
+import { LEDGER_CONFIG, type LedgerConfig } from '../config/ledger.config';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiAuthenticatedErrors, ApiDeleteWrite, ApiInvalidRequest, ApiNotFound, ApiUnavailable, ApiWrite } from '../http-kit/api-docs.decorators';
 import { mayAccessOrganization, type Caller } from '../http-kit/auth/caller';
@@ -19,7 +21,10 @@ import { GatewayKeyDto, GatewayKeySettingsDto, IssuedGatewayKeyDto, RotateGatewa
 @LedgerApi()
 @Controller('v1/organizations/:organizationId/gateway-keys')
 export class GatewayKeysController {
-  constructor(private readonly gateway: GatewayAdmin) {}
+  constructor(
+    private readonly gateway: GatewayAdmin,
+    @Inject(LEDGER_CONFIG) private readonly config: LedgerConfig,
+  ) {}
 
   @Post()
   @HttpCode(HttpStatus.OK)
@@ -39,7 +44,9 @@ export class GatewayKeysController {
   @ApiNotFound('No such organization, or not the caller’s.')
   async list(@CurrentCaller() caller: Caller, @IdParam('organizationId') organizationId: string): Promise<{ keys: readonly GatewayKeyView[] }> {
     this.scope(caller, organizationId);
-    return { keys: await this.gateway.listKeys(organizationId) };
+    // With LEDGER_CREDIT_VALUE, each key's spend and holds in money beside them (docs/http.md "Money beside credits").
+    const keys = await this.gateway.listKeys(organizationId);
+    return { keys: keys.map((key) => ({ ...key, ...moneyMember(this.config.creditValue, { spentCredits: key.spentCredits, heldCredits: key.heldCredits }) })) };
   }
 
   @Patch(':keyId')

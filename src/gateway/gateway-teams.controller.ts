@@ -1,4 +1,6 @@
-import { Body, Controller, Delete, Get, HttpCode, HttpStatus, Patch, Post } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, HttpStatus, Inject, Patch, Post } from '@nestjs/common';
+import { moneyMember } from '../config/credit-value';
+import { LEDGER_CONFIG, type LedgerConfig } from '../config/ledger.config';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiAuthenticatedErrors, ApiDeleteWrite, ApiInvalidRequest, ApiNotFound, ApiUnavailable, ApiWrite } from '../http-kit/api-docs.decorators';
 import { mayAccessOrganization, type Caller } from '../http-kit/auth/caller';
@@ -19,7 +21,10 @@ import { GatewayTeams, type GatewayTeamView } from './gateway-teams.service';
 @LedgerApi()
 @Controller('v1/organizations/:organizationId/teams')
 export class GatewayTeamsController {
-  constructor(private readonly teams: GatewayTeams) {}
+  constructor(
+    private readonly teams: GatewayTeams,
+    @Inject(LEDGER_CONFIG) private readonly config: LedgerConfig,
+  ) {}
 
   @Post()
   @HttpCode(HttpStatus.OK)
@@ -39,7 +44,9 @@ export class GatewayTeamsController {
   @ApiNotFound('No such organization, or not the caller’s.')
   async list(@CurrentCaller() caller: Caller, @IdParam('organizationId') organizationId: string): Promise<{ teams: readonly GatewayTeamView[] }> {
     this.scope(caller, organizationId);
-    return { teams: await this.teams.listTeams(organizationId) };
+    // With LEDGER_CREDIT_VALUE, each team's spend and holds in money beside them (docs/http.md "Money beside credits").
+    const teams = await this.teams.listTeams(organizationId);
+    return { teams: teams.map((team) => ({ ...team, ...moneyMember(this.config.creditValue, { spentCredits: team.spentCredits, heldCredits: team.heldCredits }) })) };
   }
 
   @Patch(':teamId')

@@ -1,4 +1,6 @@
-import { Controller, Get, Headers, Query, Res } from '@nestjs/common';
+import { moneyMember } from '../config/credit-value';
+import { LEDGER_CONFIG, type LedgerConfig } from '../config/ledger.config';
+import { Controller, Get, Headers, Inject, Query, Res } from '@nestjs/common';
 import { QueryBus } from '@nestjs/cqrs';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { HttpResponse as Response } from '../http-kit/http.types';
@@ -28,7 +30,10 @@ import { LedgerApi } from '../http-kit/ledger-api.decorator';
 @LedgerApi()
 @Controller('v1/organizations/:organizationId')
 export class OrganizationReadsController {
-  constructor(private readonly queries: QueryBus) {}
+  constructor(
+    private readonly queries: QueryBus,
+    @Inject(LEDGER_CONFIG) private readonly config: LedgerConfig,
+  ) {}
 
   @Get('invocations')
   @Roles('system', 'auditor', 'org_admin', 'org_member')
@@ -108,9 +113,17 @@ export class OrganizationReadsController {
       .flatMap((value) => value.split(','))
       .filter((value) => value.length > 0) as UsageGroupBy[];
     const statement = await this.run<UsageStatement>(new GetUsageQuery(organizationId, { from: query.from as string, to: query.to as string, groupBy }));
-    if (!wantsCsv(accept)) return statement;
+    if (!wantsCsv(accept)) return this.withMoney(statement);
     response.header('Content-Type', 'text/csv; charset=utf-8');
     return usageStatementCsv(statement);
+  }
+
+  /** Each row and the totals with their credits in money beside them, when LEDGER_CREDIT_VALUE is set. */
+  private withMoney(statement: UsageStatement): UsageStatement {
+    const value = this.config.creditValue;
+    if (value === undefined) return statement;
+    const priced = <R extends { readonly credits: number }>(row: R): R => ({ ...row, ...moneyMember(value, { credits: row.credits }) });
+    return { ...statement, rows: statement.rows.map(priced), totals: priced(statement.totals) };
   }
 
   private assertAccess(caller: Caller, organizationId: string): void {

@@ -1,4 +1,6 @@
-import { Body, Controller, Get, HttpCode, HttpStatus, Post, Put } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, HttpStatus, Inject, Post, Put } from '@nestjs/common';
+import { moneyMember } from '../config/credit-value';
+import { LEDGER_CONFIG, type LedgerConfig } from '../config/ledger.config';
 import { CommandBus } from '@nestjs/cqrs';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
 import {
@@ -36,6 +38,7 @@ export class OrganizationsController {
   constructor(
     private readonly commands: CommandBus,
     private readonly reader: ReadModelReader,
+    @Inject(LEDGER_CONFIG) private readonly config: LedgerConfig,
   ) {}
 
   /** Adds credits. The idempotency key is required: a retried grant must never pay twice. */
@@ -101,6 +104,7 @@ export class OrganizationsController {
     const view = await this.reader.find(new GetBalanceQuery(organizationId));
     if (view === undefined) throw new ResourceNotFoundException('organization', organizationId);
     const { granted, adjustments, held, charged, available, running } = view;
-    return { organizationId, granted, adjustments, held, charged, available, running };
+    // With LEDGER_CREDIT_VALUE, the same figures in money beside them (docs/http.md "Money beside credits").
+    return { organizationId, granted, adjustments, held, charged, available, running, ...moneyMember(this.config.creditValue, { granted, adjustments, held, charged, available }) };
   }
 }

@@ -1,4 +1,4 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 
 /**
  * An organization's credits (docs/lifecycle.md "Settlement and the account"): `available = granted +
@@ -22,6 +22,12 @@ export class BalanceDto {
 
   @ApiProperty({ type: 'integer', description: 'Invocations holding a running slot.' })
   readonly running!: number;
+
+  @ApiPropertyOptional({
+    description: 'With LEDGER_CREDIT_VALUE set: `{ currency, granted, adjustments, held, charged, available }`, each an exact decimal string of the credits × the credit’s value.',
+    example: { currency: 'USD', granted: '100', adjustments: '0', held: '2.5446', charged: '0.4542', available: '97.0012' },
+  })
+  readonly money?: Readonly<Record<string, string>>;
 }
 
 /** Result of `GET /v1/organizations/:organizationId/balance`. */
