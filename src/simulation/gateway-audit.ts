@@ -286,9 +286,15 @@ export interface AccountMoment {
       readonly held: ReadonlyMap<string, number>;
     }
   >;
+  /** Per team (docs/gateway.md "Teams"), the same figures as a key's (folded by a KeyAudit of its own). */
+  readonly teams: AccountMoment['keys'];
 }
 
-export function momentOf(available: number, running: number, maxRunning: number, aiEnabled: boolean, keys: Iterable<KeyAudit>): AccountMoment {
+export function momentOf(available: number, running: number, maxRunning: number, aiEnabled: boolean, keys: Iterable<KeyAudit>, teams: Iterable<KeyAudit> = []): AccountMoment {
+  return { available, running, maxRunning, aiEnabled, keys: levelFigures(keys), teams: levelFigures(teams) };
+}
+
+function levelFigures(keys: Iterable<KeyAudit>): AccountMoment['keys'] {
   const figures = new Map<string, AccountMoment['keys'] extends ReadonlyMap<string, infer V> ? V : never>();
   for (const key of keys) {
     figures.set(key.keyId, {
@@ -302,7 +308,7 @@ export function momentOf(available: number, running: number, maxRunning: number,
       held: new Map(key.held),
     });
   }
-  return { available, running, maxRunning, aiEnabled, keys: figures };
+  return figures;
 }
 
 /** True when the refusal's reason and figures are what the account said at `moment`. */
@@ -328,18 +334,23 @@ export function refusalExplainedBy(refusal: { readonly reason: string; readonly 
       return moment.aiEnabled && f.creditHold === estimate && f.available === moment.available && moment.available < estimate;
     case 'no_running_slot':
       return f.running === moment.running && f.maxRunning === moment.maxRunning && moment.running >= moment.maxRunning;
-    case 'key_spend_limit': {
-      const key = moment.keys.get(f.keyId as string);
-      if (key === undefined || key.limit !== f.limitCredits || key.kind !== f.period || f.creditHold !== estimate) return false;
-      const spent = key.spent.get(f.periodStart as string) ?? 0;
-      const held = key.held.get(f.periodStart as string) ?? 0;
-      const remaining = (f.limitCredits as number) - (f.spentCredits as number) - (f.heldCredits as number);
-      // After a change of period kind the ledger may still count what came before (it restarts at the
-      // next hold in another period): figures at least the audit's then, exactly them otherwise.
-      const counted = key.kindChanges === 0 ? f.spentCredits === spent && f.heldCredits === held : (f.spentCredits as number) >= spent && (f.heldCredits as number) >= held;
-      return moment.available >= estimate && counted && remaining < estimate;
-    }
+    case 'key_spend_limit':
+      return limitExplains(moment.keys.get(f.keyId as string), f, estimate, moment);
+    case 'team_spend_limit':
+      return limitExplains(moment.teams.get(f.teamId as string), f, estimate, moment);
     default:
       return false;
   }
+}
+
+/** A key's or a team's limit refusal: its limit, kind and figures as the audit had them, short of the hold. */
+function limitExplains(key: (AccountMoment['keys'] extends ReadonlyMap<string, infer V> ? V : never) | undefined, f: Record<string, unknown>, estimate: number, moment: AccountMoment): boolean {
+  if (key === undefined || key.limit !== f.limitCredits || key.kind !== f.period || f.creditHold !== estimate) return false;
+  const spent = key.spent.get(f.periodStart as string) ?? 0;
+  const held = key.held.get(f.periodStart as string) ?? 0;
+  const remaining = (f.limitCredits as number) - (f.spentCredits as number) - (f.heldCredits as number);
+  // After a change of period kind the ledger may still count what came before (it restarts at the
+  // next hold in another period): figures at least the audit's then, exactly them otherwise.
+  const counted = key.kindChanges === 0 ? f.spentCredits === spent && f.heldCredits === held : (f.spentCredits as number) >= spent && (f.heldCredits as number) >= held;
+  return moment.available >= estimate && counted && remaining < estimate;
 }

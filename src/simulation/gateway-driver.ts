@@ -62,6 +62,15 @@ export class GatewayDriver {
       await this.host.act('settings', (node) => node.commandBus.execute(new ChangeOrganizationSettingsCommand(organization.id, { maxRunning: organization.maxRunning })));
       await this.host.act('grant', (node) => node.commandBus.execute(new GrantCreditsCommand(organization.id, organization.initialCredits, 'initial credits', `${organization.id}-initial`)));
     }
+    for (const team of this.plan.gateway.teams) {
+      await this.host.act(`create ${team.teamId}`, (node) =>
+        node.repository.handle(accountStreamName(team.organizationId), accountDecider, {
+          type: 'CreateGatewayTeam',
+          data: { teamId: team.teamId, ...team.settings, createdAt: new Date(this.host.clock.now()).toISOString() },
+        }),
+      );
+      this.host.tally.add('gateway.team-created');
+    }
     for (const key of this.plan.gateway.keys) {
       await this.host.act(`issue ${key.keyId}`, (node) =>
         node.repository.handle(accountStreamName(key.organizationId), accountDecider, {

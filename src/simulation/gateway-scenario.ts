@@ -2,11 +2,13 @@
  * The gateway's part of a scenario (docs/gateway.md), drawn from its own seeded streams so the
  * operations' draws stay as they were: the rate card, organizations that only make gateway calls,
  * several keys per organization (spend limits per UTC day, month or in total, model allowlists,
- * `max_tokens` caps), and per wave gateway calls (bursts on one key at one instant among them),
+ * `max_tokens` caps), most of them in one of the organization's teams (limits per day, ISO week, month
+ * or in total, some with budget alerts), and per wave gateway calls (bursts on one key at one instant among them),
  * key changes and revocations, and rate card changes while calls are in flight. What upstream
  * answers each call is drawn here too; gateway-upstream.ts turns it into the call's outcome.
  */
 import type { GatewayKeySettings, SpendLimit } from '../accounts/gateway-keys';
+import type { GatewayTeamSettings } from '../accounts/gateway-teams';
 import type { MessagesBodyFacts } from '../gateway/gateway-call.port';
 import type { GatewayPrices } from '../runtime/conversation.types';
 import type { Prng } from './prng';
@@ -36,6 +38,13 @@ export interface GatewayKeyPlan {
   readonly keyId: string;
   readonly organizationId: string;
   readonly settings: GatewayKeySettings;
+}
+
+/** A team (docs/gateway.md "Teams") its organization's keys may name. */
+export interface GatewayTeamPlan {
+  readonly teamId: string;
+  readonly organizationId: string;
+  readonly settings: GatewayTeamSettings;
 }
 
 /** How the simulated upstream answers one call (gateway-upstream.ts). */
@@ -80,6 +89,8 @@ export interface GatewayPlan {
   readonly organizations: readonly GatewayOrganizationPlan[];
   readonly models: readonly GatewayModelPlan[];
   readonly keys: readonly GatewayKeyPlan[];
+  /** Created before the keys; drawn from a stream of their own, so the other draws stay as they were. */
+  readonly teams: readonly GatewayTeamPlan[];
 }
 
 /** A model no rate card version names (a call to it is refused 404). */
@@ -150,7 +161,30 @@ export function planGateway(root: Prng, organizations: readonly GatewayOrganizat
       keys.push({ keyId, organizationId: organization.id, settings: drawKeySettings(prng, `key ${index} of ${organization.id}`) });
     }
   }
-  return { organizations: own, models, keys };
+  const teams = planTeams(root.fork('gateway-teams'), [...own, ...organizations]);
+  return { organizations: own, models, keys: keys.map((key) => withTeam(key, teams, root.fork(`team-of-${key.keyId}`))), teams };
+}
+
+/** One or two teams per organization, with limits near the keys' (some weekly) and alerts. */
+function planTeams(prng: Prng, organizations: readonly GatewayOrganizationPlan[]): GatewayTeamPlan[] {
+  const teams: GatewayTeamPlan[] = [];
+  for (const organization of organizations) {
+    for (let index = 0, count = prng.int(1, 2); index < count; index++) {
+      const spendLimit: SpendLimit | undefined = prng.chance(80)
+        ? { credits: prng.pick([8_000, 60_000, 200_000, 600_000, 2_000_000]), period: prng.pick(['day', 'week', 'week', 'month', 'total'] as const) }
+        : undefined;
+      const alertAt = spendLimit !== undefined && prng.chance(70) ? { alertAt: [prng.pick([1, 10, 25]), 50, 90] } : {};
+      teams.push({ teamId: `${organization.id}-team-${index}`, organizationId: organization.id, settings: { name: `team ${index} of ${organization.id}`, ...(spendLimit === undefined ? {} : { spendLimit }), ...alertAt } });
+    }
+  }
+  return teams;
+}
+
+/** The key in one of its organization's teams, one time in two. */
+function withTeam(key: GatewayKeyPlan, teams: readonly GatewayTeamPlan[], prng: Prng): GatewayKeyPlan {
+  const own = teams.filter((team) => team.organizationId === key.organizationId);
+  if (own.length === 0 || !prng.chance(50)) return key;
+  return { ...key, settings: { ...key.settings, teamId: prng.pick(own).teamId } };
 }
 
 function drawFacts(prng: Prng, tag: string): MessagesBodyFacts {
@@ -214,7 +248,9 @@ export function planGatewayWave(wavePrng: Prng, index: number, plan: GatewayPlan
   }
   if (prng.chance(35)) {
     const key = prng.pick(plan.keys);
-    actions.push({ kind: 'gateway-key-change', atMs: at(), key, settings: drawKeySettings(prng, `${key.settings.name} (changed in wave ${index})`) });
+    // A change keeps the key in its team: the settings are whole, and a key's team is planned once.
+    const teamId = key.settings.teamId === undefined ? {} : { teamId: key.settings.teamId };
+    actions.push({ kind: 'gateway-key-change', atMs: at(), key, settings: { ...drawKeySettings(prng, `${key.settings.name} (changed in wave ${index})`), ...teamId } });
   }
   if (prng.chance(15)) actions.push({ kind: 'gateway-key-revoke', atMs: at(), key: prng.pick(plan.keys) });
   if (prng.chance(30)) {

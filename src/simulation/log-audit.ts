@@ -108,6 +108,10 @@ export class AccountAudit {
   readonly entryKeys = new Set<string>();
   /** Gateway keys, by id. */
   readonly keys = new Map<string, KeyAudit>();
+  /** Gateway teams, by id, folded like keys (a deleted team's `revokedAtMs` is its deletion). */
+  readonly teams = new Map<string, KeyAudit>();
+  /** Budget alerts recorded: `<key or team id> <period> <percent>`, each at most once. */
+  readonly alertsSent = new Set<string>();
   /** The account after each of its events, for explaining recorded refusals (gateway-audit.ts). */
   readonly moments: AccountMoment[] = [];
   ledger: AccountState = accountDecider.initialState();
@@ -456,6 +460,14 @@ export class LogAudit {
       case 'GatewayCallsRejected':
         // Counts of calls refused before their hold: no money moves.
         break;
+      case 'GatewayTeamCreated':
+      case 'GatewayTeamChanged':
+      case 'GatewayTeamDeleted':
+        this.teamEvent(account, event);
+        break;
+      case 'GatewayBudgetThresholdCrossed':
+        this.budgetAlert(account, event);
+        break;
       case 'HoldSettled':
         this.holdSettled(account, data as { invocationId: string; heldCredits: number; chargedCredits: number }, event);
         break;
@@ -464,7 +476,7 @@ export class LogAudit {
     }
     account.ledger = accountDecider.evolve(account.ledger, { type: event.type, data: event.data } as AccountEvent);
     this.compareAccount(account);
-    account.moments.push(momentOf(account.available, account.running, account.maxRunning, account.aiEnabled, account.keys.values()));
+    account.moments.push(momentOf(account.available, account.running, account.maxRunning, account.aiEnabled, account.keys.values(), account.teams.values()));
     if (account.available < 0 && this.options.gatewayOnlyOrganizations?.has(organizationId) === true) {
       broken('gateway.available-never-below-zero', `${stream} has ${account.available} credits available after ${event.type}, with only gateway calls charged`, [stream]);
     }
@@ -511,7 +523,66 @@ export class LogAudit {
     this.witness.note(`checked.gateway-key-limit.${limit === undefined ? 'none' : key.kind}`);
     if (key.lastPeriod !== undefined && key.lastPeriod !== period) this.witness.note(`observed.gateway-key-period-rolled-over.${key.kind}`);
     key.hold(invocationId, period, credits);
+    this.teamHold(account, key, invocationId, credits, data, streams);
     return key.keyId;
+  }
+
+  /** The key's team, as the log has it now, counts the hold in its own period, within its limit (docs/gateway.md "Teams"). */
+  private teamHold(account: AccountAudit, key: KeyAudit, invocationId: string, credits: number, data: Record<string, unknown>, streams: string[]): void {
+    const asked = (data.gatewayKey as { team?: { teamId: string; period: string } }).team;
+    const teamId = key.settings.teamId;
+    const team = teamId === undefined ? undefined : account.teams.get(teamId);
+    const live = team === undefined || team.revokedAtMs !== undefined ? undefined : team;
+    if (asked?.teamId !== live?.keyId) broken('gateway.hold-names-its-team', `hold for ${invocationId} counts against team ${asked?.teamId ?? 'none'}; key ${key.keyId} is in ${live?.keyId ?? 'none'}`, streams, [invocationId]);
+    if (live === undefined || asked === undefined) return;
+    const period = live.periodAt(data.placedAt as string);
+    if (asked.period !== period) broken('gateway.hold-in-the-teams-period', `hold for ${invocationId} counts in ${asked.period}; team ${live.keyId} (${live.kind}) counts it in ${period}`, streams, [invocationId]);
+    const limit = live.settings.spendLimit?.credits;
+    const { spent, held } = live.figures(period);
+    if (limit !== undefined && spent + held + credits > limit) {
+      broken('gateway.team-within-limit', `hold of ${credits} for ${invocationId}: team ${live.keyId} spent ${spent} and holds ${held} in ${period} of a limit of ${limit}`, streams, [invocationId]);
+    }
+    this.witness.note(`checked.gateway-team-limit.${limit === undefined ? 'none' : live.kind}`);
+    live.hold(invocationId, period, credits);
+  }
+
+  private teamEvent(account: AccountAudit, event: RecordedEvent): void {
+    const data = event.data as GatewayKeySettings & { teamId: string; createdAt?: string; changedAt?: string; deletedAt?: string };
+    const team = account.teams.get(data.teamId);
+    if (event.type === 'GatewayTeamCreated') {
+      if (team !== undefined) broken('gateway.team-created-once', `team ${data.teamId} created twice`, [account.stream]);
+      const created = new KeyAudit(data.teamId, account.organizationId);
+      const { teamId: _id, createdAt, ...settings } = data;
+      created.change(Date.parse(createdAt!), settings);
+      account.teams.set(data.teamId, created);
+      return;
+    }
+    if (team === undefined || team.revokedAtMs !== undefined) broken('gateway.team-changed-while-there', `${event.type} for team ${data.teamId}, which is unknown or deleted`, [account.stream]);
+    if (event.type === 'GatewayTeamDeleted') {
+      const named = [...account.keys.values()].filter((key) => key.revokedAtMs === undefined && key.settings.teamId === data.teamId);
+      if (named.length > 0) broken('gateway.team-deleted-without-live-keys', `team ${data.teamId} deleted while live keys ${named.map((key) => key.keyId).join(', ')} name it`, [account.stream]);
+      team.revokedAtMs = Date.parse(data.deletedAt!);
+      return;
+    }
+    const { teamId: _id, changedAt, ...settings } = data;
+    team.change(Date.parse(changedAt!), settings);
+  }
+
+  /** A budget alert (docs/gateway.md "Budget alerts"): reached by its own figures, at most once per threshold and period. */
+  private budgetAlert(account: AccountAudit, event: RecordedEvent): void {
+    const data = event.data as { budget: { kind: string; keyId?: string; teamId?: string }; percent: number; periodStart: string; limitCredits: number; spentCredits: number };
+    const id = data.budget.kind === 'key' ? data.budget.keyId! : data.budget.teamId!;
+    const name = `${id} ${data.periodStart} ${data.percent}`;
+    if (account.alertsSent.has(name)) broken('gateway.budget-alert-once', `GatewayBudgetThresholdCrossed ${name} recorded twice`, [account.stream]);
+    account.alertsSent.add(name);
+    if (BigInt(data.spentCredits) * 100n < BigInt(data.percent) * BigInt(data.limitCredits) || data.spentCredits <= 0) {
+      broken('gateway.budget-alert-reached', `GatewayBudgetThresholdCrossed ${name}: spent ${data.spentCredits} is short of ${data.percent} % of ${data.limitCredits}`, [account.stream]);
+    }
+    const level = (data.budget.kind === 'key' ? account.keys : account.teams).get(id);
+    if (level !== undefined && level.kindChanges === 0 && level.figures(data.periodStart).spent !== data.spentCredits) {
+      broken('gateway.budget-alert-figures', `GatewayBudgetThresholdCrossed ${name} says spent ${data.spentCredits}; the log charged ${level.figures(data.periodStart).spent}`, [account.stream]);
+    }
+    this.witness.note(`checked.gateway-budget-alert.${data.budget.kind}`);
   }
 
   private holdPlaced(account: AccountAudit, invocationId: string, credits: number, event: RecordedEvent): void {
@@ -575,6 +646,8 @@ export class LogAudit {
       // past its limit nor its organization below what admission saw.
       if (chargedCredits > hold.credits) broken('gateway.charge-within-hold', `gateway call ${invocationId} charged ${chargedCredits} of a hold of ${hold.credits}`, streams, [invocationId]);
       account.keys.get(hold.keyId)?.settle(invocationId, chargedCredits);
+      // Only the team the hold was counted against has it open; the others leave it alone.
+      for (const team of account.teams.values()) team.settle(invocationId, chargedCredits);
       this.witness.note('checked.gateway-charge-within-hold');
     }
     hold.settled = { charged: chargedCredits, at: event.position };

@@ -98,4 +98,9 @@ describe('issue 23: the simulator drives gateway calls beside operations, throug
     ]);
     expect(result.tally.total('observed.gateway-key-period-rolled-over.')).toBeGreaterThan(0);
   });
+
+  it('issue 33: holds calls against their key’s team too, refuses team_spend_limit explained, and records budget alerts once', () => {
+    const met = ['gateway.team-created', 'checked.gateway-team-limit.', 'checked.gateway-refusal.team_spend_limit', 'checked.gateway-budget-alert.team'].map((name) => [name, result.tally.total(name)]);
+    expect(met.filter(([, count]) => count === 0)).toEqual([]);
+  });
 });
