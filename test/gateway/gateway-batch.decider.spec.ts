@@ -42,7 +42,7 @@ describe('Message Batches: the batch’s stream decides each result once', () =>
     const first = decideAll([created(2_500)]);
     expect(first.events.map((event) => event.type)).toEqual(['GatewayBatchCreated', 'GatewayBatchRequestsRecorded']);
     const rest = decideAll([{ type: 'RecordBatchRequests', data: { requests: requests(2_500).slice(MAX_BATCH_ENTRIES_PER_EVENT) } }], first.state);
-    expect(rest.events.map((event) => (event.data as { requests: unknown[] }).requests.length)).toEqual([1_000, 500]);
+    expect(rest.events.map((event) => (event.data as unknown as { requests: unknown[] }).requests.length)).toEqual([1_000, 500]);
     expect(decideAll([{ type: 'RecordBatchRequests', data: { requests: requests(2_500) } }], rest.state).events).toEqual([]);
   });
 
@@ -52,7 +52,7 @@ describe('Message Batches: the batch’s stream decides each result once', () =>
     const once = decideAll([{ type: 'RecordBatchResults', data: { results: reports, recordedAt: AT } }], submitted);
     // 100 × 3 + 20 × 15 = 600 credits, at half price 300.
     expect(once.events).toHaveLength(1);
-    expect((once.events[0]!.data as { results: { priceCredits: number }[] }).results.map((result) => result.priceCredits)).toEqual([300, 0, 0, 0]);
+    expect((once.events[0]!.data as unknown as { results: { priceCredits: number }[] }).results.map((result) => result.priceCredits)).toEqual([300, 0, 0, 0]);
     const twice = decideAll([{ type: 'RecordBatchResults', data: { results: reports, recordedAt: AT } }, { type: 'SettleBatch', data: { settledAt: AT } }, { type: 'SettleBatch', data: { settledAt: AT } }], once.state);
     expect(twice.events).toEqual([{ type: 'GatewayBatchSettled', data: { chargeCredits: 300, counts: { succeeded: 1, errored: 1, canceled: 1, expired: 1 }, settledAt: AT } }]);
   });

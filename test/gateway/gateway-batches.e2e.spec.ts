@@ -137,6 +137,17 @@ describe('Message Batches through the gateway, with the SDK against a local batc
     for (let tries = 0; (await row()) === undefined && tries < 500; tries++) await new Promise((resolve) => setTimeout(resolve, 10));
     expect(await row()).toMatchObject({ keyName: 'batch-bot', model: MODEL, credits: 600, settled: 4, outcomes: { completed: 2, failed: 1, time_limit: 1 }, tokens: { inputTokens: 200, outputTokens: 40 } });
 
+    // Explained, the batch and each request, to its organization; another organization's members get 404.
+    const explained = (await a.ledger.http().get(`/v1/organizations/acme/gateway-batches/${batch.id}`).set(system()).expect(200)).body;
+    expect(explained).toMatchObject({ status: 'settled', keyName: 'batch-bot', requestCount: 4, chargeCredits: 600, results: { succeeded: 2, errored: 1, canceled: 0, expired: 1 } });
+    expect(explained.sentence).toBe(`Batch of 4 requests by key "batch-bot", held ${explained.holdCredits} credits at batch rates; 2 succeeded, 1 errored, 0 canceled, 1 expired; charged 600 credits for the succeeded requests' usage at batch rates, the rest of the hold released.`);
+    const ok = (await b.ledger.http().get(`/v1/organizations/acme/gateway-batches/${batch.id}/requests/ok-1`).set(system()).expect(200)).body;
+    expect(ok).toMatchObject({ model: MODEL, rateCardVersion: 1, result: { type: 'succeeded', priceCredits: 300, usage: { inputTokens: 100, outputTokens: 20 } } });
+    expect(ok.sentence).toMatch(/^Request "ok-1" of batch msgbatch_\w+ \(claude-sonnet-5-5, rate card version 1\) held \d+ credits at batch rates; it succeeded and was charged 300 credits for its usage at batch rates/);
+    const late = (await a.ledger.http().get(`/v1/organizations/acme/gateway-batches/${batch.id}/requests/late-1`).set(system()).expect(200)).body;
+    expect(late.sentence).toMatch(/it expired before it ran: charged nothing, its hold released\.$/);
+    await a.ledger.http().get(`/v1/organizations/other/gateway-batches/${batch.id}`).set(system()).expect(404);
+
     // audit verify: the batch's hold, its settlement and each result's batch price agree with the account and the statement.
     const readStore = openReadModelStore({ path: join(directory, 'read-a.sqlite') });
     try {

@@ -74,6 +74,12 @@ export class GatewayBatches {
     return this.upstream.configured;
   }
 
+  /** The batch's record as its stream has it; undefined for an id that is not a gateway batch's. */
+  async state(batchId: string): Promise<GatewayBatchState | undefined> {
+    if (!GATEWAY_BATCH_ID_PATTERN.test(batchId)) return undefined;
+    return (await this.repository.load(gatewayBatchStreamName(batchId), gatewayBatchDecider)).state;
+  }
+
   /** Checked, recorded, held in one decision, then sent upstream; the upstream's batch object under the gateway's id. */
   async create(presentedKey: string, bytes: Buffer): Promise<BatchAnswer<{ readonly batchId: string; readonly upstream: UpstreamBatchObject }>> {
     const found = await this.key(presentedKey);
