@@ -8,7 +8,7 @@
  * - Upstream is read to its end whatever the caller does: a slow or stalled caller never slows it.
  *   What the caller has not taken is buffered up to MAX_CALLER_BUFFER_BYTES; past it the caller is
  *   dropped (its socket destroyed) and upstream read on, as when a caller goes away, so the outcome
- *   carries Anthropic's own final usage (`callerDisconnected`).
+ *   carries upstream's own final usage (`callerDisconnected`).
  * - Delivered means settled: the bytes from a stream's `message_stop` event on (a non-streamed
  *   answer's last chunk) are held back until `release()`, which whoever settles calls once the
  *   settlement is done, so a caller that has its whole answer finds the call settled. A failed
