@@ -56,3 +56,12 @@ export function formatValue(value: unknown): string {
   if (value === undefined || value === null) return '—';
   return JSON.stringify(value);
 }
+
+/**
+ * A figure in credits with its money beside it when the service has LEDGER_CREDIT_VALUE set (the
+ * answer's `money` member, exact decimal strings): `12,345 (1.2345 USD)`; the credits alone otherwise.
+ */
+export function formatCountWithMoney(credits: number, money: Readonly<Record<string, string>> | undefined, field: string): string {
+  const amount = money?.[field];
+  return amount === undefined ? formatCount(credits) : `${formatCount(credits)} (${amount} ${money!.currency})`;
+}

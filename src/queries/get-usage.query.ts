@@ -55,6 +55,8 @@ export interface UsageStatementRow {
   readonly tokens: Usage;
   /** Present, true, when some kind's tokens passed Number.MAX_SAFE_INTEGER, on a line or in this sum. */
   readonly usageSaturated?: true;
+  /** `credits` in money, exact: added by the HTTP answer when LEDGER_CREDIT_VALUE is set (docs/http.md "Money beside credits"). */
+  readonly money?: { readonly currency: string; readonly credits: string };
 }
 
 export interface UsageStatement {

@@ -96,7 +96,9 @@ export function UsageSection({ organizationId }: { organizationId: string }) {
         {(statement) => (
           <>
             <p class="attempts-total">
-              {formatCountOf(statement.totals.credits, 'credit')} charged over {formatCountOf(statement.totals.settled, 'settled invocation')}
+              {formatCountOf(statement.totals.credits, 'credit')}
+              {statement.totals.money === undefined ? '' : ` (${statement.totals.money.credits} ${statement.totals.money.currency})`} charged over{' '}
+              {formatCountOf(statement.totals.settled, 'settled invocation')}
             </p>
             <div class="charts">
               <div role="region" aria-labelledby="per-day-heading">

@@ -2,7 +2,7 @@ import { segment } from '../api/client';
 import type { Balance } from '../api/types';
 import { useApi } from '../api/use-api';
 import { Figures, Section, Show, usePageTitle } from '../components/common';
-import { formatCount } from '../format';
+import { formatCount, formatCountWithMoney } from '../format';
 import { GatewayKeysSection } from '../organization/gateway-keys-section';
 import { InvocationsSection } from '../organization/invocations-section';
 import { LedgerSection } from '../organization/ledger-section';
@@ -23,11 +23,11 @@ export function OrganizationPage({ organizationId }: { organizationId: string })
             <Figures
               label="Balance figures"
               entries={[
-                ['Available', formatCount(b.available)],
-                ['Granted', formatCount(b.granted)],
-                ['Adjustments', formatCount(b.adjustments)],
-                ['Held', formatCount(b.held)],
-                ['Charged', formatCount(b.charged)],
+                ['Available', formatCountWithMoney(b.available, b.money, 'available')],
+                ['Granted', formatCountWithMoney(b.granted, b.money, 'granted')],
+                ['Adjustments', formatCountWithMoney(b.adjustments, b.money, 'adjustments')],
+                ['Held', formatCountWithMoney(b.held, b.money, 'held')],
+                ['Charged', formatCountWithMoney(b.charged, b.money, 'charged')],
                 ['Running', formatCount(b.running)],
               ]}
             />
