@@ -1,3 +1,4 @@
+import { CatchUpSubscription, RetryDelay } from '../catch-up-subscription';
 import {
   ANY,
   AllStreamSubscription,
@@ -230,82 +231,33 @@ class HandlerFailure {
  * unreadable position) ends it: reported to `onError` as permanent, and `stop()` rejects with it. So
  * does a handler that throws.
  */
-class EventStoreDbSubscription implements Subscription {
-  private stopped = false;
+class EventStoreDbSubscription extends CatchUpSubscription {
   private current: AllStreamSubscription | undefined;
-  private wakeBackoff: (() => void) | undefined;
-  private failure: { error: unknown } | undefined;
-  private position: bigint | undefined;
-  private delivered = false;
-  private readonly done: Promise<void>;
 
   constructor(
     private readonly store: EventStoreDbEventStore,
     private readonly client: EventStoreDBClient,
-    private readonly handler: SubscriptionHandler,
+    handler: SubscriptionHandler,
     after: bigint | undefined,
     private readonly onError: SubscribeOptions['onError'],
-    private readonly onFinished: (subscription: EventStoreDbSubscription) => void,
+    onFinished: (subscription: EventStoreDbSubscription) => void,
   ) {
-    this.position = after;
-    this.done = this.run().then(
-      () => this.onFinished(this),
-      (error: unknown) => {
-        this.failure = { error };
-        this.onFinished(this);
-      },
-    );
+    super(handler, after, onFinished as (subscription: CatchUpSubscription) => void);
   }
 
-  get lastPosition(): bigint | undefined {
-    return this.delivered ? this.position : undefined;
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.wakeBackoff?.();
+  protected override async interrupt(): Promise<void> {
     await this.current?.unsubscribe().catch(() => undefined);
-    await this.done;
-    if (this.failure) throw this.failure.error;
   }
 
-  private async run(): Promise<void> {
-    // Start on a later turn, so the handler never runs before subscribeToAll has returned.
-    await Promise.resolve();
-    let delayMs = RESUBSCRIBE_INITIAL_DELAY_MS;
+  protected async follow(): Promise<void> {
+    const retry = new RetryDelay(RESUBSCRIBE_INITIAL_DELAY_MS, RESUBSCRIBE_MAX_DELAY_MS);
     let from: ReadPosition = this.position === undefined ? START : fromPortPosition(this.position);
     let resolvedFrom = false;
     while (!this.stopped) {
-      const subscription = this.client.subscribeToAll({ fromPosition: from, filter: excludeSystemEvents() });
-      this.current = subscription;
-      let failure: unknown;
-      try {
-        for await (const resolved of subscription) {
-          if (this.stopped) break;
-          const event = resolved.event as AnyRecordedEvent | undefined;
-          if (event === undefined || isSystemRecord(event)) continue;
-          const position = positionOrFail(event);
-          // Exclusive on the server already; this guards a resubscription from an `after` no event has.
-          if (this.position !== undefined && position <= this.position) continue;
-          try {
-            await this.handler(toRecordedEvent(event, position));
-          } catch (error) {
-            throw new HandlerFailure(error);
-          }
-          this.position = position;
-          this.delivered = true;
-          from = fromPortPosition(position);
-          delayMs = RESUBSCRIBE_INITIAL_DELAY_MS;
-        }
-        // The server ended the subscription without an error: as a dropped connection.
-        failure = new UnavailableError(undefined, 'The server ended the subscription');
-      } catch (error) {
-        if (error instanceof HandlerFailure) throw error.error;
-        failure = error;
-      } finally {
-        this.current = undefined;
-        await subscription.unsubscribe().catch(() => undefined);
-      }
+      const before = this.position;
+      const failure = await this.followFrom(from, retry);
+      // Resubscribe after the last event handled (the server's `fromPosition` is exclusive).
+      if (this.position !== undefined && this.position !== before) from = fromPortPosition(this.position);
       if (this.stopped) break;
       if (isUnreadablePosition(failure) && !resolvedFrom && this.position !== undefined) {
         // `after` was inside a record: start from the last event at or before it.
@@ -319,20 +271,38 @@ class EventStoreDbSubscription implements Subscription {
         throw error;
       }
       this.onError?.(error, true);
-      await this.backoff(delayMs);
-      delayMs = Math.min(delayMs * 2, RESUBSCRIBE_MAX_DELAY_MS);
+      await this.wakeable.wait(retry.next());
     }
   }
 
-  private backoff(delayMs: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => this.wakeBackoff?.(), delayMs);
-      this.wakeBackoff = () => {
-        clearTimeout(timer);
-        this.wakeBackoff = undefined;
-        resolve();
-      };
-    });
+  /** One server-side subscription from `from`, until it fails (returned) or the handler throws (thrown). */
+  private async followFrom(from: ReadPosition, retry: RetryDelay): Promise<unknown> {
+    const subscription = this.client.subscribeToAll({ fromPosition: from, filter: excludeSystemEvents() });
+    this.current = subscription;
+    try {
+      for await (const resolved of subscription) {
+        if (this.stopped) break;
+        const event = resolved.event as AnyRecordedEvent | undefined;
+        if (event === undefined || isSystemRecord(event)) continue;
+        const position = positionOrFail(event);
+        // Exclusive on the server already; this guards a resubscription from an `after` no event has.
+        if (this.position !== undefined && position <= this.position) continue;
+        try {
+          await this.deliver(toRecordedEvent(event, position));
+        } catch (error) {
+          throw new HandlerFailure(error);
+        }
+        retry.reset();
+      }
+      // The server ended the subscription without an error: as a dropped connection.
+      return new UnavailableError(undefined, 'The server ended the subscription');
+    } catch (error) {
+      if (error instanceof HandlerFailure) throw error.error;
+      return error;
+    } finally {
+      this.current = undefined;
+      await subscription.unsubscribe().catch(() => undefined);
+    }
   }
 }
 

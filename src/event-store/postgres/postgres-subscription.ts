@@ -1,5 +1,6 @@
 import { Client } from 'pg';
-import type { RecordedEvent, SubscribeOptions, Subscription, SubscriptionHandler } from '../event-store.port';
+import { CatchUpSubscription, RetryDelay, Wakeable } from '../catch-up-subscription';
+import type { RecordedEvent, SubscribeOptions, SubscriptionHandler } from '../event-store.port';
 import { isTransientPostgresError } from './postgres-errors';
 
 /** Events read per catch-up page, so a long backlog never sits in memory at once. */
@@ -16,36 +17,6 @@ export const POSTGRES_RETRY_INITIAL_DELAY_MS = 100;
 export const POSTGRES_RETRY_MAX_DELAY_MS = 5_000;
 /** The channel every append is announced on once its transaction ended (postgres-event-store.ts). */
 export const POSTGRES_NOTIFY_CHANNEL = 'ledger_events';
-
-/** A wait that a wake-up or a timer ends; `wake` before `wait` is not lost. */
-export class Wakeable {
-  private woken = false;
-  private resolveWait: (() => void) | undefined;
-
-  wake(): void {
-    this.woken = true;
-    this.resolveWait?.();
-  }
-
-  /** Resolves at the next wake-up (or at once if one came since the last wait), or after `ms`. */
-  wait(ms: number): Promise<void> {
-    if (this.woken) {
-      this.woken = false;
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => this.resolveWait?.(), ms);
-      // An idle subscription alone must not keep the process alive.
-      timer.unref();
-      this.resolveWait = () => {
-        clearTimeout(timer);
-        this.resolveWait = undefined;
-        this.woken = false;
-        resolve();
-      };
-    });
-  }
-}
 
 /** What a subscription reads: a page of `$all` below the read bound, after a position. */
 export interface PostgresSubscriptionSource {
@@ -65,46 +36,19 @@ export interface PostgresSubscriptionSource {
  * other read error ends it (reported as permanent); so does a handler that throws, at that event.
  * `stop()` then rejects with the error.
  */
-export class PostgresSubscription implements Subscription {
-  private stopped = false;
-  private failure: { error: unknown } | undefined;
-  private position: bigint | undefined;
-  private delivered = false;
-  private readonly done: Promise<void>;
-  readonly wakeable = new Wakeable();
-
+export class PostgresSubscription extends CatchUpSubscription {
   constructor(
     private readonly source: PostgresSubscriptionSource,
-    private readonly handler: SubscriptionHandler,
+    handler: SubscriptionHandler,
     after: bigint | undefined,
     private readonly onError: SubscribeOptions['onError'],
-    private readonly onFinished: (subscription: PostgresSubscription) => void,
+    onFinished: (subscription: PostgresSubscription) => void,
   ) {
-    this.position = after;
-    this.done = this.run().then(
-      () => this.onFinished(this),
-      (error: unknown) => {
-        this.failure = { error };
-        this.onFinished(this);
-      },
-    );
+    super(handler, after, onFinished as (subscription: CatchUpSubscription) => void);
   }
 
-  get lastPosition(): bigint | undefined {
-    return this.delivered ? this.position : undefined;
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.wakeable.wake();
-    await this.done;
-    if (this.failure) throw this.failure.error;
-  }
-
-  private async run(): Promise<void> {
-    // Start on a later turn, so the handler never runs before subscribeToAll has returned.
-    await Promise.resolve();
-    let delayMs = POSTGRES_RETRY_INITIAL_DELAY_MS;
+  protected async follow(): Promise<void> {
+    const retry = new RetryDelay(POSTGRES_RETRY_INITIAL_DELAY_MS, POSTGRES_RETRY_MAX_DELAY_MS);
     while (!this.stopped) {
       let page: RecordedEvent[];
       try {
@@ -117,24 +61,14 @@ export class PostgresSubscription implements Subscription {
           throw failure;
         }
         this.onError?.(failure, true);
-        await this.wakeable.wait(delayMs);
-        delayMs = Math.min(delayMs * 2, POSTGRES_RETRY_MAX_DELAY_MS);
+        await this.wakeable.wait(retry.next());
         continue;
       }
-      delayMs = POSTGRES_RETRY_INITIAL_DELAY_MS;
-      await this.deliver(page);
+      retry.reset();
+      await this.deliverAll(page);
       if (page.length < POSTGRES_SUBSCRIPTION_PAGE_EVENTS && !this.stopped) {
         await this.wakeable.wait(POSTGRES_SUBSCRIPTION_POLL_INTERVAL_MS);
       }
-    }
-  }
-
-  private async deliver(page: readonly RecordedEvent[]): Promise<void> {
-    for (const event of page) {
-      if (this.stopped) return;
-      await this.handler(event);
-      this.position = event.position;
-      this.delivered = true;
     }
   }
 }

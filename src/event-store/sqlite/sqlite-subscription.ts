@@ -1,4 +1,5 @@
-import type { RecordedEvent, Subscription, SubscriptionHandler } from '../event-store.port';
+import { CatchUpSubscription } from '../catch-up-subscription';
+import type { RecordedEvent, SubscriptionHandler } from '../event-store.port';
 
 /** Events read per catch-up page, so a long backlog never sits in memory at once. */
 export const SUBSCRIPTION_PAGE_EVENTS = 256;
@@ -45,81 +46,46 @@ export interface SubscriptionSource {
  * `stop()` then rejects with that error, and `lastPosition` is the checkpoint to resume from.
  * Do not await `stop()` from inside the handler: stop waits for the handler to finish.
  */
-export class SqliteSubscription implements Subscription {
-  private stopped = false;
-  /** Set by a commit that happened while this subscription was not waiting, so no wake-up is lost. */
-  private commitSeen = false;
-  private wake: (() => void) | undefined;
-  private failure: { error: unknown } | undefined;
-  private readonly done: Promise<void>;
-  private position: bigint | undefined;
-  private delivered = false;
+export class SqliteSubscription extends CatchUpSubscription {
   /** Commits of this store not yet handed over, oldest first. */
   private fed: CommittedEvents[] = [];
   private fedEvents = 0;
+  private readonly unregister: () => void;
 
   constructor(
     private readonly source: SubscriptionSource,
-    private readonly handler: SubscriptionHandler,
+    handler: SubscriptionHandler,
     after: bigint | undefined,
-    private readonly onFinished: (subscription: SqliteSubscription) => void,
+    onFinished: (subscription: SqliteSubscription) => void,
   ) {
-    this.position = after;
-    this.done = this.run().then(
-      () => this.onFinished(this),
-      (error: unknown) => {
-        this.failure = { error };
-        this.onFinished(this);
-      },
-    );
-  }
-
-  /** Position of the last event handled; `undefined` until one is. */
-  get lastPosition(): bigint | undefined {
-    return this.delivered ? this.position : undefined;
+    super(handler, after, onFinished as (subscription: CatchUpSubscription) => void);
+    // Registered at once, so no commit made after subscribeToAll returned is missed.
+    this.unregister = source.onCommit((committed) => {
+      this.feed(committed);
+      this.wakeable.wake();
+    });
   }
 
   /** Reads the log now (another connection committed), instead of waiting for the next poll. */
   poll(): void {
-    this.commitSeen = true;
-    this.wake?.();
+    this.wakeable.wake();
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.wake?.();
-    await this.done;
-    if (this.failure) throw this.failure.error;
-  }
-
-  private async run(): Promise<void> {
-    const unregister = this.source.onCommit((committed) => {
-      this.feed(committed);
-      this.commitSeen = true;
-      this.wake?.();
-    });
+  protected async follow(): Promise<void> {
     try {
-      // Start on a later turn, so the handler never runs before subscribeToAll has returned.
-      await Promise.resolve();
       while (!this.stopped) {
-        this.commitSeen = false;
+        this.wakeable.clear();
         const fed = this.takeFed();
         const page = fed ?? this.source.readPage(this.position, SUBSCRIPTION_PAGE_EVENTS);
-        for (const event of page) {
-          if (this.stopped) return;
-          await this.handler(event);
-          this.position = event.position;
-          this.delivered = true;
-        }
+        await this.deliverAll(page);
+        if (this.stopped) return;
         // After a fed commit the log holds nothing newer from this store than what is still fed; other
         // writers are found by the poll, as after a short page.
         const drained = fed === undefined ? page.length < SUBSCRIPTION_PAGE_EVENTS : this.fed.length === 0;
-        if (drained && !this.commitSeen && !this.stopped) {
-          await this.waitForCommitOrPoll();
-        }
+        if (drained && !this.wakeable.pending) await this.wakeable.wait(SUBSCRIPTION_POLL_INTERVAL_MS);
       }
     } finally {
-      unregister();
+      this.unregister();
     }
   }
 
@@ -154,18 +120,5 @@ export class SqliteSubscription implements Subscription {
 
   private dropFed(): void {
     this.fedEvents -= this.fed.shift()!.count;
-  }
-
-  private waitForCommitOrPoll(): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => this.wake?.(), SUBSCRIPTION_POLL_INTERVAL_MS);
-      // An idle subscription alone must not keep the process alive.
-      timer.unref();
-      this.wake = () => {
-        clearTimeout(timer);
-        this.wake = undefined;
-        resolve();
-      };
-    });
   }
 }

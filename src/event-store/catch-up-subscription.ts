@@ -1,0 +1,138 @@
+import type { RecordedEvent, Subscription, SubscriptionHandler } from './event-store.port';
+
+/**
+ * A wait that a wake-up or a timer ends. A wake-up while nobody waits is kept (`pending`), so the
+ * next wait returns at once: a commit seen while a page was being handed over is not lost.
+ */
+export class Wakeable {
+  private woken = false;
+  private resolveWait: (() => void) | undefined;
+
+  /** Whether a wake-up came since the last wait (or `clear`). */
+  get pending(): boolean {
+    return this.woken;
+  }
+
+  wake(): void {
+    this.woken = true;
+    this.resolveWait?.();
+  }
+
+  /** Forgets a wake-up already accounted for (the read about to start covers it). */
+  clear(): void {
+    this.woken = false;
+  }
+
+  /** Resolves at the next wake-up (or at once if one is pending), or after `ms`. */
+  wait(ms: number): Promise<void> {
+    if (this.woken) {
+      this.woken = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => this.resolveWait?.(), ms);
+      // A waiting subscription alone must not keep the process alive.
+      timer.unref();
+      this.resolveWait = () => {
+        clearTimeout(timer);
+        this.resolveWait = undefined;
+        this.woken = false;
+        resolve();
+      };
+    });
+  }
+}
+
+/**
+ * What the three stores' subscriptions share (catch up from a position, then follow): each event
+ * handed over once, in position order, the next only after the handler's promise settled; the last
+ * handled position kept as the checkpoint to resume from; a handler that throws, or a read error the
+ * store does not retry, ends the subscription and `stop()` rejects with it. A store's subclass says
+ * how it reads (`follow`) and what `stop` must also interrupt (`interrupt`).
+ *
+ * `follow` starts on a later turn than the constructor, so the handler never runs before
+ * `subscribeToAll` has returned, and the subclass's own fields are set by then.
+ */
+export abstract class CatchUpSubscription implements Subscription {
+  protected stopped = false;
+  protected position: bigint | undefined;
+  private delivered = false;
+  private failure: { error: unknown } | undefined;
+  private readonly done: Promise<void>;
+  /** Ends a wait of `follow` (for a commit, a poll or a retry) when the store has news or on stop. */
+  readonly wakeable = new Wakeable();
+
+  constructor(
+    private readonly handler: SubscriptionHandler,
+    after: bigint | undefined,
+    onFinished: (subscription: CatchUpSubscription) => void,
+  ) {
+    this.position = after;
+    this.done = Promise.resolve()
+      .then(() => this.follow())
+      .then(
+        () => onFinished(this),
+        (error: unknown) => {
+          this.failure = { error };
+          onFinished(this);
+        },
+      );
+  }
+
+  /** Position of the last event handled; `undefined` until one is. */
+  get lastPosition(): bigint | undefined {
+    return this.delivered ? this.position : undefined;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wakeable.wake();
+    await this.interrupt();
+    await this.done;
+    if (this.failure) throw this.failure.error;
+  }
+
+  /** Reads and hands over events until stopped; resolves on stop, rejects to end the subscription. */
+  protected abstract follow(): Promise<void>;
+
+  /** What `stop` must cut besides a wait (a server-side subscription); nothing by default. */
+  protected async interrupt(): Promise<void> {}
+
+  /** Hands one event to the handler, then records it as the last delivered. */
+  protected async deliver(event: RecordedEvent): Promise<void> {
+    await this.handler(event);
+    this.position = event.position;
+    this.delivered = true;
+  }
+
+  /** Hands over a page in order; stops early when stopped. */
+  protected async deliverAll(page: readonly RecordedEvent[]): Promise<void> {
+    for (const event of page) {
+      if (this.stopped) return;
+      await this.deliver(event);
+    }
+  }
+}
+
+/** A wait that doubles after each transient failure, from `initialMs` up to `maxMs`, and starts over after a success. */
+export class RetryDelay {
+  private currentMs: number;
+
+  constructor(
+    private readonly initialMs: number,
+    private readonly maxMs: number,
+  ) {
+    this.currentMs = initialMs;
+  }
+
+  /** The wait before the next attempt; the one after it is twice as long, up to the maximum. */
+  next(): number {
+    const delayMs = this.currentMs;
+    this.currentMs = Math.min(this.currentMs * 2, this.maxMs);
+    return delayMs;
+  }
+
+  reset(): void {
+    this.currentMs = this.initialMs;
+  }
+}
