@@ -20,6 +20,7 @@ import { EVENT_STORE, type EventStore } from '../../src/event-store/event-store.
 import { GATEWAY_BATCH_OPERATION_ID, gatewayBatchDecider, gatewayBatchStreamName, holdIdOfBatch } from '../../src/gateway/batches/gateway-batch';
 import { GatewayBatchesPoller } from '../../src/gateway/batches/gateway-batches.poller';
 import { GatewayBatches } from '../../src/gateway/batches/gateway-batches.service';
+import { GatewayAdmin } from '../../src/gateway/gateway-admin.service';
 import { bearer, startHttpLedger, TOKENS, type HttpLedger } from '../http/support/http-ledger';
 import { BatchesApiServer, errored, expired, succeeded, type UpstreamBatchRequest } from '../support/batches-api-server';
 
@@ -196,6 +197,26 @@ describe('Message Batches through the gateway, with the SDK against a local batc
     await expect(
       a.client(key).messages.batches.create({ requests: [{ custom_id: 'x', params: { model: 'claude-x', max_tokens: 1, messages: [] } }] }),
     ).rejects.toMatchObject({ status: 400, error: { error: { message: expect.stringMatching(/^requests\[0\]\.params\.model: claude-x is not on/) } } });
+    expect(upstream.count('create')).toBe(sent);
+  });
+
+  it('decides the key again in the hold’s one decision: a cap lowered after the requests were checked refuses the batch before anything goes upstream', async () => {
+    const admin = a.ledger.app.get(GatewayAdmin);
+    const { key: capped, keyId } = await admin.issueKey('acme', { name: 'capped-bot' });
+    const batches = a.ledger.app.get(GatewayBatches);
+    const repository = (batches as unknown as { repository: AggregateRepository }).repository;
+    const handle = repository.handle.bind(repository);
+    const race = jest.spyOn(repository, 'handle').mockImplementation(async (stream, decider, command, context) => {
+      // Another instance lowers the key's cap between the requests' check and the hold.
+      if ((command as { type: string }).type === 'PlaceHold') await admin.changeKey('acme', keyId, { name: 'capped-bot', maxOutputTokens: 50 });
+      return handle(stream, decider, command, context);
+    });
+    const sent = upstream.count('create');
+    try {
+      await expect(a.client(capped).messages.batches.create({ requests: [request('cap-1', 100)] })).rejects.toMatchObject({ status: 400, error: { error: { type: 'invalid_request_error', message: expect.stringMatching(/max_tokens: 100 is over 50/) } } });
+    } finally {
+      race.mockRestore();
+    }
     expect(upstream.count('create')).toBe(sent);
   });
 

@@ -25,6 +25,8 @@ export interface CheckedBatch {
   readonly upstream: readonly { readonly custom_id: string; readonly params: unknown }[];
   readonly rateCards: readonly BatchRateCard[];
   readonly holdCredits: number;
+  /** The largest `max_tokens` of its requests: what the hold's decision checks the key's cap against. */
+  readonly maxTokens: number;
 }
 
 export type BatchCheck = { readonly batch: CheckedBatch; readonly problem?: undefined } | { readonly batch?: undefined; readonly problem: string };
@@ -44,6 +46,7 @@ export function checkBatchRequests(body: unknown, key: GatewayKey, cardOf: (mode
   const cards = new Map<string, BatchRateCard>();
   const seen = new Set<string>();
   let holdCredits = 0;
+  let maxTokens = 0;
   for (const [index, request] of requests.entries()) {
     const checked = checkRequest(request, `requests[${index}]`, key, cardOf);
     if (checked.problem !== undefined) return problem(checked.problem);
@@ -52,14 +55,15 @@ export function checkBatchRequests(body: unknown, key: GatewayKey, cardOf: (mode
     records.push(checked.record);
     cards.set(checked.card.model, { model: checked.card.model, version: checked.card.version, prices: checked.card.prices });
     holdCredits += checked.record.holdCredits;
+    maxTokens = Math.max(maxTokens, checked.maxTokens);
     if (holdCredits > MAX_CREDIT_HOLD_CREDITS) return problem(`requests: the batch could cost more than one hold may hold (${MAX_CREDIT_HOLD_CREDITS} credits)`);
   }
-  return { batch: { requests: records, upstream: requests as CheckedBatch['upstream'], rateCards: [...cards.values()], holdCredits } };
+  return { batch: { requests: records, upstream: requests as CheckedBatch['upstream'], rateCards: [...cards.values()], holdCredits, maxTokens } };
 }
 
 type RequestCheck =
-  | { readonly record: BatchRequestRecord; readonly card: RateCardVersion; readonly problem?: undefined }
-  | { readonly record?: undefined; readonly card?: undefined; readonly problem: string };
+  | { readonly record: BatchRequestRecord; readonly card: RateCardVersion; readonly maxTokens: number; readonly problem?: undefined }
+  | { readonly record?: undefined; readonly card?: undefined; readonly maxTokens?: undefined; readonly problem: string };
 
 /** One request: its custom_id, then its params as a Messages body (not streamed), then the key's and the card's caps and the hold. */
 function checkRequest(request: unknown, at: string, key: GatewayKey, cardOf: (model: string) => RateCardVersion | undefined): RequestCheck {
@@ -82,7 +86,7 @@ function checkRequest(request: unknown, at: string, key: GatewayKey, cardOf: (mo
   }
   const hold = worstCaseHold(facts, card, 'batch');
   if (hold.problem !== undefined) return { problem: underParams(at, hold.problem) };
-  return { record: { customId, model: facts.model, holdCredits: hold.credits }, card };
+  return { record: { customId, model: facts.model, holdCredits: hold.credits }, card, maxTokens: facts.maxTokens };
 }
 
 /** A Messages body's problem, named under the request's params: `tools[0].type: …` → `requests[2].params.tools[0].type: …`. */

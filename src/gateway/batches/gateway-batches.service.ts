@@ -13,7 +13,8 @@ import { UnknownGatewayKeyError, type GatewayKey } from '../../accounts/gateway-
 import { AggregateRepository } from '../../aggregates/aggregate.repository';
 import { CLOCK, isoAt } from '../../domain/clock.token';
 import { newEventId } from '../../event-store/event-id.generator';
-import { settleHold } from '../../invocations/invocation-lifecycle';
+import { placeHold, settleHold } from '../../invocations/invocation-lifecycle';
+import { gatewayKeyHash } from '../gateway-keys.codec';
 import { readUsageReport } from '../../providers/anthropic/anthropic-response.mapper';
 import type { Clock } from '../../runtime';
 import { readGatewayJson } from '../anthropic-body.reader';
@@ -92,7 +93,7 @@ export class GatewayBatches {
     if (checked.problem !== undefined) return refused(400, 'invalid_request_error', checked.problem);
     const batchId = `msgbatch_${newEventId().replace(/-/g, '')}`;
     await this.record(batchId, organizationId, key, checked.batch);
-    const held = await this.hold(batchId, organizationId, key, checked.batch.holdCredits);
+    const held = await this.hold(batchId, organizationId, key, checked.batch, gatewayKeyHash(presentedKey));
     if (!held.ok) {
       await this.refuse(batchId, held.message);
       return held;
@@ -213,14 +214,19 @@ export class GatewayBatches {
     await this.onIndex({ type: 'IndexBatch', data: { batchId, organizationId, createdAt } });
   }
 
-  /** One PlaceHold for the whole batch: the organization's credits and the key's limit in one decision. */
-  private async hold(batchId: string, organizationId: string, key: GatewayKey, credits: number): Promise<BatchAnswer<undefined>> {
+  /**
+   * One PlaceHold for the whole batch: the organization's credits, the key's limit and its team's in one
+   * decision, with the key as this decision sees it (revoked, expired or rotated away since; its cap
+   * below the batch's largest `max_tokens`; its models without the batch's first model). Its rate
+   * limits count calls, and a batch is not one: no tokens are counted in its minute.
+   */
+  private async hold(batchId: string, organizationId: string, key: GatewayKey, batch: CheckedBatch, keyHash: string): Promise<BatchAnswer<undefined>> {
+    const gatewayCall = { model: batch.requests[0]!.model, maxTokens: batch.maxTokens, keyHash };
     try {
       await this.repository.handle(
         accountStreamName(organizationId),
         accountDecider,
-        // The key's liveness, limit and team are decided on this state; its models and caps were checked per request.
-        { type: 'PlaceHold', data: { invocationId: holdIdOfBatch(batchId), credits, placedAt: isoAt(this.clock), gatewayKey: { keyId: key.keyId, period: '' } } },
+        placeHold(holdIdOfBatch(batchId), batch.holdCredits, isoAt(this.clock), { gatewayKey: { keyId: key.keyId, period: '' }, gatewayCall }),
         { correlationId: batchId },
       );
       return { ok: true, value: undefined };
