@@ -63,5 +63,15 @@ export function formatValue(value: unknown): string {
  */
 export function formatCountWithMoney(credits: number, money: Readonly<Record<string, string>> | undefined, field: string): string {
   const amount = money?.[field];
-  return amount === undefined ? formatCount(credits) : `${formatCount(credits)} (${amount} ${money!.currency})`;
+  return amount === undefined ? formatCount(credits) : `${formatCount(credits)} (${formatMoney(amount, money!.currency)})`;
+}
+
+/**
+ * An amount of money as the API writes it (an exact decimal string) with its currency, the whole part
+ * grouped: `9,999.685 USD`. Text only: money is never turned into a floating-point number.
+ */
+export function formatMoney(amount: string, currency: string): string {
+  const [whole = '', fraction] = amount.split('.');
+  const grouped = whole.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  return `${grouped}${fraction === undefined ? '' : `.${fraction}`} ${currency}`;
 }

@@ -64,7 +64,8 @@ describe('The console shows gateway calls and keys (docs/gateway.md), in headles
 
   beforeAll(async () => {
     consoleDirectory = buildConsole();
-    ledger = await startHttpLedger({ env: { LEDGER_DEMO: '1' }, configure: (app) => serveConsole(app, consoleDirectory) });
+    // What a credit is worth: the console shows money beside credits where the API gives it.
+    ledger = await startHttpLedger({ env: { LEDGER_DEMO: '1', LEDGER_CREDIT_VALUE: '0.0001 USD' }, configure: (app) => serveConsole(app, consoleDirectory) });
     await ledger.app.listen(0, '127.0.0.1');
     base = `http://127.0.0.1:${(ledger.app.getHttpServer().address() as AddressInfo).port}`;
     browser = await launchBrowser();
@@ -132,7 +133,7 @@ describe('The console shows gateway calls and keys (docs/gateway.md), in headles
 
   it('lists the organization’s gateway keys for its admin, each with what it spent in its period and what it holds, as the API says', async () => {
     const { keys: listed } = (await ledger.http().get(`/v1/organizations/${DEMO_ORG}/gateway-keys`).set(bearer(DEMO_ADMIN)).expect(200)).body as {
-      keys: { keyId: string; name: string; spentCredits: number; heldCredits: number; period: string }[];
+      keys: { keyId: string; name: string; spentCredits: number; heldCredits: number; period: string; money?: object }[];
     };
     const ciBot = listed.find((key) => key.name === 'ci-bot')!;
     expect(ciBot).toMatchObject({ spentCredits: 5, heldCredits: 46 });
@@ -145,8 +146,16 @@ describe('The console shows gateway calls and keys (docs/gateway.md), in headles
       // Other tests issue keys of their own: these two are the ones beforeAll made.
       expect(await rows.filter({ hasText: /^(ci-bot|old-laptop)/ }).count()).toBe(2);
       const row = rows.filter({ hasText: 'ci-bot' });
-      await expect(row.locator('td.spent').textContent()).resolves.toBe('5');
-      await expect(row.locator('td.held').textContent()).resolves.toBe('46');
+      await expect(row.locator('td.spent .credits').textContent()).resolves.toBe('5');
+      await expect(row.locator('td.held .credits').textContent()).resolves.toBe('46');
+      // Money beside credits, as the API says it (LEDGER_CREDIT_VALUE 0.0001 USD).
+      expect(ciBot.money).toEqual({ currency: 'USD', spentCredits: '0.0005', heldCredits: '0.0046' });
+      await expect(row.locator('td.spent .money').textContent()).resolves.toBe('0.0005 USD');
+      await expect(row.locator('td.held .money').textContent()).resolves.toBe('0.0046 USD');
+      const balance = (await ledger.http().get(`/v1/organizations/${DEMO_ORG}/balance`).set(bearer(DEMO_ADMIN)).expect(200)).body as { money: { granted: string } };
+      expect(balance.money.granted).toBe('100');
+      await expect(page.getByLabel('Balance figures').locator('div', { hasText: 'Granted' }).locator('dd').textContent()).resolves.toBe('1,000,000 (100 USD)');
+      await expect(page.getByRole('region', { name: 'Credits over time' }).locator('.attempts-total').textContent()).resolves.toMatch(/^[\d,]+ credits \([\d.]+ USD\) charged over /);
       await expect(row.textContent()).resolves.toContain(ciBot.period);
       await expect(row.textContent()).resolves.toContain('100,000 credits a UTC day');
       await expect(rows.filter({ hasText: 'old-laptop' }).textContent()).resolves.toContain('revoked');
@@ -357,8 +366,8 @@ describe('The console shows gateway calls and keys (docs/gateway.md), in headles
       await accounting.settle(await admit(), answered());
       expect((await admit()).admitted).toBe(true);
       await page.reload();
-      await expect(teamRow.locator('td.held').textContent()).resolves.toBe('46');
-      await expect(teamRow.locator('td.spent').textContent()).resolves.toBe('5');
+      await expect(teamRow.locator('td.held').textContent()).resolves.toBe('460.0046 USD');
+      await expect(teamRow.locator('td.spent').textContent()).resolves.toBe('50.0005 USD');
       // The spend chart by team names it.
       await page.getByRole('region', { name: 'Credits by gateway key and model' }).getByLabel('Group by').selectOption('team');
       const byTeam = page.getByRole('region', { name: 'Credits by team and model' });

@@ -4,6 +4,7 @@
  * projections' documents as the API returns them; the rest are the HTTP layer's answer shapes.
  */
 import type { GatewayKeyView } from '../../../src/gateway/gateway-admin.service';
+import type { GatewayTeamView } from '../../../src/gateway/gateway-teams.service';
 import type { InvocationStatusDto } from '../../../src/http/dto/invocation.dto';
 import type { OrganizationBalanceDto } from '../../../src/http/dto/balance.dto';
 import type { RecordedEventDto, StreamPageDto } from '../../../src/http/dto/stream.dto';
@@ -24,12 +25,17 @@ export type { GatewayKeySettings } from '../../../src/accounts/gateway-keys';
 
 /** `GET /v1/invocations/:id` */
 export type InvocationStatus = InvocationStatusDto;
+/**
+ * With LEDGER_CREDIT_VALUE set, an answer's credit figures in money beside them (docs/http.md "Money
+ * beside credits"): the currency, and each figure as the exact decimal string of its credits × the value.
+ */
+export type Money<Figure extends string> = { readonly currency: string } & Readonly<Record<Figure, string>>;
 /** One key of `GET /v1/organizations/:id/gateway-keys` (system and org_admin only). */
-export type GatewayKey = GatewayKeyView;
+export type GatewayKey = GatewayKeyView & { readonly money?: Money<'spentCredits' | 'heldCredits'> };
 /** The answer of `POST …/gateway-keys`: the key, with its secret shown this once. */
 export type IssuedGatewayKey = GatewayKeyView & { readonly key: string };
 /** One team of `GET /v1/organizations/:id/teams` (system and org_admin only). */
-export type { GatewayTeamView as GatewayTeam } from '../../../src/gateway/gateway-teams.service';
+export type GatewayTeam = GatewayTeamView & { readonly money?: Money<'spentCredits' | 'heldCredits'> };
 /** `GET /v1/organizations/:id/balance` */
 export type Balance = OrganizationBalanceDto;
 /** `GET /v1/streams/:streamName`, and one event of it. */

@@ -2,7 +2,7 @@ import type { ComponentChildren } from 'preact';
 import { useEffect } from 'preact/hooks';
 import { ApiError, describeError } from '../api/client';
 import type { Loaded } from '../api/use-api';
-import { formatValue, words } from '../format';
+import { formatCount, formatMoney, formatValue, words } from '../format';
 
 /** A region of a page, named by its heading (a landmark a screen reader can jump to). */
 export function Section({ id, title, children, actions }: { id: string; title: string; children: ComponentChildren; actions?: ComponentChildren }) {
@@ -81,4 +81,17 @@ export function usePageTitle(title: string): void {
   useEffect(() => {
     document.title = `${title} — llm-ledger console`;
   }, [title]);
+}
+
+/**
+ * A credit figure, and under it the same figure in money when the answer carries one (the service's
+ * LEDGER_CREDIT_VALUE): `money[figure]` of the answer's `money` member.
+ */
+export function Credits<F extends string>({ credits, money, figure }: { credits: number; money: ({ readonly currency: string } & Readonly<Record<F, string>>) | undefined; figure: F }) {
+  return (
+    <>
+      <span class="credits">{formatCount(credits)}</span>
+      {money !== undefined && <small class="money">{formatMoney(money[figure], money.currency)}</small>}
+    </>
+  );
 }

@@ -1,7 +1,7 @@
 import { segment } from '../api/client';
 import type { GatewayTeam } from '../api/types';
 import type { Loaded } from '../api/use-api';
-import { Section, Show } from '../components/common';
+import { Credits, Section, Show } from '../components/common';
 import { Confirmation, Field, ManagedTable, SettingsForm, TaskRow, type Column } from '../components/forms';
 import { formatCount, formatTime } from '../format';
 import { useSession } from '../session/session';
@@ -91,8 +91,12 @@ function TeamRows({ team, forms }: { team: GatewayTeam; forms: TeamForms }) {
           </small>
         </th>
         <td class="period">{team.period}</td>
-        <td class="num spent">{formatCount(team.spentCredits)}</td>
-        <td class="num held">{formatCount(team.heldCredits)}</td>
+        <td class="num spent">
+          <Credits credits={team.spentCredits} money={team.money} figure="spentCredits" />
+        </td>
+        <td class="num held">
+          <Credits credits={team.heldCredits} money={team.money} figure="heldCredits" />
+        </td>
         <td class="limits">{limitWords(team)}</td>
         <td class="num">{formatCount(team.keyIds.length)}</td>
         <td class="actions">

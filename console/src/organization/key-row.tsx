@@ -1,4 +1,5 @@
 import { GATEWAY_REJECTION_REASONS, type GatewayKey } from '../api/types';
+import { Credits } from '../components/common';
 import { formatCount, formatTime, words } from '../format';
 import { limitWords } from './limit-fields';
 
@@ -85,8 +86,12 @@ export function KeyRow({ gatewayKey: key, team, actions }: { gatewayKey: Gateway
       </th>
       <KeyStatus gatewayKey={key} />
       <td class="period">{key.period}</td>
-      <td class="num spent">{formatCount(key.spentCredits)}</td>
-      <td class="num held">{formatCount(key.heldCredits)}</td>
+      <td class="num spent">
+        <Credits credits={key.spentCredits} money={key.money} figure="spentCredits" />
+      </td>
+      <td class="num held">
+        <Credits credits={key.heldCredits} money={key.money} figure="heldCredits" />
+      </td>
       <KeyLimits gatewayKey={key} />
       <KeyRefusals gatewayKey={key} />
       <td class="models">{key.models === undefined ? 'every model' : key.models.join(', ')}</td>

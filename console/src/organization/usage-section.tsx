@@ -6,7 +6,7 @@ import { AvailableCreditsChart, availableSteps } from '../charts/available-credi
 import { CreditsPerDayChart } from '../charts/credits-per-day-chart';
 import { GROUPING_WORDS, SPEND_GROUPINGS, spendBars, SpendByGroupChart, type SpendGrouping } from '../charts/spend-by-group-chart';
 import { Section, Show, TableScroll } from '../components/common';
-import { formatCount, formatCountOf } from '../format';
+import { formatCount, formatCountOf, formatMoney } from '../format';
 import { useSession } from '../session/session';
 import { KEY_READERS } from './gateway-keys-section';
 
@@ -97,7 +97,7 @@ export function UsageSection({ organizationId }: { organizationId: string }) {
           <>
             <p class="attempts-total">
               {formatCountOf(statement.totals.credits, 'credit')}
-              {statement.totals.money === undefined ? '' : ` (${statement.totals.money.credits} ${statement.totals.money.currency})`} charged over{' '}
+              {statement.totals.money !== undefined && ` (${formatMoney(statement.totals.money.credits, statement.totals.money.currency)})`} charged over{' '}
               {formatCountOf(statement.totals.settled, 'settled invocation')}
             </p>
             <div class="charts">
