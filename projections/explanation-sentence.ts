@@ -89,6 +89,8 @@ function refusalSentence(view: ExplanationFigures, refusal: ExplanationRefusal):
       return `Refused: key_expired — ${expiredClause(refusal.figures)}.`;
     case 'key_rate_limit':
       return `Refused: key_rate_limit — ${rateLimitClause(refusal.figures, String)}.`;
+    case 'key_worst_case_tokens':
+      return `Refused: key_worst_case_tokens — key ${refusal.figures.keyId} allowed ${refusal.figures.tokensPerMinute} tokens per minute when the hold was to be placed; the call's worst case was ${refusal.figures.worstCaseTokens} (max_tokens ${refusal.figures.maxTokens}).`;
   }
 }
 

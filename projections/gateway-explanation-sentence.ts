@@ -136,6 +136,8 @@ function refusalClause(view: ExplanationFigures, refusal: ExplanationRefusal): s
       return expiredClause(refusal.figures);
     case 'key_rate_limit':
       return `${rateLimitClause(refusal.figures, grouped)}, so nothing was held or sent upstream`;
+    case 'key_worst_case_tokens':
+      return `the key's tokensPerMinute was lowered to ${grouped(refusal.figures.tokensPerMinute)} before the hold was placed, below the call's worst case of ${grouped(refusal.figures.worstCaseTokens)} tokens (max_tokens ${grouped(refusal.figures.maxTokens)}), so nothing was held or sent upstream`;
   }
 }
 

@@ -319,7 +319,8 @@ function assertRoomBelow(state: AccountState, credits: number): void {
 /**
  * The key a gateway hold counts against, with the period taken from the key's own limit at `placedAt`
  * (the caller's period is not trusted). A revoked or unknown key admits nothing; nor does a key that
- * no longer allows the call's model or `max_tokens`, decided here on the same state as the credits.
+ * no longer allows the call's model or `max_tokens`, or whose `tokensPerMinute` is below the call's
+ * worst case, decided here on the same state as the credits.
  */
 function liveKeyHold(state: AccountState, asked: HoldGatewayKey, placedAt: string, call: PlaceHold['data']['gatewayCall']): HoldGatewayKey {
   const key = state.gatewayKeys.get(asked.keyId);
@@ -333,6 +334,10 @@ function liveKeyHold(state: AccountState, asked: HoldGatewayKey, placedAt: strin
     if (!keyAllowsModel(key, model)) throw new AdmissionRefusedError({ reason: 'key_model_not_allowed', figures: { keyId: key.keyId, model } });
     if (key.maxOutputTokens !== undefined && maxTokens > key.maxOutputTokens) {
       throw new AdmissionRefusedError({ reason: 'key_max_tokens', figures: { keyId: key.keyId, maxTokens, maxOutputTokens: key.maxOutputTokens } });
+    }
+    // Over the limit on its own (it fell since the key check): refused as never admissible, not as a full minute.
+    if (key.tokensPerMinute !== undefined && timed.tokens !== undefined && timed.tokens > key.tokensPerMinute) {
+      throw new AdmissionRefusedError({ reason: 'key_worst_case_tokens', figures: { keyId: key.keyId, maxTokens, worstCaseTokens: timed.tokens, tokensPerMinute: key.tokensPerMinute } });
     }
   }
   const team = teamHoldOf(state, key, placedAt);

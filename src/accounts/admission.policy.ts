@@ -16,9 +16,10 @@ import { isoToMs } from '../domain/field-checks';
  * after it was checked and before its hold was placed (docs/gateway.md "Admission"): `key_revoked`
  * (revoked), `key_model_not_allowed` (its models no longer include the call's), `key_max_tokens` (its
  * cap fell below the call's `max_tokens`), `key_expired` (the key reached its `expiresAt`, or the
-secret presented was rotated away and its grace has ended).
+secret presented was rotated away and its grace has ended), `key_worst_case_tokens` (its
+ * `tokensPerMinute` fell below the call's worst-case tokens: no minute could ever admit it).
  */
-export const ACCESS_REFUSAL_REASONS = ['ai_disabled', 'operation_disabled', 'unknown_operation', 'key_revoked', 'key_model_not_allowed', 'key_max_tokens', 'key_expired'] as const;
+export const ACCESS_REFUSAL_REASONS = ['ai_disabled', 'operation_disabled', 'unknown_operation', 'key_revoked', 'key_model_not_allowed', 'key_max_tokens', 'key_expired', 'key_worst_case_tokens'] as const;
 /**
  * Refusals for want of credits or a slot, or a gateway team's or key's limit (`team_spend_limit`,
  * `key_spend_limit`, or a key's rate limit: `key_rate_limit`), or because the hold and its
@@ -32,7 +33,8 @@ export type AdmissionRefusalReason = (typeof ADMISSION_REFUSAL_REASONS)[number];
 /**
  * The HTTP status each refusal answers a gateway caller with (docs/gateway.md "Admission"): 402 for
  * money (the organization's or the key's), 429 for a slot, 403 for AI off or a model the key may not
- * use, 401 for a revoked key, 400 for a `max_tokens` over the key's cap. The explanation quotes it.
+ * use, 401 for a revoked key, 400 for a `max_tokens` over the key's cap or a worst case over its
+ * `tokensPerMinute` (a retry could never be admitted, so it is not a 429). The explanation quotes it.
  */
 export const GATEWAY_STATUS_OF_REFUSAL = {
   ai_disabled: 403,
@@ -45,6 +47,7 @@ export const GATEWAY_STATUS_OF_REFUSAL = {
   key_model_not_allowed: 403,
   key_max_tokens: 400,
   key_expired: 401,
+  key_worst_case_tokens: 400,
   key_rate_limit: 429,
   no_running_slot: 429,
   ledger_totals_bound: 402,
@@ -64,11 +67,19 @@ export type AdmissionRefusal =
   | { readonly reason: 'key_model_not_allowed'; readonly figures: { readonly keyId: string; readonly model: string } }
   | { readonly reason: 'key_max_tokens'; readonly figures: { readonly keyId: string; readonly maxTokens: number; readonly maxOutputTokens: number } }
   | { readonly reason: 'key_expired'; readonly figures: KeyExpiredFigures }
+  | { readonly reason: 'key_worst_case_tokens'; readonly figures: KeyWorstCaseTokensFigures }
   | { readonly reason: 'key_rate_limit'; readonly figures: KeyRateFigures };
 
 /** The instant the key (or, `rotated`, the secret presented, rotated away) stopped working. */
 // A type, not an interface: it is read as a plain record of figures (the console shows them so).
 export type KeyExpiredFigures = { readonly keyId: string; readonly expiredAt: string; readonly rotated: boolean };
+
+/**
+ * A call whose worst case alone is over its key's `tokensPerMinute`: `worstCaseTokens >
+ * tokensPerMinute`, whatever the minute counts, so no retry could be admitted.
+ */
+// A type, not an interface: it is read as a plain record of figures (the console shows them so).
+export type KeyWorstCaseTokensFigures = { readonly keyId: string; readonly maxTokens: number; readonly worstCaseTokens: number; readonly tokensPerMinute: number };
 
 /**
  * A key's rate limit against a call: `counted + asked > allowed`. `maxConcurrent` counts calls in
@@ -149,7 +160,8 @@ export type AccountRefusal = Extract<
       | 'ledger_totals_bound'
       | 'key_model_not_allowed'
       | 'key_max_tokens'
-      | 'key_expired';
+      | 'key_expired'
+      | 'key_worst_case_tokens';
   }
 >;
 

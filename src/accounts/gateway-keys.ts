@@ -38,11 +38,12 @@ export const MAX_GATEWAY_KEY_ROTATION_GRACE_SECONDS = 2_592_000;
 /**
  * Why a call by a known key was refused before anything was held (docs/gateway.md "Rejections before
  * admission"): its model is not on the rate card (or not enabled), the key may not call it, its
- * `max_tokens` is over the key's or the rate card's cap, it cannot be held (a server tool the rate
+ * `max_tokens` is over the key's or the rate card's cap, its worst-case tokens alone are over the key's
+ * `tokensPerMinute` (no minute could admit it), it cannot be held (a server tool the rate
  * card gives no allowance, or a worst case past what one call may hold), or its body could not be
  * read as a Messages request.
  */
-export const GATEWAY_REJECTION_REASONS = ['model_not_on_rate_card', 'model_not_allowed', 'max_tokens_over_cap', 'not_holdable', 'invalid_body'] as const;
+export const GATEWAY_REJECTION_REASONS = ['model_not_on_rate_card', 'model_not_allowed', 'max_tokens_over_cap', 'max_tokens_over_tokens_per_minute', 'not_holdable', 'invalid_body'] as const;
 export type GatewayRejectionReason = (typeof GATEWAY_REJECTION_REASONS)[number];
 /** Rejections of a key by reason; a reason never seen is absent. */
 export type GatewayRejectionCounts = Readonly<Partial<Record<GatewayRejectionReason, number>>>;

@@ -10,7 +10,7 @@ import { Inject, Injectable, Optional } from '@nestjs/common';
 import { accountDecider } from '../accounts/account.decider';
 import { accountStreamName } from '../accounts/account.events';
 import type { AccountState } from '../accounts/account.state';
-import { AdmissionRefusedError, GATEWAY_STATUS_OF_REFUSAL, rateLimitClause, spendLimitRemaining, type AccountRefusal, type AdmissionRefusal, type AdmissionRefusalReason } from '../accounts/admission.policy';
+import { AdmissionRefusedError, GATEWAY_STATUS_OF_REFUSAL, rateLimitClause, spendLimitRemaining, type AccountRefusal, type AdmissionRefusal, type AdmissionRefusalReason, type KeyWorstCaseTokensFigures } from '../accounts/admission.policy';
 import { keyAllowsModel, keyExpiry, UnknownGatewayKeyError, type GatewayKey, type GatewayRejectionReason } from '../accounts/gateway-keys';
 import { anthropicErrorTypeOf } from './anthropic-error.body';
 import { AggregateRepository, type CommandContext } from '../aggregates/aggregate.repository';
@@ -120,7 +120,11 @@ export class GatewayCalls implements GatewayAccounting {
     }
     const hold = worstCaseHold(facts, card);
     if (hold.problem !== undefined) return rejected('not_holdable', refusal(400, hold.problem));
-    return this.hold(organizationId, found, card, facts, { credits: hold.credits, tokens: worstCaseTokens(hold.bounds) }, tags);
+    const tokens = worstCaseTokens(hold.bounds);
+    if (key.tokensPerMinute !== undefined && tokens > key.tokensPerMinute) {
+      return rejected('max_tokens_over_tokens_per_minute', worstCaseOverTokensPerMinute({ keyId: key.keyId, maxTokens: facts.maxTokens, worstCaseTokens: tokens, tokensPerMinute: key.tokensPerMinute }, key));
+    }
+    return this.hold(organizationId, found, card, facts, { credits: hold.credits, tokens }, tags);
   }
 
   async settle(admission: Admitted, outcome: GatewayCallOutcome): Promise<void> {
@@ -250,6 +254,8 @@ export function refusalOfAccount(refused: AccountRefusal, invocationId: string, 
       return maxTokensOverCap(refused.figures.maxTokens, refused.figures.maxOutputTokens, keyCap(key), { invocationId });
     case 'key_expired':
       return keyExpired(refused.figures, { invocationId });
+    case 'key_worst_case_tokens':
+      return worstCaseOverTokensPerMinute(refused.figures, key, { invocationId });
     case 'key_rate_limit': {
       const f = refused.figures;
       return refuse(`key ${JSON.stringify(key.name)} rate limit: ${rateLimitClause(f, String)}`, { retryAfterSeconds: f.retryAfterSeconds });
@@ -271,6 +277,17 @@ function modelNotAllowed(key: GatewayKey, model: string, extra: Partial<GatewayR
 /** A `max_tokens` over a cap (`whose` names it): at the key check, or recorded when the key's cap fell before the hold. */
 function maxTokensOverCap(maxTokens: number, cap: number, whose: string, extra: Partial<GatewayRefusal> = {}): GatewayRefusal {
   return refusalFor('key_max_tokens', `max_tokens: ${maxTokens} is over ${cap}, ${whose}`, extra);
+}
+
+/**
+ * A call whose worst-case tokens alone are over its key's `tokensPerMinute`: 400, never 429, since no
+ * minute could admit it (at the key check, or recorded when the limit fell before the hold).
+ */
+function worstCaseOverTokensPerMinute(f: KeyWorstCaseTokensFigures, key: GatewayKey, extra: Partial<GatewayRefusal> = {}): GatewayRefusal {
+  const message =
+    `max_tokens: this call's worst case is ${f.worstCaseTokens} tokens (an input bound of ${f.worstCaseTokens - f.maxTokens} plus max_tokens ${f.maxTokens}), ` +
+    `over key ${JSON.stringify(key.name)}'s tokensPerMinute of ${f.tokensPerMinute}, so it can never be admitted; lower max_tokens or raise tokensPerMinute`;
+  return refusalFor('key_worst_case_tokens', message, extra);
 }
 
 const keyCap = (key: GatewayKey): string => `key ${JSON.stringify(key.name)}'s maxOutputTokens`;

@@ -3,7 +3,7 @@
  * records, conversation figures and refusals. Each names the bad field; the decider (transitions,
  * charges) stays in invocation.decider.ts.
  */
-import { spendLimitLeft, type AdmissionRefusal, type KeyRateFigures, type KeySpendFigures, type LedgerTotalsBoundFigures } from '../accounts/admission.policy';
+import { spendLimitLeft, type AdmissionRefusal, type KeyRateFigures, type KeyWorstCaseTokensFigures, type KeySpendFigures, type LedgerTotalsBoundFigures } from '../accounts/admission.policy';
 import { KEY_RATE_LIMITS, SPEND_PERIODS } from '../accounts/gateway-keys';
 import { MAX_GATEWAY_TEAM_NAME_CHARS } from '../accounts/gateway-teams';
 import { MAX_CREDIT_HOLD_CREDITS, MAX_MODEL_NAME_CHARS } from '../catalog/publication.validation';
@@ -144,6 +144,8 @@ export function refusalFromState(
     }
     case 'key_rate_limit':
       return { reason, figures: readKeyRateFigures(checks, figures) };
+    case 'key_worst_case_tokens':
+      return { reason, figures: readWorstCaseTokensFigures(checks, figures) };
   }
 }
 
@@ -193,6 +195,20 @@ function readKeyRateFigures(checks: FieldChecks, figures: Record<string, unknown
     retryAfterSeconds: count('retryAfterSeconds', 'seconds'),
   };
   if (checks.ok && read.counted + read.asked <= read.allowed) checks.add('figures.allowed', 'covers the call: nothing to refuse');
+  return read;
+}
+
+/** A never-admissible call's figures: its worst case must be over the limit, and at least its max_tokens. */
+function readWorstCaseTokensFigures(checks: FieldChecks, figures: Record<string, unknown>): KeyWorstCaseTokensFigures {
+  const tokens = (field: string, min: number): number => checks.integer(`figures.${field}`, figures[field], { min, max: Number.MAX_SAFE_INTEGER, unit: 'tokens' });
+  const read: KeyWorstCaseTokensFigures = {
+    keyId: checks.id('figures.keyId', figures.keyId),
+    maxTokens: tokens('maxTokens', 1),
+    worstCaseTokens: tokens('worstCaseTokens', 1),
+    tokensPerMinute: tokens('tokensPerMinute', 1),
+  };
+  if (checks.ok && read.worstCaseTokens < read.maxTokens) checks.add('figures.worstCaseTokens', 'is below max_tokens, which it includes');
+  if (checks.ok && read.worstCaseTokens <= read.tokensPerMinute) checks.add('figures.tokensPerMinute', 'covers the call: nothing to refuse');
   return read;
 }
 

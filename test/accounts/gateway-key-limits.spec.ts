@@ -143,6 +143,17 @@ describe('a key’s rate limits are decided in the same PlaceHold as its credits
     spec.given(given).when(call('b', { tokens: 400 })).then([held('b', { tokens: 400 })]);
   });
 
+  it('a call whose worst-case tokens alone pass the key’s tokensPerMinute is refused at the hold as key_worst_case_tokens (400, never admissible), not key_rate_limit (429, retried forever)', () => {
+    const given = [granted(10_000), issued({ tokensPerMinute: 1_000 })];
+    expect(refusalOf(given, call('a', { tokens: 1_001 }))).toEqual({
+      reason: 'key_worst_case_tokens',
+      figures: { keyId: 'key-1', maxTokens: 10, worstCaseTokens: 1_001, tokensPerMinute: 1_000 },
+    });
+    // Decided before the minute's count: a fuller minute still refuses it as never admissible.
+    expect(refusalOf([...given, held('b', { tokens: 600 })], call('a', { tokens: 1_001 })).reason).toBe('key_worst_case_tokens');
+    spec.given(given).when(call('a', { tokens: 1_000 })).then([held('a', { tokens: 1_000 })]);
+  });
+
   it('tokensPerMinute: a settlement trues the minute up to the reported tokens; unknown usage keeps the worst case counted', () => {
     const given = [granted(10_000), issued({ tokensPerMinute: 1_000 }), held('a', { tokens: 600 })];
     spec.given(given).when(settle('a', 150)).then([settled('a', 150)]);

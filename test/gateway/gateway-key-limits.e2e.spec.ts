@@ -8,6 +8,7 @@ import { AggregateRepository } from '../../src/aggregates/aggregate.repository';
 import { KEY_CONCURRENCY_RETRY_AFTER_SECONDS } from '../../src/accounts/gateway-keys';
 import { INVOCATION_ID_HEADER } from '../../src/gateway/anthropic-error.body';
 import { GATEWAY_ACCOUNTING, type GatewayAccounting } from '../../src/gateway/gateway-call.port';
+import { GatewayRejections } from '../../src/gateway/gateway-rejections';
 import { RATE_CARD_STREAM } from '../../src/gateway/rate-card';
 import { REQUEST_ALLOWANCE_TOKENS } from '../../src/gateway/worst-case-hold';
 import { messageReply, messageStream } from '../support/messages-api-server';
@@ -196,6 +197,51 @@ describe('a gateway key’s lifetime and rate limits on the /anthropic routes (i
       const listed = (await service.ledger.http().get('/v1/organizations/acme/gateway-keys').set(system).expect(200)).body.keys.find((k: { keyId: string }) => k.keyId === keyId);
       expect(listed.currentMinute).toEqual({ minute: '2026-12-03T10:00', requests: 1, tokens: 25 + 12 });
       expect((await call(key, streamed)).status).toBe(200);
+    });
+
+    it('tokensPerMinute: a call whose worst case alone passes the limit is 400 invalid_request_error naming max_tokens with the figures, counted as a rejection before admission; nothing held or sent', async () => {
+      const worst = worstCaseTokensOf(body());
+      const { key, keyId } = await issue({ tokensPerMinute: worst - 1 });
+      const before = service.upstream.requests.length;
+      const refused = await call(key);
+      expect(await refusedWith(refused, 400, 'invalid_request_error')).toBe(
+        `max_tokens: this call's worst case is ${worst} tokens (an input bound of ${worst - MAX_TOKENS} plus max_tokens ${MAX_TOKENS}), over key "limited"'s tokensPerMinute of ${worst - 1}, so it can never be admitted; lower max_tokens or raise tokensPerMinute`,
+      );
+      expect(refused.headers['retry-after']).toBeUndefined();
+      expect(service.upstream.requests).toHaveLength(before);
+      await service.ledger.app.get(GatewayRejections).flush();
+      const listed = (await service.ledger.http().get('/v1/organizations/acme/gateway-keys').set(system).expect(200)).body.keys.find((k: { keyId: string }) => k.keyId === keyId);
+      expect(listed).toMatchObject({ rejections: { max_tokens_over_tokens_per_minute: 1 }, inFlight: 0 });
+      expect(listed.currentMinute).toBeUndefined();
+    });
+
+    it('tokensPerMinute lowered between the key check and the hold below the call’s worst case: refused at the hold as key_worst_case_tokens (transition 1), 400 naming max_tokens, nothing held (STATE-PFM-LLM-001 transition 1)', async () => {
+      const worst = worstCaseTokensOf(body());
+      const { key, keyId } = await issue({ tokensPerMinute: worst });
+      const repository = service.ledger.app.get(AggregateRepository);
+      const load = repository.load.bind(repository);
+      let lowered = false;
+      // The key check reads the account; the rate card is read next, before the hold: the limit falls then.
+      const spy = jest.spyOn(repository, 'load').mockImplementation(async (...args: Parameters<AggregateRepository['load']>) => {
+        if (args[0] === RATE_CARD_STREAM && !lowered) {
+          lowered = true;
+          await service.ledger.http().patch(`/v1/organizations/acme/gateway-keys/${keyId}`).set(system).send({ name: 'limited', tokensPerMinute: worst - 1 }).expect(200);
+        }
+        return load(...args);
+      });
+      let refused;
+      try {
+        refused = await call(key);
+      } finally {
+        spy.mockRestore();
+      }
+      expect(lowered).toBe(true);
+      expect(await refusedWith(refused, 400, 'invalid_request_error')).toContain(`max_tokens: this call's worst case is ${worst} tokens`);
+      const { view, sentence } = await onlyRefusal(keyId);
+      expect(view).toMatchObject({ state: 'refused', refusalReason: 'key_worst_case_tokens', charge: 0 });
+      expect(sentence).toContain(`refused (400 key_worst_case_tokens): the key's tokensPerMinute was lowered to ${(worst - 1).toLocaleString('en-US')} before the hold was placed, below the call's worst case of ${worst.toLocaleString('en-US')} tokens`);
+      const balance = await service.ledger.http().get('/v1/organizations/acme/balance').set(system).expect(200);
+      expect(balance.body).toMatchObject({ held: 0, running: 0 });
     });
   });
 });
