@@ -123,6 +123,21 @@ export function refusalFromState(
       const teamName = checks.text('figures.teamName', figures.teamName, MAX_GATEWAY_TEAM_NAME_CHARS);
       return { reason, figures: { ...readKeySpendFigures(checks, figures, state), teamId, teamName } };
     }
+    case 'key_revoked':
+    case 'key_model_not_allowed':
+    case 'key_max_tokens':
+    case 'key_expired':
+      return keyAccessRefusal(checks, reason, figures);
+    case 'key_rate_limit':
+      return { reason, figures: readKeyRateFigures(checks, figures) };
+    case 'key_worst_case_tokens':
+      return { reason, figures: readWorstCaseTokensFigures(checks, figures) };
+  }
+}
+
+/** A gateway call's access refusal for its key, changed since its key check (docs/gateway.md "Admission"). */
+function keyAccessRefusal(checks: FieldChecks, reason: 'key_revoked' | 'key_model_not_allowed' | 'key_max_tokens' | 'key_expired', figures: Record<string, unknown>): AdmissionRefusal {
+  switch (reason) {
     case 'key_revoked': {
       const keyId = checks.id('figures.keyId', figures.keyId);
       return { reason, figures: { keyId } };
@@ -142,10 +157,6 @@ export function refusalFromState(
       const keyId = checks.id('figures.keyId', figures.keyId);
       return { reason, figures: { keyId, expiredAt: checks.instant('figures.expiredAt', figures.expiredAt), rotated: checks.boolean('figures.rotated', figures.rotated) } };
     }
-    case 'key_rate_limit':
-      return { reason, figures: readKeyRateFigures(checks, figures) };
-    case 'key_worst_case_tokens':
-      return { reason, figures: readWorstCaseTokensFigures(checks, figures) };
   }
 }
 
