@@ -17,7 +17,9 @@
  * BENCH_GATEWAY_DELAY_JITTER_MS (0: each non-zero delay exactly; j: drawn from delay ± j, seeded, the same sequence for every peer),
  * BENCH_GATEWAY_MODES ("json,stream"), BENCH_GATEWAY_STREAM_DELTAS (20), BENCH_GATEWAY_BODY_BYTES (1024),
  * BENCH_GATEWAY_PEERS ("direct,bare,portkey,ledger"; `ledger-pg` adds llm-ledger on a local PostgreSQL log), BENCH_GATEWAY_PROFILE=<dir>: a CPU profile of
- * llm-ledger's main thread over each of its measured runs (`node dist/bench/http/cpu-profile-summary.js`).
+ * llm-ledger's main thread over each of its measured runs (`node dist/bench/http/cpu-profile-summary.js`),
+ * BENCH_GATEWAY_PHASES=1: each llm-ledger call's phases traced over its measured runs (gateway/phase-trace.ts),
+ * printed with the machine's fsync time (gateway/fsync-probe.ts).
  */
 import { mkdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -28,7 +30,9 @@ import { scrapeMetrics, waitUntilQuiet } from './gateway/ledger-gateway';
 import type { LoadResult, LoadSpec } from './gateway/load.child';
 import { requestBody } from './gateway/messages-wire';
 import { PEER_KEYS, PEER_NAMES, startProcesses, type BenchProcesses, type Peer, type PeerName } from './gateway/peers';
-import { bucketsBetween, histogramBuckets, histogramQuantile } from './gateway/percentiles';
+import { bucketsBetween, histogramBuckets, histogramQuantile, type Percentiles } from './gateway/percentiles';
+import { fsyncMs } from './gateway/fsync-probe';
+import type { PhaseTrace } from './gateway/phase-trace';
 
 const OVERHEAD_METRIC = 'ledger_gateway_overhead_seconds';
 /** The most calls one measured run may send, whatever its duration. */
@@ -71,12 +75,16 @@ export interface GatewayRow {
   /** How long llm-ledger stayed busy after the run (its projections catching up), in milliseconds. */
   readonly quietAfterMs?: number;
   readonly profile?: string;
+  /** llm-ledger's calls phase by phase (BENCH_GATEWAY_PHASES=1). */
+  readonly phases?: PhaseTrace;
 }
 
 export interface GatewayReport {
   readonly settings: Readonly<Record<string, unknown>>;
   readonly loadAverage1mAtStart: number;
   readonly loadAverage1mAtEnd: number;
+  /** A 4 KiB write and its fsync on the store's disk, ms (BENCH_GATEWAY_PHASES=1). */
+  readonly fsyncMs?: Percentiles;
   readonly rows: readonly GatewayRow[];
 }
 
@@ -89,6 +97,7 @@ interface Settings {
   readonly scenarios: readonly Scenario[];
   readonly peers: ReadonlySet<PeerName>;
   readonly profileDir?: string;
+  readonly phases: boolean;
 }
 
 function list(name: string, fallback: string): string[] {
@@ -126,6 +135,7 @@ function readSettings(): Settings {
     ),
     peers,
     ...(process.env.BENCH_GATEWAY_PROFILE === undefined ? {} : { profileDir: resolve(process.env.BENCH_GATEWAY_PROFILE) }),
+    phases: process.env.BENCH_GATEWAY_PHASES === '1',
   };
 }
 
@@ -161,6 +171,7 @@ export async function run(): Promise<GatewayReport> {
     settings: { ...settings, peers: [...settings.peers], scenarios: settings.scenarios.map((scenario) => scenario.label) },
     loadAverage1mAtStart,
     loadAverage1mAtEnd: round(loadavg()[0]!),
+    ...(settings.phases ? { fsyncMs: fsyncMs() } : {}),
     rows,
   };
   printReport(report);
@@ -195,6 +206,7 @@ async function measure(processes: BenchProcesses, peer: Extract<Peer, { availabl
   const metricsBefore = peer.ledger === undefined ? undefined : histogramBuckets(await scrapeMetrics(peer.ledger), OVERHEAD_METRIC);
   const profile = peer.ledger !== undefined && settings.profileDir !== undefined ? join(settings.profileDir, `ledger-gateway-${scenario.label.replace(/[^a-z0-9]+/gi, '-')}-${Date.now()}.cpuprofile`) : undefined;
   if (profile !== undefined) await peer.ledger!.request({ kind: 'profile-start' });
+  if (peer.ledger !== undefined && settings.phases) await peer.ledger.request({ kind: 'phases-start' });
   const peerBefore = await peer.process?.usage();
   const upstreamBefore = await processes.upstream.usage();
   const load = await processes.load.request<LoadResult>('run', { spec: spec(settings.seconds) });
@@ -204,6 +216,7 @@ async function measure(processes: BenchProcesses, peer: Extract<Peer, { availabl
     mkdirSync(settings.profileDir!, { recursive: true });
     await peer.ledger!.request({ kind: 'profile-stop', path: profile });
   }
+  const phases = peer.ledger !== undefined && settings.phases ? ((await peer.ledger.request({ kind: 'phases-stop' })) as PhaseTrace) : undefined;
   const upstream = await processes.upstream.request<UpstreamCounters>('counters');
   let overheadMetric: GatewayRow['overheadMetric'];
   let quietAfterMs: number | undefined;
@@ -227,6 +240,7 @@ async function measure(processes: BenchProcesses, peer: Extract<Peer, { availabl
     ...(overheadMetric === undefined ? {} : { overheadMetric }),
     ...(quietAfterMs === undefined ? {} : { quietAfterMs }),
     ...(profile === undefined ? {} : { profile }),
+    ...(phases === undefined ? {} : { phases }),
   };
 }
 
@@ -295,10 +309,18 @@ function printReport(report: GatewayReport): void {
   );
   for (const row of report.rows) if (!row.available) console.log(`${row.scenario} | ${row.peer}: not available: ${row.reason}`);
   printGoals(report.rows);
+  for (const row of report.rows) if (row.phases !== undefined) printPhases(row);
+  if (report.fsyncMs !== undefined) console.log(`fsync of a 4 KiB write: p50 ${report.fsyncMs.p50} ms, p99 ${report.fsyncMs.p99} ms`);
   console.log(`load average ${report.loadAverage1mAtStart} at start, ${report.loadAverage1mAtEnd} at end`);
 }
 
 /** The goals of issue 23, for llm-ledger's rows. */
+function printPhases(row: GatewayRow): void {
+  const phases = row.phases!;
+  console.log(`${row.scenario} | ${row.peer}: ${phases.calls} calls traced whole, arrived → caller done p50 ${phases.wholeMs.p50} ms, p99 ${phases.wholeMs.p99} ms`);
+  console.table(Object.fromEntries(phases.steps.map((step) => [`${step.from} → ${step.to}`, { 'p50 ms': step.ms.p50, 'p90 ms': step.ms.p90, 'p99 ms': step.ms.p99, 'mean ms': step.ms.mean }])));
+}
+
 function printGoals(rows: readonly GatewayRow[]): void {
   const ledger = rows.filter((row) => row.peer === 'llm-ledger' && row.available && row.concurrency === GOAL_CONCURRENCY);
   if (ledger.length === 0) {

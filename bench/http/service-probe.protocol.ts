@@ -1,13 +1,17 @@
+import type { PhaseTrace } from '../gateway/phase-trace';
+
 /** What the HTTP benchmarks ask the service's probe (service-probe.ts), and what it answers. */
 export type ProbeRequest =
   | { readonly id: number; readonly kind: 'usage'; readonly collectGarbage?: boolean }
   | { readonly id: number; readonly kind: 'profile-start' }
   | { readonly id: number; readonly kind: 'profile-stop'; readonly path: string }
-  | { readonly id: number; readonly kind: 'heap-snapshot'; readonly path: string };
+  | { readonly id: number; readonly kind: 'heap-snapshot'; readonly path: string }
+  | { readonly id: number; readonly kind: 'phases-start' }
+  | { readonly id: number; readonly kind: 'phases-stop' };
 
 export interface ProbeReply {
   readonly id: number;
-  readonly result: ServiceUsage | string | null;
+  readonly result: ServiceUsage | PhaseTrace | string | null;
   readonly error?: string;
 }
 

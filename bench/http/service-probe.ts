@@ -2,15 +2,17 @@
  * Loaded into the service process by the HTTP benchmarks (`node --require …/service-probe.js
  * dist/src/main.js`), and nowhere else. It answers the benchmark over the IPC channel the benchmark
  * opened: the process's own CPU time and memory, a CPU profile of the measured window, a heap
- * snapshot. The service itself is started exactly as `npm start` starts it; the probe only reports.
+ * snapshot, the gateway's per-phase trace (../gateway/phase-trace.ts). The service itself is started exactly as `npm start` starts it; the probe only reports.
  */
 import { Session } from 'node:inspector';
 import { writeFileSync } from 'node:fs';
 import { writeHeapSnapshot } from 'node:v8';
+import { PhaseTracer } from '../gateway/phase-trace';
 import { processUsage } from './process-usage';
 import type { ProbeReply, ProbeRequest } from './service-probe.protocol';
 
 let session: Session | undefined;
+const phases = new PhaseTracer();
 
 function post<T>(method: string): Promise<T> {
   return new Promise((resolve, reject) =>
@@ -36,6 +38,11 @@ async function answer(request: ProbeRequest): Promise<ProbeReply['result']> {
     }
     case 'heap-snapshot':
       return writeHeapSnapshot(request.path);
+    case 'phases-start':
+      phases.start();
+      return null;
+    case 'phases-stop':
+      return phases.stop();
   }
 }
 

@@ -11,7 +11,7 @@ import { presentedKeyOf } from './anthropic-key';
 import { ApiGatewayPassThrough, ApiGatewayTag } from './gateway-http.openapi';
 import { GATEWAY_ACCOUNTING, type GatewayAccounting, type GatewayAdmission, type GatewayCallOutcome, type MessagesBodyFacts } from './gateway-call.port';
 import { GatewayForwarder } from './gateway-forwarder';
-import { NOT_ADMITTED_MODEL, publishGatewayAttempt, publishGatewayCall } from './gateway-http.channels';
+import { markGatewayPhase, NOT_ADMITTED_MODEL, publishGatewayAttempt, publishGatewayCall } from './gateway-http.channels';
 import { incomingOf, isRefusal, queryOf, repeatedHeaderProblem, sendRefusal } from './gateway-http.request';
 import { CALL_TAGS_HEADER, readCallTags } from '../invocations/call-attribution';
 import { readMessagesBodyFacts } from './messages-body.facts';
@@ -54,6 +54,8 @@ export class AnthropicMessagesController {
     const call = await this.begin(request, reply, true);
     if (call === undefined) return;
     const { response, requestId, key, read } = call;
+    markGatewayPhase(requestId, 'arrived', call.arrivedAt);
+    markGatewayPhase(requestId, 'body_read');
     if (read.problem !== undefined) return this.refuseBody(response, key, read.problem, requestId);
     const facts = readMessagesBodyFacts(read.bytes);
     if (facts.problem !== undefined) return this.refuseBody(response, key, { status: 400, message: facts.problem.message }, requestId);
@@ -172,8 +174,9 @@ export class AnthropicMessagesController {
    * observed; what it costs is the accounting's to decide (GatewayAccounting.settle).
    */
   private async settle(admission: Admitted, facts: MessagesBodyFacts, outcome: GatewayCallOutcome, requestId: string): Promise<void> {
+    markGatewayPhase(requestId, 'settling');
     try {
-      await this.accounting.settle(admission, outcome);
+      await this.accounting.settle(admission, outcome, requestId);
     } catch (error) {
       this.logger.error({
         message: 'gateway call not settled; the sweep will settle it',

@@ -168,7 +168,8 @@ export interface GatewayAccounting {
    * the key and logged, as admit() counts its own refusals before the hold (docs/gateway.md).
    */
   noteRejection(rejection: GatewayRejection): void;
-  settle(admission: Extract<GatewayAdmission, { admitted: true }>, outcome: GatewayCallOutcome): Promise<void>;
+  /** `requestId`, when the HTTP side settles, names the call's phase marks (markGatewayPhase). */
+  settle(admission: Extract<GatewayAdmission, { admitted: true }>, outcome: GatewayCallOutcome, requestId?: string): Promise<void>;
 }
 
 export const GATEWAY_ACCOUNTING = Symbol('GATEWAY_ACCOUNTING');

@@ -34,6 +34,7 @@ import {
   type MessagesBodyFacts,
 } from './gateway-call.port';
 import { gatewayAttemptEnd } from './gateway-attempt.record';
+import { markGatewayPhase } from './gateway-http.channels';
 import { gatewayKeyHash, organizationOfKey } from './gateway-keys.codec';
 import { GatewayRejections } from './gateway-rejections';
 import { RATE_CARD_STREAM, rateCardDecider, rateCardInForce, type RateCardVersion } from './rate-card';
@@ -102,6 +103,7 @@ export class GatewayCalls implements GatewayAccounting {
   async admit({ presentedKey, facts, tags, requestId }: GatewayCallRequest): Promise<GatewayAdmission> {
     const found = await this.findKey(presentedKey);
     if (!('ok' in found)) return found;
+    markGatewayPhase(requestId, 'key_checked');
     const { key, organizationId } = found;
     // Counted on the key and logged (docs/gateway.md "Rejections before admission"); nothing is held.
     const rejected = (reason: GatewayRejectionReason, answer: GatewayRefusal): GatewayRefusal => {
@@ -124,10 +126,10 @@ export class GatewayCalls implements GatewayAccounting {
     if (key.tokensPerMinute !== undefined && tokens > key.tokensPerMinute) {
       return rejected('max_tokens_over_tokens_per_minute', worstCaseOverTokensPerMinute({ keyId: key.keyId, maxTokens: facts.maxTokens, worstCaseTokens: tokens, tokensPerMinute: key.tokensPerMinute }, key));
     }
-    return this.hold(organizationId, found, card, facts, { credits: hold.credits, tokens }, tags);
+    return this.hold(organizationId, found, card, facts, { credits: hold.credits, tokens }, tags ?? [], requestId);
   }
 
-  async settle(admission: Admitted, outcome: GatewayCallOutcome): Promise<void> {
+  async settle(admission: Admitted, outcome: GatewayCallOutcome, requestId?: string): Promise<void> {
     const stream = invocationStreamName(admission.invocationId);
     const context: CommandContext = { correlationId: admission.invocationId };
     const current = (await this.repository.load(stream, invocationDecider, false)).state;
@@ -135,9 +137,11 @@ export class GatewayCalls implements GatewayAccounting {
     const { attempt, end } = gatewayAttemptEnd(outcome, current.publication!);
     const at = isoAt(this.clock);
     const settled = (await this.repository.handleAll(stream, invocationDecider, closeAndSettle(end, at, attempt), context)).state;
+    if (requestId !== undefined) markGatewayPhase(requestId, 'invocation_settled');
     // Reported usage trues up the key's tokens per minute; unknown usage keeps the worst case counted.
     const tokens = attempt.usage === undefined ? undefined : reportedTokens(attempt.usage);
     await this.repository.handle(accountStreamName(admission.organizationId), accountDecider, settleHold(admission.invocationId, settled, at, undefined, tokens), context);
+    if (requestId !== undefined) markGatewayPhase(requestId, 'hold_settled');
     this.repository.forget(stream);
   }
 
@@ -165,7 +169,8 @@ export class GatewayCalls implements GatewayAccounting {
     card: RateCardVersion,
     facts: MessagesBodyFacts,
     { credits: holdCredits, tokens }: { readonly credits: number; readonly tokens: number },
-    tags: readonly string[] = [],
+    tags: readonly string[],
+    requestId: string,
   ): Promise<GatewayAdmission> {
     const { stream } = facts;
     const invocationId = this.newInvocationId(organizationId);
@@ -179,6 +184,7 @@ export class GatewayCalls implements GatewayAccounting {
     const gateway = { keyId: key.keyId, keyName: key.name, model: card.model, rateCardVersion: card.version, stream, ...(key.teamId === undefined ? {} : { teamId: key.teamId }), ...attribution };
     const owner = this.lease?.leaseId === undefined ? {} : { ownerLeaseId: this.lease.leaseId };
     await invoke([estimate({ invocationId, operationId: GATEWAY_OPERATION_ID, organizationId, publication: publicationOf(card, holdCredits), gateway, ...owner }, at)], true);
+    markGatewayPhase(requestId, 'estimated');
     try {
       await this.repository.handle(
         accountStreamName(organizationId),
@@ -188,6 +194,7 @@ export class GatewayCalls implements GatewayAccounting {
         // log that keeps it keeps both (nothing goes upstream before it).
         { correlationId: invocationId, acknowledgeOnCommit: true },
       );
+      markGatewayPhase(requestId, 'hold_decided');
     } catch (error) {
       // Revoked between the key check and the hold: nothing is held, and the estimate is refused at once (transition 1).
       const revoked = error instanceof UnknownGatewayKeyError;
@@ -198,6 +205,7 @@ export class GatewayCalls implements GatewayAccounting {
       return revoked ? { ...INVALID_KEY, invocationId } : refusalOfAccount((error as AdmissionRefusedError).refusal, invocationId, key);
     }
     await invoke(reserveAndDispatch(at));
+    markGatewayPhase(requestId, 'durable');
     return { admitted: true, invocationId, organizationId, keyId: key.keyId, holdCredits, attemptTimeoutMs: card.attemptTimeoutMs };
   }
 }

@@ -5,6 +5,7 @@
  * `ledger_gateway_overhead_seconds`) and makes each admitted call's `chat {model}` span.
  */
 import { channel } from 'node:diagnostics_channel';
+import { performance } from 'node:perf_hooks';
 import type { GatewayAdmission, GatewayCallOutcome, MessagesBodyFacts } from './gateway-call.port';
 
 /** One Messages call answered. */
@@ -82,4 +83,46 @@ export function publishGatewayAttempt(admission: Extract<GatewayAdmission, { adm
     outcome,
   };
   gatewayAttemptChannel.publish(attempt);
+}
+
+/**
+ * Where an admitted Messages call is, in order (bench/README.md "Where the 21 ms go"): arrived (the
+ * request's first hook), its body read, its key found on the account, estimated (the invocation's
+ * first append, committed), its hold decided (the account's append, committed), durable (reserved and
+ * dispatched, fsynced), handed to the upstream pool, its request written to a socket, upstream's first
+ * byte, upstream ended, its settlement begun, the invocation settled, the hold settled, the caller
+ * done. A refused call stops where it was refused.
+ */
+export const GATEWAY_PHASES = [
+  'arrived',
+  'body_read',
+  'key_checked',
+  'estimated',
+  'hold_decided',
+  'durable',
+  'upstream_sent',
+  'upstream_written',
+  'first_byte',
+  'upstream_ended',
+  'settling',
+  'invocation_settled',
+  'hold_settled',
+  'caller_done',
+] as const;
+export type GatewayPhase = (typeof GATEWAY_PHASES)[number];
+
+/** One call reached a phase: its request id and the phase's `performance.now()`, nothing else. */
+export interface GatewayPhaseMark {
+  readonly requestId: string;
+  readonly phase: GatewayPhase;
+  readonly at: number;
+}
+
+export const gatewayPhaseChannel = channel('llm-ledger:gateway-phase');
+
+/** Opt-in per-phase timing: nothing is read or made unless someone listens (the gateway benchmark does). */
+export function markGatewayPhase(requestId: string, phase: GatewayPhase, at?: number): void {
+  if (!gatewayPhaseChannel.hasSubscribers) return;
+  const mark: GatewayPhaseMark = { requestId, phase, at: at ?? performance.now() };
+  gatewayPhaseChannel.publish(mark);
 }

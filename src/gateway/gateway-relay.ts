@@ -28,7 +28,7 @@ import type { FaultClass } from '../runtime/faults';
 import { anthropicErrorBody, INVOCATION_ID_HEADER, REQUEST_ID_HEADER, sendAnthropicError } from './anthropic-error.body';
 import { answerCodingOf } from './answer-encoding';
 import type { AnthropicErrorType, GatewayCallOutcome } from './gateway-call.port';
-import { publishCallerDropped, publishGatewayCall } from './gateway-http.channels';
+import { markGatewayPhase, publishCallerDropped, publishGatewayCall } from './gateway-http.channels';
 import type { GatewayAnswerReader, GatewayProvider } from './gateway-provider.port';
 
 /**
@@ -146,6 +146,7 @@ export class GatewayRelay implements Dispatcher.DispatchHandler, RelayedCall {
     response.once('close', this.onCallerClose);
     // The caller left while the call was being admitted: it is still made, and read to its end.
     if (response.destroyed) this.callerGone = this.callerDone = true;
+    markGatewayPhase(this.options.requestId, 'upstream_sent', this.sentAt);
     send(this);
   }
 
@@ -156,11 +157,13 @@ export class GatewayRelay implements Dispatcher.DispatchHandler, RelayedCall {
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
+    markGatewayPhase(this.options.requestId, 'upstream_written');
     if (this.stopped !== undefined) controller.abort(this.stopped);
   }
 
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
     if (this.upstreamDone || statusCode < 200) return;
+    markGatewayPhase(this.options.requestId, 'first_byte');
     this.status = statusCode;
     this.providerRequestId = textOf(headers[this.provider.requestIdHeader]);
     const contentType = textOf(headers['content-type']);
@@ -281,6 +284,7 @@ export class GatewayRelay implements Dispatcher.DispatchHandler, RelayedCall {
     this.upstreamDone = true;
     this.upstreamEndedAtMs = this.clock.now();
     this.upstreamEndedAt = performance.now();
+    markGatewayPhase(this.options.requestId, 'upstream_ended', this.upstreamEndedAt);
     this.cancelTimer?.();
     this.cancelTimer = undefined;
     this.outcomeSeen = this.outcome();
@@ -360,6 +364,7 @@ export class GatewayRelay implements Dispatcher.DispatchHandler, RelayedCall {
     if (this.finished || !this.upstreamDone || !this.restGiven || !this.callerDone) return;
     this.finished = true;
     const callerDoneAt = performance.now();
+    markGatewayPhase(this.options.requestId, 'caller_done', callerDoneAt);
     this.cancelTimer?.();
     this.cancelTimer = undefined;
     const outcome = this.outcomeSeen!;
