@@ -125,6 +125,8 @@ export class GatewayKeyDto extends GatewayKeySettingsDto {
   @ApiProperty({ description: 'The period counted now: `2026-12-01`, `2026-W49`, `2026-12` or `total`.' }) readonly period!: string;
   @ApiProperty({ type: 'integer', description: 'Credits charged for the key’s calls admitted in the period.' }) readonly spentCredits!: number;
   @ApiProperty({ type: 'integer', description: 'Credits the key’s calls in flight hold in the period.' }) readonly heldCredits!: number;
+  @ApiPropertyOptional({ description: 'With LEDGER_CREDIT_VALUE set: `{ currency, spentCredits, heldCredits }` in money, exact decimal strings (docs/http.md "Money beside credits").' })
+  readonly money?: Readonly<Record<string, string>>;
   @ApiProperty({
     type: 'object',
     properties: Object.fromEntries(GATEWAY_REJECTION_REASONS.map((reason) => [reason, { type: 'integer', minimum: 1 }])),

@@ -37,6 +37,8 @@ export class GatewayTeamDto extends GatewayTeamSettingsDto {
   @ApiProperty({ description: 'The period counted now: `2026-12-01`, `2026-W49`, `2026-12` or `total`.' }) readonly period!: string;
   @ApiProperty({ type: 'integer', description: 'Credits charged for the team’s calls admitted in the period.' }) readonly spentCredits!: number;
   @ApiProperty({ type: 'integer', description: 'Credits the team’s calls in flight hold in the period.' }) readonly heldCredits!: number;
+  @ApiPropertyOptional({ description: 'With LEDGER_CREDIT_VALUE set: `{ currency, spentCredits, heldCredits }` in money, exact decimal strings (docs/http.md "Money beside credits").' })
+  readonly money?: Readonly<Record<string, string>>;
 }
 
 export class GatewayTeamListDto {

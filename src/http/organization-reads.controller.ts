@@ -40,10 +40,10 @@ export class OrganizationReadsController {
   @ApiOperation({
     summary: 'List an organization’s invocations',
     description:
-      'Newest first (by estimate time), filtered by `operationId`, `state`, `from` (included) and `to` (excluded); ' +
+      'Newest first (by estimate time), filtered by `operationId`, `state`, `from` (included), `to` (excluded), and for gateway calls `user`, `tag` and `team`; ' +
       'at most `limit` (≤ 500) per page. Follow `nextCursor` for the next page: pages never repeat or skip an invocation, whatever is written meanwhile.',
   })
-  @ApiOkResponse({ description: '`{ invocations: [{ invocationId, operationId, gateway?: { keyId, keyName, model }, state, outcome?, refusalReason?, publicationVersion?, estimate, charge, estimatedAt, settledAt? }], nextCursor }`' })
+  @ApiOkResponse({ description: '`{ invocations: [{ invocationId, operationId, gateway?: { keyId, keyName, model, teamId?, userId?, tags? }, state, outcome?, refusalReason?, publicationVersion?, estimate, charge, estimatedAt, settledAt? }], nextCursor }`' })
   @ApiInvalidRequest()
   @ApiNotFound('Not the caller’s organization.')
   invocations(
@@ -95,10 +95,10 @@ export class OrganizationReadsController {
     summary: 'An organization’s usage statement',
     description:
       'Credits charged (on the day of settlement), invocations by outcome and refusal reason, and usage by kind, for the UTC days `from`–`to` ' +
-      '(both included, at most 366), grouped by any of `operation`, `model`, `day`, `key` (a gateway call\'s key). `Accept: text/csv` gives the same rows as CSV, text cells never read as spreadsheet formulas.',
+      '(both included, at most 366), grouped by any of `operation`, `model`, `day`, `key` (a gateway call\'s key), `team`, `user` (its `metadata.user_id`), `tag` (each of its `x-ledger-tags`). With LEDGER_CREDIT_VALUE, each row has `money`. `Accept: text/csv` gives the same rows as CSV, text cells never read as spreadsheet formulas.',
   })
   @ApiProduces('application/json', 'text/csv')
-  @ApiOkResponse({ description: '`{ organizationId, from, to, groupBy, rows: [{ day?, operationId?, model?, keyId?, keyName?, credits, settled, outcomes, refused, refusals, tokens, usageSaturated? }], totals }`' })
+  @ApiOkResponse({ description: '`{ organizationId, from, to, groupBy, rows: [{ day?, operationId?, model?, keyId?, keyName?, teamId?, userId?, tag?, credits, money?, settled, outcomes, refused, refusals, tokens, usageSaturated? }], totals }`' })
   @ApiInvalidRequest()
   @ApiNotFound('Not the caller’s organization.')
   async usage(
