@@ -119,6 +119,32 @@ export class KeyAudit {
     this.spent.set(open.period, (this.spent.get(open.period) ?? 0) + charged);
   }
 
+  /** The key's latest UTC minute with a hold (docs/gateway.md "Rate limits"): calls admitted in it and their tokens. */
+  minute: { minute: string; requests: number; tokens: number } | undefined;
+  /** Open holds' minute and worst-case tokens, for the true-up at settlement. */
+  readonly openTokens = new Map<string, { readonly minute: string; readonly tokens: number }>();
+
+  /** The minute a hold at `at` counts in: its own UTC minute, or the key's latest if that is later. */
+  minuteAt(at: string): string {
+    const own = new Date(Date.parse(at)).toISOString().slice(0, 16);
+    return this.minute !== undefined && this.minute.minute > own ? this.minute.minute : own;
+  }
+
+  holdTokens(invocationId: string, minute: string, tokens: number): void {
+    if (this.minute?.minute !== minute) this.minute = { minute, requests: 0, tokens: 0 };
+    this.minute.requests += 1;
+    this.minute.tokens += tokens;
+    this.openTokens.set(invocationId, { minute, tokens });
+  }
+
+  /** Reported tokens replace the worst case in its minute, if that minute is still the key's latest. */
+  settleTokens(invocationId: string, reported: number | undefined): void {
+    const open = this.openTokens.get(invocationId);
+    this.openTokens.delete(invocationId);
+    if (open === undefined || reported === undefined || this.minute?.minute !== open.minute) return;
+    this.minute.tokens = Math.max(0, this.minute.tokens + reported - open.tokens);
+  }
+
   figures(period: string): { readonly spent: number; readonly held: number } {
     return { spent: this.spent.get(period) ?? 0, held: this.held.get(period) ?? 0 };
   }
@@ -187,16 +213,7 @@ function rateWithFallback(rates: Record<string, number | undefined>, kind: (type
  * searches at the highest search rate, all at the highest geography multiplier, rounded up once.
  */
 export function independentHold(facts: MessagesBodyFacts, prices: GatewayPrices): bigint {
-  const fallback = prices.webSearchMaxUsesDefault ?? DEFAULT_SEARCHES;
-  const searches = BigInt(facts.webSearchMaxUses.reduce<number>((sum, uses) => sum + (uses ?? fallback), 0));
-  if (facts.codeExecutionTools.length > 0 || facts.mcpServers > 0) throw new Error('the simulated calls use no code execution or MCP servers');
-  const fetches = BigInt(facts.webFetches.reduce((sum, fetch) => sum + (fetch.maxUses ?? DEFAULT_FETCHES), 0));
-  const fetched = facts.webFetches.reduce((sum, fetch) => sum + BigInt(fetch.maxUses ?? DEFAULT_FETCHES) * BigInt(fetch.maxContentTokens ?? FETCH_CONTENT_ALLOWANCE), 0n);
-  const uses = searches + fetches;
-  const tools = BigInt(facts.definedTools) * DEFINED_TOOL_ALLOWANCE + searches * SEARCH_RESULT_ALLOWANCE + fetched;
-  // After a server tool's use, a sampling step reads the context again, with the answer so far.
-  const perStep = BigInt(facts.bodyBytes) + REQUEST_ALLOWANCE + BigInt(facts.imageBlocks) * IMAGE_ALLOWANCE + BigInt(facts.documentBlocks) * DOCUMENT_ALLOWANCE + tools + (uses > 0n ? BigInt(facts.maxTokens) : 0n);
-  const input = perStep * (1n + uses);
+  const { input, searches } = independentInputBound(facts, prices);
   const sets = rateSets(prices);
   const highest = (pick: (kind: (typeof PRICE_KINDS)[number]) => boolean): bigint =>
     BigInt(Math.max(0, ...sets.flatMap((set) => PRICE_KINDS.filter(pick).map((kind) => set[kind.rate]!))));
@@ -207,6 +224,25 @@ export function independentHold(facts: MessagesBodyFacts, prices: GatewayPrices)
   const geo = BigInt(Math.max(BASIS_POINTS_PER_MULTIPLE, ...Object.values(prices.inferenceGeo ?? {})));
   const divisor = MILLION * BigInt(BASIS_POINTS_PER_MULTIPLE);
   return (millionths * geo + divisor - 1n) / divisor;
+}
+
+/** The input bound of a call's worst case, in tokens (docs/gateway.md "How the hold is bounded"), and its searches. */
+function independentInputBound(facts: MessagesBodyFacts, prices: GatewayPrices): { readonly input: bigint; readonly searches: bigint } {
+  const fallback = prices.webSearchMaxUsesDefault ?? DEFAULT_SEARCHES;
+  const searches = BigInt(facts.webSearchMaxUses.reduce<number>((sum, uses) => sum + (uses ?? fallback), 0));
+  if (facts.codeExecutionTools.length > 0 || facts.mcpServers > 0) throw new Error('the simulated calls use no code execution or MCP servers');
+  const fetches = BigInt(facts.webFetches.reduce((sum, fetch) => sum + (fetch.maxUses ?? DEFAULT_FETCHES), 0));
+  const fetched = facts.webFetches.reduce((sum, fetch) => sum + BigInt(fetch.maxUses ?? DEFAULT_FETCHES) * BigInt(fetch.maxContentTokens ?? FETCH_CONTENT_ALLOWANCE), 0n);
+  const uses = searches + fetches;
+  const tools = BigInt(facts.definedTools) * DEFINED_TOOL_ALLOWANCE + searches * SEARCH_RESULT_ALLOWANCE + fetched;
+  // After a server tool's use, a sampling step reads the context again, with the answer so far.
+  const perStep = BigInt(facts.bodyBytes) + REQUEST_ALLOWANCE + BigInt(facts.imageBlocks) * IMAGE_ALLOWANCE + BigInt(facts.documentBlocks) * DOCUMENT_ALLOWANCE + tools + (uses > 0n ? BigInt(facts.maxTokens) : 0n);
+  return { input: perStep * (1n + uses), searches };
+}
+
+/** A call's worst case in tokens, for a key's `tokensPerMinute` (docs/gateway.md "Rate limits"): its input bound plus max_tokens. */
+export function independentWorstCaseTokens(facts: MessagesBodyFacts, prices: GatewayPrices): bigint {
+  return independentInputBound(facts, prices).input + BigInt(facts.maxTokens);
 }
 
 /**
@@ -284,6 +320,9 @@ export interface AccountMoment {
       readonly kindChanges: number;
       readonly spent: ReadonlyMap<string, number>;
       readonly held: ReadonlyMap<string, number>;
+      readonly limits: Pick<GatewayKeySettings, 'expiresAt' | 'maxConcurrent' | 'requestsPerMinute' | 'tokensPerMinute'>;
+      readonly inFlight: number;
+      readonly minute: { readonly minute: string; readonly requests: number; readonly tokens: number } | undefined;
     }
   >;
   /** Per team (docs/gateway.md "Teams"), the same figures as a key's (folded by a KeyAudit of its own). */
@@ -306,6 +345,9 @@ function levelFigures(keys: Iterable<KeyAudit>): AccountMoment['keys'] {
       kindChanges: key.kindChanges,
       spent: new Map(key.spent),
       held: new Map(key.held),
+      limits: { expiresAt: key.settings.expiresAt, maxConcurrent: key.settings.maxConcurrent, requestsPerMinute: key.settings.requestsPerMinute, tokensPerMinute: key.settings.tokensPerMinute },
+      inFlight: key.open.size,
+      minute: key.minute === undefined ? undefined : { ...key.minute },
     });
   }
   return figures;
@@ -330,6 +372,17 @@ export function refusalExplainedBy(refusal: { readonly reason: string; readonly 
       const cap = moment.keys.get(f.keyId as string)?.maxOutputTokens;
       return cap !== undefined && f.maxOutputTokens === cap && (f.maxTokens as number) > cap;
     }
+    case 'key_expired': {
+      // Past its expiresAt at the hold (the simulator rotates no secret, so `rotated` is never explained).
+      const expiresAt = moment.keys.get(f.keyId as string)?.limits.expiresAt;
+      return f.rotated === false && expiresAt !== undefined && f.expiredAt === expiresAt;
+    }
+    case 'key_worst_case_tokens': {
+      const allowed = moment.keys.get(f.keyId as string)?.limits.tokensPerMinute;
+      return allowed !== undefined && f.tokensPerMinute === allowed && (f.worstCaseTokens as number) > allowed;
+    }
+    case 'key_rate_limit':
+      return rateLimitExplains(moment.keys.get(f.keyId as string), f);
     case 'insufficient_credits':
       return moment.aiEnabled && f.creditHold === estimate && f.available === moment.available && moment.available < estimate;
     case 'no_running_slot':
@@ -353,4 +406,15 @@ function limitExplains(key: (AccountMoment['keys'] extends ReadonlyMap<string, i
   // next hold in another period): figures at least the audit's then, exactly them otherwise.
   const counted = key.kindChanges === 0 ? f.spentCredits === spent && f.heldCredits === held : (f.spentCredits as number) >= spent && (f.heldCredits as number) >= held;
   return moment.available >= estimate && counted && remaining < estimate;
+}
+
+/** A key_rate_limit refusal's figures are the key's limit and count at this moment, and they refuse the call. */
+function rateLimitExplains(key: (AccountMoment['keys'] extends ReadonlyMap<string, infer V> ? V : never) | undefined, f: Record<string, unknown>): boolean {
+  if (key === undefined) return false;
+  const limit = f.limit as 'maxConcurrent' | 'requestsPerMinute' | 'tokensPerMinute';
+  const counted = f.counted as number;
+  const refuses = counted + (f.asked as number) > (f.allowed as number) && f.allowed === key.limits[limit];
+  if (limit === 'maxConcurrent') return refuses && f.asked === 1 && counted === key.inFlight;
+  const minute = key.minute !== undefined && key.minute.minute === f.minute ? key.minute : { requests: 0, tokens: 0 };
+  return refuses && (limit === 'requestsPerMinute' ? f.asked === 1 && counted === minute.requests : counted === minute.tokens);
 }

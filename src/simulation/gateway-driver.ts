@@ -16,7 +16,7 @@ import { ChangeOrganizationSettingsCommand, GrantCreditsCommand } from '../accou
 import type { GatewayAdmission, GatewayCallOutcome } from '../gateway/gateway-call.port';
 import { gatewayKeyHash, GATEWAY_KEY_PREFIX } from '../gateway/gateway-keys.codec';
 import { MAX_GATEWAY_HOLD_CREDITS } from '../gateway/worst-case-hold';
-import { independentHold } from './gateway-audit';
+import { independentHold, independentWorstCaseTokens } from './gateway-audit';
 import { UNPRICED_GATEWAY_MODEL, type GatewayAction, type GatewayCallPlan, type GatewayKeyPlan } from './gateway-scenario';
 import { upstreamOutcome } from './gateway-upstream';
 import type { LedgerNode } from './ledger-node';
@@ -75,7 +75,7 @@ export class GatewayDriver {
       await this.host.act(`issue ${key.keyId}`, (node) =>
         node.repository.handle(accountStreamName(key.organizationId), accountDecider, {
           type: 'IssueGatewayKey',
-          data: { keyId: key.keyId, keyHash: gatewayKeyHash(this.secretOf(key)), ...key.settings, issuedAt: new Date(this.host.clock.now()).toISOString() },
+          data: { keyId: key.keyId, keyHash: gatewayKeyHash(this.secretOf(key)), ...key.settings, ...this.expiryOf(key), issuedAt: new Date(this.host.clock.now()).toISOString() },
         }),
       );
       this.host.tally.add('gateway.key-issued');
@@ -105,6 +105,11 @@ export class GatewayDriver {
           return this.host.act(`price ${action.model}`, (node) => node.gatewayAdmin.priceModel(action.model, { ...action.card }));
         });
     }
+  }
+
+  /** The key's `expiresAt`, its planned span after now (its issue). */
+  private expiryOf(key: GatewayKeyPlan): { readonly expiresAt?: string } {
+    return key.expiresAfterMs === undefined ? {} : { expiresAt: new Date(this.host.clock.now() + key.expiresAfterMs).toISOString() };
   }
 
   /** Changing a key someone revoked meanwhile is refused: right. */
@@ -186,7 +191,10 @@ export class GatewayDriver {
     const versions = this.host.audit.rateCard.get(plan.facts.model) ?? [];
     switch (refusal.status) {
       case 401:
-        return plan.presented !== 'key' || key?.revokedAtMs !== undefined ? undefined : 'the key presented was issued and never revoked';
+        if (plan.presented !== 'key' || key?.revokedAtMs !== undefined) return undefined;
+        return key?.settingsDuring(startedAtMs, nowMs).some((settings) => settings.expiresAt !== undefined && Date.parse(settings.expiresAt) <= nowMs) === true
+          ? undefined
+          : 'the key presented was issued, never revoked, and not past an expiresAt';
       case 404:
         return plan.facts.model === UNPRICED_GATEWAY_MODEL || versions.some((version) => !version.enabled) ? undefined : 'the model is priced and enabled';
       case 403:
@@ -198,7 +206,11 @@ export class GatewayDriver {
         const caps = [...versions.map((version) => version.maxOutputTokens), ...(key?.settingsDuring(startedAtMs, nowMs) ?? []).map((settings) => settings.maxOutputTokens ?? Number.MAX_SAFE_INTEGER)];
         const overCap = caps.some((cap) => plan.facts.maxTokens > cap);
         const tooLarge = versions.some((version) => independentHold(plan.facts, version.prices) > BigInt(MAX_GATEWAY_HOLD_CREDITS));
-        return overCap || tooLarge ? undefined : `max_tokens ${plan.facts.maxTokens} is within every cap and the hold within ${MAX_GATEWAY_HOLD_CREDITS}`;
+        // A worst case in tokens past the key's tokensPerMinute can never be admitted (docs/gateway.md "Rate limits").
+        const worst = versions.map((version) => independentWorstCaseTokens(plan.facts, version.prices));
+        const overMinute = (key?.settingsDuring(startedAtMs, nowMs) ?? []).some((settings) => settings.tokensPerMinute !== undefined && worst.some((tokens) => tokens > BigInt(settings.tokensPerMinute!)));
+        if (overMinute) this.host.tally.add('checked.gateway-refusal.max_tokens_over_tokens_per_minute');
+        return overCap || tooLarge || overMinute ? undefined : `max_tokens ${plan.facts.maxTokens} is within every cap and the hold within ${MAX_GATEWAY_HOLD_CREDITS}`;
       }
       default:
         return refusal.invocationId === undefined ? 'a refusal of the account that the log does not record' : undefined;

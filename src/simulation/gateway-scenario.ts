@@ -38,6 +38,8 @@ export interface GatewayKeyPlan {
   readonly keyId: string;
   readonly organizationId: string;
   readonly settings: GatewayKeySettings;
+  /** Virtual ms after its issue at which the key expires (`expiresAt`, docs/gateway.md "Keys"); absent: never. */
+  readonly expiresAfterMs?: number;
 }
 
 /** A team (docs/gateway.md "Teams") its organization's keys may name. */
@@ -162,7 +164,31 @@ export function planGateway(root: Prng, organizations: readonly GatewayOrganizat
     }
   }
   const teams = planTeams(root.fork('gateway-teams'), [...own, ...organizations]);
-  return { organizations: own, models, keys: keys.map((key) => withTeam(key, teams, root.fork(`team-of-${key.keyId}`))), teams };
+  const teamed = keys.map((key) => withTeam(key, teams, root.fork(`team-of-${key.keyId}`)));
+  return { organizations: own, models, keys: teamed.map((key) => withRateLimits(key, root.fork(`rate-limits-of-${key.keyId}`))), teams };
+}
+
+/**
+ * Some keys without a spend limit get rate limits (docs/gateway.md "Rate limits") and some an expiry,
+ * from a stream of their own so the other draws stay as they were. Limits are tight enough to be met by bursts (a few calls in
+ * flight, a few per minute, tokens near one or two calls' worst case, some below one call's).
+ */
+function withRateLimits(key: GatewayKeyPlan, prng: Prng): GatewayKeyPlan {
+  // Keys limited by money stay as they were: their spend-limit refusals are what other checks meet.
+  if (key.settings.spendLimit !== undefined) return key;
+  const limits = {
+    ...(prng.chance(35) ? { maxConcurrent: prng.int(1, 3) } : {}),
+    ...(prng.chance(35) ? { requestsPerMinute: prng.int(2, 6) } : {}),
+    ...(prng.chance(35) ? { tokensPerMinute: prng.pick([8_000, 30_000, 120_000]) } : {}),
+  };
+  const expiry = prng.chance(10) ? { expiresAfterMs: prng.pick([300_000, 1_800_000]) } : {};
+  return { ...key, settings: { ...key.settings, ...limits }, ...expiry };
+}
+
+/** A key's rate limits, which a change keeps (the planned change draws the rest anew). */
+export function rateLimitsOf(settings: GatewayKeySettings): Pick<GatewayKeySettings, 'maxConcurrent' | 'requestsPerMinute' | 'tokensPerMinute'> {
+  const { maxConcurrent, requestsPerMinute, tokensPerMinute } = settings;
+  return { ...(maxConcurrent === undefined ? {} : { maxConcurrent }), ...(requestsPerMinute === undefined ? {} : { requestsPerMinute }), ...(tokensPerMinute === undefined ? {} : { tokensPerMinute }) };
 }
 
 /** One or two teams per organization, with limits near the keys' (some weekly) and alerts. */
@@ -250,7 +276,7 @@ export function planGatewayWave(wavePrng: Prng, index: number, plan: GatewayPlan
     const key = prng.pick(plan.keys);
     // A change keeps the key in its team: the settings are whole, and a key's team is planned once.
     const teamId = key.settings.teamId === undefined ? {} : { teamId: key.settings.teamId };
-    actions.push({ kind: 'gateway-key-change', atMs: at(), key, settings: { ...drawKeySettings(prng, `${key.settings.name} (changed in wave ${index})`), ...teamId } });
+    actions.push({ kind: 'gateway-key-change', atMs: at(), key, settings: { ...drawKeySettings(prng, `${key.settings.name} (changed in wave ${index})`), ...teamId, ...rateLimitsOf(key.settings) } });
   }
   if (prng.chance(15)) actions.push({ kind: 'gateway-key-revoke', atMs: at(), key: prng.pick(plan.keys) });
   if (prng.chance(30)) {

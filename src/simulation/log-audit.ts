@@ -522,9 +522,33 @@ export class LogAudit {
     }
     this.witness.note(`checked.gateway-key-limit.${limit === undefined ? 'none' : key.kind}`);
     if (key.lastPeriod !== undefined && key.lastPeriod !== period) this.witness.note(`observed.gateway-key-period-rolled-over.${key.kind}`);
+    this.rateHold(key, invocationId, data, streams);
     key.hold(invocationId, period, credits);
     this.teamHold(account, key, invocationId, credits, data, streams);
     return key.keyId;
+  }
+
+  /**
+   * The key's lifetime and rate limits at the hold, from the log alone (docs/gateway.md "Keys", "Rate
+   * limits"): not past its expiresAt, no more calls in flight than maxConcurrent, and its minute's calls
+   * and tokens (worst case held, reported once settled) within requestsPerMinute and tokensPerMinute.
+   */
+  private rateHold(key: KeyAudit, invocationId: string, data: Record<string, unknown>, streams: string[]): void {
+    const fail = (invariant: string, detail: string): never => broken(invariant, `hold for ${invocationId} by key ${key.keyId}: ${detail}`, streams, [invocationId]);
+    const placedAt = data.placedAt as string;
+    const { expiresAt, maxConcurrent, requestsPerMinute, tokensPerMinute } = key.settings;
+    if (expiresAt !== undefined && Date.parse(placedAt) >= Date.parse(expiresAt)) fail('gateway.hold-before-expiry', `placed at ${placedAt}, the key expired at ${expiresAt}`);
+    if (maxConcurrent !== undefined && key.open.size + 1 > maxConcurrent) fail('gateway.key-within-max-concurrent', `${key.open.size} calls in flight already, maxConcurrent ${maxConcurrent}`);
+    const asked = data.gatewayKey as { tokens?: number; minute?: string };
+    if (asked.tokens === undefined) return;
+    const minute = key.minuteAt(placedAt);
+    if (asked.minute !== minute) fail('gateway.hold-in-the-keys-minute', `counts in minute ${String(asked.minute)}; the key counts it in ${minute}`);
+    const counted = key.minute?.minute === minute ? key.minute : { requests: 0, tokens: 0 };
+    if (requestsPerMinute !== undefined && counted.requests + 1 > requestsPerMinute) fail('gateway.key-within-requests-per-minute', `${counted.requests} calls in ${minute} already, requestsPerMinute ${requestsPerMinute}`);
+    if (tokensPerMinute !== undefined && counted.tokens + asked.tokens > tokensPerMinute) fail('gateway.key-within-tokens-per-minute', `${counted.tokens} tokens in ${minute} and ${asked.tokens} more, tokensPerMinute ${tokensPerMinute}`);
+    const limited = [maxConcurrent, requestsPerMinute, tokensPerMinute, expiresAt].some((limit) => limit !== undefined);
+    if (limited) this.witness.note('checked.gateway-key-rate-limits');
+    key.holdTokens(invocationId, minute, asked.tokens);
   }
 
   /** The key's team, as the log has it now, counts the hold in its own period, within its limit (docs/gateway.md "Teams"). */
@@ -646,6 +670,7 @@ export class LogAudit {
       // past its limit nor its organization below what admission saw.
       if (chargedCredits > hold.credits) broken('gateway.charge-within-hold', `gateway call ${invocationId} charged ${chargedCredits} of a hold of ${hold.credits}`, streams, [invocationId]);
       account.keys.get(hold.keyId)?.settle(invocationId, chargedCredits);
+      account.keys.get(hold.keyId)?.settleTokens(invocationId, (data as { reportedTokens?: number }).reportedTokens);
       // Only the team the hold was counted against has it open; the others leave it alone.
       for (const team of account.teams.values()) team.settle(invocationId, chargedCredits);
       this.witness.note('checked.gateway-charge-within-hold');

@@ -104,3 +104,21 @@ describe('issue 23: the simulator drives gateway calls beside operations, throug
     expect(met.filter(([, count]) => count === 0)).toEqual([]);
   });
 });
+
+/** A seed whose keys meet their rate limits often (seed 17's keys without spend limits rarely do). */
+const RATE_LIMITS_SEED = 2;
+
+describe('issue 33: the simulator issues keys with expiresAt and rate limits (docs/gateway.md "Rate limits")', () => {
+  let result: SimulationResult;
+
+  beforeAll(async () => {
+    result = await runSimulation({ seed: RATE_LIMITS_SEED, invocations: INVOCATIONS });
+    if (result.report !== undefined) throw new Error(result.report);
+  }, TIMEOUT_MS);
+
+  it('holds every call before its key’s expiry and within maxConcurrent, requestsPerMinute and tokensPerMinute as the log counts them; refusals key_rate_limit and max_tokens_over_tokens_per_minute explained by their figures', () => {
+    expect(result.violation).toBeUndefined();
+    const met = ['checked.gateway-key-rate-limits', 'checked.gateway-refusal.key_rate_limit', 'checked.gateway-refusal.max_tokens_over_tokens_per_minute'].map((name) => [name, result.tally.total(name)]);
+    expect(met.filter(([, count]) => count === 0)).toEqual([]);
+  });
+});
