@@ -119,6 +119,14 @@ export class KeyAudit {
     this.spent.set(open.period, (this.spent.get(open.period) ?? 0) + charged);
   }
 
+  /** Every instant a secret of the key stopped working by rotation: a rotation (the secret before the one before) and its grace's end. */
+  readonly secretEnds = new Set<string>();
+
+  rotated(rotatedAt: string, previousValidUntil: string): void {
+    this.secretEnds.add(rotatedAt);
+    this.secretEnds.add(previousValidUntil);
+  }
+
   /** The key's latest UTC minute with a hold (docs/gateway.md "Rate limits"): calls admitted in it and their tokens. */
   minute: { minute: string; requests: number; tokens: number } | undefined;
   /** Open holds' minute and worst-case tokens, for the true-up at settlement. */
@@ -322,6 +330,8 @@ export interface AccountMoment {
       readonly held: ReadonlyMap<string, number>;
       readonly limits: Pick<GatewayKeySettings, 'expiresAt' | 'maxConcurrent' | 'requestsPerMinute' | 'tokensPerMinute'>;
       readonly inFlight: number;
+      /** Instants a secret of the key stopped working by rotation (rotations and graces' ends). */
+      readonly secretEnds: ReadonlySet<string>;
       readonly minute: { readonly minute: string; readonly requests: number; readonly tokens: number } | undefined;
     }
   >;
@@ -347,6 +357,7 @@ function levelFigures(keys: Iterable<KeyAudit>): AccountMoment['keys'] {
       held: new Map(key.held),
       limits: { expiresAt: key.settings.expiresAt, maxConcurrent: key.settings.maxConcurrent, requestsPerMinute: key.settings.requestsPerMinute, tokensPerMinute: key.settings.tokensPerMinute },
       inFlight: key.open.size,
+      secretEnds: new Set(key.secretEnds),
       minute: key.minute === undefined ? undefined : { ...key.minute },
     });
   }
@@ -373,9 +384,10 @@ export function refusalExplainedBy(refusal: { readonly reason: string; readonly 
       return cap !== undefined && f.maxOutputTokens === cap && (f.maxTokens as number) > cap;
     }
     case 'key_expired': {
-      // Past its expiresAt at the hold (the simulator rotates no secret, so `rotated` is never explained).
-      const expiresAt = moment.keys.get(f.keyId as string)?.limits.expiresAt;
-      return f.rotated === false && expiresAt !== undefined && f.expiredAt === expiresAt;
+      // Past its expiresAt at the hold, or a secret rotated away whose grace (or the next rotation) had ended.
+      const key = moment.keys.get(f.keyId as string);
+      if (f.rotated === true) return key?.secretEnds.has(f.expiredAt as string) === true;
+      return key?.limits.expiresAt !== undefined && f.expiredAt === key.limits.expiresAt;
     }
     case 'key_worst_case_tokens': {
       const allowed = moment.keys.get(f.keyId as string)?.limits.tokensPerMinute;

@@ -99,12 +99,47 @@ export class GatewayDriver {
           return this.host.act(`revoke ${action.key.keyId}`, (node) => node.gatewayAdmin.revokeKey(action.key.organizationId, action.key.keyId));
         });
         return;
+      case 'gateway-key-rotate':
+        launch(action.atMs, `rotate ${action.key.keyId}`, () => this.rotate(action.key, action.graceSeconds));
+        return;
       case 'gateway-price':
         launch(action.atMs, `price ${action.model}`, () => {
           this.host.tally.add(action.card.enabled ? 'gateway.rate-card-changed-mid-flight' : 'gateway.rate-card-disabled-mid-flight');
           return this.host.act(`price ${action.model}`, (node) => node.gatewayAdmin.priceModel(action.model, { ...action.card }));
         });
     }
+  }
+
+  /** Rotations of each key so far: its current secret is the one of the latest. */
+  private readonly rotations = new Map<string, number>();
+
+  /**
+   * A new secret for the key, derived from the seed like the first (a rotation by the admin route would
+   * draw it at random and the run would not replay). Calls present the new one once it is on the log,
+   * and a call by the old one is what the account's decision refuses after the grace.
+   */
+  private async rotate(key: GatewayKeyPlan, graceSeconds: number): Promise<void> {
+    const next = (this.rotations.get(key.keyId) ?? 0) + 1;
+    this.host.tally.add('gateway.key-rotated-mid-flight');
+    let done = false;
+    await this.host.act(
+      `rotate ${key.keyId}`,
+      async (node) => {
+        await node.repository.handle(accountStreamName(key.organizationId), accountDecider, {
+          type: 'RotateGatewayKey',
+          data: { keyId: key.keyId, keyHash: gatewayKeyHash(this.secretOf(key, `rotation ${next} `)), graceSeconds, rotatedAt: new Date(this.host.clock.now()).toISOString() },
+        });
+        done = true;
+      },
+      () => ({ explains: (name) => this.revokedError(name, key) }),
+    );
+    if (done) this.rotations.set(key.keyId, next);
+  }
+
+  /** The key's current secret: its first, or the one of its latest rotation. */
+  private currentSecret(key: GatewayKeyPlan): string {
+    const rotations = this.rotations.get(key.keyId) ?? 0;
+    return rotations === 0 ? this.secretOf(key) : this.secretOf(key, `rotation ${rotations} `);
   }
 
   /** The key's `expiresAt`, its planned span after now (its issue). */
@@ -120,7 +155,7 @@ export class GatewayDriver {
   private presentedKey(plan: GatewayCallPlan): string {
     const key = this.plan.gateway.keys.find((candidate) => candidate.keyId === plan.keyId)!;
     if (plan.presented === 'malformed') return MALFORMED_KEY;
-    return plan.presented === 'unknown-key' ? this.secretOf(key, 'never issued ') : this.secretOf(key);
+    return plan.presented === 'unknown-key' ? this.secretOf(key, 'never issued ') : this.currentSecret(key);
   }
 
   /** One call: admitted, answered by upstream after its latency, settled; or the process dies on the way. */
@@ -192,6 +227,8 @@ export class GatewayDriver {
     switch (refusal.status) {
       case 401:
         if (plan.presented !== 'key' || key?.revokedAtMs !== undefined) return undefined;
+        // A secret rotated away is refused once its grace ends: any rotation of the key explains it.
+        if (key !== undefined && key.secretEnds.size > 0) return undefined;
         return key?.settingsDuring(startedAtMs, nowMs).some((settings) => settings.expiresAt !== undefined && Date.parse(settings.expiresAt) <= nowMs) === true
           ? undefined
           : 'the key presented was issued, never revoked, and not past an expiresAt';

@@ -84,6 +84,8 @@ export type GatewayAction =
   | { readonly kind: 'gateway-call'; readonly atMs: number; readonly plan: GatewayCallPlan }
   | { readonly kind: 'gateway-key-change'; readonly atMs: number; readonly key: GatewayKeyPlan; readonly settings: GatewayKeySettings }
   | { readonly kind: 'gateway-key-revoke'; readonly atMs: number; readonly key: GatewayKeyPlan }
+  /** A new secret for the key; the one before works `graceSeconds` more (docs/gateway.md "Keys"). */
+  | { readonly kind: 'gateway-key-rotate'; readonly atMs: number; readonly key: GatewayKeyPlan; readonly graceSeconds: number }
   | { readonly kind: 'gateway-price'; readonly atMs: number; readonly model: string; readonly card: GatewayCardPlan };
 
 export interface GatewayPlan {
@@ -282,6 +284,12 @@ export function planGatewayWave(wavePrng: Prng, index: number, plan: GatewayPlan
   if (prng.chance(30)) {
     const model = prng.pick(MODELS);
     actions.push({ kind: 'gateway-price', atMs: at(), model, card: drawGatewayCard(prng.fork(`card-w${index}`), model, !prng.chance(15)) });
+  }
+  // From a stream of its own, so the other draws stay as they were.
+  const rotations = wavePrng.fork('gateway-rotations');
+  if (rotations.chance(20)) {
+    const atMs = rotations.int(0, WAVE_SPREAD_MS / WAVE_GRID_MS) * WAVE_GRID_MS;
+    actions.push({ kind: 'gateway-key-rotate', atMs, key: rotations.pick(plan.keys), graceSeconds: rotations.pick([0, 5, 60]) });
   }
   return actions;
 }

@@ -456,6 +456,7 @@ export class LogAudit {
       case 'GatewayKeyRotated':
         // A new secret for the same key: its settings, spend and limits are unchanged.
         if (account.keys.get(data.keyId as string)?.revokedAtMs !== undefined) broken('gateway.key-changed-while-live', `GatewayKeyRotated for key ${data.keyId as string}, which is revoked`, [stream]);
+        account.keys.get(data.keyId as string)?.rotated(data.rotatedAt as string, data.previousValidUntil as string);
         break;
       case 'GatewayCallsRejected':
         // Counts of calls refused before their hold: no money moves.

@@ -118,7 +118,7 @@ describe('issue 33: the simulator issues keys with expiresAt and rate limits (do
 
   it('holds every call before its key’s expiry and within maxConcurrent, requestsPerMinute and tokensPerMinute as the log counts them; refusals key_rate_limit and max_tokens_over_tokens_per_minute explained by their figures', () => {
     expect(result.violation).toBeUndefined();
-    const met = ['checked.gateway-key-rate-limits', 'checked.gateway-refusal.key_rate_limit', 'checked.gateway-refusal.max_tokens_over_tokens_per_minute'].map((name) => [name, result.tally.total(name)]);
+    const met = ['checked.gateway-key-rate-limits', 'checked.gateway-refusal.key_rate_limit', 'checked.gateway-refusal.max_tokens_over_tokens_per_minute', 'gateway.key-rotated-mid-flight'].map((name) => [name, result.tally.total(name)]);
     expect(met.filter(([, count]) => count === 0)).toEqual([]);
   });
 });
