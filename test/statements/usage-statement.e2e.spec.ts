@@ -9,12 +9,13 @@ import { MemoryIo } from '../cli/support/memory-io';
 import { PublishOperationCommand } from '../../src/catalog/publish-operation.command';
 import type { InvocationSummary } from '../../src/invocations/invocation.state';
 import { RunOperationCommand } from '../../src/invocations/run-operation.command';
-import { scriptedToolUse, systemClock, type Clock, type Usage } from '../../src/runtime';
+import { scriptedToolUse, type Usage } from '../../src/runtime';
 import { USAGE_KINDS } from '../../src/runtime/provider.port';
 import type { UsageStatement, UsageStatementRow } from '../../src/queries/get-usage.query';
 import { startHttpLedger, TOKENS, type HttpLedger } from '../http/support/http-ledger';
 import { publication } from '../support/ledger-app';
 import { scriptedFeature, usage } from '../support/scripted-feature';
+import { ShiftedClock } from '../support/shifted-clock';
 
 const DAY_MS = 86_400_000;
 const START_MS = Date.parse('2026-11-02T00:00:00.000Z');
@@ -36,23 +37,6 @@ function answering(operationId: string, counter: { n: number }) {
 function csvRows(text: string): Record<string, string>[] {
   const [header, ...lines] = text.trimEnd().split('\r\n').map((line) => line.split(','));
   return lines.map((fields) => Object.fromEntries(header!.map((name, index) => [name, fields[index]!])));
-}
-
-/** The system clock moved to another instant: real timers, a date the test chooses. */
-class ShiftedClock implements Clock {
-  private offsetMs = 0;
-  now(): number {
-    return systemClock.now() + this.offsetMs;
-  }
-  sleep(ms: number, signal?: AbortSignal): Promise<void> {
-    return systemClock.sleep(ms, signal);
-  }
-  setTimer(ms: number, onFire: () => void): () => void {
-    return systemClock.setTimer(ms, onFire);
-  }
-  jumpTo(ms: number): void {
-    this.offsetMs = ms - systemClock.now();
-  }
 }
 
 describe('docs/http.md usage statements: what an organization is invoiced from', () => {
