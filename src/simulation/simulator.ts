@@ -106,7 +106,10 @@ interface ActContext {
   readonly onProcessGone?: () => void;
   /** An error the command must end with (a key reused for another operation). */
   readonly expectedError?: string;
-  /** A keyed repeat, sent at this virtual time: it may end still waiting for its first request. */
+  /**
+   * A keyed repeat, or a keyed first request another request under its key may overtake, sent at this
+   * virtual time: it may end still waiting for the key's first request in the log.
+   */
   readonly repeatSentAtMs?: number;
   /**
    * The operation the command asked for under its key: when the key's first request in the log is
@@ -549,6 +552,9 @@ class Simulation implements StoreFaultController {
       {
         invocationId: plan.invocationId,
         operationId: plan.operationId,
+        // A planned repeat of its key may reach the log first (on a store of another process, one sent
+        // at the same instant often does): this request is then the repeat, and waits for that one.
+        ...(plan.repeats.length === 0 ? {} : { repeatSentAtMs: this.clock.now() }),
         onProcessGone: () => {
           crashed = true;
         },
