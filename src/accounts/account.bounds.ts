@@ -24,3 +24,7 @@ export const MAX_ACCOUNT_TOTAL_CREDITS = Number.MAX_SAFE_INTEGER;
  * within it fits the range and is always accepted (`ledger_totals_bound` refuses the hold instead).
  */
 export const MAX_HOLD_OVERRUN_CREDITS = 1_000_000_000_000;
+/** Models one hold may name for its key to allow (a Message Batch's distinct models): as many as the rate card may hold. */
+export const MAX_HOLD_MODELS = 1_000;
+/** Requests one hold may count in its key's minute (a Message Batch's): Anthropic's bound on a batch's requests. */
+export const MAX_HOLD_REQUESTS = 100_000;

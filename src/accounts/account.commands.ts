@@ -64,8 +64,15 @@ export type PlaceHold = DomainCommand<
     readonly gatewayCall?: {
       readonly model: string;
       readonly maxTokens: number;
+      /**
+       * Every model a Message Batch's requests name (`model` among them): the key must allow each, in
+       * this one decision. Absent for a single call, whose one model is `model`.
+       */
+      readonly models?: readonly string[];
       /** The call's worst-case tokens (input bound + `max_tokens`), held in its minute against the key's `tokensPerMinute`. */
       readonly tokens?: number;
+      /** The requests it starts, counted in its minute against the key's `requestsPerMinute`: a batch's request count; absent, 1. */
+      readonly requests?: number;
       /** SHA-256 of the secret presented: the one before a rotation is refused here once its grace has ended. */
       readonly keyHash?: string;
     };

@@ -8,7 +8,7 @@ import type { SnapshotCodec } from '../aggregates/aggregate-snapshots';
 import type { Decider } from '../domain/decider';
 import { IdempotencyConflictError, IllegalTransitionError, ValidationError } from '../domain/domain.errors';
 import { FieldChecks, MAX_REASON_CHARS } from '../domain/field-checks';
-import { MAX_ACCOUNT_TOTAL_CREDITS, MAX_HOLD_OVERRUN_CREDITS, MAX_LEDGER_ENTRY_CREDITS, MAX_RUNNING_LIMIT } from './account.bounds';
+import { MAX_ACCOUNT_TOTAL_CREDITS, MAX_HOLD_MODELS, MAX_HOLD_OVERRUN_CREDITS, MAX_HOLD_REQUESTS, MAX_LEDGER_ENTRY_CREDITS, MAX_RUNNING_LIMIT } from './account.bounds';
 import type {
   AccountCommand,
   AdjustCredits,
@@ -328,10 +328,11 @@ function liveKeyHold(state: AccountState, asked: HoldGatewayKey, placedAt: strin
   const timed = call === undefined ? {} : keyCallAt(key, call, placedAt);
   if (call !== undefined) {
     const checks = new FieldChecks();
-    const model = checks.text('gatewayCall.model', call.model, MAX_MODEL_NAME_CHARS);
+    const models = callModels(checks, call);
     const maxTokens = checks.integer('gatewayCall.maxTokens', call.maxTokens, { min: 1, max: Number.MAX_SAFE_INTEGER, unit: 'tokens' });
     checks.throwIfAny();
-    if (!keyAllowsModel(key, model)) throw new AdmissionRefusedError({ reason: 'key_model_not_allowed', figures: { keyId: key.keyId, model } });
+    const refusedModel = models.find((model) => !keyAllowsModel(key, model));
+    if (refusedModel !== undefined) throw new AdmissionRefusedError({ reason: 'key_model_not_allowed', figures: { keyId: key.keyId, model: refusedModel } });
     if (key.maxOutputTokens !== undefined && maxTokens > key.maxOutputTokens) {
       throw new AdmissionRefusedError({ reason: 'key_max_tokens', figures: { keyId: key.keyId, maxTokens, maxOutputTokens: key.maxOutputTokens } });
     }
@@ -344,16 +345,29 @@ function liveKeyHold(state: AccountState, asked: HoldGatewayKey, placedAt: strin
   return { keyId: key.keyId, period: countedPeriod(key, placedAt), ...(team === undefined ? {} : { team }), ...timed };
 }
 
+/** The call's model, then every other model a Message Batch's requests name: each must be allowed by the key. */
+function callModels(checks: FieldChecks, call: NonNullable<PlaceHold['data']['gatewayCall']>): string[] {
+  const models = [checks.text('gatewayCall.model', call.model, MAX_MODEL_NAME_CHARS)];
+  if (call.models === undefined) return models;
+  if (!Array.isArray(call.models) || call.models.length > MAX_HOLD_MODELS) {
+    checks.add('gatewayCall.models', `must be a list of at most ${MAX_HOLD_MODELS} models`);
+    return models;
+  }
+  call.models.forEach((model, index) => models.push(checks.text(`gatewayCall.models.${index}`, model, MAX_MODEL_NAME_CHARS)));
+  return models;
+}
+
 /**
  * A gateway call's key as time sees it at `placedAt` (docs/gateway.md "Keys"): the secret presented
  * must still open the key (not expired, not rotated away past its grace), decided here so a key
  * expiring between the key check and the hold holds nothing. Then the call's worst-case tokens and
  * the UTC minute they count in, for the key's rate limits (admission.policy.ts, keyRateRefusal).
  */
-function keyCallAt(key: GatewayKey, call: NonNullable<PlaceHold['data']['gatewayCall']>, placedAt: string): { readonly tokens?: number; readonly minute?: string } {
+function keyCallAt(key: GatewayKey, call: NonNullable<PlaceHold['data']['gatewayCall']>, placedAt: string): { readonly tokens?: number; readonly minute?: string; readonly requests?: number } {
   const checks = new FieldChecks();
   const keyHash = call.keyHash === undefined ? undefined : readKeyHash(checks, call.keyHash);
   const tokens = call.tokens === undefined ? undefined : checks.integer('gatewayCall.tokens', call.tokens, { min: 0, max: Number.MAX_SAFE_INTEGER, unit: 'tokens' });
+  const requests = call.requests === undefined ? undefined : checks.integer('gatewayCall.requests', call.requests, { min: 1, max: MAX_HOLD_REQUESTS, unit: 'requests' });
   checks.throwIfAny();
   if (keyHash !== undefined && keyHash !== key.keyHash && keyHash !== key.previousKeyHash) {
     // Found by the key check, gone now: rotated away twice since, so its grace ended at the latest rotation.
@@ -366,7 +380,7 @@ function keyCallAt(key: GatewayKey, call: NonNullable<PlaceHold['data']['gateway
   // Minutes only move forward: an instance whose clock is behind counts in the key's latest minute.
   const minute = minuteOf(placedAt);
   const latest = key.rateMinute?.minute;
-  return { tokens, minute: latest !== undefined && latest > minute ? latest : minute };
+  return { tokens, minute: latest !== undefined && latest > minute ? latest : minute, ...(requests === undefined ? {} : { requests }) };
 }
 
 function issueGatewayKey({ data }: IssueGatewayKey, state: AccountState): AccountEvent[] {

@@ -58,6 +58,8 @@ export interface HoldGatewayKey {
   readonly tokens?: number;
   /** The UTC minute (`2026-12-03T20:44`) the call counts in; absent as `tokens` is. */
   readonly minute?: string;
+  /** The requests it counts in that minute against the key's `requestsPerMinute`: a Message Batch's request count; absent, 1. */
+  readonly requests?: number;
 }
 
 /** Holds `credits` for an invocation and takes one running slot. */

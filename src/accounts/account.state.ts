@@ -295,7 +295,7 @@ function withHoldPlaced(state: AccountState, { invocationId, credits, placedAt, 
   openHolds.set(invocationId, { credits, placedAt, ...(gatewayKey === undefined ? {} : { gatewayKey }) });
   const next = { ...state, exists: true, openHolds };
   if (gatewayKey === undefined) return next;
-  const keyed = withKeyMinute(withKeyPeriod(next, gatewayKey.keyId, gatewayKey.period), gatewayKey, 1, gatewayKey.tokens ?? 0);
+  const keyed = withKeyMinute(withKeyPeriod(next, gatewayKey.keyId, gatewayKey.period), gatewayKey, gatewayKey.requests ?? 1, gatewayKey.tokens ?? 0);
   return gatewayKey.team === undefined ? keyed : withTeamPeriod(keyed, gatewayKey.team.teamId, gatewayKey.team.period);
 }
 

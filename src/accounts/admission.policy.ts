@@ -83,7 +83,8 @@ export type KeyWorstCaseTokensFigures = { readonly keyId: string; readonly maxTo
 
 /**
  * A key's rate limit against a call: `counted + asked > allowed`. `maxConcurrent` counts calls in
- * flight and asks 1; `requestsPerMinute` counts calls admitted in `minute` and asks 1;
+ * flight and asks 1 (a Message Batch is one hold in flight); `requestsPerMinute` counts requests
+ * admitted in `minute` and asks 1 (a Message Batch its request count);
  * `tokensPerMinute` counts their tokens and asks the call's worst case. `retryAfterSeconds` is when
  * the minute rolls over, or KEY_CONCURRENCY_RETRY_AFTER_SECONDS for calls in flight.
  */
@@ -240,8 +241,9 @@ export function keyRateRefusal(state: AccountState, key: GatewayKey, call: HoldG
   // Whole seconds until the minute rolls over, at least 1 (a refusal at :59.5 waits one second).
   const retryAfterSeconds = Math.max(1, Math.ceil((isoToMs(`${call.minute}:00.000Z`) + 60_000 - isoToMs(at)) / 1_000));
   const minute = { keyId: key.keyId, minute: call.minute, retryAfterSeconds };
-  if (key.requestsPerMinute !== undefined && counted.requests + 1 > key.requestsPerMinute) {
-    return { ...minute, limit: 'requestsPerMinute', allowed: key.requestsPerMinute, counted: counted.requests, asked: 1 };
+  const requests = call.requests ?? 1;
+  if (key.requestsPerMinute !== undefined && counted.requests + requests > key.requestsPerMinute) {
+    return { ...minute, limit: 'requestsPerMinute', allowed: key.requestsPerMinute, counted: counted.requests, asked: requests };
   }
   const tokens = call.tokens ?? 0;
   if (key.tokensPerMinute !== undefined && counted.tokens + tokens > key.tokensPerMinute) {
@@ -257,7 +259,7 @@ export function rateLimitClause(figures: KeyRateFigures, number: (amount: number
     case 'maxConcurrent':
       return `key ${keyId} may have ${number(allowed)} calls in flight and has ${number(counted)}`;
     case 'requestsPerMinute':
-      return `key ${keyId} may have ${number(allowed)} calls admitted per minute and had ${number(counted)} in ${figures.minute} UTC`;
+      return `key ${keyId} may have ${number(allowed)} calls admitted per minute and had ${number(counted)} in ${figures.minute} UTC${asked > 1 ? `, and this batch's ${number(asked)} requests would pass it` : ''}`;
     case 'tokensPerMinute':
       return `key ${keyId} may have ${number(allowed)} tokens per minute; its calls in ${figures.minute} UTC count ${number(counted)}, and this call's worst case of ${number(asked)} would pass it`;
   }

@@ -220,6 +220,63 @@ describe('Message Batches through the gateway, with the SDK against a local batc
     expect(upstream.count('create')).toBe(sent);
   });
 
+  it('multi-model batch: decides every model of the batch against the key in the hold’s one decision, not only the first request’s', async () => {
+    const second = 'claude-haiku-5-5';
+    await a.ledger.http().put(`/v1/gateway/models/${second}`).set(system()).send({ prices: PRICES, maxOutputTokens: 64_000, attemptTimeoutMs: 60_000, enabled: true }).expect(200);
+    const admin = a.ledger.app.get(GatewayAdmin);
+    const { key: both, keyId } = await admin.issueKey('acme', { name: 'two-models', models: [MODEL, second] });
+    const repository = (a.ledger.app.get(GatewayBatches) as unknown as { repository: AggregateRepository }).repository;
+    const handle = repository.handle.bind(repository);
+    const race = jest.spyOn(repository, 'handle').mockImplementation(async (stream, decider, command, context) => {
+      // Another instance takes the second model from the key between the requests' check and the hold.
+      if ((command as { type: string }).type === 'PlaceHold') await admin.changeKey('acme', keyId, { name: 'two-models', models: [MODEL] });
+      return handle(stream, decider, command, context);
+    });
+    const sent = upstream.count('create');
+    const held = (await balance()).held;
+    const mixed = [request('m-1'), { custom_id: 'm-2', params: { model: second, max_tokens: 100, messages: [{ role: 'user' as const, content: 'Hello' }] } }];
+    try {
+      await expect(a.client(both).messages.batches.create({ requests: mixed })).rejects.toMatchObject({ status: 403, error: { error: { type: 'permission_error', message: `key "two-models" may not call ${second}` } } });
+    } finally {
+      race.mockRestore();
+    }
+    expect(upstream.count('create')).toBe(sent);
+    expect((await balance()).held).toBe(held);
+  });
+
+  it('rate limits: a batch counts its request count against requestsPerMinute and its worst-case tokens against tokensPerMinute in its minute, refused 429 (or 400 when no minute could admit it) naming the field, in Anthropic’s shape', async () => {
+    const admin = a.ledger.app.get(GatewayAdmin);
+    const { key: limited } = await admin.issueKey('acme', { name: 'rpm-bot', requestsPerMinute: 3 });
+    const { key: tokenLimited } = await admin.issueKey('acme', { name: 'tpm-bot', tokensPerMinute: 10_000 });
+    const clock = (a.ledger.app.get(GatewayBatches) as unknown as { clock: { now(): number } }).clock;
+    // Every decision of this test in one UTC minute, whatever the wall clock does meanwhile.
+    const minute = jest.spyOn(clock, 'now').mockReturnValue(Math.floor(Date.now() / 60_000) * 60_000 + 60_000 + 1_000);
+    const sent = upstream.count('create');
+    try {
+      await expect(a.client(limited).messages.batches.create({ requests: [request('l-1'), request('l-2'), request('l-3'), request('l-4')] })).rejects.toMatchObject({
+        status: 400,
+        error: { type: 'error', error: { type: 'invalid_request_error', message: expect.stringMatching(/^requests: 4 requests are over key "rpm-bot"'s requestsPerMinute \(3\)/) } },
+      });
+      const admitted = [await a.client(limited).messages.batches.create({ requests: [request('l-1'), request('l-2')] })];
+      const refused = await a.client(limited).messages.batches.create({ requests: [request('l-3'), request('l-4')] }).catch((error: unknown) => error);
+      expect(refused).toMatchObject({ status: 429, error: { type: 'error', error: { type: 'rate_limit_error', message: expect.stringMatching(/rate limit: key \S+ may have 3 calls admitted per minute and had 2 in \S+ UTC, and this batch's 2 requests would pass it$/) } } });
+      expect(Number((refused as { headers: Headers }).headers.get('retry-after'))).toBeGreaterThan(0);
+      // Each request's worst case is about 4,100 tokens: three are over 10,000.
+      await expect(a.client(tokenLimited).messages.batches.create({ requests: [request('t-1'), request('t-2'), request('t-3')] })).rejects.toMatchObject({
+        status: 400,
+        error: { error: { type: 'invalid_request_error', message: expect.stringMatching(/^requests: the batch's worst case of \d+ tokens is over key "tpm-bot"'s tokensPerMinute \(10000\)/) } },
+      });
+      admitted.push(await a.client(tokenLimited).messages.batches.create({ requests: [request('t-1'), request('t-2')] }));
+      await expect(a.client(tokenLimited).messages.batches.create({ requests: [request('t-3')] })).rejects.toMatchObject({ status: 429, error: { error: { type: 'rate_limit_error', message: expect.stringMatching(/tokens per minute/) } } });
+      // Ended and settled, so no later test's poll meets them.
+      for (const upstreamBatch of [...upstream.batches.values()].slice(-2)) upstream.end(upstreamBatch.id, expired);
+      for (const batch of admitted) expect(await a.ledger.app.get(GatewayBatches).settle(batch.id)).toBe('settled');
+    } finally {
+      minute.mockRestore();
+    }
+    expect(upstream.count('create')).toBe(sent + 2);
+  });
+
   it('settles a batch whose results nobody fetches, through upstream errors while polling, from either instance, once', async () => {
     const before = await balance();
     const batch = await a.client(key).messages.batches.create({ requests: [request('p-1'), request('p-2')] });

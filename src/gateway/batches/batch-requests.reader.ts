@@ -10,7 +10,7 @@ import { MAX_CREDIT_HOLD_CREDITS } from '../../catalog/publication.validation';
 import { readMessagesFacts } from '../messages-body.facts';
 import { modelNotOnRateCard } from '../gateway-call.port';
 import type { RateCardVersion } from '../rate-card';
-import { worstCaseHold } from '../worst-case-hold';
+import { worstCaseHold, worstCaseTokens } from '../worst-case-hold';
 import type { BatchRateCard, BatchRequestRecord } from './gateway-batch';
 
 /** Requests one batch may hold: Anthropic's own bound. */
@@ -27,6 +27,8 @@ export interface CheckedBatch {
   readonly holdCredits: number;
   /** The largest `max_tokens` of its requests: what the hold's decision checks the key's cap against. */
   readonly maxTokens: number;
+  /** The sum of its requests' worst cases in tokens (input bound + `max_tokens`): what it counts against the key's `tokensPerMinute`. */
+  readonly tokens: number;
 }
 
 export type BatchCheck = { readonly batch: CheckedBatch; readonly problem?: undefined } | { readonly batch?: undefined; readonly problem: string };
@@ -47,6 +49,7 @@ export function checkBatchRequests(body: unknown, key: GatewayKey, cardOf: (mode
   const seen = new Set<string>();
   let holdCredits = 0;
   let maxTokens = 0;
+  let tokens = 0;
   for (const [index, request] of requests.entries()) {
     const checked = checkRequest(request, `requests[${index}]`, key, cardOf);
     if (checked.problem !== undefined) return problem(checked.problem);
@@ -56,14 +59,35 @@ export function checkBatchRequests(body: unknown, key: GatewayKey, cardOf: (mode
     cards.set(checked.card.model, { model: checked.card.model, version: checked.card.version, prices: checked.card.prices });
     holdCredits += checked.record.holdCredits;
     maxTokens = Math.max(maxTokens, checked.maxTokens);
+    tokens = Math.min(tokens + checked.tokens, Number.MAX_SAFE_INTEGER);
     if (holdCredits > MAX_CREDIT_HOLD_CREDITS) return problem(`requests: the batch could cost more than one hold may hold (${MAX_CREDIT_HOLD_CREDITS} credits)`);
   }
-  return { batch: { requests: records, upstream: requests as CheckedBatch['upstream'], rateCards: [...cards.values()], holdCredits, maxTokens } };
+  const overLimit = overKeyRateLimit(key, records.length, tokens);
+  if (overLimit !== undefined) return problem(overLimit);
+  return { batch: { requests: records, upstream: requests as CheckedBatch['upstream'], rateCards: [...cards.values()], holdCredits, maxTokens, tokens } };
+}
+
+/**
+ * A batch no minute of its key could ever admit (docs/gateway.md "Message Batches", rate limits): each
+ * of its requests counts against `requestsPerMinute` and its worst-case tokens against
+ * `tokensPerMinute` in the minute it is created, so a batch past either on its own is a 400, not a 429.
+ */
+function overKeyRateLimit(key: GatewayKey, requests: number, tokens: number): string | undefined {
+  if (key.requestsPerMinute !== undefined && requests > key.requestsPerMinute) {
+    return `requests: ${requests} requests are over key ${JSON.stringify(key.name)}'s requestsPerMinute (${key.requestsPerMinute}); a batch counts each of its requests in the minute it is created`;
+  }
+  if (key.tokensPerMinute !== undefined && tokens > key.tokensPerMinute) return batchOverTokensPerMinute(key.name, tokens, key.tokensPerMinute);
+  return undefined;
+}
+
+/** A batch whose worst case in tokens is over its key's `tokensPerMinute`: at the check, or when the limit fell before the hold. */
+export function batchOverTokensPerMinute(keyName: string, tokens: number, tokensPerMinute: number): string {
+  return `requests: the batch's worst case of ${tokens} tokens is over key ${JSON.stringify(keyName)}'s tokensPerMinute (${tokensPerMinute}); a batch counts its requests' worst cases in the minute it is created`;
 }
 
 type RequestCheck =
-  | { readonly record: BatchRequestRecord; readonly card: RateCardVersion; readonly maxTokens: number; readonly problem?: undefined }
-  | { readonly record?: undefined; readonly card?: undefined; readonly maxTokens?: undefined; readonly problem: string };
+  | { readonly record: BatchRequestRecord; readonly card: RateCardVersion; readonly maxTokens: number; readonly tokens: number; readonly problem?: undefined }
+  | { readonly record?: undefined; readonly card?: undefined; readonly maxTokens?: undefined; readonly tokens?: undefined; readonly problem: string };
 
 /** One request: its custom_id, then its params as a Messages body (not streamed), then the key's and the card's caps and the hold. */
 function checkRequest(request: unknown, at: string, key: GatewayKey, cardOf: (model: string) => RateCardVersion | undefined): RequestCheck {
@@ -86,7 +110,7 @@ function checkRequest(request: unknown, at: string, key: GatewayKey, cardOf: (mo
   }
   const hold = worstCaseHold(facts, card, 'batch');
   if (hold.problem !== undefined) return { problem: underParams(at, hold.problem) };
-  return { record: { customId, model: facts.model, holdCredits: hold.credits }, card, maxTokens: facts.maxTokens };
+  return { record: { customId, model: facts.model, holdCredits: hold.credits }, card, maxTokens: facts.maxTokens, tokens: worstCaseTokens(hold.bounds) };
 }
 
 /** A Messages body's problem, named under the request's params: `tools[0].type: …` → `requests[2].params.tools[0].type: …`. */

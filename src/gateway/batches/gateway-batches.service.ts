@@ -21,7 +21,7 @@ import { readGatewayJson } from '../anthropic-body.reader';
 import { GATEWAY_ACCOUNTING, type AnthropicErrorType, type GatewayAccounting } from '../gateway-call.port';
 import { refusalOfAccount } from '../gateway-calls.service';
 import { RATE_CARD_STREAM, rateCardDecider, rateCardInForce } from '../rate-card';
-import { checkBatchRequests, type CheckedBatch } from './batch-requests.reader';
+import { batchOverTokensPerMinute, checkBatchRequests, type CheckedBatch } from './batch-requests.reader';
 import { BATCH_UPSTREAM, BatchUpstreamError, type BatchUpstream, type UpstreamBatchObject } from './batch-upstream';
 import {
   BATCH_RESULT_TYPES,
@@ -217,11 +217,13 @@ export class GatewayBatches {
   /**
    * One PlaceHold for the whole batch: the organization's credits, the key's limit and its team's in one
    * decision, with the key as this decision sees it (revoked, expired or rotated away since; its cap
-   * below the batch's largest `max_tokens`; its models without the batch's first model). Its rate
-   * limits count calls, and a batch is not one: no tokens are counted in its minute.
+   * below the batch's largest `max_tokens`; its models without any of the batch's models). Against the
+   * key's rate limits the batch is one hold in flight (`maxConcurrent`), its request count in its
+   * minute (`requestsPerMinute`) and the sum of its requests' worst cases in tokens (`tokensPerMinute`).
    */
   private async hold(batchId: string, organizationId: string, key: GatewayKey, batch: CheckedBatch, keyHash: string): Promise<BatchAnswer<undefined>> {
-    const gatewayCall = { model: batch.requests[0]!.model, maxTokens: batch.maxTokens, keyHash };
+    const [model, ...models] = batch.rateCards.map((card) => card.model);
+    const gatewayCall = { model: model!, ...(models.length === 0 ? {} : { models }), maxTokens: batch.maxTokens, tokens: batch.tokens, requests: batch.requests.length, keyHash };
     try {
       await this.repository.handle(
         accountStreamName(organizationId),
@@ -233,6 +235,7 @@ export class GatewayBatches {
     } catch (error) {
       if (error instanceof UnknownGatewayKeyError) return refused(401, 'authentication_error', 'invalid x-api-key');
       if (!(error instanceof AdmissionRefusedError)) throw error;
+      if (error.refusal.reason === 'key_worst_case_tokens') return refused(400, 'invalid_request_error', batchOverTokensPerMinute(key.name, batch.tokens, error.refusal.figures.tokensPerMinute));
       const refusal = refusalOfAccount(error.refusal, batchId, key);
       return { ...refused(refusal.status, refusal.errorType, refusal.message), ...(refusal.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: refusal.retryAfterSeconds }) };
     }
