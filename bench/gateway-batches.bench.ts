@@ -38,7 +38,6 @@ const envNumber = (name: string, fallback: number): number => (process.env[name]
 
 /** Upstream answering at once: a batch in progress, ended when settled, its results all succeeded. */
 class InstantUpstream implements BatchUpstream {
-  readonly configured = true;
   private requests = 0;
 
   create(requests: readonly unknown[]): Promise<UpstreamBatchObject> {
@@ -104,7 +103,7 @@ export async function run(): Promise<unknown> {
     const repository = new AggregateRepository(store);
     const admin = new GatewayAdmin(repository, systemClock);
     const calls = new GatewayCalls(repository, systemClock);
-    const batches = new GatewayBatches(repository, systemClock, calls, new InstantUpstream());
+    const batches = new GatewayBatches(repository, systemClock, calls, { name: 'bench', configured: true, batches: new InstantUpstream() });
     await repository.handle(accountStreamName(ORG), accountDecider, { type: 'GrantCredits', data: { credits: 1_000_000_000_000, reason: 'bench', idempotencyKey: 'g', grantedAt: new Date().toISOString() } });
     await repository.handle(accountStreamName(ORG), accountDecider, { type: 'ChangeSettings', data: { maxRunning: 1_000, changedAt: new Date().toISOString() } });
     await admin.priceModel(MODEL, { prices: PRICES, maxOutputTokens: 64_000, attemptTimeoutMs: 60_000, enabled: true });

@@ -11,6 +11,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { LedgerConfig } from '../config/ledger.config';
 import type { FaultClass } from '../runtime/faults';
 import type { Usage } from '../runtime/provider.port';
+import type { BatchUpstream } from './batches/batch-upstream';
 
 /** A route's call, as the provider maps it upstream. */
 export interface GatewayUpstreamCall {
@@ -49,6 +50,21 @@ export interface GatewayAnswerReader {
   read(status: number): GatewayAnswer;
 }
 
+/** An upstream answer outside 2xx, not streamed, whole and decoded, as the relay hands it to `errorAnswer`. */
+export interface UpstreamErrorAnswer {
+  readonly status: number;
+  readonly contentType: string | undefined;
+  readonly body: Buffer;
+  /** The request id the caller is given: upstream's (`requestIdHeader`), else the gateway's own. */
+  readonly requestId: string;
+}
+
+/** An error answer's body as the caller gets it (its status is upstream's). */
+export interface CallerErrorAnswer {
+  readonly contentType: string | undefined;
+  readonly body: Buffer;
+}
+
 export interface GatewayProvider {
   /** The provider's name, as the registry lists it. */
   readonly name: string;
@@ -64,10 +80,23 @@ export interface GatewayProvider {
   readonly requestIdHeader: string;
   /** A reader for an answer with this status and content type. */
   answerReader(status: number, contentType: string | undefined): GatewayAnswerReader;
+  /**
+   * Upstream's error answer in the route's API's error shape (on `/anthropic`, Anthropic's:
+   * `{type:"error",error:{type,message},request_id}`), so a caller's SDK maps it to its error class
+   * whatever the upstream. Never throws. Anthropic's first-party API answers in that shape already:
+   * its hook is the identity.
+   */
+  errorAnswer(answer: UpstreamErrorAnswer): CallerErrorAnswer;
+  /**
+   * The upstream's Message Batches API, in the shapes the batch routes speak (batches/batch-upstream.ts);
+   * absent when the upstream has none: then every batch route answers 404 `not_found_error` saying so,
+   * and no batch is polled.
+   */
+  readonly batches?: BatchUpstream;
 }
 
 /** Builds a provider from the ledger's configuration (its base URL and credential). */
 export type GatewayProviderFactory = (config: LedgerConfig) => GatewayProvider;
 
-/** The provider the gateway's routes forward to (GatewayHttpModule provides it from the registry). */
+/** The provider the gateway forwards to and calls batches on (GatewayProviderModule provides it from the registry). */
 export const GATEWAY_PROVIDER = Symbol('GATEWAY_PROVIDER');

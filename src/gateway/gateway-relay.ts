@@ -18,6 +18,8 @@
  *   charged its hold, never a partial usage.
  * - After the settlement a caller has CALLER_DRAIN_TIMEOUT_MS to take the rest; then it is dropped.
  *   No relay waits for a caller forever.
+ * - An error answer (outside 2xx, not streamed) is kept whole, up to MAX_UPSTREAM_ERROR_BODY_BYTES, and
+ *   given to the caller as the provider's `errorAnswer` puts it: in the route's API's error shape.
  */
 import type { ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
@@ -44,6 +46,11 @@ export const CALLER_DRAIN_TIMEOUT_MS = 60_000;
  * whole, its usage unread.
  */
 export const MAX_READ_ANSWER_BYTES = 1024 * 1024 * 1024;
+/**
+ * Most of an upstream error answer kept to be put in the route's error shape, in bytes (errors are a
+ * few hundred); a longer one is relayed as it came from there on, untranslated.
+ */
+export const MAX_UPSTREAM_ERROR_BODY_BYTES = 1024 * 1024;
 
 export interface RelayOptions {
   readonly response: ServerResponse;
@@ -109,6 +116,8 @@ export class GatewayRelay implements Dispatcher.DispatchHandler, RelayedCall {
   /** The bytes held back from the caller until the settlement: from `message_stop` on, or the last chunk. */
   private withheld: Buffer[] = [];
   private withholdingAll = false;
+  /** An error answer being kept whole for the provider's `errorAnswer`, with its content type and size so far. */
+  private errorBody: { readonly chunks: Buffer[]; bytes: number; readonly contentType: string | undefined } | undefined;
   private startedAtMs = 0;
   private sentAt = 0;
   private upstreamEndedAtMs = 0;
@@ -172,6 +181,8 @@ export class GatewayRelay implements Dispatcher.DispatchHandler, RelayedCall {
     const coding = answerCodingOf(contentEncoding);
     if (coding.kind === 'decode') this.startDecoding(coding.decoder);
     this.unread = coding.kind === 'opaque';
+    // An error in a coding the relay cannot decode goes as it came; any other is kept for the provider to put in the route's shape.
+    if ((statusCode < 200 || statusCode >= 300) && !reader.streamed && coding.kind !== 'opaque') this.errorBody = { chunks: [], bytes: 0, contentType };
     if (this.callerGone) return;
     const response = this.options.response;
     response.statusCode = statusCode;
@@ -184,7 +195,7 @@ export class GatewayRelay implements Dispatcher.DispatchHandler, RelayedCall {
     // A decoded answer is re-framed (chunked, no coding); one the relay cannot decode goes as it came.
     if (coding.kind === 'opaque') response.setHeader('content-encoding', contentEncoding!);
     const length = textOf(headers['content-length']);
-    if (!reader.streamed && coding.kind !== 'decode' && length !== undefined) response.setHeader('content-length', length);
+    if (!reader.streamed && coding.kind !== 'decode' && this.errorBody === undefined && length !== undefined) response.setHeader('content-length', length);
     // The caller learns at once that its stream began.
     if (reader.streamed) response.flushHeaders();
   }
@@ -225,6 +236,7 @@ export class GatewayRelay implements Dispatcher.DispatchHandler, RelayedCall {
   private answerData(chunk: Buffer): void {
     const stopAt = this.read(chunk);
     if (this.callerGone) return;
+    if (this.errorBody !== undefined && this.keepError(chunk)) return;
     if (this.withholdingAll) {
       this.withheld.push(chunk);
       return;
@@ -245,6 +257,22 @@ export class GatewayRelay implements Dispatcher.DispatchHandler, RelayedCall {
       this.withheld.push(chunk);
     }
     if (response.writableLength > MAX_CALLER_BUFFER_BYTES) this.dropCaller('buffer');
+  }
+
+  /**
+   * Keeps a chunk of an error answer; true while it is kept. Past MAX_UPSTREAM_ERROR_BODY_BYTES the
+   * answer is relayed as it came: what was kept goes now (its last chunk waits, as any answer's does).
+   */
+  private keepError(chunk: Buffer): boolean {
+    const kept = this.errorBody!;
+    kept.chunks.push(chunk);
+    kept.bytes += chunk.length;
+    if (kept.bytes <= MAX_UPSTREAM_ERROR_BODY_BYTES) return true;
+    this.errorBody = undefined;
+    const last = kept.chunks.pop()!;
+    for (const piece of kept.chunks) this.options.response.write(piece);
+    this.withheld.push(last);
+    return true;
   }
 
   /** Feeds the accounting's reader; returns where a stream's message_stop begins in the chunk, or -1. */
@@ -303,9 +331,18 @@ export class GatewayRelay implements Dispatcher.DispatchHandler, RelayedCall {
     this.finishIfDone();
   }
 
-  /** The whole answer came: the held-back bytes go, and the response ends. */
+  /** The whole answer came: the held-back bytes go (an error answer in the route's shape), and the response ends. */
   private endCaller(): void {
     const response = this.options.response;
+    if (this.errorBody !== undefined) {
+      const { chunks, contentType } = this.errorBody;
+      const answer = this.provider.errorAnswer({ status: this.status, contentType, body: Buffer.concat(chunks), requestId: this.providerRequestId ?? this.options.requestId });
+      if (answer.contentType === undefined) response.removeHeader('content-type');
+      else response.setHeader('content-type', answer.contentType);
+      response.setHeader('content-length', answer.body.length);
+      response.end(answer.body);
+      return;
+    }
     for (const piece of this.withheld) response.write(piece);
     this.withheld = [];
     response.end();

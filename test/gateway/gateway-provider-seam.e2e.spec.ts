@@ -2,92 +2,31 @@
  * The gateway's provider seam (src/gateway/gateway-provider.port.ts, docs/gateway.md "Providers"):
  * an upstream that is not Anthropic's first-party API (another path, another auth header, usage in
  * its own shape, its own request id header) plugged in as GATEWAY_PROVIDER and driven end to end
- * through the real service: held, relayed, priced from its usage, settled, the hold released.
+ * through the real service: held, relayed, priced from its usage, settled, the hold released; its
+ * error answers put in Anthropic's error shape by its `errorAnswer` (test/gateway/support/test-provider.ts).
  */
-import { once } from 'node:events';
+import Anthropic from '@anthropic-ai/sdk';
 import { readFileSync } from 'node:fs';
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { EVENT_STORE, type EventStore } from '../../src/event-store/event-store.port';
-import { GATEWAY_PROVIDER, type GatewayAnswer, type GatewayAnswerReader, type GatewayProvider } from '../../src/gateway/gateway-provider.port';
-import { JsonAnswerReader } from '../../src/gateway/json-answer.reader';
-import { NO_USAGE } from '../../src/runtime/usage';
+import { GATEWAY_PROVIDER } from '../../src/gateway/gateway-provider.port';
+import { gatewayProviderOf } from '../../src/gateway/providers/gateway-providers';
 import { bearer, TOKENS } from '../http/support/http-ledger';
 import { GATEWAY_MODEL, settledView, startGatewayService, type GatewayService } from './support/gateway-service';
-
-/** The service's own credential for the test upstream, sent as a bearer token (never the caller's key). */
-const UPSTREAM_TOKEN = 'tp-own-credential';
-
-interface SeenRequest {
-  readonly path: string;
-  readonly headers: IncomingHttpHeaders;
-  readonly body: string;
-}
-
-/** A generation API of its own: `POST /gen/v2/models/{model}:generate`, usage as `metering.tokens_in` / `tokens_out`. */
-async function startTestUpstream(answer: Record<string, unknown>, status = 200): Promise<{ url: string; seen: SeenRequest[]; server: Server }> {
-  const seen: SeenRequest[] = [];
-  const server = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      seen.push({ path: request.url ?? '', headers: request.headers, body: Buffer.concat(chunks).toString('utf8') });
-      const authorized = request.headers.authorization === `Bearer ${UPSTREAM_TOKEN}`;
-      response.writeHead(authorized ? status : 401, { 'content-type': 'application/json', 'x-tp-request-id': 'tp-req-1' });
-      response.end(JSON.stringify(authorized ? answer : { problem: 'unauthorized' }));
-    });
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen, server };
-}
-
-/** The test upstream's answers: JSON only, `metering` in its own field names. */
-class TestAnswerReader implements GatewayAnswerReader {
-  readonly streamed = false;
-  readonly atEventBoundary = false;
-  private readonly json = new JsonAnswerReader(new Set(['metering', 'served_by']));
-
-  feed(chunk: Buffer): number {
-    this.json.feed(chunk);
-    return -1;
-  }
-
-  read(status: number): GatewayAnswer {
-    const body = this.json.answer;
-    if (status < 200 || status >= 300) return { classification: 'server_error' };
-    const metering = body?.metering as { tokens_in?: unknown; tokens_out?: unknown } | undefined;
-    const usage =
-      typeof metering?.tokens_in === 'number' && typeof metering.tokens_out === 'number' ? { ...NO_USAGE, inputTokens: metering.tokens_in, outputTokens: metering.tokens_out } : undefined;
-    return { classification: 'ok', ...(usage === undefined ? {} : { usage }), ...(typeof body?.served_by === 'string' ? { responseModel: body.served_by } : {}) };
-  }
-}
-
-function testProvider(baseURL: string): GatewayProvider {
-  return {
-    name: 'test-generation-api',
-    baseURL,
-    configured: true,
-    requestIdHeader: 'x-tp-request-id',
-    upstreamPath: (call) => (call.route === 'messages' ? `/gen/v2/models/${encodeURIComponent(call.model ?? '')}:generate${call.query}` : `/gen/v2/count${call.query}`),
-    upstreamHeaders: () => ['authorization', `Bearer ${UPSTREAM_TOKEN}`, 'content-type', 'application/json'],
-    answerReader: () => new TestAnswerReader(),
-  };
-}
+import { TestUpstream, testProvider, UPSTREAM_TOKEN } from './support/test-provider';
 
 describe('issue 34: a gateway provider is one folder and one registry line: a test upstream driven through the gateway', () => {
-  let upstream: Awaited<ReturnType<typeof startTestUpstream>>;
+  let upstream: TestUpstream;
   let service: GatewayService;
 
   beforeEach(async () => {
-    upstream = await startTestUpstream({ text: 'Forty-two.', served_by: `${GATEWAY_MODEL}-tp`, metering: { tokens_in: 1_200, tokens_out: 30 } });
+    upstream = await TestUpstream.start({ text: 'Forty-two.', served_by: `${GATEWAY_MODEL}-tp`, metering: { tokens_in: 1_200, tokens_out: 30 } });
     service = await startGatewayService({ overrides: [{ token: GATEWAY_PROVIDER, value: testProvider(upstream.url) }] });
   });
 
   afterEach(async () => {
     await service.close();
-    upstream.server.close();
+    await upstream.close();
   });
 
   it('holds the call, sends it to the provider’s path with its auth header, relays its answer, prices its usage shape and settles, releasing the hold', async () => {
@@ -124,6 +63,34 @@ describe('issue 34: a gateway provider is one folder and one registry line: a te
     expect(view).toMatchObject({ state: 'settled', outcome: 'completed', charge: 4_050 });
     const balance = await service.ledger.http().get('/v1/organizations/acme/balance').set(bearer(TOKENS.system)).expect(200);
     expect(balance.body).toMatchObject({ held: 0, running: 0, charged: 4_050 });
+  });
+  it('puts the provider’s own error answer in Anthropic’s error shape (its errorAnswer): the SDK raises the class the type names, with the status kept and upstream’s request id', async () => {
+    upstream.refuseNext({ status: 429, problem: 'generation quota used up', code: 'QUOTA' });
+    const error = await service
+      .client()
+      .messages.create({ model: GATEWAY_MODEL, max_tokens: 100, messages: [{ role: 'user', content: 'What is 6*7?' }] })
+      .catch((caught: unknown) => caught);
+
+    expect(error).toBeInstanceOf(Anthropic.RateLimitError);
+    const apiError = error as InstanceType<typeof Anthropic.APIError>;
+    expect(apiError.status).toBe(429);
+    expect(apiError.error).toEqual({ type: 'error', error: { type: 'rate_limit_error', message: 'generation quota used up (QUOTA)' }, request_id: 'tp-req-1' });
+    expect(apiError.requestID).toBe('tp-req-1');
+    expect(apiError.headers?.get('content-length')).toBe(String(Buffer.byteLength(JSON.stringify(apiError.error))));
+    // Settled as the provider's reader classified it: nothing charged, the hold released.
+    const balance = await service.ledger.http().get('/v1/organizations/acme/balance').set(bearer(TOKENS.system)).expect(200);
+    expect(balance.body).toMatchObject({ held: 0, running: 0, charged: 0 });
+  });
+});
+
+describe('issue 34: Anthropic’s provider relays Anthropic’s own error answers as they came', () => {
+  it('is the identity: the same content type and the same bytes', () => {
+    const provider = gatewayProviderOf({ anthropicApiKey: 'sk-ant-own' } as Parameters<typeof gatewayProviderOf>[0]);
+    const body = Buffer.from(JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' }, request_id: 'req_1' }));
+    const answer = { status: 529, contentType: 'application/json', body, requestId: 'req_1' };
+    const relayed = provider.errorAnswer(answer);
+    expect(relayed.contentType).toBe('application/json');
+    expect(relayed.body.equals(body)).toBe(true);
   });
 });
 

@@ -12,7 +12,7 @@ import { page, readPageQuery, sendJson } from '../anthropic-list-page';
 import { ApiGatewayPassThrough, ApiGatewayRead, ApiGatewayTag } from '../gateway-http.openapi';
 import { incomingOf, repeatedHeaderProblem } from '../gateway-http.request';
 import type { UpstreamBatchObject } from './batch-upstream';
-import { GatewayBatches, type BatchAnswer, type BatchRefusal } from './gateway-batches.service';
+import { GatewayBatches, unavailableMessage, type BatchAnswer, type BatchRefusal } from './gateway-batches.service';
 
 /** The routes' own path: the results route's URL is built from where the request came in, under any prefix. */
 const BATCHES_PATH = `${GATEWAY_ROUTE_PREFIX}/v1/messages/batches`;
@@ -142,7 +142,9 @@ export class AnthropicBatchesController {
     const problem =
       this.gatewayBatches === undefined
         ? { status: 404, message: `Not found: ${request.method} ${request.url.split('?', 1)[0]}` }
-        : presented.problem !== undefined
+        : !this.gatewayBatches.available
+          ? { status: 404, message: unavailableMessage(this.gatewayBatches.providerName) }
+          : presented.problem !== undefined
           ? { status: 401, message: presented.problem }
           : repeatedOnce(request);
     if (problem !== undefined) {

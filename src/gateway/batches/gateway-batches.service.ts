@@ -22,7 +22,8 @@ import { GATEWAY_ACCOUNTING, type AnthropicErrorType, type GatewayAccounting } f
 import { refusalOfAccount } from '../gateway-calls.service';
 import { RATE_CARD_STREAM, rateCardDecider, rateCardInForce } from '../rate-card';
 import { batchOverTokensPerMinute, checkBatchRequests, type CheckedBatch } from './batch-requests.reader';
-import { BATCH_UPSTREAM, BatchUpstreamError, type BatchUpstream, type UpstreamBatchObject } from './batch-upstream';
+import { GATEWAY_PROVIDER, type GatewayProvider } from '../gateway-provider.port';
+import { BatchUpstreamError, type BatchUpstream, type UpstreamBatchObject } from './batch-upstream';
 import {
   BATCH_RESULT_TYPES,
   gatewayBatchDecider,
@@ -55,6 +56,14 @@ export type SettleOutcome = 'settled' | 'in_progress';
 const refused = (status: number, errorType: AnthropicErrorType, message: string): BatchRefusal => ({ ok: false, status, errorType, message });
 const notFound = (batchId: string): BatchRefusal => refused(404, 'not_found_error', `message batch ${batchId} not found`);
 
+/** What the batches need of the gateway's provider: its name, its credential, its batches API. */
+export type BatchesProvider = Pick<GatewayProvider, 'name' | 'configured' | 'batches'>;
+
+/** What every batch route answers (404) when the gateway's upstream has no Message Batches API. */
+export function unavailableMessage(providerName: string): string {
+  return `Message Batches are not available: the gateway's upstream (${providerName}) has no batches API.`;
+}
+
 /** A batch the caller's organization owns, submitted upstream. */
 interface Owned {
   readonly batchId: string;
@@ -68,11 +77,28 @@ export class GatewayBatches {
     private readonly repository: AggregateRepository,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(GATEWAY_ACCOUNTING) private readonly accounting: GatewayAccounting,
-    @Inject(BATCH_UPSTREAM) private readonly upstream: BatchUpstream,
+    @Inject(GATEWAY_PROVIDER) private readonly provider: BatchesProvider,
   ) {}
 
+  /** The gateway's upstream has a Message Batches API (a provider's optional `batches`). */
+  get available(): boolean {
+    return this.provider.batches !== undefined;
+  }
+
+  /** The gateway's upstream, as the registry names it. */
+  get providerName(): string {
+    return this.provider.name;
+  }
+
+  /** Batches can go upstream: the upstream has them and the service has its credential. */
   get configured(): boolean {
-    return this.upstream.configured;
+    return this.available && this.provider.configured;
+  }
+
+  /** The upstream's batches API; only asked for once `available` (the routes answer 404 before). */
+  private get upstream(): BatchUpstream {
+    if (this.provider.batches === undefined) throw new BatchUpstreamError(404, 'not_found_error', unavailableMessage(this.provider.name));
+    return this.provider.batches;
   }
 
   /** The batch's record as its stream has it; undefined for an id that is not a gateway batch's. */

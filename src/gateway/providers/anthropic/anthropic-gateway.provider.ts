@@ -2,7 +2,8 @@
  * Anthropic's first-party Messages API as the gateway's upstream (docs/gateway.md "Providers"): a
  * route's call goes to the same path under `ANTHROPIC_BASE_URL` with the service's own key as
  * `x-api-key`; a streamed answer is read by SseUsageReader, a JSON one by JsonAnswerReader; faults
- * are classified by Anthropic's error mapper, as the operations' Anthropic provider classifies them.
+ * are classified by Anthropic's error mapper, as the operations' Anthropic provider classifies them;
+ * Message Batches go to Anthropic's batches API through its SDK (anthropic-batches.upstream.ts).
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { anthropicErrorEvidence, classifyAnthropicFault } from '../../../providers/anthropic/anthropic-error.mapper';
@@ -13,6 +14,7 @@ import { STATUS_OF_ANTHROPIC_ERROR_TYPE } from '../../anthropic-error.body';
 import type { AnthropicErrorType } from '../../gateway-call.port';
 import type { GatewayAnswer, GatewayAnswerReader, GatewayProviderFactory, GatewayUpstreamCall } from '../../gateway-provider.port';
 import { JsonAnswerReader } from '../../json-answer.reader';
+import { AnthropicBatchUpstream } from './anthropic-batches.upstream';
 import { SseUsageReader, type StreamReport } from './sse-usage.reader';
 
 /** The request headers passed upstream as they came (the caller's key is never among them). */
@@ -23,15 +25,19 @@ const UPSTREAM_PATHS: Readonly<Record<GatewayUpstreamCall['route'], string>> = {
 
 export const anthropicGatewayProvider: GatewayProviderFactory = (config) => {
   const apiKey = config.anthropicApiKey;
+  const baseURL = config.anthropicBaseUrl ?? ANTHROPIC_DEFAULT_BASE_URL;
   return {
     name: 'anthropic',
-    baseURL: config.anthropicBaseUrl ?? ANTHROPIC_DEFAULT_BASE_URL,
+    baseURL,
     configured: apiKey !== undefined,
     requestIdHeader: 'request-id',
     upstreamPath: (call) => `${UPSTREAM_PATHS[call.route]}${call.query}`,
     upstreamHeaders: (caller) => [...(apiKey === undefined ? [] : ['x-api-key', apiKey]), ...passedHeaders(caller, PASSED_HEADERS)],
     answerReader: (status, contentType) =>
       status >= 200 && status < 300 && contentType !== undefined && contentType.startsWith('text/event-stream') ? new AnthropicStreamReader() : new AnthropicJsonReader(),
+    // Anthropic's errors are already in the shape the `/anthropic` routes answer in.
+    errorAnswer: (answer) => answer,
+    batches: new AnthropicBatchUpstream({ baseURL, ...(apiKey === undefined ? {} : { apiKey }) }),
   };
 };
 
