@@ -4,26 +4,32 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RecordedEvent } from '../../src/event-store/event-store.port';
 import { openSqliteEventStore, type SqliteEventStore } from '../../src/event-store/sqlite/sqlite-event-store';
-import type { FsyncFile } from '../../src/event-store/sqlite/wal-sync';
+import { MAX_FSYNCS_IN_FLIGHT, type FsyncFile } from '../../src/event-store/sqlite/wal-sync';
 import { newEvent } from './event-store.contract';
 
 const directory = mkdtempSync(join(tmpdir(), 'ledger-durable-ack-'));
 const newDatabasePath = (): string => join(directory, `${randomUUID()}.sqlite`);
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
 
-/** An fsync the test releases by hand: each call waits in `held` until `release` answers it. */
+/** An fsync the test releases by hand: each call waits in `held` (with its descriptor in `fds`) until `release` answers it. */
 class HeldFsync {
   readonly held: Array<(error: NodeJS.ErrnoException | null) => void> = [];
+  readonly fds: number[] = [];
   calls = 0;
-  readonly fsyncFile: FsyncFile = (_fd, done) => {
+  readonly fsyncFile: FsyncFile = (fd, done) => {
     this.calls++;
     this.held.push(done);
+    this.fds.push(fd);
   };
 
-  release(error: NodeJS.ErrnoException | null = null): void {
-    this.held.shift()!(error);
+  /** Answers the held fsync at `index` (the oldest by default). */
+  release(error: NodeJS.ErrnoException | null = null, index = 0): void {
+    this.fds.splice(index, 1);
+    this.held.splice(index, 1)[0]!(error);
   }
 }
+
+const EIO = (): NodeJS.ErrnoException => Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO' });
 
 /** Lets every callback queued so far run (the group commit's microtask and the next turn). */
 const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
@@ -41,22 +47,27 @@ function observed<T>(promise: Promise<T>): { readonly state: () => 'pending' | '
   return { state: () => state, error: () => error };
 }
 
+/** A FULL store on a fresh file whose fsyncs the test releases by hand. */
+function openWithHeldFsync(): { fsync: HeldFsync; store: SqliteEventStore } {
+  const fsync = new HeldFsync();
+  return { fsync, store: openSqliteEventStore({ path: newDatabasePath(), fsyncFile: fsync.fsyncFile }) };
+}
+
+/** Closes the store, answering every fsync it still starts (those held and those the close waits for). */
+async function closeReleasingFsyncs(store: SqliteEventStore, fsync: HeldFsync): Promise<void> {
+  const closing = store.close();
+  for (let turn = 0; turn < 3; turn++) {
+    while (fsync.held.length > 0) fsync.release();
+    await settle();
+  }
+  await closing;
+}
+
 describe('issue 24: an acknowledged append is on disk (synchronous=FULL), its fsync off the event loop', () => {
   let fsync: HeldFsync;
   let store: SqliteEventStore;
-
-  beforeEach(() => {
-    fsync = new HeldFsync();
-    store = openSqliteEventStore({ path: newDatabasePath(), fsyncFile: fsync.fsyncFile });
-  });
-
-  afterEach(async () => {
-    while (fsync.held.length > 0) fsync.release();
-    const closing = store.close();
-    await settle();
-    while (fsync.held.length > 0) fsync.release();
-    await closing;
-  });
+  beforeEach(() => ({ fsync, store } = openWithHeldFsync()));
+  afterEach(() => closeReleasingFsyncs(store, fsync));
 
   it('commits at once but acknowledges only after the WAL fsync returned, and says FULL', async () => {
     const append = observed(store.append('durable-1', [newEvent()], { expectedRevision: 'no_stream' }));
@@ -91,23 +102,30 @@ describe('issue 24: an acknowledged append is on disk (synchronous=FULL), its fs
     await subscription.stop();
   });
 
-  it('covers every commit made while one fsync runs with the next single fsync (group commit across commits)', async () => {
-    const first = observed(store.append('group-0', [newEvent()], { expectedRevision: 'no_stream' }));
+  it('past MAX_FSYNCS_IN_FLIGHT fsyncs running, covers every commit made meanwhile with the next single fsync (group commit across commits)', async () => {
+    const running: Array<ReturnType<typeof observed>> = [];
+    for (let index = 0; index < MAX_FSYNCS_IN_FLIGHT; index++) {
+      // One append per turn: each is its own commit, and each starts an fsync.
+      running.push(observed(store.append(`group-${index}`, [newEvent()], { expectedRevision: 'no_stream' })));
+      await settle();
+    }
+    expect(fsync.calls).toBe(MAX_FSYNCS_IN_FLIGHT);
+    const later = Array.from({ length: 5 }, (_, index) => observed(store.append(`later-${index}`, [newEvent()], { expectedRevision: 'no_stream' })));
     await settle();
-    const later = Array.from({ length: 5 }, (_, index) => observed(store.append(`group-${index + 1}`, [newEvent()], { expectedRevision: 'no_stream' })));
     await settle();
-    await settle();
-    expect(store.groupCommitStats.appends).toBe(6);
-    expect(fsync.calls).toBe(1);
+    expect(fsync.calls).toBe(MAX_FSYNCS_IN_FLIGHT);
 
     fsync.release();
     await settle();
-    expect(first.state()).toBe('resolved');
+    expect(running[0]!.state()).toBe('resolved');
     expect(later.map((append) => append.state())).toEqual(Array(5).fill('pending'));
-    expect(fsync.calls).toBe(2);
+    expect(fsync.calls).toBe(MAX_FSYNCS_IN_FLIGHT + 1);
+    while (fsync.held.length > 1) fsync.release();
+    await settle();
+    expect(later.map((append) => append.state())).toEqual(Array(5).fill('pending'));
     fsync.release();
     await settle();
-    expect(later.map((append) => append.state())).toEqual(Array(5).fill('resolved'));
+    expect([...running, ...later].map((append) => append.state())).toEqual(Array(MAX_FSYNCS_IN_FLIGHT + 5).fill('resolved'));
   });
 
   it("tells an append that asked for acknowledge 'committed' at COMMIT; readers and subscriptions still wait for the fsync", async () => {
@@ -171,6 +189,98 @@ describe('issue 24: an acknowledged append is on disk (synchronous=FULL), its fs
     await settle();
     expect(closing.state()).toBe('pending');
     fsync.release();
+    await settle();
+    expect(closing.state()).toBe('resolved');
+  });
+});
+
+describe('issue 35: an fsync in flight is joined, not queued behind', () => {
+  let fsync: HeldFsync;
+  let store: SqliteEventStore;
+  beforeEach(() => ({ fsync, store } = openWithHeldFsync()));
+  afterEach(() => closeReleasingFsyncs(store, fsync));
+
+  it('starts an fsync at once for a commit made while one runs, on a descriptor of its own', async () => {
+    const first = observed(store.append('joined-1', [newEvent()], { expectedRevision: 'no_stream' }));
+    await settle();
+    const second = observed(store.append('joined-2', [newEvent()], { expectedRevision: 'no_stream' }));
+    await settle();
+
+    // Before issue 35 the second commit waited for the first fsync to return before its own started.
+    expect(fsync.calls).toBe(2);
+    expect(new Set(fsync.fds).size).toBe(2);
+    expect([first.state(), second.state()]).toEqual(['pending', 'pending']);
+    fsync.release();
+    await settle();
+    // The first fsync started before the second commit: it tells the first only.
+    expect([first.state(), second.state()]).toEqual(['resolved', 'pending']);
+    fsync.release();
+    await settle();
+    expect(second.state()).toBe('resolved');
+  });
+
+  it('tells every commit made before the fsync that returns first started, even while an earlier fsync still runs', async () => {
+    const first = observed(store.append('covered-1', [newEvent()], { expectedRevision: 'no_stream' }));
+    await settle();
+    const second = observed(store.append('covered-2', [newEvent()], { expectedRevision: 'no_stream' }));
+    await settle();
+    fsync.release(null, 1);
+    await settle();
+
+    expect([first.state(), second.state()]).toEqual(['resolved', 'resolved']);
+    expect((await store.readAll()).map((event) => event.streamName)).toEqual(['covered-1', 'covered-2']);
+    expect(await store.headPosition()).toBe(2n);
+    // The earlier fsync returning afterwards tells nothing more.
+    fsync.release();
+    await settle();
+    expect(fsync.calls).toBe(2);
+  });
+
+  it('fails the commits a concurrent fsync was to tell when an earlier one fails, and keeps the log behind the failure', async () => {
+    const first = observed(store.append('failing-1', [newEvent()], { expectedRevision: 'no_stream' }));
+    await settle();
+    const second = observed(store.append('failing-2', [newEvent()], { expectedRevision: 'no_stream' }));
+    await settle();
+    fsync.release(EIO());
+    await settle();
+    expect([first.state(), second.state()]).toEqual(['rejected', 'rejected']);
+
+    // The second fsync's success afterwards is not trusted: nothing it covered is acknowledged or read.
+    fsync.release();
+    await settle();
+    expect(second.state()).toBe('rejected');
+    expect(await store.readAll()).toEqual([]);
+    expect(await store.headPosition()).toBeUndefined();
+    await expect(store.append('failing-3', [newEvent()], { expectedRevision: 'no_stream' })).rejects.toThrow(/could not be made durable/);
+  });
+
+  it('keeps what a later fsync told when an earlier one fails afterwards, and refuses every append after it', async () => {
+    const first = observed(store.append('told-1', [newEvent()], { expectedRevision: 'no_stream' }));
+    await settle();
+    const second = observed(store.append('told-2', [newEvent()], { expectedRevision: 'no_stream' }));
+    await settle();
+    fsync.release(null, 1);
+    await settle();
+    expect([first.state(), second.state()]).toEqual(['resolved', 'resolved']);
+
+    fsync.release(EIO());
+    await settle();
+    await expect(store.append('told-3', [newEvent()], { expectedRevision: 'no_stream' })).rejects.toThrow(/could not be made durable/);
+    expect(await store.headPosition()).toBe(2n);
+  });
+
+  it('closes the file only once every fsync in flight returned', async () => {
+    void store.append('closing-1', [newEvent()], { expectedRevision: 'no_stream' });
+    await settle();
+    void store.append('closing-2', [newEvent()], { expectedRevision: 'no_stream' });
+    await settle();
+    const closing = observed(store.close());
+    await settle();
+    fsync.release(null, 1);
+    await settle();
+    expect(closing.state()).toBe('pending');
+    fsync.release();
+    await settle();
     await settle();
     expect(closing.state()).toBe('resolved');
   });

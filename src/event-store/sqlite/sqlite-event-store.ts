@@ -339,9 +339,11 @@ function isDuplicateEventId(error: unknown): boolean {
  *
  * **What an acknowledged append means.** A resolved `append` has been committed to the WAL file.
  * - `synchronous=FULL` (default): the WAL is fsynced before the append is acknowledged, so it also
- *   survives power loss, as far as the disk honours fsync. The fsync runs on the thread pool (WalSync)
- *   and covers every commit made while the previous one ran; until it returns the commit is visible
- *   to readStream (decisions) but not to readAll, subscriptions, commit listeners or headPosition.
+ *   survives power loss, as far as the disk honours fsync. The fsync runs on the thread pool (WalSync);
+ *   a commit made while one runs starts another rather than waiting behind it (up to
+ *   MAX_FSYNCS_IN_FLIGHT), and each covers every commit made before it started; until one that
+ *   started after it returns the commit is visible to readStream (decisions) but not to readAll,
+ *   subscriptions, commit listeners or headPosition.
  * - `synchronous=NORMAL` (opt-in): the commit is written to the WAL with write(2) but not fsynced.
  *   It survives the process being killed (SIGKILL, a crash, an OOM kill), because the operating system
  *   already holds the bytes; an operating-system crash or a power loss may lose the most recent

@@ -1,11 +1,22 @@
 import { closeSync, fsync, fsyncSync, openSync } from 'node:fs';
+import { dirname } from 'node:path';
 
 /** How a file descriptor is fsynced: Node's `fs.fsync` (on libuv's thread pool) unless a test holds it. */
 export type FsyncFile = (fd: number, done: (error: NodeJS.ErrnoException | null) => void) => void;
-import { dirname } from 'node:path';
 
-/** A commit waiting for the fsync that makes it durable, with who to tell. */
+/**
+ * Most fsyncs of the WAL running at once, in fsyncs. A commit made while one runs starts its own
+ * at once instead of waiting for it to return (the kernel's journal merges what it can of the two);
+ * past this many, commits wait for one to return and share the next. Two leave libuv's default four
+ * threads room for the process's other file work; more in flight only queue in the disk and the
+ * journal, which commits one transaction at a time.
+ */
+export const MAX_FSYNCS_IN_FLIGHT = 2;
+
+/** A commit waiting for an fsync that makes it durable, with who to tell. */
 interface UnsyncedCommit {
+  /** Order of the commit among this log's commits (1, 2, 3…). */
+  readonly sequence: number;
   /** Position of the commit's first event. */
   readonly first: bigint;
   readonly done: (error?: Error) => void;
@@ -15,24 +26,39 @@ interface UnsyncedCommit {
  * Makes the log's commits durable without blocking the event loop: the connection commits with
  * `synchronous=NORMAL` (COMMIT writes the WAL with write(2) and returns), and this fsyncs the WAL file
  * on libuv's thread pool. Each commit is told only once an fsync that started after it returned, so
- * an acknowledged append is on disk exactly as under `synchronous=FULL`; one fsync covers every
- * commit made while the one before it ran (group commit across commits), and the event loop keeps
- * committing meanwhile.
+ * an acknowledged append is on disk exactly as under `synchronous=FULL`.
+ *
+ * A commit does not wait behind an fsync in flight: it starts another one at once (up to
+ * MAX_FSYNCS_IN_FLIGHT), and whichever fsync returns first tells every commit made before it started,
+ * so an fsync that started later and returned sooner also covers the commits of the one still
+ * running. Past the bound, the commits made meanwhile share one fsync (group commit across commits).
+ * Commits are told in their order, always a prefix of those waiting.
  *
  * Why fsyncing the WAL file is enough: in WAL mode SQLite appends each commit's frames to that file
  * and, under NORMAL, syncs it itself before each checkpoint and when it starts reusing it, so every
- * frame a completed fsync covered is replayed after a power loss. The descriptor is our own; fsync
- * flushes the file, whichever descriptor wrote it. The file stays the same while the store's
- * connection is open (SQLite deletes it only when the last connection closes).
+ * frame a completed fsync covered is replayed after a power loss. fsync flushes the file whichever
+ * descriptor wrote it. The file stays the same while the store's connection is open (SQLite deletes
+ * it only when the last connection closes).
+ *
+ * Each fsync in flight has a descriptor of its own: Linux reports a failed writeback once to each open
+ * file description (errseq), so two fsyncs sharing one could see the error in one and a success in the
+ * other, for the same lost page. With one each, every fsync that ran over a failure reports it.
  *
  * After a failed fsync nothing is trusted (the kernel may have dropped the dirty pages): every
  * waiting and later commit fails with the same error, and the store refuses new appends.
  */
 export class WalSync {
-  private fd: number | undefined;
-  private waiting: UnsyncedCommit[] = [];
-  /** Commits the fsync in flight covers; undefined when none runs. */
-  private syncing: UnsyncedCommit[] | undefined;
+  /** Descriptors of the WAL no fsync is using (at most one per fsync that may run at once). */
+  private readonly free: number[] = [];
+  /** Every descriptor of the WAL this opened, to close. */
+  private readonly opened: number[] = [];
+  private directorySynced = false;
+  /** Commits not yet told, in their order. */
+  private unsynced: UnsyncedCommit[] = [];
+  private lastSequence = 0;
+  /** The last commit an fsync already running (or returned) started after. */
+  private startedThrough = 0;
+  private inFlight = 0;
   private idle: Array<() => void> = [];
   private failed: Error | undefined;
 
@@ -48,69 +74,80 @@ export class WalSync {
 
   /** Position of the first event not yet on disk; undefined when every commit is. */
   get firstUnsynced(): bigint | undefined {
-    return (this.syncing?.[0] ?? this.waiting[0])?.first;
+    return this.unsynced[0]?.first;
   }
 
   /** Calls `done` once the commit just made (first event at `first`) is on disk, or with the error that prevented it. */
   afterCommit(first: bigint, done: (error?: Error) => void): void {
     if (this.failed !== undefined) return done(this.failed);
-    this.waiting.push({ first, done });
-    if (this.syncing === undefined) this.start();
+    this.unsynced.push({ sequence: ++this.lastSequence, first, done });
+    this.startIfRoom();
   }
 
-  /** Resolves once no commit waits for an fsync. */
+  /** Resolves once no commit waits for an fsync and none runs. */
   drained(): Promise<void> {
-    if (this.syncing === undefined && this.waiting.length === 0) return Promise.resolve();
+    if (this.inFlight === 0 && this.unsynced.length === 0) return Promise.resolve();
     return new Promise((resolve) => this.idle.push(resolve));
   }
 
-  /** Closes the descriptor; call after `drained()`. */
+  /** Closes the descriptors; call after `drained()`. */
   close(): void {
-    if (this.fd !== undefined) closeSync(this.fd);
-    this.fd = undefined;
+    for (const fd of this.opened) closeSync(fd);
+    this.opened.length = 0;
+    this.free.length = 0;
   }
 
-  private start(): void {
-    const batch = this.waiting;
-    this.waiting = [];
-    this.syncing = batch;
+  /** Starts an fsync for the commits no running fsync covers, if fewer than MAX_FSYNCS_IN_FLIGHT run. */
+  private startIfRoom(): void {
+    if (this.failed !== undefined || this.inFlight >= MAX_FSYNCS_IN_FLIGHT || this.startedThrough === this.lastSequence) return;
+    const through = this.lastSequence;
+    this.startedThrough = through;
+    this.inFlight++;
     let fd: number;
     try {
       fd = this.descriptor();
     } catch (error) {
-      return this.finish(batch, asError(error));
+      return this.finish(undefined, through, asError(error));
     }
-    this.fsyncFile(fd, (error) => this.finish(batch, error ?? undefined));
+    this.fsyncFile(fd, (error) => this.finish(fd, through, error ?? undefined));
   }
 
-  private finish(batch: readonly UnsyncedCommit[], error: Error | undefined): void {
+  /** An fsync that started after commit `through` returned: tells the commits up to it, or fails them all. */
+  private finish(fd: number | undefined, through: number, error: Error | undefined): void {
+    this.inFlight--;
+    if (fd !== undefined) this.free.push(fd);
     if (error !== undefined && this.failed === undefined) {
       this.failed = new Error(`The log could not be made durable (fsync of ${this.walPath}: ${error.message}); restart the service`);
     }
-    this.syncing = undefined;
-    for (const commit of batch) commit.done(this.failed);
-    if (this.failed !== undefined) {
-      const rest = this.waiting;
-      this.waiting = [];
-      for (const commit of rest) commit.done(this.failed);
-    }
-    if (this.waiting.length > 0) return this.start();
+    let told = 0;
+    if (this.failed !== undefined) told = this.unsynced.length;
+    else while (told < this.unsynced.length && this.unsynced[told]!.sequence <= through) told++;
+    // Off the list before anyone is told, so firstUnsynced already says what is left.
+    const durable = this.unsynced.splice(0, told);
+    for (const commit of durable) commit.done(this.failed);
+    this.startIfRoom();
+    if (this.inFlight > 0 || this.unsynced.length > 0) return;
     const idle = this.idle;
     this.idle = [];
     for (const resolve of idle) resolve();
   }
 
-  /** Opens the WAL file the first time, and makes its directory entry durable once. */
+  /** A descriptor of the WAL no fsync is using, opened the first time; the directory entry made durable once. */
   private descriptor(): number {
-    if (this.fd !== undefined) return this.fd;
-    this.fd = openSync(this.walPath, 'r+');
-    const directory = openSync(dirname(this.walPath), 'r');
-    try {
-      fsyncSync(directory);
-    } finally {
-      closeSync(directory);
+    const reused = this.free.pop();
+    if (reused !== undefined) return reused;
+    const fd = openSync(this.walPath, 'r+');
+    this.opened.push(fd);
+    if (!this.directorySynced) {
+      const directory = openSync(dirname(this.walPath), 'r');
+      try {
+        fsyncSync(directory);
+      } finally {
+        closeSync(directory);
+      }
+      this.directorySynced = true;
     }
-    return this.fd;
+    return fd;
   }
 }
 
