@@ -136,7 +136,9 @@ export class GatewayCalls implements GatewayAccounting {
     // Read so that nothing upstream sent can make it throw: unpriceable usage is unknown usage.
     const { attempt, end } = gatewayAttemptEnd(outcome, current.publication!);
     const at = isoAt(this.clock);
-    const settled = (await this.repository.handleAll(stream, invocationDecider, closeAndSettle(end, at, attempt), context)).state;
+    // One disk wait for both appends: the account's settlement below is durable, and a log that keeps
+    // it keeps this earlier commit (docs/gateway.md "Settlement", "One disk wait").
+    const settled = (await this.repository.handleAll(stream, invocationDecider, closeAndSettle(end, at, attempt), { ...context, acknowledgeOnCommit: true })).state;
     if (requestId !== undefined) markGatewayPhase(requestId, 'invocation_settled');
     // Reported usage trues up the key's tokens per minute; unknown usage keeps the worst case counted.
     const tokens = attempt.usage === undefined ? undefined : reportedTokens(attempt.usage);
