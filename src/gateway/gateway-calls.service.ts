@@ -13,7 +13,8 @@ import type { AccountState } from '../accounts/account.state';
 import { AdmissionRefusedError, GATEWAY_STATUS_OF_REFUSAL, rateLimitClause, spendLimitRemaining, type AccountRefusal, type AdmissionRefusal, type AdmissionRefusalReason, type KeyWorstCaseTokensFigures } from '../accounts/admission.policy';
 import { keyAllowsModel, keyExpiry, UnknownGatewayKeyError, type GatewayKey, type GatewayRejectionReason } from '../accounts/gateway-keys';
 import { anthropicErrorTypeOf } from './anthropic-error.body';
-import { AggregateRepository, type CommandContext } from '../aggregates/aggregate.repository';
+import { AggregateRepository, MAX_CACHED_AGGREGATES, type AggregateDecider, type CommandContext } from '../aggregates/aggregate.repository';
+import type { DomainEvent } from '../domain/decider';
 import type { Publication } from '../catalog/operation.events';
 import { CLOCK, isoAt } from '../domain/clock.token';
 import { INSTANCE_LEASE, type LeaseHolder } from '../invocations/instance-lease';
@@ -51,8 +52,22 @@ export const GATEWAY_RETRY_AFTER_SECONDS = 1;
 export const GATEWAY_CALL_IDS = Symbol('GATEWAY_CALL_IDS');
 export type GatewayCallIds = (organizationId: string) => string;
 
+/**
+ * How far behind the log the key and the rate card an admission is checked on may be, in ms of the
+ * instance's clock: the state the instance last read or appended to at its expected revision serves
+ * calls for this long before it is read on. So a rate card version priced, or a model disabled, on
+ * another instance is used from at most this long after; a key's change is exact anyway, since the
+ * hold decides on the account as the stream has it (the append's expected revision). A refusal is
+ * always decided on the streams as read.
+ */
+export const GATEWAY_FOLLOWED_STATE_MAX_AGE_MS = 1_000;
+
 type Admitted = Extract<GatewayAdmission, { admitted: true }>;
 type KnownKey = { readonly ok: true; readonly organizationId: string; readonly key: GatewayKey; readonly keyHash: string; readonly account: AccountState };
+/** The checks before the hold: passed, with the rate card version and the worst case; or the answer, and the rejection to count. */
+type Checked =
+  | { readonly found: KnownKey; readonly card: RateCardVersion; readonly hold: { readonly credits: number; readonly tokens: number } }
+  | { readonly answer: GatewayRefusal; readonly rejection?: Omit<GatewayRejection, 'model' | 'requestId'> };
 
 /** A refusal answered with `status`, in the error type Anthropic gives that status. */
 const refusal = (status: GatewayRefusal['status'], message: string, extra: Partial<GatewayRefusal> = {}): GatewayRefusal => ({
@@ -69,6 +84,9 @@ const INVALID_KEY = refusalFor('key_revoked', 'invalid x-api-key');
 
 @Injectable()
 export class GatewayCalls implements GatewayAccounting {
+  /** Per stream (the rate card, accounts): when the instance last proved its cached state current, by its clock. */
+  private readonly provedCurrentAtMs = new Map<string, number>();
+
   constructor(
     private readonly repository: AggregateRepository,
     @Inject(CLOCK) private readonly clock: Clock,
@@ -101,18 +119,30 @@ export class GatewayCalls implements GatewayAccounting {
   }
 
   async admit({ presentedKey, facts, tags, requestId }: GatewayCallRequest): Promise<GatewayAdmission> {
-    const found = await this.findKey(presentedKey);
-    if (!('ok' in found)) return found;
+    // From the key and rate card the instance follows; a refusal is never decided on state that may
+    // be behind the log, so it is decided again on the streams as read, and only that answer stands.
+    let checked = await this.check(presentedKey, facts, false);
+    if (!('hold' in checked)) checked = await this.check(presentedKey, facts, true);
+    if (!('hold' in checked)) {
+      // Counted on the key and logged (docs/gateway.md "Rejections before admission"); nothing is held.
+      if (checked.rejection !== undefined) this.noteRejection({ ...checked.rejection, model: facts.model, requestId });
+      return checked.answer;
+    }
     markGatewayPhase(requestId, 'key_checked');
+    return this.hold(checked.found, checked.card, facts, checked.hold, tags ?? [], requestId);
+  }
+
+  /**
+   * The checks before the hold (docs/gateway.md "Admission", steps 1 to 3): the key, the model on the
+   * rate card and the key, the caps, the worst case. `fresh`: on the streams as read now, else on the
+   * state the instance follows (at most GATEWAY_FOLLOWED_STATE_MAX_AGE_MS behind what it last read or wrote).
+   */
+  private async check(presentedKey: string, facts: MessagesBodyFacts, fresh: boolean): Promise<Checked> {
+    const found = await this.findKey(presentedKey, fresh);
+    if (!('ok' in found)) return { answer: found };
     const { key, organizationId } = found;
-    // Counted on the key and logged (docs/gateway.md "Rejections before admission"); nothing is held.
-    const rejected = (reason: GatewayRejectionReason, answer: GatewayRefusal): GatewayRefusal => {
-      this.noteRejection({ organizationId, keyId: key.keyId, reason, model: facts.model, requestId });
-      return answer;
-    };
-    // Read on from the cached revision: another instance may have priced a new version (the simulator
-    // found calls priced minutes after their version's window ended on an instance that never re-read).
-    const card = rateCardInForce((await this.repository.load(RATE_CARD_STREAM, rateCardDecider)).state, facts.model);
+    const rejected = (reason: GatewayRejectionReason, answer: GatewayRefusal): Checked => ({ answer, rejection: { organizationId, keyId: key.keyId, reason } });
+    const card = rateCardInForce(await this.followed(RATE_CARD_STREAM, rateCardDecider, fresh), facts.model);
     if (card === undefined || !card.enabled) return rejected('model_not_on_rate_card', refusal(404, modelNotOnRateCard(facts.model)));
     if (!keyAllowsModel(key, facts.model)) return rejected('model_not_allowed', modelNotAllowed(key, facts.model));
     const cap = Math.min(card.maxOutputTokens, key.maxOutputTokens ?? Number.MAX_SAFE_INTEGER);
@@ -126,7 +156,7 @@ export class GatewayCalls implements GatewayAccounting {
     if (key.tokensPerMinute !== undefined && tokens > key.tokensPerMinute) {
       return rejected('max_tokens_over_tokens_per_minute', worstCaseOverTokensPerMinute({ keyId: key.keyId, maxTokens: facts.maxTokens, worstCaseTokens: tokens, tokensPerMinute: key.tokensPerMinute }, key));
     }
-    return this.hold(organizationId, found, card, facts, { credits: hold.credits, tokens }, tags ?? [], requestId);
+    return { found, card, hold: { credits: hold.credits, tokens } };
   }
 
   async settle(admission: Admitted, outcome: GatewayCallOutcome, requestId?: string): Promise<void> {
@@ -142,21 +172,25 @@ export class GatewayCalls implements GatewayAccounting {
     if (requestId !== undefined) markGatewayPhase(requestId, 'invocation_settled');
     // Reported usage trues up the key's tokens per minute; unknown usage keeps the worst case counted.
     const tokens = attempt.usage === undefined ? undefined : reportedTokens(attempt.usage);
-    await this.repository.handle(accountStreamName(admission.organizationId), accountDecider, settleHold(admission.invocationId, settled, at, undefined, tokens), context);
+    const account = accountStreamName(admission.organizationId);
+    const released = await this.repository.handle(account, accountDecider, settleHold(admission.invocationId, settled, at, undefined, tokens), context);
+    if (released.events.length > 0) this.provedCurrent(account, this.clock.now());
     if (requestId !== undefined) markGatewayPhase(requestId, 'hold_settled');
     this.repository.forget(stream);
   }
 
-  /** The key the caller presented, from its organization's account as the stream has it (revocation included). */
-  private async findKey(presentedKey: string): Promise<KnownKey | GatewayRefusal> {
+  /**
+   * The key the caller presented, from its organization's account (revocation included): as the
+   * stream has it now when `fresh`, else as the instance follows it.
+   */
+  private async findKey(presentedKey: string, fresh = true): Promise<KnownKey | GatewayRefusal> {
     const organizationId = organizationOfKey(presentedKey);
     if (organizationId === undefined) return INVALID_KEY;
-    const stream = accountStreamName(organizationId);
     const hash = gatewayKeyHash(presentedKey);
-    // Read on from the cached revision: another instance may have issued, changed or revoked the key
-    // since (the simulator found calls refused for an allowlist changed minutes before, on an
-    // instance that never wrote to the account in between).
-    const account = (await this.repository.load(stream, accountDecider)).state;
+    // Read on from the cached revision when fresh: another instance may have issued, changed or
+    // revoked the key since (the simulator found calls refused for an allowlist changed minutes
+    // before, on an instance that never wrote to the account in between).
+    const account = await this.followed(accountStreamName(organizationId), accountDecider, fresh);
     const key = account.gatewayKeys.get(account.gatewayKeyHashes.get(hash) ?? '');
     if (key === undefined || key.revokedAt !== undefined) return INVALID_KEY;
     const expired = keyExpiry(key, hash, isoAt(this.clock));
@@ -164,10 +198,31 @@ export class GatewayCalls implements GatewayAccounting {
     return { ok: true, organizationId, key, keyHash: hash, account };
   }
 
+  /**
+   * A stream's state as the instance follows it: the cached state while it was proved current (read,
+   * or appended to at its expected revision) within GATEWAY_FOLLOWED_STATE_MAX_AGE_MS, else read on
+   * from the cached revision. `fresh`: read on in any case.
+   */
+  private async followed<State>(streamName: string, decider: AggregateDecider<unknown, DomainEvent, State>, fresh: boolean): Promise<State> {
+    const nowMs = this.clock.now();
+    const provedAtMs = this.provedCurrentAtMs.get(streamName);
+    const read = fresh || provedAtMs === undefined || nowMs - provedAtMs > GATEWAY_FOLLOWED_STATE_MAX_AGE_MS;
+    const { state } = await this.repository.load(streamName, decider, read);
+    if (read) this.provedCurrent(streamName, nowMs);
+    return state;
+  }
+
+  /** Notes that the instance's cached state of `streamName` was the stream's at `atMs`. */
+  private provedCurrent(streamName: string, atMs: number): void {
+    // Map keeps insertion order: re-inserting marks the entry most recently proved.
+    this.provedCurrentAtMs.delete(streamName);
+    this.provedCurrentAtMs.set(streamName, atMs);
+    if (this.provedCurrentAtMs.size > MAX_CACHED_AGGREGATES) this.provedCurrentAtMs.delete(this.provedCurrentAtMs.keys().next().value as string);
+  }
+
   /** Estimated, held (or refused and recorded), reserved and dispatched. */
   private async hold(
-    organizationId: string,
-    { key, keyHash }: KnownKey,
+    { organizationId, key, keyHash }: KnownKey,
     card: RateCardVersion,
     facts: MessagesBodyFacts,
     { credits: holdCredits, tokens }: { readonly credits: number; readonly tokens: number },
@@ -196,6 +251,8 @@ export class GatewayCalls implements GatewayAccounting {
         // log that keeps it keeps both (nothing goes upstream before it).
         { correlationId: invocationId, acknowledgeOnCommit: true },
       );
+      // Appended at its expected revision: the cached account was the stream's a moment ago.
+      this.provedCurrent(accountStreamName(organizationId), this.clock.now());
       markGatewayPhase(requestId, 'hold_decided');
     } catch (error) {
       // Revoked between the key check and the hold: nothing is held, and the estimate is refused at once (transition 1).

@@ -11,7 +11,7 @@ import type { EventStore } from '../../src/event-store/event-store.port';
 import { openEventStore } from '../../src/event-store/open-event-store';
 import type { GatewayAdmission, GatewayCallOutcome, MessagesBodyFacts } from '../../src/gateway/gateway-call.port';
 import { GatewayAdmin } from '../../src/gateway/gateway-admin.service';
-import { GatewayCalls } from '../../src/gateway/gateway-calls.service';
+import { GATEWAY_FOLLOWED_STATE_MAX_AGE_MS, GatewayCalls } from '../../src/gateway/gateway-calls.service';
 import { invocationDecider } from '../../src/invocations/invocation.decider';
 import { invocationStreamName } from '../../src/invocations/invocation.events';
 import { VirtualClock } from '../../src/runtime/clock';
@@ -63,9 +63,37 @@ describe('gateway accounting across instances on one log, and at most the hold (
     await clock.advance(60_000);
     await admin.priceModel(MODEL, { ...CARD, prices: { ...PRICES, outputPerMTok: 30_000 } });
     expect(await rateCardVersionOf((await admitted(second, key)).invocationId)).toBe(2);
-    // Disabled on the first instance: refused on the second from its next call.
+    // Disabled on the first instance: refused on the second once the card it follows is older than the bound.
     await admin.priceModel(MODEL, { ...CARD, enabled: false });
+    await clock.advance(GATEWAY_FOLLOWED_STATE_MAX_AGE_MS + 1);
     expect(await second.admit({ presentedKey: key, facts: FACTS, requestId: 'r' })).toMatchObject({ admitted: false, status: 404 });
+  });
+
+  it(`admits from the rate card it read within GATEWAY_FOLLOWED_STATE_MAX_AGE_MS (${GATEWAY_FOLLOWED_STATE_MAX_AGE_MS} ms) without reading it again, and reads it again past that`, async () => {
+    const { key } = await admin.issueKey(ORG, { name: 'ci-bot' });
+    expect(await rateCardVersionOf((await admitted(second, key)).invocationId)).toBe(1);
+    await admin.priceModel(MODEL, { ...CARD, prices: { ...PRICES, outputPerMTok: 30_000 } });
+    await clock.advance(GATEWAY_FOLLOWED_STATE_MAX_AGE_MS);
+    expect(await rateCardVersionOf((await admitted(second, key)).invocationId)).toBe(1);
+    await clock.advance(1);
+    expect(await rateCardVersionOf((await admitted(second, key)).invocationId)).toBe(2);
+  });
+
+  it('decides a refusal on the streams as read: a model priced on another instance a moment ago is admitted, not refused 404 from the card it follows', async () => {
+    const { key } = await admin.issueKey(ORG, { name: 'ci-bot' });
+    await admitted(second, key);
+    await admin.priceModel('claude-new', CARD);
+    await admitted(second, key, { ...FACTS, model: 'claude-new' });
+  });
+
+  it('admits from the key it follows only what the account’s own decision at the hold admits: a cap lowered on another instance is refused and recorded, nothing held', async () => {
+    const { key, keyId } = await admin.issueKey(ORG, { name: 'ci-bot' });
+    await admitted(second, key);
+    await admin.changeKey(ORG, keyId, { name: 'ci-bot', maxOutputTokens: 10 });
+    const refused = await second.admit({ presentedKey: key, facts: FACTS, requestId: 'r' });
+    expect(refused).toMatchObject({ admitted: false, status: 400, invocationId: expect.any(String) });
+    const account = (await secondRepository.load(accountStreamName(ORG), accountDecider)).state;
+    expect(account.openHolds.size).toBe(1);
   });
 
   it('follows a key’s allowlist and cap changed on another instance, though it wrote nothing to the account meanwhile', async () => {
