@@ -95,3 +95,11 @@ export function explainBatchRequest(state: GatewayBatchState, customId: string):
           : `; it succeeded and was charged ${result.priceCredits} credits for its usage at batch rates, the rest of its hold released.`;
   return { batchId: state.created!.batchId, customId, model: request.model, rateCardVersion: card.version, holdCredits: request.holdCredits, ...(result === undefined ? {} : { result }), sentence: head + tail };
 }
+
+/** A page of a list of ids: those after `after` (from the start when absent), at most `limit`, and the last one's id when more follow; undefined for an `after` not in the list. */
+export function pageAfter(ids: readonly string[], after: string | undefined, limit: number): { readonly ids: readonly string[]; readonly nextAfter: string | null } | undefined {
+  const start = after === undefined ? 0 : ids.indexOf(after) + 1;
+  if (start === 0 && after !== undefined) return undefined;
+  const chosen = ids.slice(start, start + limit);
+  return { ids: chosen, nextAfter: start + limit < ids.length ? chosen.at(-1)! : null };
+}

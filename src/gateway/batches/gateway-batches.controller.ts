@@ -1,4 +1,4 @@
-import { Controller, Get, Param, type PipeTransform } from '@nestjs/common';
+import { Controller, Get, Param, Query, type PipeTransform } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { ApiAuthenticatedErrors, ApiInvalidRequest, ApiNotFound, ApiUnavailable } from '../../http-kit/api-docs.decorators';
 import { mayAccessOrganization, type Caller } from '../../http-kit/auth/caller';
@@ -8,8 +8,8 @@ import { InvalidRequestException, ResourceNotFoundException } from '../../http-k
 import { CUSTOM_ID_PATTERN } from './batch-requests.reader';
 import { IdParam } from '../../http-kit/id-param.pipe';
 import { LedgerApi } from '../../http-kit/ledger-api.decorator';
-import { explainBatch, explainBatchRequest, type BatchExplanation, type BatchRequestExplanation } from './batch-explanation';
-import { BatchExplanationDto, BatchRequestExplanationDto } from './gateway-batches.dto';
+import { explainBatch, explainBatchRequest, pageAfter, type BatchExplanation, type BatchRequestExplanation } from './batch-explanation';
+import { BatchExplanationDto, BatchListDto, BatchPageQueryDto, BatchRequestExplanationDto, BatchRequestListDto, DEFAULT_BATCH_PAGE } from './gateway-batches.dto';
 import { GatewayBatches } from './gateway-batches.service';
 
 /**
@@ -50,6 +50,23 @@ function PatternParam(name: string, pattern: RegExp, maxLength: number): Paramet
 export class GatewayBatchesController {
   constructor(private readonly batches: GatewayBatches) {}
 
+  @Get()
+  @ApiOperation({ summary: 'List the Message Batches', description: 'The organization’s batches, newest first, each explained: status, request count, results by type, hold and charge.' })
+  @ApiOkResponse({ type: BatchListDto })
+  @ApiInvalidRequest()
+  @ApiNotFound('No such organization, or not the caller’s.')
+  async list(@CurrentCaller() caller: Caller, @IdParam('organizationId') organizationId: string, @Query() query: BatchPageQueryDto): Promise<{ batches: BatchExplanation[]; nextAfter: string | null }> {
+    if (!mayAccessOrganization(caller, organizationId)) throw new ResourceNotFoundException('organization', organizationId);
+    const indexed = await this.batches.indexedOf(organizationId);
+    const page = pageOf(indexed.map((batch) => batch.batchId), query);
+    const batches: BatchExplanation[] = [];
+    for (const batchId of page.ids) {
+      const explained = explainBatch((await this.batches.state(batchId))!);
+      if (explained !== undefined) batches.push(explained);
+    }
+    return { batches, nextAfter: page.nextAfter };
+  }
+
   @Get(':batchId')
   @ApiOperation({ summary: 'Explain a Message Batch', description: 'Its key, its hold at batch rates, its results by type and its charge, with a sentence.' })
   @ApiOkResponse({ type: BatchExplanationDto })
@@ -59,6 +76,22 @@ export class GatewayBatchesController {
     const explained = explainBatch(await this.owned(caller, organizationId, batchId));
     if (explained === undefined) throw new ResourceNotFoundException('batch', batchId);
     return explained;
+  }
+
+  @Get(':batchId/requests')
+  @ApiOperation({ summary: 'List the requests of a Message Batch', description: 'In the order sent, each explained: its model, hold and result as charged.' })
+  @ApiOkResponse({ type: BatchRequestListDto })
+  @ApiInvalidRequest()
+  @ApiNotFound('No such organization or batch, or not the caller’s.')
+  async requests(
+    @CurrentCaller() caller: Caller,
+    @IdParam('organizationId') organizationId: string,
+    @PatternParam('batchId', BATCH_ID_PARAM, MAX_BATCH_ID_PARAM_CHARS) batchId: string,
+    @Query() query: BatchPageQueryDto,
+  ): Promise<{ requests: BatchRequestExplanation[]; nextAfter: string | null }> {
+    const state = await this.owned(caller, organizationId, batchId);
+    const page = pageOf([...state.requests.keys()], query);
+    return { requests: page.ids.flatMap((customId) => explainBatchRequest(state, customId) ?? []), nextAfter: page.nextAfter };
   }
 
   @Get(':batchId/requests/:customId')
@@ -84,4 +117,11 @@ export class GatewayBatchesController {
     if (state?.created?.organizationId !== organizationId) throw new ResourceNotFoundException('batch', batchId);
     return state;
   }
+}
+
+/** The page the query asks for; 400 naming `after` when it is not in the list. */
+function pageOf(ids: readonly string[], query: BatchPageQueryDto): { readonly ids: readonly string[]; readonly nextAfter: string | null } {
+  const page = pageAfter(ids, query.after, query.limit === undefined ? DEFAULT_BATCH_PAGE : Number(query.limit));
+  if (page === undefined) throw InvalidRequestException.of('after', 'is not an entry of this list');
+  return page;
 }

@@ -1,5 +1,40 @@
-/** The answers of the Message Batches' explanation routes (docs/gateway.md "Message Batches"). */
+/** The answers and queries of the Message Batches' explanation routes (docs/gateway.md "Message Batches"). */
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { absent, fieldRule, Optional, QueryWholeNumber } from '../../http-kit/dto/field-rules';
+import { CUSTOM_ID_PATTERN } from './batch-requests.reader';
+
+/** Batches, or a batch's requests, on one page of the explanation lists, when the query names no `limit`. */
+export const DEFAULT_BATCH_PAGE = 50;
+/** The most batches, or requests of a batch, on one page (each is read from its batch's stream). */
+export const MAX_BATCH_PAGE = 100;
+/** Longest `after`, in characters: a batch id or a custom_id (both at most 64). */
+const MAX_AFTER_CHARS = 64;
+
+/** Query of the lists of batches and of a batch's requests. */
+export class BatchPageQueryDto {
+  @ApiPropertyOptional({ default: DEFAULT_BATCH_PAGE, description: 'Entries per page.' })
+  @Optional()
+  @QueryWholeNumber({ min: 1, max: MAX_BATCH_PAGE, unit: 'entries' })
+  readonly limit?: string;
+
+  @ApiPropertyOptional({ description: 'The `nextAfter` of the previous page: the list resumes after this batch id (or custom_id).' })
+  @Optional()
+  @AfterId()
+  readonly after?: string;
+}
+
+/** `after`: a batch id or a custom_id, in the form both take. */
+function AfterId(): PropertyDecorator {
+  return fieldRule(
+    'after',
+    undefined,
+    (value) => {
+      if (value === undefined || value === null) return absent(value);
+      return typeof value === 'string' && CUSTOM_ID_PATTERN.test(value) ? undefined : `must match ${CUSTOM_ID_PATTERN.source}`;
+    },
+    { type: 'string', minLength: 1, maxLength: MAX_AFTER_CHARS, pattern: CUSTOM_ID_PATTERN.source },
+  );
+}
 
 class BatchRateCardDto {
   @ApiProperty() readonly model!: string;
@@ -49,4 +84,14 @@ export class BatchRequestExplanationDto {
   @ApiProperty({ type: 'integer' }) readonly holdCredits!: number;
   @ApiPropertyOptional({ type: BatchResultDto, description: 'Absent until the batch’s results are recorded.' }) readonly result?: BatchResultDto;
   @ApiProperty() readonly sentence!: string;
+}
+
+export class BatchListDto {
+  @ApiProperty({ type: [BatchExplanationDto], description: 'The organization’s batches, newest first (refused and deleted ones too).' }) readonly batches!: BatchExplanationDto[];
+  @ApiProperty({ type: 'string', nullable: true, description: 'Pass as `after` for the next page; null on the last.' }) readonly nextAfter!: string | null;
+}
+
+export class BatchRequestListDto {
+  @ApiProperty({ type: [BatchRequestExplanationDto], description: 'The batch’s requests in the order they were sent.' }) readonly requests!: BatchRequestExplanationDto[];
+  @ApiProperty({ type: 'string', nullable: true, description: 'Pass as `after` for the next page; null on the last.' }) readonly nextAfter!: string | null;
 }

@@ -35,7 +35,7 @@ import {
   type GatewayBatchCommand,
   type GatewayBatchState,
 } from './gateway-batch';
-import { GATEWAY_BATCH_INDEX_STREAM, gatewayBatchIndexDecider, type GatewayBatchIndexCommand } from './gateway-batch-index';
+import { GATEWAY_BATCH_INDEX_STREAM, gatewayBatchIndexDecider, type GatewayBatchIndexCommand, type IndexedBatch } from './gateway-batch-index';
 
 /** A gateway batch id: `msgbatch_` and 32 hex digits. */
 export const GATEWAY_BATCH_ID_PATTERN = /^msgbatch_[0-9a-f]{32}$/;
@@ -151,14 +151,19 @@ export class GatewayBatches {
   async list(presentedKey: string): Promise<BatchAnswer<readonly { readonly batchId: string; readonly upstreamBatchId: string }[]>> {
     const found = await this.key(presentedKey);
     if (!found.ok) return found;
-    const index = (await this.repository.load(GATEWAY_BATCH_INDEX_STREAM, gatewayBatchIndexDecider)).state;
-    const mine = [...index.batches.values()].filter((batch) => batch.organizationId === found.value.organizationId && !batch.deleted).reverse();
+    const mine = (await this.indexedOf(found.value.organizationId)).filter((batch) => !batch.deleted);
     const listed: { batchId: string; upstreamBatchId: string }[] = [];
     for (const { batchId } of mine) {
       const state = (await this.repository.load(gatewayBatchStreamName(batchId), gatewayBatchDecider)).state;
       if (state.upstreamBatchId !== undefined && state.deletedAt === undefined) listed.push({ batchId, upstreamBatchId: state.upstreamBatchId });
     }
     return { ok: true, value: listed };
+  }
+
+  /** Every batch the organization created (refused and deleted ones too), newest first, as the index has them. */
+  async indexedOf(organizationId: string): Promise<readonly IndexedBatch[]> {
+    const index = (await this.repository.load(GATEWAY_BATCH_INDEX_STREAM, gatewayBatchIndexDecider)).state;
+    return [...index.batches.values()].filter((batch) => batch.organizationId === organizationId).reverse();
   }
 
   /** Settled first (a batch Anthropic deletes keeps no results), then deleted upstream and here. */
