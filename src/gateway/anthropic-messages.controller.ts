@@ -169,7 +169,8 @@ export class AnthropicMessagesController {
   /**
    * Once per admitted call, when upstream's answer ended: the caller is given the answer's last bytes
    * once this resolves, so a caller with its whole answer finds the call settled. A failure is
-   * logged and leaves the hold to the sweep (docs/lifecycle.md); the answer is relayed anyway. The
+   * logged and the answer relayed anyway; the accounting tries it again while the store is
+   * unavailable (GatewaySettlementRetries), else the hold is left to the sweep (docs/lifecycle.md). The
    * attempt is published for its `chat {model}` span either way. The outcome is what the relay
    * observed; what it costs is the accounting's to decide (GatewayAccounting.settle).
    */
@@ -179,7 +180,7 @@ export class AnthropicMessagesController {
       await this.accounting.settle(admission, outcome, requestId);
     } catch (error) {
       this.logger.error({
-        message: 'gateway call not settled; the sweep will settle it',
+        message: 'gateway call not settled yet; tried again while the store is unavailable, else the sweep settles it',
         requestId,
         invocationId: admission.invocationId,
         error: error instanceof Error ? error.message : String(error),

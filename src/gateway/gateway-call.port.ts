@@ -168,7 +168,11 @@ export interface GatewayAccounting {
    * the key and logged, as admit() counts its own refusals before the hold (docs/gateway.md).
    */
   noteRejection(rejection: GatewayRejection): void;
-  /** `requestId`, when the HTTP side settles, names the call's phase marks (markGatewayPhase). */
+  /**
+   * Settles the call at the outcome. A settlement the store could not take (it was unavailable) is
+   * tried again in the background while the failure goes to the caller. `requestId`, when the HTTP
+   * side settles, names the call's phase marks (markGatewayPhase).
+   */
   settle(admission: Extract<GatewayAdmission, { admitted: true }>, outcome: GatewayCallOutcome, requestId?: string): Promise<void>;
 }
 

@@ -38,6 +38,7 @@ import { gatewayAttemptEnd } from './gateway-attempt.record';
 import { markGatewayPhase } from './gateway-http.channels';
 import { gatewayKeyHash, organizationOfKey } from './gateway-keys.codec';
 import { GatewayRejections } from './gateway-rejections';
+import { GatewaySettlementRetries, isStoreUnavailable } from './gateway-settlement-retries';
 import { RATE_CARD_STREAM, rateCardDecider, rateCardInForce, type RateCardVersion } from './rate-card';
 import { reportedTokens, worstCaseHold, worstCaseTokens } from './worst-case-hold';
 
@@ -95,6 +96,8 @@ export class GatewayCalls implements GatewayAccounting {
     @Optional() private readonly rejections?: GatewayRejections,
     // The instance's lease: each call records it as its owner, so recovery leaves the call to its relay while it lives.
     @Optional() @Inject(INSTANCE_LEASE) private readonly lease?: LeaseHolder,
+    // Absent where only the accounting is built (the simulator's nodes): a failed settlement is left to recovery there.
+    @Optional() private readonly retries?: GatewaySettlementRetries,
   ) {}
 
   noteRejection(rejection: GatewayRejection): void {
@@ -159,7 +162,26 @@ export class GatewayCalls implements GatewayAccounting {
     return { found, card, hold: { credits: hold.credits, tokens } };
   }
 
+  /**
+   * Settles the call at what upstream reported. When the store could not take it (a server restart),
+   * the same settlement is tried again in the background (GatewaySettlementRetries) and the failure
+   * still goes to the caller, which relays the answer anyway.
+   */
   async settle(admission: Admitted, outcome: GatewayCallOutcome, requestId?: string): Promise<void> {
+    try {
+      await this.settleOnce(admission, outcome, requestId);
+    } catch (error) {
+      if (this.retries !== undefined && isStoreUnavailable(error)) this.retries.retry(admission.invocationId, () => this.settleOnce(admission, outcome));
+      throw error;
+    }
+  }
+
+  /**
+   * The settlement, safe to repeat: an invocation already settled (by an earlier try whose append
+   * committed though its answer was lost, or by recovery) is not settled again, and only its hold is
+   * settled, which the account does once.
+   */
+  private async settleOnce(admission: Admitted, outcome: GatewayCallOutcome, requestId?: string): Promise<void> {
     const stream = invocationStreamName(admission.invocationId);
     const context: CommandContext = { correlationId: admission.invocationId };
     const current = (await this.repository.load(stream, invocationDecider, false)).state;
@@ -168,10 +190,13 @@ export class GatewayCalls implements GatewayAccounting {
     const at = isoAt(this.clock);
     // One disk wait for both appends: the account's settlement below is durable, and a log that keeps
     // it keeps this earlier commit (docs/gateway.md "Settlement", "One disk wait").
-    const settled = (await this.repository.handleAll(stream, invocationDecider, closeAndSettle(end, at, attempt), { ...context, acknowledgeOnCommit: true })).state;
+    const settled =
+      current.status === 'settled'
+        ? current
+        : (await this.repository.handleAll(stream, invocationDecider, closeAndSettle(end, at, attempt), { ...context, acknowledgeOnCommit: true })).state;
     if (requestId !== undefined) markGatewayPhase(requestId, 'invocation_settled');
-    // Reported usage trues up the key's tokens per minute; unknown usage keeps the worst case counted.
-    const tokens = attempt.usage === undefined ? undefined : reportedTokens(attempt.usage);
+    // Reported usage trues up the key's tokens per minute; unknown usage (or a settlement at the hold by recovery) keeps the worst case counted.
+    const tokens = attempt.usage === undefined || settled.settlement?.settledBy !== 'runtime' ? undefined : reportedTokens(attempt.usage);
     const account = accountStreamName(admission.organizationId);
     const released = await this.repository.handle(account, accountDecider, settleHold(admission.invocationId, settled, at, undefined, tokens), context);
     if (released.events.length > 0) this.provedCurrent(account, this.clock.now());

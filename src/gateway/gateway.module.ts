@@ -5,6 +5,7 @@ import { GatewayAdmin } from './gateway-admin.service';
 import { GatewayTeams } from './gateway-teams.service';
 import { GatewayCalls } from './gateway-calls.service';
 import { GatewayRejections } from './gateway-rejections';
+import { GatewaySettlementRetries } from './gateway-settlement-retries';
 import { GatewayBatches } from './batches/gateway-batches.service';
 import { GatewayBatchesPoller } from './batches/gateway-batches.poller';
 import { GatewayProviderModule } from './gateway-provider.module';
@@ -22,6 +23,7 @@ import { GatewayProviderModule } from './gateway-provider.module';
     GatewayAdmin,
     GatewayTeams,
     GatewayRejections,
+    GatewaySettlementRetries,
     { provide: GATEWAY_ACCOUNTING, useExisting: GatewayCalls },
     GatewayBatches,
     GatewayBatchesPoller,

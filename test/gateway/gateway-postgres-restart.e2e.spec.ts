@@ -26,27 +26,55 @@ const CALLS_WHILE_DOWN = 8;
 const IN_FLIGHT_PER_KIND = 3;
 const PROMPT = { model: GATEWAY_MODEL, max_tokens: 64, messages: [{ role: 'user' as const, content: 'Go.' }] };
 
-interface OpenInvocation {
-  readonly dispatched: boolean;
-  readonly holdPlaced: boolean;
+interface CallSettlement {
+  readonly settledBy: string;
+  readonly transition: number;
+  /** Its attempt recorded upstream's usage. */
+  readonly usageRecorded: boolean;
+  /** Charged the price of that usage, below the worst case it held. */
+  readonly chargedBelowHold: boolean;
   readonly holdSettled: boolean;
 }
 
-/** The log's invocations not settled, each with whether it was dispatched and its hold placed and settled. */
-async function openInvocations(store: string): Promise<OpenInvocation[]> {
+/** How long the calls in flight may take to be settled once the server is back, in ms (the retries wait at most 5 s between tries). */
+const SETTLED_AFTER_RESTART_WITHIN_MS = 30_000;
+/** Between two reads of the log while waiting for those settlements, in ms. */
+const LOG_POLL_MS = 100;
+
+/** The invocations the log holds, by id. */
+async function invocationIds(store: string): Promise<Set<string>> {
   const log = await openEventStore(store);
   try {
-    const events = await log.readAll();
-    const settled = new Set(events.filter((event) => event.type === 'InvocationSettled').map((event) => event.streamName.slice('invocation-'.length)));
-    const estimated = events.filter((event) => event.type === 'InvocationEstimated').map((event) => event.streamName.slice('invocation-'.length));
-    const about = (type: string, id: string): boolean => events.some((event) => event.type === type && (event.data as { invocationId?: string }).invocationId === id);
-    return estimated
-      .filter((id) => !settled.has(id))
-      .map((id) => ({
-        dispatched: events.some((event) => event.streamName === `invocation-${id}` && event.type === 'InvocationDispatched'),
-        holdPlaced: about('HoldPlaced', id),
-        holdSettled: about('HoldSettled', id),
-      }));
+    return new Set((await log.readAll()).filter((event) => event.type === 'InvocationEstimated').map((event) => event.streamName.slice('invocation-'.length)));
+  } finally {
+    await log.close();
+  }
+}
+
+/** How each invocation of the log but those of `known` was settled, once none of them is left open (or the wait's bound passed). */
+async function settlementsOnceNoneOpen(store: string, known: ReadonlySet<string>): Promise<CallSettlement[]> {
+  const giveUpAt = Date.now() + SETTLED_AFTER_RESTART_WITHIN_MS;
+  const log = await openEventStore(store);
+  try {
+    for (;;) {
+      const events = await log.readAll();
+      const of = (id: string, type: string) => events.find((event) => event.streamName === `invocation-${id}` && event.type === type)?.data;
+      const ids = [...new Set(events.filter((event) => event.type === 'InvocationEstimated').map((event) => event.streamName.slice('invocation-'.length)))].filter((id) => !known.has(id));
+      if (ids.some((id) => of(id, 'InvocationSettled') === undefined) && Date.now() < giveUpAt) {
+        await new Promise((resolve) => setTimeout(resolve, LOG_POLL_MS));
+        continue;
+      }
+      return ids.map((id) => {
+        const settlement = of(id, 'InvocationSettled') as { settledBy: string; transition: number; chargeCredits: number; heldCredits: number } | undefined;
+        return {
+          settledBy: settlement?.settledBy ?? 'open',
+          transition: settlement?.transition ?? 0,
+          usageRecorded: (of(id, 'AttemptRecorded') as { usage?: unknown } | undefined)?.usage !== undefined,
+          chargedBelowHold: settlement !== undefined && settlement.chargeCredits > 0 && settlement.chargeCredits < settlement.heldCredits,
+          holdSettled: events.some((event) => event.type === 'HoldSettled' && (event.data as { invocationId?: string }).invocationId === id),
+        };
+      });
+    }
   } finally {
     await log.close();
   }
@@ -120,7 +148,7 @@ describe('the gateway on PostgreSQL through a server restart: 503 in the declare
     expect(io.lines).toEqual([expect.stringMatching(/^audit verify: OK/)]);
     expect(audited).toBe(EXIT_OK);
   });
-  it('calls in flight when the server stops (JSON and streamed) end without a 500, their holds stay on record, and the instance serves again by itself', async () => {
+  it('calls in flight when the server stops (JSON and streamed) end without a 500, and their settlements are tried again until the server is back: each is settled at its usage, not at its hold by recovery', async () => {
     service ??= await startGatewayService({ env });
     const usage = { input_tokens: 10, output_tokens: 5, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
     let release!: () => void;
@@ -133,6 +161,7 @@ describe('the gateway on PostgreSQL through a server restart: 503 in the declare
             res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify((reply as { body: unknown }).body));
           } };
     const requestsBefore = service!.upstream.requests.length;
+    const earlier = await invocationIds(env.LEDGER_STORE!);
     service!.upstream.reply(
       ...Array.from({ length: IN_FLIGHT_PER_KIND }, () => held(messageReply({ model: GATEWAY_MODEL, usage }))),
       ...Array.from({ length: IN_FLIGHT_PER_KIND }, () => held({ kind: 'sse', steps: messageStream({ model: GATEWAY_MODEL }) })),
@@ -158,11 +187,14 @@ describe('the gateway on PostgreSQL through a server restart: 503 in the declare
     const after = await invocationOf(service!.client().messages.create(PROMPT));
     await settledView(service!.ledger, after);
 
-    // Their settlements failed while the server was down; what was acknowledged before is all there:
-    // each call admitted, dispatched and holding its worst case, open until recovery settles it.
-    const open = await openInvocations(env.LEDGER_STORE!);
-    expect(open).toHaveLength(2 * IN_FLIGHT_PER_KIND);
-    for (const invocation of open) expect(invocation).toEqual({ dispatched: true, holdPlaced: true, holdSettled: false });
+    // Their settlements failed while the server was down and were tried again (GatewaySettlementRetries)
+    // once it was back: each call is settled at the usage upstream reported, by its own relay, not at
+    // its hold by recovery (which runs not at all here), and its hold settled on the account.
+    const settlements = await settlementsOnceNoneOpen(env.LEDGER_STORE!, new Set([...earlier, after]));
+    expect(settlements).toHaveLength(2 * IN_FLIGHT_PER_KIND);
+    for (const settlement of settlements) {
+      expect(settlement).toEqual({ settledBy: 'runtime', transition: 8, usageRecorded: true, chargedBelowHold: true, holdSettled: true });
+    }
 
     await service!.close();
     service = undefined;
