@@ -21,7 +21,7 @@ import { accountStreamName } from '../src/accounts/account.events';
 import { AggregateRepository } from '../src/aggregates/aggregate.repository';
 import { openSqliteEventStore } from '../src/event-store/sqlite/sqlite-event-store';
 import type { EventStore } from '../src/event-store/event-store.port';
-import type { BatchUpstream, UpstreamBatchObject } from '../src/gateway/batches/batch-upstream';
+import type { BatchUpstream, UpstreamBatchObject, UpstreamBatchPage } from '../src/gateway/batches/batch-upstream';
 import { GatewayBatches } from '../src/gateway/batches/gateway-batches.service';
 import { GatewayAdmin } from '../src/gateway/gateway-admin.service';
 import type { MessagesBodyFacts } from '../src/gateway/gateway-call.port';
@@ -55,6 +55,10 @@ class InstantUpstream implements BatchUpstream {
 
   delete(): Promise<void> {
     return Promise.resolve();
+  }
+
+  list(): Promise<UpstreamBatchPage> {
+    return Promise.resolve({ data: [this.object('in_progress')], hasMore: false, lastId: 'msgbatch_upstream' });
   }
 
   async *results(): AsyncIterable<unknown> {

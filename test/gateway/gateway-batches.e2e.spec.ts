@@ -19,6 +19,7 @@ import { openReadModelStore } from '../../src/projection-runner';
 import { EVENT_STORE, type EventStore } from '../../src/event-store/event-store.port';
 import { GATEWAY_BATCH_OPERATION_ID, gatewayBatchDecider, gatewayBatchStreamName, holdIdOfBatch } from '../../src/gateway/batches/gateway-batch';
 import { GatewayBatchesPoller } from '../../src/gateway/batches/gateway-batches.poller';
+import { GATEWAY_BATCH_LOST_RELEASE_AFTER_MS, GATEWAY_BATCH_LOST_SEARCH_AFTER_MS, GATEWAY_BATCH_UNSENT_AFTER_MS } from '../../src/gateway/batches/lost-batch-search';
 import { GatewayBatches } from '../../src/gateway/batches/gateway-batches.service';
 import { GatewayAdmin } from '../../src/gateway/gateway-admin.service';
 import { bearer, startHttpLedger, TOKENS, type HttpLedger } from '../http/support/http-ledger';
@@ -298,6 +299,59 @@ describe('Message Batches through the gateway, with the SDK against a local batc
     expect(after.held).toBe(before.held);
     const events = await a.ledger.app.get<EventStore>(EVENT_STORE).readStream(gatewayBatchStreamName(batch.id));
     expect(events.filter((e) => e.type === 'GatewayBatchSettled')).toHaveLength(1);
+  });
+
+  it('a lost create answer: upstream created the batch and its answer never came; the hold stays, the poller finds the batch in upstream’s list, and it is settled as any batch', async () => {
+    const before = await balance();
+    upstream.loseNextCreateAnswer(true);
+    const lost = await a.client(key).messages.batches.create({ requests: [request('lost-1'), request('lost-2')] }).catch((error: unknown) => error);
+    expect(lost).toMatchObject({ status: 502, error: { type: 'error', error: { type: 'api_error', message: expect.stringMatching(/answer to the batch's create was lost/) } } });
+    const batchId = /msgbatch_[0-9a-f]{32}/.exec((lost as { error: { error: { message: string } } }).error.error.message)![0];
+    const held = (await balance()).held - before.held;
+    expect(held).toBe((await batchState(batchId)).created!.holdCredits);
+    const explained = (await a.ledger.http().get(`/v1/organizations/acme/gateway-batches/${batchId}`).set(system()).expect(200)).body;
+    expect(explained).toMatchObject({ status: 'answer_lost', answerLost: { reason: 'upstream answered nothing' } });
+
+    const poller = a.ledger.app.get(GatewayBatchesPoller);
+    const createdAtMs = Date.parse((await batchState(batchId)).created!.createdAt);
+    const listed = upstream.count('list');
+    // Before every create that could share its window has been answered, nothing is asked upstream.
+    await poller.pollOnce(createdAtMs + GATEWAY_BATCH_UNSENT_AFTER_MS + 1_000);
+    expect(upstream.count('list')).toBe(listed);
+    await poller.pollOnce(createdAtMs + GATEWAY_BATCH_LOST_SEARCH_AFTER_MS + 1_000);
+    const found = await batchState(batchId);
+    const upstreamBatch = [...upstream.batches.values()].pop()!;
+    expect(found.upstreamBatchId).toBe(upstreamBatch.id);
+    expect((await balance()).held - before.held).toBe(held);
+    const mine: string[] = [];
+    for await (const listedBatch of a.client(key).messages.batches.list()) mine.push(listedBatch.id);
+    expect(mine).toContain(batchId);
+
+    upstream.end(upstreamBatch.id, (r) => succeeded(r, USAGE));
+    expect((await poller.pollOnce(createdAtMs + GATEWAY_BATCH_LOST_SEARCH_AFTER_MS + 120_000)).settled).toContain(batchId);
+    const after = await balance();
+    expect(after.charged - before.charged).toBe(2 * CHARGE_PER_SUCCESS);
+    expect(after.held).toBe(before.held);
+  });
+
+  it('a lost create answer that upstream never acted on: the hold stays through the search and is released once upstream has listed no such batch past its expiry window', async () => {
+    const before = await balance();
+    const upstreamBatches = upstream.batches.size;
+    upstream.loseNextCreateAnswer(false);
+    const lost = await a.client(key).messages.batches.create({ requests: [request('gone-1')] }).catch((error: unknown) => error);
+    expect(lost).toMatchObject({ status: 502 });
+    const batchId = /msgbatch_[0-9a-f]{32}/.exec((lost as { error: { error: { message: string } } }).error.error.message)![0];
+    expect(upstream.batches.size).toBe(upstreamBatches);
+    const createdAtMs = Date.parse((await batchState(batchId)).created!.createdAt);
+    const poller = a.ledger.app.get(GatewayBatchesPoller);
+    await poller.pollOnce(createdAtMs + GATEWAY_BATCH_LOST_SEARCH_AFTER_MS + 1_000);
+    expect((await balance()).held).toBeGreaterThan(before.held);
+    expect((await batchState(batchId)).notSubmitted).toBeUndefined();
+    expect((await poller.pollOnce(createdAtMs + GATEWAY_BATCH_LOST_RELEASE_AFTER_MS + 1_000)).settled).toContain(batchId);
+    const after = await balance();
+    expect(after.held).toBe(before.held);
+    expect(after.charged).toBe(before.charged);
+    expect((await batchState(batchId)).notSubmitted?.reason).toMatch(/upstream listed no batch of its 1 requests/);
   });
 
   it('loses nothing to a crash between fetching results and recording them: the next fetch records and charges them once', async () => {

@@ -6,7 +6,9 @@
  * A batch stays `in_progress` until the test ends it (`end`), choosing each request's result; a batch
  * canceled meanwhile is `canceling` until then, and its unanswered requests end `canceled`. Faults:
  * `failNext(n)` answers the next n requests of a route with an error (529 `overloaded_error` unless
- * named), so a poller meets upstream errors; every request is recorded (path, method, key).
+ * named), so a poller meets upstream errors; `loseNextCreateAnswer` cuts the next create's connection
+ * without an answer, after creating the batch or before; every request is recorded (path, method, key).
+ * A batch's `created_at` is the wall clock's, as Anthropic's is.
  *
  * ```ts
  * const upstream = await BatchesApiServer.start();
@@ -80,6 +82,7 @@ export class BatchesApiServer {
   readonly requests: RecordedBatchesRequest[] = [];
   readonly batches = new Map<string, UpstreamBatch>();
   private readonly faults = new Map<BatchesRoute, { count: number; status: number; type: string }>();
+  private lostCreate: { readonly created: boolean } | undefined;
   private sequence = 0;
 
   private constructor(
@@ -97,6 +100,12 @@ export class BatchesApiServer {
   /** The next `count` requests of `route` are answered with this error. */
   failNext(route: BatchesRoute, count: number, status = 529, type = 'overloaded_error'): this {
     this.faults.set(route, { count, status, type });
+    return this;
+  }
+
+  /** The next create's connection is cut without an answer: after the batch was created (`created`), or before. */
+  loseNextCreateAnswer(created: boolean): this {
+    this.lostCreate = { created };
     return this;
   }
 
@@ -137,6 +146,12 @@ export class BatchesApiServer {
       fault.count -= 1;
       return send(res, fault.status, errorBody(fault.type, 'injected fault'));
     }
+    if (found.route === 'create' && this.lostCreate !== undefined) {
+      if (this.lostCreate.created) this.create(body);
+      this.lostCreate = undefined;
+      req.socket.destroy();
+      return;
+    }
     const batch = found.batchId === undefined ? undefined : this.batches.get(found.batchId);
     if (found.batchId !== undefined && (batch === undefined || batch.deleted)) return send(res, 404, errorBody('not_found_error', `no batch ${found.batchId}`));
     switch (found.route) {
@@ -171,7 +186,7 @@ export class BatchesApiServer {
       id: `msgbatch_upstream${String(this.sequence).padStart(4, '0')}`,
       requests,
       processingStatus: 'in_progress',
-      createdAt: new Date(EPOCH_MS + this.sequence).toISOString(),
+      createdAt: new Date().toISOString(),
       endedAt: null,
       cancelInitiatedAt: null,
       deleted: false,

@@ -4,8 +4,12 @@
  */
 import type { BatchResultRecord, BatchResultType, GatewayBatchState } from './gateway-batch';
 
-/** Where a batch stands: its requests being recorded, refused (nothing ran), sent, settled, deleted. */
-export type BatchStatus = 'recording' | 'refused' | 'submitted' | 'settled' | 'deleted';
+/**
+ * Where a batch stands: its requests being recorded, refused (nothing ran), its create's answer lost
+ * (held until found upstream or certain not to run), sent, settled, deleted.
+ */
+export const BATCH_STATUSES = ['recording', 'refused', 'answer_lost', 'submitted', 'settled', 'deleted'] as const;
+export type BatchStatus = (typeof BATCH_STATUSES)[number];
 
 export interface BatchExplanation {
   readonly batchId: string;
@@ -22,6 +26,10 @@ export interface BatchExplanation {
   /** Present once settled: the sum of the results' charges, what the account charged. */
   readonly chargeCredits?: number;
   readonly refusedReason?: string;
+  /** Its create's answer was lost: why, and when. */
+  readonly answerLost?: { readonly reason: string; readonly at: string };
+  /** When a batch whose create answer was lost was found in upstream's list. */
+  readonly foundUpstreamAt?: string;
   readonly createdAt: string;
   readonly settledAt?: string;
   readonly sentence: string;
@@ -42,7 +50,8 @@ function statusOf(state: GatewayBatchState): BatchStatus {
   if (state.deletedAt !== undefined) return 'deleted';
   if (state.settled !== undefined && state.notSubmitted === undefined) return 'settled';
   if (state.notSubmitted !== undefined) return 'refused';
-  return state.upstreamBatchId === undefined ? 'recording' : 'submitted';
+  if (state.upstreamBatchId !== undefined) return 'submitted';
+  return state.answerLost === undefined ? 'recording' : 'answer_lost';
 }
 
 const plural = (count: number, noun: string): string => `${count} ${noun}${count === 1 ? '' : 's'}`;
@@ -57,9 +66,11 @@ export function explainBatch(state: GatewayBatchState): BatchExplanation | undef
   const tail =
     status === 'refused'
       ? `; refused (${state.notSubmitted!.reason}): nothing ran, nothing was charged, the hold (if placed) released.`
-      : state.settled !== undefined
-        ? `; ${results.succeeded} succeeded, ${results.errored} errored, ${results.canceled} canceled, ${results.expired} expired; charged ${state.settled.chargeCredits} credits for the succeeded requests' usage at batch rates, the rest of the hold released.`
-        : `; not yet settled: ${state.results.size} of ${created.requestCount} results recorded.`;
+      : status === 'answer_lost'
+        ? `; upstream's answer to its create was lost (${state.answerLost!.reason}): upstream may run it, so it stays held until it is found upstream or certain not to run.`
+        : state.settled !== undefined
+          ? `; ${results.succeeded} succeeded, ${results.errored} errored, ${results.canceled} canceled, ${results.expired} expired; charged ${state.settled.chargeCredits} credits for the succeeded requests' usage at batch rates, the rest of the hold released.`
+          : `; not yet settled: ${state.results.size} of ${created.requestCount} results recorded.`;
   return {
     batchId: created.batchId,
     organizationId: created.organizationId,
@@ -72,6 +83,8 @@ export function explainBatch(state: GatewayBatchState): BatchExplanation | undef
     results,
     ...(state.settled === undefined ? {} : { chargeCredits: state.settled.chargeCredits, settledAt: state.settled.settledAt }),
     ...(state.notSubmitted === undefined ? {} : { refusedReason: state.notSubmitted.reason }),
+    ...(state.answerLost === undefined ? {} : { answerLost: state.answerLost }),
+    ...(state.found === undefined ? {} : { foundUpstreamAt: state.found.foundAt }),
     createdAt: created.createdAt,
     sentence: head + tail,
   };

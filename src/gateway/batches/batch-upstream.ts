@@ -53,4 +53,13 @@ export interface BatchUpstream {
   delete(upstreamBatchId: string): Promise<void>;
   /** Each line of the results file, parsed, in Anthropic's results shape, in order (fetchable as often as asked). */
   results(upstreamBatchId: string): AsyncIterable<unknown>;
+  /** One page of upstream's batches, newest first, after `afterId` (the last batch of the page before). */
+  list(page: { readonly limit: number; readonly afterId?: string }): Promise<UpstreamBatchPage>;
+}
+
+/** A page of upstream's batch list: its batches, newest first, and whether older ones follow. */
+export interface UpstreamBatchPage {
+  readonly data: readonly UpstreamBatchObject[];
+  readonly hasMore: boolean;
+  readonly lastId: string | null;
 }

@@ -77,6 +77,14 @@ export type GatewayBatchRequestsRecorded = DomainEvent<'GatewayBatchRequestsReco
 export type GatewayBatchSubmitted = DomainEvent<'GatewayBatchSubmitted', { readonly upstreamBatchId: string; readonly submittedAt: string }>;
 /** Refused at the hold, or by upstream: nothing went (or nothing will run) upstream, nothing is charged. */
 export type GatewayBatchNotSubmitted = DomainEvent<'GatewayBatchNotSubmitted', { readonly reason: string; readonly at: string }>;
+/**
+ * Sent, and upstream's answer lost (no answer, or a 5xx after the request went: a timeout, a reset
+ * connection, the creating instance stopped): upstream may have created the batch, so the hold stays
+ * until the poller finds it upstream or is sure nothing runs (gateway-batches.poller.ts).
+ */
+export type GatewayBatchAnswerLost = DomainEvent<'GatewayBatchAnswerLost', { readonly reason: string; readonly at: string }>;
+/** A batch whose create answer was lost, found in upstream's list: from here it is a submitted batch. */
+export type GatewayBatchFoundUpstream = DomainEvent<'GatewayBatchFoundUpstream', { readonly upstreamBatchId: string; readonly upstreamCreatedAt: string; readonly foundAt: string }>;
 export type GatewayBatchResultsRecorded = DomainEvent<'GatewayBatchResultsRecorded', { readonly results: readonly BatchResultRecord[]; readonly recordedAt: string }>;
 export type GatewayBatchSettled = DomainEvent<
   'GatewayBatchSettled',
@@ -88,6 +96,8 @@ export type GatewayBatchEvent =
   | GatewayBatchRequestsRecorded
   | GatewayBatchSubmitted
   | GatewayBatchNotSubmitted
+  | GatewayBatchAnswerLost
+  | GatewayBatchFoundUpstream
   | GatewayBatchResultsRecorded
   | GatewayBatchSettled
   | GatewayBatchDeleted;
@@ -105,6 +115,8 @@ export type GatewayBatchCommand =
   | DomainCommand<'RecordBatchRequests', { readonly requests: readonly BatchRequestRecord[] }>
   | DomainCommand<'SubmitBatch', GatewayBatchSubmitted['data']>
   | DomainCommand<'RefuseBatch', GatewayBatchNotSubmitted['data']>
+  | DomainCommand<'LoseBatchAnswer', GatewayBatchAnswerLost['data']>
+  | DomainCommand<'FindBatchUpstream', GatewayBatchFoundUpstream['data']>
   | DomainCommand<'RecordBatchResults', { readonly results: readonly BatchResultReport[]; readonly recordedAt: string }>
   | DomainCommand<'SettleBatch', { readonly settledAt: string }>
   | DomainCommand<'DeleteBatch', { readonly deletedAt: string }>;
@@ -115,6 +127,9 @@ export interface GatewayBatchState {
   readonly requests: ReadonlyMap<string, BatchRequestRecord>;
   readonly upstreamBatchId?: string;
   readonly notSubmitted?: GatewayBatchNotSubmitted['data'];
+  /** Its create's answer was lost: held until found upstream (`found`) or released (`notSubmitted`). */
+  readonly answerLost?: GatewayBatchAnswerLost['data'];
+  readonly found?: GatewayBatchFoundUpstream['data'];
   /** custom_id → its result, as charged. */
   readonly results: ReadonlyMap<string, BatchResultRecord>;
   readonly settled?: GatewayBatchSettled['data'];
@@ -213,6 +228,14 @@ export function decideGatewayBatch(command: GatewayBatchCommand, state: GatewayB
     case 'RefuseBatch':
       if (state.upstreamBatchId !== undefined || state.notSubmitted !== undefined) return [];
       return [{ type: 'GatewayBatchNotSubmitted', data: command.data }];
+    case 'LoseBatchAnswer':
+      if (state.created === undefined) throw new IllegalTransitionError('no batch', 'LoseBatchAnswer');
+      if (state.upstreamBatchId !== undefined || state.notSubmitted !== undefined || state.answerLost !== undefined) return [];
+      return [{ type: 'GatewayBatchAnswerLost', data: command.data }];
+    case 'FindBatchUpstream':
+      if (state.upstreamBatchId !== undefined || state.notSubmitted !== undefined) return [];
+      if (state.answerLost === undefined) throw new IllegalTransitionError('its create was answered', 'FindBatchUpstream');
+      return [{ type: 'GatewayBatchFoundUpstream', data: command.data }];
     case 'RecordBatchResults':
       return recordResults(command.data, state);
     case 'SettleBatch':
@@ -235,6 +258,10 @@ export function evolveGatewayBatch(state: GatewayBatchState, event: GatewayBatch
       return { ...state, upstreamBatchId: event.data.upstreamBatchId };
     case 'GatewayBatchNotSubmitted':
       return { ...state, notSubmitted: event.data };
+    case 'GatewayBatchAnswerLost':
+      return { ...state, answerLost: event.data };
+    case 'GatewayBatchFoundUpstream':
+      return { ...state, upstreamBatchId: event.data.upstreamBatchId, found: event.data };
     case 'GatewayBatchResultsRecorded': {
       const results = new Map(state.results);
       for (const result of event.data.results) results.set(result.customId, result);

@@ -35,6 +35,7 @@ function AfterId(): PropertyDecorator {
     { type: 'string', minLength: 1, maxLength: MAX_AFTER_CHARS, pattern: CUSTOM_ID_PATTERN.source },
   );
 }
+import { BATCH_STATUSES } from './batch-explanation';
 
 class BatchRateCardDto {
   @ApiProperty() readonly model!: string;
@@ -49,18 +50,25 @@ class BatchResultCountsDto {
   @ApiProperty({ type: 'integer' }) readonly expired!: number;
 }
 
+class BatchAnswerLostDto {
+  @ApiProperty() readonly reason!: string;
+  @ApiProperty({ format: 'date-time' }) readonly at!: string;
+}
+
 export class BatchExplanationDto {
   @ApiProperty() readonly batchId!: string;
   @ApiProperty() readonly organizationId!: string;
   @ApiProperty() readonly keyId!: string;
   @ApiProperty() readonly keyName!: string;
-  @ApiProperty({ enum: ['recording', 'refused', 'submitted', 'settled', 'deleted'] }) readonly status!: string;
+  @ApiProperty({ enum: BATCH_STATUSES }) readonly status!: string;
   @ApiProperty({ type: 'integer' }) readonly requestCount!: number;
   @ApiProperty({ type: 'integer', description: 'Every request’s worst case at batch rates, held as one hold.' }) readonly holdCredits!: number;
   @ApiProperty({ type: [BatchRateCardDto] }) readonly rateCards!: BatchRateCardDto[];
   @ApiProperty({ type: BatchResultCountsDto, description: 'Results recorded so far, by type.' }) readonly results!: BatchResultCountsDto;
   @ApiPropertyOptional({ type: 'integer', description: 'Once settled: what the account charged, the sum of the results’ charges.' }) readonly chargeCredits?: number;
   @ApiPropertyOptional() readonly refusedReason?: string;
+  @ApiPropertyOptional({ type: BatchAnswerLostDto, description: 'Its create’s answer was lost: held until found upstream or certain not to run.' }) readonly answerLost?: BatchAnswerLostDto;
+  @ApiPropertyOptional({ format: 'date-time', description: 'When a batch whose create answer was lost was found in upstream’s list.' }) readonly foundUpstreamAt?: string;
   @ApiProperty({ format: 'date-time' }) readonly createdAt!: string;
   @ApiPropertyOptional({ format: 'date-time' }) readonly settledAt?: string;
   @ApiProperty() readonly sentence!: string;

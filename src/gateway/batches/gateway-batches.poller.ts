@@ -4,15 +4,16 @@
  * settled. Safe across instances: each result and the batch's settlement are decided on the batch's
  * stream at its expected revision, so a second instance's settlement records nothing. An upstream
  * error backs that batch off (doubling from the interval, at most GATEWAY_BATCH_MAX_BACKOFF_MS). A
- * batch recorded but never sent (its instance stopped between its hold and upstream's answer) is
- * settled at nothing, its hold released, once GATEWAY_BATCH_UNSENT_AFTER_MS have passed.
+ * batch whose create answer was lost, or that has no answer recorded GATEWAY_BATCH_UNSENT_AFTER_MS
+ * after its creation (its instance stopped), keeps its hold and is looked for upstream
+ * (GatewayBatches.resolveUnsent): settled as any batch once found, released once it is certain
+ * nothing runs.
  */
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { AggregateRepository } from '../../aggregates/aggregate.repository';
 import { CLOCK } from '../../domain/clock.token';
 import type { Clock } from '../../runtime';
-import { BATCH_UPSTREAM_TIMEOUT_MS, BatchUpstreamError } from './batch-upstream';
-import { gatewayBatchDecider, gatewayBatchStreamName } from './gateway-batch';
+import { BatchUpstreamError } from './batch-upstream';
 import { GATEWAY_BATCH_INDEX_STREAM, gatewayBatchIndexDecider } from './gateway-batch-index';
 import { GatewayBatches } from './gateway-batches.service';
 
@@ -20,8 +21,6 @@ import { GatewayBatches } from './gateway-batches.service';
 export const GATEWAY_BATCH_POLL_INTERVAL_MS = 60_000;
 /** The longest a batch's polling backs off after upstream errors, in ms. */
 export const GATEWAY_BATCH_MAX_BACKOFF_MS = 15 * 60_000;
-/** A batch recorded but not sent upstream for this long, in ms, never will be: twice the upstream call's bound. */
-export const GATEWAY_BATCH_UNSENT_AFTER_MS = 2 * BATCH_UPSTREAM_TIMEOUT_MS;
 
 export interface PollReport {
   readonly settled: readonly string[];
@@ -74,9 +73,10 @@ export class GatewayBatchesPoller implements OnApplicationBootstrap, OnApplicati
 
   private async pollBatch(batchId: string, nowMs: number): Promise<'settled' | 'in_progress' | 'failed'> {
     try {
-      const state = (await this.repository.load(gatewayBatchStreamName(batchId), gatewayBatchDecider)).state;
-      const unsent = state.created !== undefined && state.upstreamBatchId === undefined && state.notSubmitted === undefined;
-      if (unsent && nowMs - Date.parse(state.created!.createdAt) > GATEWAY_BATCH_UNSENT_AFTER_MS) await this.batches.abandon(batchId);
+      const search = await this.batches.resolveUnsent(batchId, nowMs);
+      if (search !== undefined && search.found === undefined && search.candidates + search.contenders > 0) {
+        this.logger.warn({ message: 'batch whose create answer was lost: no unique match upstream yet; its hold stays', batchId, candidates: search.candidates, contenders: search.contenders });
+      }
       const outcome = await this.batches.settle(batchId);
       this.backoff.delete(batchId);
       return outcome;

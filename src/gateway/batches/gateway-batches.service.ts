@@ -36,6 +36,21 @@ import {
   type GatewayBatchState,
 } from './gateway-batch';
 import { GATEWAY_BATCH_INDEX_STREAM, gatewayBatchIndexDecider, type GatewayBatchIndexCommand, type IndexedBatch } from './gateway-batch-index';
+import {
+  GATEWAY_BATCH_LOST_RELEASE_AFTER_MS,
+  GATEWAY_BATCH_LOST_SEARCH_AFTER_MS,
+  GATEWAY_BATCH_UNSENT_AFTER_MS,
+  isNeighbour,
+  matchLostBatch,
+  MAX_UPSTREAM_LIST_PAGES,
+  searchWindow,
+  UPSTREAM_LIST_PAGE_SIZE,
+  type SearchedBatch,
+  type SearchOutcome,
+} from './lost-batch-search';
+
+/** Anthropic's answer when it sheds load: given before the request is taken, so nothing was created. */
+export const ANTHROPIC_OVERLOADED_STATUS = 529;
 
 /** A gateway batch id: `msgbatch_` and 32 hex digits. */
 export const GATEWAY_BATCH_ID_PATTERN = /^msgbatch_[0-9a-f]{32}$/;
@@ -129,12 +144,79 @@ export class GatewayBatches {
       upstream = await this.upstream.create(checked.batch.upstream);
     } catch (error) {
       if (!(error instanceof BatchUpstreamError)) throw error;
-      // Refused upstream: nothing will run, the hold is released whole.
-      await this.refuse(batchId, `upstream answered ${error.status ?? 'nothing'}`);
-      return refused(error.status ?? 502, (error.errorType as AnthropicErrorType | undefined) ?? 'api_error', `upstream refused the batch: ${error.message}`);
+      return this.unanswered(batchId, error);
     }
     await this.onBatch(batchId, { type: 'SubmitBatch', data: { upstreamBatchId: upstream.id, submittedAt: isoAt(this.clock) } });
     return { ok: true, value: { batchId, upstream } };
+  }
+
+  /**
+   * A create upstream did not answer with its batch. Refused (a 4xx, or 529: Anthropic sheds load before
+   * taking the request): nothing will run, the hold is released whole. No answer, or another 5xx: upstream
+   * may have created it, so the answer is recorded lost and the hold stays (resolveUnsent).
+   */
+  private async unanswered(batchId: string, error: BatchUpstreamError): Promise<BatchRefusal> {
+    const errorType = (error.errorType as AnthropicErrorType | undefined) ?? 'api_error';
+    const reason = `upstream answered ${error.status ?? 'nothing'}`;
+    if (error.status !== undefined && (error.status < 500 || error.status === ANTHROPIC_OVERLOADED_STATUS)) {
+      await this.refuse(batchId, reason);
+      return refused(error.status, errorType, `upstream refused the batch: ${error.message}`);
+    }
+    await this.onBatch(batchId, { type: 'LoseBatchAnswer', data: { reason, at: isoAt(this.clock) } });
+    const hours = Math.ceil(GATEWAY_BATCH_LOST_RELEASE_AFTER_MS / 3_600_000);
+    return refused(error.status ?? 502, errorType, `upstream's answer to the batch's create was lost (${error.message}); upstream may still run it, so it stays held as ${batchId}, listed once found upstream, released if upstream shows no such batch within ${hours} hours`);
+  }
+
+  /**
+   * A batch held and not known to be submitted (docs/gateway.md "Message Batches"): with no answer
+   * recorded GATEWAY_BATCH_UNSENT_AFTER_MS after its creation, its answer counts as lost (its instance
+   * stopped); a lost batch is looked for in upstream's list from GATEWAY_BATCH_LOST_SEARCH_AFTER_MS on
+   * (lost-batch-search.ts), recorded found when it alone fits, released when upstream listed none by
+   * GATEWAY_BATCH_LOST_RELEASE_AFTER_MS. Returns the search's outcome, if one ran. Throws
+   * BatchUpstreamError when upstream's list does not answer.
+   */
+  async resolveUnsent(batchId: string, nowMs: number): Promise<SearchOutcome | undefined> {
+    let state = (await this.repository.load(gatewayBatchStreamName(batchId), gatewayBatchDecider)).state;
+    if (state.created === undefined || state.upstreamBatchId !== undefined || state.notSubmitted !== undefined) return undefined;
+    const createdAtMs = Date.parse(state.created.createdAt);
+    if (state.answerLost === undefined) {
+      if (nowMs - createdAtMs <= GATEWAY_BATCH_UNSENT_AFTER_MS) return undefined;
+      state = await this.onBatch(batchId, { type: 'LoseBatchAnswer', data: { reason: 'no answer recorded: the instance creating it stopped', at: isoAt(this.clock) } });
+    }
+    if (nowMs - createdAtMs < GATEWAY_BATCH_LOST_SEARCH_AFTER_MS) return undefined;
+    const listed = await this.listedSince(searchWindow(createdAtMs).fromMs);
+    const match = matchLostBatch(searchedOf(batchId, state), await this.neighbours(createdAtMs), listed);
+    if (match.found !== undefined) {
+      await this.onBatch(batchId, { type: 'FindBatchUpstream', data: { upstreamBatchId: match.found.id, upstreamCreatedAt: match.found.created_at, foundAt: isoAt(this.clock) } });
+    } else if (match.candidates === 0 && nowMs - createdAtMs >= GATEWAY_BATCH_LOST_RELEASE_AFTER_MS) {
+      await this.refuse(batchId, `its create's answer was lost, and upstream listed no batch of its ${state.created!.requestCount} requests created then: nothing runs`);
+    }
+    return match;
+  }
+
+  /** Upstream's batches created at `fromMs` or later (newest first, a page at a time, at most MAX_UPSTREAM_LIST_PAGES pages). */
+  private async listedSince(fromMs: number): Promise<UpstreamBatchObject[]> {
+    const listed: UpstreamBatchObject[] = [];
+    let afterId: string | undefined;
+    for (let page = 0; page < MAX_UPSTREAM_LIST_PAGES; page++) {
+      const answer = await this.upstream.list({ limit: UPSTREAM_LIST_PAGE_SIZE, ...(afterId === undefined ? {} : { afterId }) });
+      listed.push(...answer.data);
+      const oldest = answer.data[answer.data.length - 1];
+      if (!answer.hasMore || answer.lastId === null || oldest === undefined || Date.parse(oldest.created_at) < fromMs) break;
+      afterId = answer.lastId;
+    }
+    return listed;
+  }
+
+  /** The gateway batches recorded near enough to share a lost batch's window, as the search weighs them. */
+  private async neighbours(createdAtMs: number): Promise<SearchedBatch[]> {
+    const index = (await this.repository.load(GATEWAY_BATCH_INDEX_STREAM, gatewayBatchIndexDecider)).state;
+    const near: SearchedBatch[] = [];
+    for (const { batchId, createdAt } of index.batches.values()) {
+      if (!isNeighbour(createdAtMs, Date.parse(createdAt))) continue;
+      near.push(searchedOf(batchId, (await this.repository.load(gatewayBatchStreamName(batchId), gatewayBatchDecider)).state));
+    }
+    return near;
   }
 
   async retrieve(presentedKey: string, batchId: string): Promise<BatchAnswer<UpstreamBatchObject>> {
@@ -272,11 +354,6 @@ export class GatewayBatches {
     }
   }
 
-  /** A batch recorded but never sent (its instance stopped before upstream answered): settled at nothing, its hold released. */
-  async abandon(batchId: string): Promise<void> {
-    await this.refuse(batchId, 'not sent: the instance creating it stopped before upstream answered');
-  }
-
   /** Not sent (or refused upstream): recorded, settled at nothing, its hold (if any) released. */
   private async refuse(batchId: string, reason: string): Promise<void> {
     await this.onBatch(batchId, { type: 'RefuseBatch', data: { reason, at: isoAt(this.clock) } });
@@ -319,6 +396,12 @@ export class GatewayBatches {
   private async onIndex(command: GatewayBatchIndexCommand): Promise<void> {
     await this.repository.handle(GATEWAY_BATCH_INDEX_STREAM, gatewayBatchIndexDecider, command, { correlationId: command.data.batchId });
   }
+}
+
+/** A gateway batch as the lost-batch search compares it. */
+function searchedOf(batchId: string, state: GatewayBatchState): SearchedBatch {
+  const lost = state.answerLost !== undefined && state.upstreamBatchId === undefined && state.notSubmitted === undefined;
+  return { batchId, createdAtMs: Date.parse(state.created!.createdAt), requestCount: state.created!.requestCount, lost, ...(state.upstreamBatchId === undefined ? {} : { upstreamBatchId: state.upstreamBatchId }) };
 }
 
 /**

@@ -7,7 +7,7 @@
  *   Anthropic's error shape (`errorAnswer`, and its batches' BatchUpstreamError);
  * - batches ("jobs"): `POST /gen/v2/jobs` with `{ items: [{ ref, model, body }] }`, a job as
  *   `{ name, phase: RUNNING | CANCELLING | DONE, created (epoch s), tallies: { pending, ok, failed } }`,
- *   `GET …/jobs/{name}`, `POST …/jobs/{name}:cancel`, `DELETE …/jobs/{name}`, and its output as NDJSON
+ *   `GET …/jobs` (every job, newest first, in one page), `GET …/jobs/{name}`, `POST …/jobs/{name}:cancel`, `DELETE …/jobs/{name}`, and its output as NDJSON
  *   lines `{ ref, status: OK | FAILED, text, metering }`; the provider answers in Anthropic's batch
  *   object and results lines.
  */
@@ -15,7 +15,7 @@ import { Readable } from 'node:stream';
 import { createInterface } from 'node:readline';
 import type { IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } from 'node:http';
 import { anthropicErrorBody, anthropicErrorTypeOf } from '../../../src/gateway/anthropic-error.body';
-import { BatchUpstreamError, type BatchUpstream, type UpstreamBatchObject, type UpstreamBatchRequest } from '../../../src/gateway/batches/batch-upstream';
+import { BatchUpstreamError, type BatchUpstream, type UpstreamBatchObject, type UpstreamBatchPage, type UpstreamBatchRequest } from '../../../src/gateway/batches/batch-upstream';
 import type { AnthropicErrorType } from '../../../src/gateway/gateway-call.port';
 import type { GatewayAnswer, GatewayAnswerReader, GatewayProvider } from '../../../src/gateway/gateway-provider.port';
 import { JsonAnswerReader } from '../../../src/gateway/json-answer.reader';
@@ -124,6 +124,7 @@ export class TestUpstream {
       this.jobs.set(created.name, created);
       return answer(response, 200, jobView(created));
     }
+    if (method === 'GET' && path === '/gen/v2/jobs') return answer(response, 200, { jobs: [...this.jobs.values()].reverse().map(jobView) });
     const job = name === undefined ? undefined : this.jobs.get(name);
     if (job === undefined) return answer(response, 404, { problem: `no job ${name}`, code: 'NO_SUCH_JOB' });
     if (method === 'POST' && path.endsWith(':cancel')) job.phase = job.phase === 'DONE' ? 'DONE' : 'CANCELLING';
@@ -200,6 +201,11 @@ class TestBatches implements BatchUpstream {
 
   async delete(id: string): Promise<void> {
     await this.call('DELETE', `/gen/v2/jobs/${id}`);
+  }
+
+  async list(): Promise<UpstreamBatchPage> {
+    const { jobs } = (await this.call('GET', '/gen/v2/jobs')) as unknown as { jobs: Record<string, unknown>[] };
+    return { data: jobs.map(batchOf), hasMore: false, lastId: null };
   }
 
   async *results(id: string): AsyncIterable<unknown> {

@@ -6,7 +6,7 @@
  * create is decided once (its hold is in place), and the poller retries with its own backoff.
  */
 import Anthropic, { APIError } from '@anthropic-ai/sdk';
-import { BATCH_UPSTREAM_TIMEOUT_MS, BatchUpstreamError, type BatchUpstream, type UpstreamBatchObject, type UpstreamBatchRequest } from '../../batches/batch-upstream';
+import { BATCH_UPSTREAM_TIMEOUT_MS, BatchUpstreamError, type BatchUpstream, type UpstreamBatchObject, type UpstreamBatchPage, type UpstreamBatchRequest } from '../../batches/batch-upstream';
 
 export class AnthropicBatchUpstream implements BatchUpstream {
   private readonly client: Anthropic | undefined;
@@ -29,6 +29,13 @@ export class AnthropicBatchUpstream implements BatchUpstream {
 
   async delete(upstreamBatchId: string): Promise<void> {
     await this.call((client) => client.messages.batches.delete(upstreamBatchId));
+  }
+
+  list(page: { readonly limit: number; readonly afterId?: string }): Promise<UpstreamBatchPage> {
+    return this.call(async (client) => {
+      const listed = await client.messages.batches.list({ limit: page.limit, ...(page.afterId === undefined ? {} : { after_id: page.afterId }) });
+      return { data: listed.data, hasMore: listed.has_more, lastId: listed.last_id };
+    });
   }
 
   async *results(upstreamBatchId: string): AsyncIterable<unknown> {
