@@ -138,10 +138,10 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
             observed = { type: 'Invoked', state: (await this.repository.handle(run.stream, invocationDecider, step.command, run.context)).state };
             break;
           case 'InvokeAll':
-            observed = { type: 'Invoked', state: (await this.repository.handleAll(run.stream, invocationDecider, step.steps, run.context)).state };
+            observed = { type: 'Invoked', state: (await this.repository.handleAll(run.stream, invocationDecider, step.steps, withAcknowledgement(run.context, step))).state };
             break;
           case 'OnAccount':
-            await this.repository.handle(run.accountStream, accountDecider, step.command, { correlationId: run.invocationId });
+            await this.repository.handle(run.accountStream, accountDecider, step.command, withAcknowledgement({ correlationId: run.invocationId }, step));
             observed = ACCOUNT_CHANGED;
             break;
           case 'AnnounceEstimated':
@@ -208,6 +208,11 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
       },
     }));
   }
+}
+
+/** The step's command context, acknowledged at COMMIT when the step says its next append covers it. */
+function withAcknowledgement(context: CommandContext, step: { readonly acknowledgeOnCommit?: true }): CommandContext {
+  return step.acknowledgeOnCommit === true ? { ...context, acknowledgeOnCommit: true } : context;
 }
 
 function isLast(step: RunStep): step is LastStep {

@@ -37,6 +37,14 @@ export interface RunFacts {
 }
 
 /** What the handler executes next. */
+/**
+ * A step's `acknowledgeOnCommit`: its append is acknowledged once committed, not once on disk
+ * (CommandContext.acknowledgeOnCommit), because the run's next step is a durable append whose
+ * fsync also covers it, and nothing leaves the process in between: the hold (the dispatch follows,
+ * before the provider is called) and the result with its settlement (the hold's settlement follows,
+ * before the caller is answered). A power loss between the two loses both, or keeps the first
+ * alone, which is where a crash between them leaves the run today; the sweep settles it.
+ */
 export type RunStep =
   /** Read the invocation's stream as it is: has the key's first request written it? */
   | { readonly type: 'ReadInvocation' }
@@ -48,9 +56,9 @@ export type RunStep =
   /** One command on the invocation's stream. */
   | { readonly type: 'Invoke'; readonly command: InvocationCommand }
   /** Commands on the invocation's stream decided in order and appended in ONE append. */
-  | { readonly type: 'InvokeAll'; readonly steps: readonly LifecycleStep[] }
+  | { readonly type: 'InvokeAll'; readonly steps: readonly LifecycleStep[]; readonly acknowledgeOnCommit?: true }
   /** One command on the account's stream. */
-  | { readonly type: 'OnAccount'; readonly command: AccountCommand }
+  | { readonly type: 'OnAccount'; readonly command: AccountCommand; readonly acknowledgeOnCommit?: true }
   /** Tell the caller the invocation exists (`RunOperationRequest.onEstimated`). */
   | { readonly type: 'AnnounceEstimated' }
   /** A cancellation recorded before the conversation began: the conversation ends before sending anything. */
@@ -227,7 +235,7 @@ function afterAnnounce(state: Extract<RunState, { phase: 'announcing' }>, at: st
   const { admission } = state;
   if (!admission.admitted) return refuse(state, admission.refusal, at);
   const command = placeHold(state.facts.invocationId, admission.publication.creditHold, at);
-  return next(state, { phase: 'holding', conversation: state.conversation, publication: admission.publication }, { type: 'OnAccount', command });
+  return next(state, { phase: 'holding', conversation: state.conversation, publication: admission.publication }, { type: 'OnAccount', command, acknowledgeOnCommit: true });
 }
 
 function refuse(state: RunState, refusal: AdmissionRefusal, at: string): RunDecision {
@@ -263,7 +271,7 @@ function closing(state: RunState, input: RunInput): RunDecision {
   if (state.phase === 'closing') return settlingHold(state, expect(state, input, 'Invoked').state, state.answer, input.at);
   const { result } = expect(state, input, 'Conversed');
   const answer = result.outcome === 'completed' ? result.answer : undefined;
-  return next(state, { phase: 'closing', answer }, { type: 'InvokeAll', steps: closeAndSettle(result, input.at) });
+  return next(state, { phase: 'closing', answer }, { type: 'InvokeAll', steps: closeAndSettle(result, input.at), acknowledgeOnCommit: true });
 }
 
 /** Releases the hold and the slot and charges the settled amount (docs/lifecycle.md step 9). */

@@ -244,7 +244,7 @@ describe('STATE-PFM-LLM-001 transition 2: estimated → refused for want of cred
     runSpec()
       .given(ADMITTED.concat(invoked(HISTORY.estimated)))
       .when(DONE)
-      .then({ type: 'OnAccount', command: { type: 'PlaceHold', data: { invocationId: 'inv-1', credits: 500, placedAt: at(WHEN_MS) } } });
+      .then({ type: 'OnAccount', command: { type: 'PlaceHold', data: { invocationId: 'inv-1', credits: 500, placedAt: at(WHEN_MS) } }, acknowledgeOnCommit: true });
   });
 
   it('records the account’s own refusal of the hold (decided on its stream) as the refusal', () => {
@@ -415,6 +415,22 @@ describe('one whole run, step by step (docs/lifecycle.md "What one run does, in 
     steps.push(decision.step.type);
     expect(steps).toEqual(['Prepare', 'ReadPublication', 'ReadAccount', 'Invoke', 'AnnounceEstimated', 'OnAccount', 'InvokeAll', 'Converse', 'InvokeAll', 'OnAccount', 'Settled']);
     expect(decision.state.phase).toBe('over');
+  });
+
+  it('issue 35: acknowledges at COMMIT only the hold and the result with its settlement, each followed by a durable append before anything leaves the process', () => {
+    const { closed } = closeAfter(loopResult());
+    const observations: Observation[] = [...DISPATCHED, { type: 'Conversed', result: loopResult() }, invoked(closed), ACCOUNT_CHANGED];
+    const appends: string[] = [];
+    let decision = startRun(FACTS);
+    for (const observation of [...observations, undefined]) {
+      const step = decision.step;
+      if (step.type === 'Invoke' || step.type === 'InvokeAll' || step.type === 'OnAccount') {
+        appends.push(`${step.type}${'acknowledgeOnCommit' in step && step.acknowledgeOnCommit === true ? ' at COMMIT' : ' on disk'}`);
+      }
+      if (observation !== undefined) decision = decideRun(decision.state, { ...observation, at: at(0) });
+    }
+    // Estimate (announced to the caller next), hold, reserve+dispatch (then the provider), close+settle, the hold's settlement (then the caller's answer).
+    expect(appends).toEqual(['Invoke on disk', 'OnAccount at COMMIT', 'InvokeAll on disk', 'InvokeAll at COMMIT', 'OnAccount on disk']);
   });
 
   it('refuses an observation its phase does not expect: a bug in the handler, never a silent step', () => {

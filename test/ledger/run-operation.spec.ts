@@ -31,4 +31,27 @@ describe('RunOperation over the demo feature on a file-backed SQLite store', () 
     expect(result.charge).toBe(prices.reduce((a, b) => a + b, 0));
     expect(result.charge).toBeGreaterThan(0);
   });
+
+  it('issue 35: acknowledges the hold and the result with its settlement at COMMIT (a durable append follows each before anything leaves), every other append on disk', async () => {
+    const appends: string[] = [];
+    const append = ledger.store.append.bind(ledger.store);
+    jest.spyOn(ledger.store, 'append').mockImplementation((stream, events, options) => {
+      appends.push(`${events.map((event) => event.type).join('+')} ${options.acknowledge === 'committed' ? 'at COMMIT' : 'on disk'}`);
+      return append(stream, events, options);
+    });
+    const result = await ledger.commandBus.execute(
+      new RunOperationCommand({ operationId: DEMO_OPERATION_ID, organizationId: 'acme', input: { question: 'What is 6*7?' } }),
+    );
+
+    expect(result).toMatchObject({ state: 'settled', outcome: 'completed' });
+    expect(appends).toEqual([
+      'InvocationEstimated on disk',
+      'HoldPlaced at COMMIT',
+      'InvocationReserved+InvocationDispatched on disk',
+      'AttemptRecorded on disk',
+      'AttemptRecorded on disk',
+      'InvocationCompleted+InvocationSettled at COMMIT',
+      'HoldSettled on disk',
+    ]);
+  });
 });
