@@ -1,205 +1,255 @@
 /**
- * The gateway on a PostgreSQL log while the server restarts (docs/deploying.md): calls while it is
- * down are refused with 503 in Anthropic's error shape (the API's own routes in the ledger's), nothing
- * acknowledged before is lost, the service carries on by itself once the server is back, and
- * `audit verify` is clean afterwards.
+ * The gateway on a PostgreSQL log while the server restarts under load (docs/deploying.md): three
+ * instances of the real service, each its own process with its own read models, share one database.
+ * Callers keep sending gateway calls (JSON and streamed) to all three while the server is stopped and
+ * started again. While it is down every call that does not get its answer gets 503 in Anthropic's
+ * error shape, and the API's commands 503 in the ledger's. Calls that were in flight at the stop get
+ * their answers. Nothing acknowledged is lost: every call answered 200 ends settled at the usage
+ * upstream reported, by its own instance (its settlement tried again once the server is back;
+ * recovery is off), and a grant acknowledged before the stop is still there. The instances carry on
+ * by themselves, and `audit verify` is clean on each instance's read models afterwards.
  */
-import Anthropic from '@anthropic-ai/sdk';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EXIT_OK } from '../../src/cli/cli-io';
 import { runCli } from '../../src/cli/run-cli';
 import { openEventStore } from '../../src/event-store/open-event-store';
+import { INVOCATION_ID_HEADER } from '../../src/gateway/anthropic-error.body';
 import { MemoryIo } from '../cli/support/memory-io';
-import { bearer, TOKENS } from '../http/support/http-ledger';
-import { messageReply, messageStream, type ScriptedReply } from '../support/messages-api-server';
+import { LEDGER_TOKENS, TOKENS } from '../http/support/http-ledger';
+import { MessagesApiServer, messageReply, messageStream, type RecordedRequest, type ScriptedReply } from '../support/messages-api-server';
 import { PostgresTestServer } from '../support/postgres-server';
-import { GATEWAY_MODEL, settledView, startGatewayService, type GatewayService } from './support/gateway-service';
+import { running, startServiceProcess, SERVICE_START_TIMEOUT_MS, type ServiceProcess } from '../support/service-process';
+import { GATEWAY_MODEL, GATEWAY_PRICES, GRANTED_CREDITS } from './support/gateway-service';
 
-// A real PostgreSQL server, stopped and started under the service.
-jest.setTimeout(120_000);
+/** Instances of the service, each a process of its own. */
+const INSTANCES = 3;
+/** Callers per instance that keep sending calls, one after the other, for the whole test. */
+const CALLERS_PER_INSTANCE = 2;
+/** Calls answered on each instance before the stop, during the outage (503) and after the restart, before the test goes on. */
+const CALLS_PER_PHASE = 3;
+/** `max_tokens` of the calls whose upstream answer waits for the stop (one JSON and one streamed per instance). */
+const HELD_MAX_TOKENS = 65;
+/** How long to wait for the calls answered 200 to be settled once the server is back, in ms (the retries wait at most 5 s between tries). */
+const SETTLED_WITHIN_MS = 30_000;
+/** Between two reads while waiting for a condition, in ms (a poll, not a wait for correctness). */
+const POLL_MS = 100;
+/** Longest a caller honours a 503's retry-after, in ms, so the outage is met by many calls. */
+const MAX_RETRY_AFTER_MS = 250;
+/** The organization's running slots: the default 10 is fewer than the callers and held calls at once. */
+const MAX_RUNNING = 1_000;
+const SYSTEM = { Authorization: `Bearer ${TOKENS.system}`, 'Content-Type': 'application/json' };
+const USAGE = { input_tokens: 10, output_tokens: 5, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
 
-/** Calls sent at once while the server is down. */
-const CALLS_WHILE_DOWN = 8;
-/** Calls of each kind (JSON and streamed) admitted before the server stops and answered by upstream while it is down. */
-const IN_FLIGHT_PER_KIND = 3;
-const PROMPT = { model: GATEWAY_MODEL, max_tokens: 64, messages: [{ role: 'user' as const, content: 'Go.' }] };
+// Three processes compile the sources on start on two loaded cores, then the load runs through a restart.
+jest.setTimeout(2 * SERVICE_START_TIMEOUT_MS + 180_000);
 
-interface CallSettlement {
-  readonly settledBy: string;
-  readonly transition: number;
-  /** Its attempt recorded upstream's usage. */
-  readonly usageRecorded: boolean;
-  /** Charged the price of that usage, below the worst case it held. */
-  readonly chargedBelowHold: boolean;
-  readonly holdSettled: boolean;
+/** What one call got. */
+interface Outcome {
+  readonly instance: number;
+  readonly status: number;
+  readonly invocationId: string | null;
+  /** The body as read: the answer (a JSON message, or a stream's text) or the error. */
+  readonly body: string;
+  /** The server was down when the call was answered, as far as the test knows. */
+  readonly duringOutage: boolean;
 }
 
-/** How long the calls in flight may take to be settled once the server is back, in ms (the retries wait at most 5 s between tries). */
-const SETTLED_AFTER_RESTART_WITHIN_MS = 30_000;
-/** Between two reads of the log while waiting for those settlements, in ms. */
-const LOG_POLL_MS = 100;
+/** A phase of the test, and what was answered in it. */
+class Load {
+  readonly outcomes: Outcome[] = [];
+  stopped = false;
+  serverDown = false;
 
-/** The invocations the log holds, by id. */
-async function invocationIds(store: string): Promise<Set<string>> {
-  const log = await openEventStore(store);
-  try {
-    return new Set((await log.readAll()).filter((event) => event.type === 'InvocationEstimated').map((event) => event.streamName.slice('invocation-'.length)));
-  } finally {
-    await log.close();
+  count(instance: number, test: (outcome: Outcome) => boolean): number {
+    return this.outcomes.filter((outcome) => outcome.instance === instance && test(outcome)).length;
+  }
+
+  /** Resolves once every instance answered `calls` more calls passing `test` from now. */
+  async untilEach(calls: number, test: (outcome: Outcome) => boolean): Promise<void> {
+    const start = Array.from({ length: INSTANCES }, (_, instance) => this.count(instance, test));
+    while (start.some((count, instance) => this.count(instance, test) < count + calls)) await pause(POLL_MS);
   }
 }
 
-/** How each invocation of the log but those of `known` was settled, once none of them is left open (or the wait's bound passed). */
-async function settlementsOnceNoneOpen(store: string, known: ReadonlySet<string>): Promise<CallSettlement[]> {
-  const giveUpAt = Date.now() + SETTLED_AFTER_RESTART_WITHIN_MS;
+const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** One gateway call by fetch, read to its end; never throws. */
+async function call(service: ServiceProcess, key: string, stream: boolean, maxTokens = 64): Promise<Omit<Outcome, 'instance' | 'duringOutage'>> {
+  try {
+    const response = await fetch(`${service.baseUrl}/anthropic/v1/messages`, {
+      method: 'POST',
+      headers: { 'x-api-key': key, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
+      body: JSON.stringify({ model: GATEWAY_MODEL, max_tokens: maxTokens, stream, messages: [{ role: 'user', content: 'Go.' }] }),
+    });
+    return { status: response.status, invocationId: response.headers.get(INVOCATION_ID_HEADER), body: await response.text() };
+  } catch (error) {
+    return { status: 0, invocationId: null, body: String(error) };
+  }
+}
+
+/** A caller that keeps calling `instance` until the load stops, honouring a 503's retry-after (bounded). */
+async function caller(load: Load, services: readonly ServiceProcess[], instance: number, key: string, stream: boolean): Promise<void> {
+  while (!load.stopped) {
+    const outcome = await call(services[instance]!, key, stream);
+    load.outcomes.push({ instance, ...outcome, duringOutage: load.serverDown });
+    if (outcome.status === 503) await pause(MAX_RETRY_AFTER_MS);
+  }
+}
+
+/** Upstream's answer: at once, or (held calls) once `released` resolved; JSON or streamed as asked. */
+function upstreamAnswer(released: Promise<void>): (request: RecordedRequest) => ScriptedReply {
+  return (request) => {
+    const body = request.body as { stream?: boolean; max_tokens?: number };
+    const held = body.max_tokens === HELD_MAX_TOKENS;
+    if (body.stream === true) return { kind: 'sse', steps: [...(held ? [{ until: released }] : []), ...messageStream({ model: GATEWAY_MODEL })] };
+    const reply = messageReply({ model: GATEWAY_MODEL, usage: USAGE });
+    if (!held) return reply;
+    return {
+      kind: 'custom',
+      respond: async (_request, res) => {
+        await released;
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify((reply as { body: unknown }).body));
+      },
+    };
+  };
+}
+
+async function api(service: ServiceProcess, path: string, body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+  const response = await fetch(`${service.baseUrl}${path}`, { method: 'POST', headers: SYSTEM, body: JSON.stringify(body) });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+/** How the log settled each of `ids`, once all are settled and their holds too (or the wait's bound passed). */
+async function settlementsOf(store: string, ids: readonly string[]): Promise<Map<string, { settledBy: string; transition: number; chargeCredits: number; heldCredits: number; holdSettled: boolean }>> {
+  const giveUpAt = Date.now() + SETTLED_WITHIN_MS;
   const log = await openEventStore(store);
   try {
     for (;;) {
       const events = await log.readAll();
-      const of = (id: string, type: string) => events.find((event) => event.streamName === `invocation-${id}` && event.type === type)?.data;
-      const ids = [...new Set(events.filter((event) => event.type === 'InvocationEstimated').map((event) => event.streamName.slice('invocation-'.length)))].filter((id) => !known.has(id));
-      if (ids.some((id) => of(id, 'InvocationSettled') === undefined) && Date.now() < giveUpAt) {
-        await new Promise((resolve) => setTimeout(resolve, LOG_POLL_MS));
-        continue;
+      const settled = new Map(events.filter((event) => event.type === 'InvocationSettled').map((event) => [event.streamName.slice('invocation-'.length), event.data as { settledBy: string; transition: number; chargeCredits: number; heldCredits: number }]));
+      const released = new Set(events.filter((event) => event.type === 'HoldSettled').map((event) => (event.data as { invocationId: string }).invocationId));
+      // The account's HoldSettled follows the invocation's settlement in an append of its own.
+      if (ids.every((id) => settled.has(id) && released.has(id)) || Date.now() > giveUpAt) {
+        return new Map(ids.filter((id) => settled.has(id)).map((id) => [id, { ...settled.get(id)!, holdSettled: released.has(id) }]));
       }
-      return ids.map((id) => {
-        const settlement = of(id, 'InvocationSettled') as { settledBy: string; transition: number; chargeCredits: number; heldCredits: number } | undefined;
-        return {
-          settledBy: settlement?.settledBy ?? 'open',
-          transition: settlement?.transition ?? 0,
-          usageRecorded: (of(id, 'AttemptRecorded') as { usage?: unknown } | undefined)?.usage !== undefined,
-          chargedBelowHold: settlement !== undefined && settlement.chargeCredits > 0 && settlement.chargeCredits < settlement.heldCredits,
-          holdSettled: events.some((event) => event.type === 'HoldSettled' && (event.data as { invocationId?: string }).invocationId === id),
-        };
-      });
+      await pause(POLL_MS);
     }
   } finally {
     await log.close();
   }
 }
 
-describe('the gateway on PostgreSQL through a server restart: 503 in the declared shape while it is down, then on by itself', () => {
+/** The idempotency keys of the log's grants, in order. */
+async function grantKeys(store: string): Promise<string[]> {
+  const log = await openEventStore(store);
+  try {
+    return (await log.readStream('account-acme')).filter((event) => event.type === 'CreditsGranted').map((event) => (event.data as { idempotencyKey: string }).idempotencyKey);
+  } finally {
+    await log.close();
+  }
+}
+
+/** Anthropic's error shape with the 503 the gateway answers while its log is away. */
+const ANTHROPIC_503 = { type: 'error', error: { type: 'api_error', message: expect.any(String) }, request_id: expect.any(String) };
+
+describe('the gateway on PostgreSQL through a server restart under load, three service processes: 503 in the declared shape while it is down, nothing acknowledged lost, then on by themselves', () => {
   let server: PostgresTestServer | undefined;
+  let upstream: MessagesApiServer | undefined;
   let directory: string;
-  let env: Record<string, string>;
-  let service: GatewayService | undefined;
+  let store: string;
+  let services: ServiceProcess[] = [];
+  const envOf = (instance: number): Record<string, string> => ({
+    LEDGER_STORE: store,
+    LEDGER_READ_STORE: join(directory, `read-${instance}.sqlite`),
+    LEDGER_ANSWER_STORE: join(directory, `answers-${instance}.sqlite`),
+  });
 
   beforeAll(async () => {
     server = await PostgresTestServer.start();
+    upstream = await MessagesApiServer.start();
     directory = mkdtempSync(join(tmpdir(), 'llm-ledger-pg-restart-'));
-    env = {
-      LEDGER_STORE: await server.createDatabase('restart'),
-      LEDGER_READ_STORE: join(directory, 'read-models.sqlite'),
-      LEDGER_ANSWER_STORE: join(directory, 'answers.sqlite'),
-      LEDGER_RECOVERY_INTERVAL_MS: '0',
-    };
-    service = await startGatewayService({ env });
+    store = await server.createDatabase('restart');
+    const shared = { LEDGER_TOKENS, ANTHROPIC_BASE_URL: upstream.baseURL, ANTHROPIC_API_KEY: 'sk-ant-the-service-own', LEDGER_RECOVERY_INTERVAL_MS: '0' };
+    services = await Promise.all(Array.from({ length: INSTANCES }, (_, instance) => startServiceProcess(directory, { ...shared, ...envOf(instance) })));
   });
 
   afterAll(async () => {
-    await service?.close();
+    for (const service of services) if (running(service)) service.child.kill('SIGKILL');
+    await upstream?.close();
     await server?.stop();
     rmSync(directory, { recursive: true, force: true });
   });
 
-  const invocationOf = async (call: Promise<unknown>): Promise<string> => {
-    const { response } = await (call as ReturnType<Anthropic['messages']['create']>).withResponse();
-    return response.headers.get('llm-ledger-invocation-id')!;
-  };
-
-  it('refuses calls and commands while the server is down, keeps what was acknowledged, and serves again once it is back', async () => {
-    const usage = { input_tokens: 10, output_tokens: 5, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
-    service!.upstream.reply(...Array.from({ length: CALLS_WHILE_DOWN + 2 }, () => messageReply({ model: GATEWAY_MODEL, usage })));
-    const before = await invocationOf(service!.client().messages.create(PROMPT));
-    await settledView(service!.ledger, before);
-
-    await server!.stopServer();
-    const refusals = await Promise.all(
-      Array.from({ length: CALLS_WHILE_DOWN }, () =>
-        service!.client().messages.create(PROMPT).then(
-          () => undefined,
-          (error: unknown) => error,
-        ),
-      ),
-    );
-    for (const refusal of refusals) {
-      expect(refusal).toBeInstanceOf(Anthropic.APIError);
-      const { status, error, requestID } = refusal as InstanceType<typeof Anthropic.APIError>;
-      expect({ status, error }).toEqual({ status: 503, error: { type: 'error', error: { type: 'api_error', message: expect.any(String) }, request_id: requestID } });
-    }
-    const grant = await service!.ledger.http().post('/v1/organizations/acme/grants').set(bearer(TOKENS.system)).send({ credits: 5, reason: 'while down', idempotencyKey: 'g-down' });
-    expect(grant.status).toBe(503);
-    expect(grant.body).toMatchObject({ statusCode: 503, code: 'unavailable', message: expect.any(String), requestId: expect.any(String) });
-    expect(JSON.stringify(grant.body)).not.toMatch(/stack|at .*\.ts/);
-
-    await server!.startAgain();
-    expect(await settledView(service!.ledger, before)).toMatchObject({ invocationId: before, state: 'settled' });
-    const after = await invocationOf(service!.client().messages.create(PROMPT));
-    await settledView(service!.ledger, after);
-    const repeated = await service!.ledger.http().post('/v1/organizations/acme/grants').set(bearer(TOKENS.system)).send({ credits: 5, reason: 'while down', idempotencyKey: 'g-down' });
-    expect(repeated.status).toBe(200);
-
-    await service!.close();
-    service = undefined;
-    const io = new MemoryIo();
-    const audited = await runCli(['audit', 'verify'], { io, env });
-    expect(io.lines).toEqual([expect.stringMatching(/^audit verify: OK/)]);
-    expect(audited).toBe(EXIT_OK);
-  });
-  it('calls in flight when the server stops (JSON and streamed) end without a 500, and their settlements are tried again until the server is back: each is settled at its usage, not at its hold by recovery', async () => {
-    service ??= await startGatewayService({ env });
-    const usage = { input_tokens: 10, output_tokens: 5, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
+  it('answers 503 in the declared shapes while the server is down, settles every call answered 200 at its usage once it is back, carries on by itself, and audits clean', async () => {
+    const [first] = services as [ServiceProcess];
+    expect((await api(first, '/v1/organizations/acme/grants', { credits: GRANTED_CREDITS, reason: 'start', idempotencyKey: 'g-1' })).status).toBe(200);
+    // Room for every caller and held call at once, and for the holds of calls cut between hold and dispatch by the stop (recovery is off).
+    await fetch(`${first.baseUrl}/v1/organizations/acme/settings`, { method: 'PUT', headers: SYSTEM, body: JSON.stringify({ maxRunning: MAX_RUNNING }) });
+    await fetch(`${first.baseUrl}/v1/gateway/models/${GATEWAY_MODEL}`, { method: 'PUT', headers: SYSTEM, body: JSON.stringify({ prices: GATEWAY_PRICES, maxOutputTokens: 64_000, attemptTimeoutMs: 600_000, enabled: true }) });
+    const { body: issued } = await api(first, '/v1/organizations/acme/gateway-keys', { name: 'ci-bot' });
+    const key = issued['key'] as string;
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
-    const held = (reply: ScriptedReply): ScriptedReply =>
-      reply.kind === 'sse'
-        ? { ...reply, steps: [{ until: released }, ...reply.steps] }
-        : { kind: 'custom', respond: async (_request, res) => {
-            await released;
-            res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify((reply as { body: unknown }).body));
-          } };
-    const requestsBefore = service!.upstream.requests.length;
-    const earlier = await invocationIds(env.LEDGER_STORE!);
-    service!.upstream.reply(
-      ...Array.from({ length: IN_FLIGHT_PER_KIND }, () => held(messageReply({ model: GATEWAY_MODEL, usage }))),
-      ...Array.from({ length: IN_FLIGHT_PER_KIND }, () => held({ kind: 'sse', steps: messageStream({ model: GATEWAY_MODEL }) })),
-      messageReply({ model: GATEWAY_MODEL, usage }),
-    );
-    const ended = (call: Promise<unknown>): Promise<{ readonly ok: boolean; readonly error?: unknown }> => call.then(() => ({ ok: true }), (error: unknown) => ({ ok: false, error }));
-    const json = Array.from({ length: IN_FLIGHT_PER_KIND }, () => ended(service!.client().messages.create(PROMPT)));
-    await service!.upstream.waitForRequests(requestsBefore + IN_FLIGHT_PER_KIND);
-    const streamed = Array.from({ length: IN_FLIGHT_PER_KIND }, () => ended(service!.client().messages.stream(PROMPT).finalMessage()));
-    await service!.upstream.waitForRequests(requestsBefore + 2 * IN_FLIGHT_PER_KIND);
+    upstream!.reply(...Array.from({ length: 5_000 }, () => upstreamAnswer(released)));
+
+    const load = new Load();
+    const callers = services.flatMap((_, instance) => Array.from({ length: CALLERS_PER_INSTANCE }, (__, index) => caller(load, services, instance, key, index % 2 === 1)));
+    await load.untilEach(CALLS_PER_PHASE, (outcome) => outcome.status === 200);
+    // Calls whose upstream answers only once the server is down: their settlements meet the outage.
+    const held = services.flatMap((service) => [call(service, key, false, HELD_MAX_TOKENS), call(service, key, true, HELD_MAX_TOKENS)]);
+    const heldUpstream = (): number => upstream!.requests.filter((request) => (request.body as { max_tokens?: number }).max_tokens === HELD_MAX_TOKENS).length;
+    while (heldUpstream() < held.length) await pause(POLL_MS);
 
     await server!.stopServer();
+    load.serverDown = true;
+    await load.untilEach(CALLS_PER_PHASE, (outcome) => outcome.duringOutage && outcome.status === 503);
+    const grantWhileDown = await api(services[1]!, '/v1/organizations/acme/grants', { credits: 5, reason: 'while down', idempotencyKey: 'g-down' });
     release();
-    const outcomes = await Promise.all([...json, ...streamed]);
-    // Upstream answered: each caller gets its answer (or, had the relay failed, a 503 in the declared shape).
-    for (const outcome of outcomes) {
-      if (outcome.ok) continue;
-      const { status, error } = outcome.error as InstanceType<typeof Anthropic.APIError>;
-      expect({ status, error }).toEqual({ status: 503, error: { type: 'error', error: { type: 'api_error', message: expect.any(String) }, request_id: expect.any(String) } });
-    }
+    const heldOutcomes = await Promise.all(held);
 
     await server!.startAgain();
-    const after = await invocationOf(service!.client().messages.create(PROMPT));
-    await settledView(service!.ledger, after);
+    load.serverDown = false;
+    await load.untilEach(CALLS_PER_PHASE, (outcome) => !outcome.duringOutage && outcome.status === 200);
+    load.stopped = true;
+    await Promise.all(callers);
+    const grantRepeated = await api(services[2]!, '/v1/organizations/acme/grants', { credits: 5, reason: 'while down', idempotencyKey: 'g-down' });
 
-    // Their settlements failed while the server was down and were tried again (GatewaySettlementRetries)
-    // once it was back: each call is settled at the usage upstream reported, by its own relay, not at
-    // its hold by recovery (which runs not at all here), and its hold settled on the account.
-    const settlements = await settlementsOnceNoneOpen(env.LEDGER_STORE!, new Set([...earlier, after]));
-    expect(settlements).toHaveLength(2 * IN_FLIGHT_PER_KIND);
-    for (const settlement of settlements) {
-      expect(settlement).toEqual({ settledBy: 'runtime', transition: 8, usageRecorded: true, chargedBelowHold: true, holdSettled: true });
+    // While down: 503 in Anthropic's shape on the gateway, in the ledger's on the API; nothing else.
+    for (const outcome of load.outcomes.filter((outcome) => outcome.status !== 200)) {
+      expect({ status: outcome.status, body: JSON.parse(outcome.body) as unknown }).toEqual({ status: 503, body: ANTHROPIC_503 });
     }
+    expect(grantWhileDown).toMatchObject({ status: 503, body: { statusCode: 503, code: 'unavailable', message: expect.any(String), requestId: expect.any(String) } });
+    expect(JSON.stringify(grantWhileDown.body)).not.toMatch(/stack|at .*\.ts/);
+    expect(grantRepeated.status).toBe(200);
+    // The calls in flight at the stop got their answers, whole.
+    for (const outcome of heldOutcomes) expect({ status: outcome.status, whole: /message_stop|"stop_reason":"end_turn"/.test(outcome.body) }).toEqual({ status: 200, whole: true });
 
-    await service!.close();
-    service = undefined;
-    const io = new MemoryIo();
-    expect(await runCli(['audit', 'verify'], { io, env })).toBe(EXIT_OK);
-    expect(io.lines).toEqual([expect.stringMatching(/^audit verify: OK/)]);
+    // Nothing acknowledged lost: every call answered 200 is settled at its usage by its own instance.
+    const answered = [...load.outcomes, ...heldOutcomes.map((outcome) => ({ ...outcome, instance: -1, duringOutage: true }))].filter((outcome) => outcome.status === 200);
+    const ids = answered.map((outcome) => outcome.invocationId!);
+    const settlements = await settlementsOf(store, ids);
+    expect(ids.filter((id) => !settlements.has(id))).toEqual([]);
+    for (const settlement of settlements.values()) {
+      expect(settlement).toMatchObject({ settledBy: 'runtime', transition: 8, holdSettled: true });
+      expect(settlement.chargeCredits).toBeLessThan(settlement.heldCredits);
+    }
+    // The grant acknowledged before the stop is there, once; the one refused while down, once after it.
+    const grants = await grantKeys(store);
+    expect(grants).toEqual(['g-1', 'g-down']);
+    // Carried on by themselves: the same processes as at the start, none restarted.
+    expect(services.every(running)).toBe(true);
+
+    for (const service of services) {
+      service.child.kill('SIGTERM');
+      await once(service.child, 'exit');
+    }
+    for (let instance = 0; instance < INSTANCES; instance++) {
+      const io = new MemoryIo();
+      const exitCode = await runCli(['audit', 'verify'], { io, env: envOf(instance) });
+      expect({ instance, exitCode, lines: io.lines }).toEqual({ instance, exitCode: EXIT_OK, lines: [expect.stringMatching(/^audit verify: OK/)] });
+    }
   });
 });
