@@ -1,6 +1,7 @@
 import { render } from 'preact';
 import { LocationProvider, Route, Router } from 'preact-iso';
 import { Layout } from './components/layout';
+import { BatchPage } from './pages/batch-page';
 import { HomePage } from './pages/home-page';
 import { InvocationPage } from './pages/invocation-page';
 import { NotFoundPage } from './pages/not-found-page';
@@ -19,6 +20,7 @@ function App() {
             <Route path="/console" component={HomePage} />
             <Route path="/console/invocations/:invocationId" component={InvocationPage} />
             <Route path="/console/organizations/:organizationId" component={OrganizationPage} />
+            <Route path="/console/organizations/:organizationId/batches/:batchId" component={BatchPage} />
             <Route path="/console/operations/:operationId" component={OperationPage} />
             <Route default component={NotFoundPage} />
           </Router>

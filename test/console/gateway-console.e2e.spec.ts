@@ -6,7 +6,6 @@
  */
 import { rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import type { Locator, Page } from 'playwright-core';
 import { serveConsole } from '../../src/console/serve-console';
 import { GATEWAY_ACCOUNTING, type GatewayAccounting, type GatewayAdmission, type MessagesBodyFacts } from '../../src/gateway/gateway-call.port';
 import { systemClock } from '../../src/runtime';
@@ -14,6 +13,7 @@ import { NO_USAGE } from '../../src/runtime/usage';
 import { bearer, startHttpLedger, type HttpLedger } from '../http/support/http-ledger';
 import { accessibilityViolations, DESKTOP, launchBrowser, type TestBrowser } from './support/browser';
 import { buildConsole } from './support/console-build';
+import { figures, signIn } from './support/page-reading';
 import { NO_TOOLS } from '../gateway/support/body-facts';
 
 const DEMO_ORG = 'demo-org';
@@ -38,21 +38,6 @@ const answered = () => ({
   timedOut: false,
   callerDisconnected: false,
 });
-
-async function signIn(page: Page, token: string): Promise<void> {
-  const input = page.getByLabel('Bearer token');
-  await input.waitFor();
-  await input.fill(token);
-  await page.keyboard.press('Enter');
-  await input.waitFor({ state: 'detached' });
-}
-
-/** A definition list's figures as name → text. */
-async function figures(list: Locator): Promise<Record<string, string>> {
-  const names = await list.locator('dt').allTextContents();
-  const values = await list.locator('dd').allTextContents();
-  return Object.fromEntries(names.map((name, index) => [name, values[index] ?? '']));
-}
 
 describe('The console shows gateway calls and keys (docs/gateway.md), in headless Chromium', () => {
   let ledger: HttpLedger;

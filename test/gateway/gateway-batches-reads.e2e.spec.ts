@@ -4,17 +4,13 @@
  * charge), and a batch's requests with their results as charged, page by page; what the console's
  * batches view reads. Another organization's token sees none of them.
  */
-import Anthropic from '@anthropic-ai/sdk';
 import { bearer, TOKENS } from '../http/support/http-ledger';
-import { BatchesApiServer, errored, succeeded, type UpstreamBatchRequest } from '../support/batches-api-server';
+import { BatchesApiServer, batchRequest, errored, succeeded, type UpstreamBatchRequest } from '../support/batches-api-server';
 import { GATEWAY_KEY_NAME, GATEWAY_MODEL, GATEWAY_PRICES, startGatewayService, type GatewayService } from './support/gateway-service';
 
 jest.setTimeout(60_000);
 
-const request = (customId: string): Anthropic.Messages.BatchCreateParams.Request => ({
-  custom_id: customId,
-  params: { model: GATEWAY_MODEL, max_tokens: 100, messages: [{ role: 'user', content: 'Hello' }] },
-});
+const request = (customId: string) => batchRequest(customId, GATEWAY_MODEL);
 
 describe('issue 34: the Message Batches’ admin reads: the organization’s batches and a batch’s requests, explained and paged', () => {
   let upstream: BatchesApiServer;

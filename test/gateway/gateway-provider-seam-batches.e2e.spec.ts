@@ -10,6 +10,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { GatewayBatchesPoller } from '../../src/gateway/batches/gateway-batches.poller';
 import { GATEWAY_PROVIDER } from '../../src/gateway/gateway-provider.port';
 import { bearer, TOKENS } from '../http/support/http-ledger';
+import { batchRequest } from '../support/batches-api-server';
 import { GATEWAY_MODEL, GATEWAY_PRICES, startGatewayService, type GatewayService } from './support/gateway-service';
 import { TestUpstream, testProvider, UPSTREAM_TOKEN, type TestJobItem, type TestJobOutput } from './support/test-provider';
 
@@ -19,10 +20,7 @@ jest.setTimeout(60_000);
 const METERING = { tokens_in: 100, tokens_out: 20 };
 const CHARGE_PER_SUCCESS = 300;
 
-const request = (customId: string): Anthropic.Messages.BatchCreateParams.Request => ({
-  custom_id: customId,
-  params: { model: GATEWAY_MODEL, max_tokens: 100, messages: [{ role: 'user', content: 'Hello' }] },
-});
+const request = (customId: string) => batchRequest(customId, GATEWAY_MODEL);
 
 const outputOf = (item: TestJobItem): TestJobOutput => (item.ref.startsWith('ok') ? { ref: item.ref, status: 'OK', text: 'Hi', metering: METERING } : { ref: item.ref, status: 'FAILED' });
 

@@ -54,6 +54,11 @@ export interface RecordedBatchesRequest {
 /** The route a fault is injected on. */
 export type BatchesRoute = 'create' | 'retrieve' | 'list' | 'cancel' | 'delete' | 'results';
 
+/** One request of a create, as a caller sends it: a small Messages body for `model` with `max_tokens` 100. */
+export function batchRequest(customId: string, model: string): { readonly custom_id: string; readonly params: { readonly model: string; readonly max_tokens: number; readonly messages: { role: 'user'; content: string }[] } } {
+  return { custom_id: customId, params: { model, max_tokens: 100, messages: [{ role: 'user', content: 'Hello' }] } };
+}
+
 /** A request that succeeded with this usage (Anthropic's field names). */
 export function succeeded(request: UpstreamBatchRequest, usage: Record<string, unknown>): UpstreamBatchResult {
   const model = String(request.params.model);

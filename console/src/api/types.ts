@@ -67,3 +67,15 @@ export type { UsageStatement, UsageStatementRow } from '../../../src/queries/get
 
 /** `GET /v1/me`: who the signed-in token is. */
 export type { MeDto as Me } from '../../../src/http/dto/me.dto';
+
+/* Message Batches: `GET …/gateway-batches` and `GET …/gateway-batches/:batchId/requests` (docs/http.md). */
+import type { BatchExplanation, BatchRequestExplanation } from '../../../src/gateway/batches/batch-explanation';
+export type { BatchExplanation, BatchRequestExplanation };
+export interface BatchList {
+  readonly batches: readonly BatchExplanation[];
+  readonly nextAfter: string | null;
+}
+export interface BatchRequestList {
+  readonly requests: readonly BatchRequestExplanation[];
+  readonly nextAfter: string | null;
+}

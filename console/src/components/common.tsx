@@ -75,6 +75,7 @@ export function TableScroll({ children, label }: { children: ComponentChildren; 
 export const invocationHref = (id: string) => `/console/invocations/${encodeURIComponent(id)}`;
 export const organizationHref = (id: string) => `/console/organizations/${encodeURIComponent(id)}`;
 export const operationHref = (id: string) => `/console/operations/${encodeURIComponent(id)}`;
+export const batchHref = (organizationId: string, batchId: string) => `${organizationHref(organizationId)}/batches/${encodeURIComponent(batchId)}`;
 
 /** The tab's title names the page, so a history list or a tab bar tells pages apart. */
 export function usePageTitle(title: string): void {

@@ -60,7 +60,7 @@ function InvocationFilters({ draft, setDraft, onApply }: { draft: Filters; setDr
 function InvocationsTable({ invocations, pageNumber }: { invocations: InvocationPage['invocations']; pageNumber: number }) {
   return (
     <TableScroll label="Invocations table">
-      <table>
+      <table class="wrapping-table">
         <caption class="visually-hidden">Invocations, newest first, page {pageNumber}</caption>
         <thead>
           <tr>
@@ -89,7 +89,7 @@ function InvocationsTable({ invocations, pageNumber }: { invocations: Invocation
               </td>
               <td>{invocation.outcome ?? invocation.refusalReason ?? '—'}</td>
               <td class="num">{formatCredits(invocation.charge)}</td>
-              <td>{formatTime(invocation.estimatedAt)}</td>
+              <td class="time">{formatTime(invocation.estimatedAt)}</td>
             </tr>
           ))}
         </tbody>

@@ -3,6 +3,7 @@ import type { Balance } from '../api/types';
 import { useApi } from '../api/use-api';
 import { Figures, Section, Show, usePageTitle } from '../components/common';
 import { formatCount, formatCountWithMoney } from '../format';
+import { GatewayBatchesSection } from '../organization/gateway-batches-section';
 import { GatewayKeysSection } from '../organization/gateway-keys-section';
 import { InvocationsSection } from '../organization/invocations-section';
 import { LedgerSection } from '../organization/ledger-section';
@@ -36,6 +37,7 @@ export function OrganizationPage({ organizationId }: { organizationId: string })
       </Section>
       <UsageSection organizationId={organizationId} />
       <InvocationsSection organizationId={organizationId} />
+      <GatewayBatchesSection organizationId={organizationId} />
       <LedgerSection organizationId={organizationId} />
       <GatewayKeysSection organizationId={organizationId} />
     </>
