@@ -24,7 +24,8 @@ const MS_PER_DAY = 86_400_000;
 
 /**
  * `llm-ledger reconcile anthropic`: Anthropic's usage report for the period against the usage of the
- * attempts the ledger recorded for invocations routed to Anthropic, by model, bucket and kind.
+ * attempts the ledger recorded for invocations routed to Anthropic and of the gateway's Message Batch
+ * results, by model, bucket and kind.
  * Prints each difference past the tolerance and a summary; exit 1 when there is any.
  */
 export async function reconcileAnthropic(options: ReconcileAnthropicOptions): Promise<{ exitCode: number; differences: readonly UsageDifference[] }> {
@@ -55,17 +56,23 @@ export async function reconcileAnthropic(options: ReconcileAnthropicOptions): Pr
     differences: differences.length,
     toleranceTokens: options.toleranceTokens,
     truncatedInvocations: ledger.truncatedInvocations,
+    ledgerBatchResults: ledger.batchResults,
+    unmeasuredBatchResults: ledger.unmeasuredBatchResults,
   };
   if (options.json) {
     await writeLine(io.stdout, JSON.stringify({ record: 'summary', ...summary }));
   } else {
     const verdict = differences.length === 0 ? 'OK — the ledger and Anthropic agree' : countOf(differences.length, 'difference');
     const tolerance = options.toleranceTokens === 0 ? 'exact' : `tolerance ${options.toleranceTokens}`;
-    await writeLine(io.stdout, `reconcile anthropic: ${verdict} (${summary.period}, ${options.bucket} buckets, ${tolerance}; ${countOf(ledger.attempts, 'ledger attempt')}, ${countOf(reported.length, 'report row')}).`);
+    await writeLine(io.stdout, `reconcile anthropic: ${verdict} (${summary.period}, ${options.bucket} buckets, ${tolerance}; ${countOf(ledger.attempts, 'ledger attempt')}, ${countOf(ledger.batchResults, 'batch result')}, ${countOf(reported.length, 'report row')}).`);
   }
   if (ledger.truncatedInvocations > 0) {
     // Their attempts past the 64 retained have no record: the ledger side undercounts them.
     await writeLine(io.stderr, `reconcile anthropic: ${countOf(ledger.truncatedInvocations, 'invocation')} had attempts beyond the retained records; their usage is counted only as far as it was recorded.`);
+  }
+  if (ledger.unmeasuredBatchResults > 0) {
+    // Charged their hold, their usage unknown: the ledger side cannot count them.
+    await writeLine(io.stderr, `reconcile anthropic: ${countOf(ledger.unmeasuredBatchResults, 'batch result')} succeeded without usage the gateway could read; charged their hold, they are not counted.`);
   }
   return { exitCode: differences.length === 0 ? EXIT_OK : EXIT_DIFFERENCES, differences };
 }

@@ -8,6 +8,7 @@ import type { ProviderName } from '../catalog/operation.events';
 import { USAGE_KINDS, type Usage, type UsageKind } from '../runtime/provider.port';
 import { addUsage, NO_USAGE } from '../runtime/usage';
 import { currentLedgerEvent } from '../upcasters/ledger.upcasters';
+import { GATEWAY_BATCH_STREAM_PREFIX, type GatewayBatchEvent } from '../gateway/batches/gateway-batch';
 
 /** Events read from the log per page. */
 export const RECONCILE_PAGE_EVENTS = 5_000;
@@ -46,11 +47,44 @@ export function normaliseBucket(instant: string): string {
   return `${new Date(ms).toISOString().slice(0, 19)}Z`;
 }
 
+/** What the ledger's side of a reconciliation counted. */
+export interface LedgerUsage {
+  readonly rows: BucketUsage[];
+  readonly attempts: number;
+  readonly truncatedInvocations: number;
+  /** Message Batch results counted: succeeded with usage, their batch ended in the period. */
+  readonly batchResults: number;
+  /** Succeeded batch results without usage the gateway could read (charged their hold): not counted. */
+  readonly unmeasuredBatchResults: number;
+}
+
+/** Sums usage by bucket and model, counting what it was given. */
+class UsageSums {
+  readonly byKey = new Map<string, BucketUsage>();
+  attempts = 0;
+  truncatedInvocations = 0;
+  batchResults = 0;
+  unmeasuredBatchResults = 0;
+
+  constructor(private readonly options: { readonly fromMs: number; readonly toMs: number; readonly width: BucketWidth }) {}
+
+  inPeriod(ms: number): boolean {
+    return ms >= this.options.fromMs && ms < this.options.toMs;
+  }
+
+  add(atMs: number, model: string, usage: Usage): void {
+    const bucket = bucketOf(atMs, this.options.width);
+    const key = `${bucket}\n${model}`;
+    this.byKey.set(key, { bucket, model, usage: addUsage(this.byKey.get(key)?.usage ?? NO_USAGE, usage) });
+  }
+}
+
 /**
  * The usage of every attempt the ledger recorded for invocations routed to `provider` whose start
- * lies in [fromMs, toMs), summed by the model that answered and the bucket of the attempt's start.
- * Attempts past MAX_RETAINED_ATTEMPTS have no record, so they cannot be placed in a bucket: their
- * invocations are counted in `truncatedInvocations` and the reader is told.
+ * lies in [fromMs, toMs), summed by the model that answered and the bucket of the attempt's start;
+ * and, for Anthropic, every Message Batch result's usage (batchUsage). Attempts past
+ * MAX_RETAINED_ATTEMPTS have no record, so they cannot be placed in a bucket: their invocations are
+ * counted in `truncatedInvocations` and the reader is told.
  */
 export async function ledgerUsageByBucket(options: {
   readonly eventStore: EventStore;
@@ -59,50 +93,72 @@ export async function ledgerUsageByBucket(options: {
   readonly toMs: number;
   readonly width: BucketWidth;
   readonly pageEvents?: number;
-}): Promise<{ readonly rows: BucketUsage[]; readonly attempts: number; readonly truncatedInvocations: number }> {
-  const sums = new Map<string, BucketUsage>();
+}): Promise<LedgerUsage> {
+  const sums = new UsageSums(options);
   // Invocations routed to the provider and not yet finished: attempts only happen in between.
   const routed = new Set<string>();
-  let attempts = 0;
-  let truncatedInvocations = 0;
   const head = await options.eventStore.headPosition();
   let after: bigint | undefined;
   while (head !== undefined && (after === undefined || after < head)) {
     const page = await options.eventStore.readAll({ ...(after === undefined ? {} : { after }), maxCount: options.pageEvents ?? RECONCILE_PAGE_EVENTS });
     if (page.length === 0) break;
     for (const recorded of page) {
-      if (recorded.position > head || !recorded.streamName.startsWith('invocation-')) continue;
-      const invocationId = recorded.streamName.slice('invocation-'.length);
-      const event = currentLedgerEvent(recorded) as unknown as InvocationEvent;
-      switch (event.type) {
-        case 'InvocationEstimated':
-          if (event.data.publication?.routing.provider === options.provider) routed.add(invocationId);
-          break;
-        case 'AttemptRecorded': {
-          const { usage, startedAtMs, model } = event.data;
-          if (!routed.has(invocationId) || usage === undefined || startedAtMs < options.fromMs || startedAtMs >= options.toMs) break;
-          attempts += 1;
-          const bucket = bucketOf(startedAtMs, options.width);
-          const key = `${bucket}\n${model}`;
-          sums.set(key, { bucket, model, usage: addUsage(sums.get(key)?.usage ?? NO_USAGE, usage) });
-          break;
-        }
-        case 'InvocationCompleted':
-        case 'InvocationFailed':
-          if (routed.has(invocationId) && event.data.attemptsTruncated) truncatedInvocations += 1;
-          routed.delete(invocationId);
-          break;
-        case 'InvocationRefused':
-        case 'InvocationSettled':
-          routed.delete(invocationId);
-          break;
-        default:
-          break;
-      }
+      if (recorded.position > head) continue;
+      if (options.provider === 'anthropic' && recorded.streamName.startsWith(GATEWAY_BATCH_STREAM_PREFIX)) batchUsage(sums, recorded as unknown as GatewayBatchEvent);
+      if (recorded.streamName.startsWith('invocation-')) attemptUsage(sums, routed, recorded.streamName.slice('invocation-'.length), currentLedgerEvent(recorded) as unknown as InvocationEvent, options.provider);
     }
     after = page[page.length - 1]!.position;
   }
-  return { rows: [...sums.values()], attempts, truncatedInvocations };
+  const { attempts, truncatedInvocations, batchResults, unmeasuredBatchResults } = sums;
+  return { rows: [...sums.byKey.values()], attempts, truncatedInvocations, batchResults, unmeasuredBatchResults };
+}
+
+function attemptUsage(sums: UsageSums, routed: Set<string>, invocationId: string, event: InvocationEvent, provider: ProviderName): void {
+  switch (event.type) {
+    case 'InvocationEstimated':
+      if (event.data.publication?.routing.provider === provider) routed.add(invocationId);
+      break;
+    case 'AttemptRecorded': {
+      const { usage, startedAtMs, model } = event.data;
+      if (!routed.has(invocationId) || usage === undefined || !sums.inPeriod(startedAtMs)) break;
+      sums.attempts += 1;
+      sums.add(startedAtMs, model, usage);
+      break;
+    }
+    case 'InvocationCompleted':
+    case 'InvocationFailed':
+      if (routed.has(invocationId) && event.data.attemptsTruncated) sums.truncatedInvocations += 1;
+      routed.delete(invocationId);
+      break;
+    case 'InvocationRefused':
+    case 'InvocationSettled':
+      routed.delete(invocationId);
+      break;
+    default:
+      break;
+  }
+}
+
+/**
+ * A Message Batch's results (docs/gateway.md "Message Batches"): each succeeded request's usage, as
+ * charged at batch rates, under its model, in the bucket of the instant upstream ended the batch (its
+ * `ended_at`; for results recorded before that was kept, when they were recorded). Anthropic's report
+ * places each request where it ran, somewhere between the batch's creation and its end, so a batch
+ * running across a bucket's edge differs between the two buckets by what ran before the edge.
+ */
+function batchUsage(sums: UsageSums, event: GatewayBatchEvent): void {
+  if (event.type !== 'GatewayBatchResultsRecorded') return;
+  const atMs = Date.parse(event.data.endedAt ?? event.data.recordedAt);
+  if (!sums.inPeriod(atMs)) return;
+  for (const result of event.data.results) {
+    if (result.type !== 'succeeded') continue;
+    if (result.usage === undefined) {
+      sums.unmeasuredBatchResults += 1;
+      continue;
+    }
+    sums.batchResults += 1;
+    sums.add(atMs, result.model, result.usage);
+  }
 }
 
 /**

@@ -22,6 +22,8 @@ import { GatewayBatchesPoller } from '../../src/gateway/batches/gateway-batches.
 import { GATEWAY_BATCH_LOST_RELEASE_AFTER_MS, GATEWAY_BATCH_LOST_SEARCH_AFTER_MS, GATEWAY_BATCH_UNSENT_AFTER_MS } from '../../src/gateway/batches/lost-batch-search';
 import { GatewayBatches } from '../../src/gateway/batches/gateway-batches.service';
 import { GatewayAdmin } from '../../src/gateway/gateway-admin.service';
+import { bucketOf, compareUsage, ledgerUsageByBucket } from '../../src/reconcile/provider-reconciliation';
+import { NO_USAGE } from '../../src/runtime/usage';
 import { bearer, startHttpLedger, TOKENS, type HttpLedger } from '../http/support/http-ledger';
 import { BatchesApiServer, errored, expired, succeeded, type UpstreamBatchRequest } from '../support/batches-api-server';
 
@@ -352,6 +354,28 @@ describe('Message Batches through the gateway, with the SDK against a local batc
     expect(after.held).toBe(before.held);
     expect(after.charged).toBe(before.charged);
     expect((await batchState(batchId)).notSubmitted?.reason).toMatch(/upstream listed no batch of its 1 requests/);
+  });
+
+  it('reconcile: counts each succeeded batch result’s usage, as charged at batch rates, under its model in the bucket upstream ended the batch, so the ledger matches Anthropic’s usage report', async () => {
+    const model = 'claude-opus-5-5';
+    await a.ledger.http().put(`/v1/gateway/models/${model}`).set(system()).send({ prices: PRICES, maxOutputTokens: 64_000, attemptTimeoutMs: 60_000, enabled: true }).expect(200);
+    const asked = (customId: string) => ({ custom_id: customId, params: { model, max_tokens: 100, messages: [{ role: 'user' as const, content: 'Hello' }] } });
+    const batch = await a.client(key).messages.batches.create({ requests: [asked('r-1'), asked('r-2'), asked('r-3')] });
+    const usage = { input_tokens: 700, output_tokens: 30, cache_read_input_tokens: 50 };
+    const upstreamBatch = [...upstream.batches.values()].pop()!;
+    upstream.end(upstreamBatch.id, (r, index) => (index === 2 ? errored(r) : succeeded(r, usage)));
+    expect(await a.ledger.app.get(GatewayBatches).settle(batch.id)).toBe('settled');
+    const store = a.ledger.app.get<EventStore>(EVENT_STORE);
+    const recorded = (await store.readStream(gatewayBatchStreamName(batch.id))).filter((e) => e.type === 'GatewayBatchResultsRecorded');
+    expect(recorded.map((e) => (e.data as { endedAt?: string }).endedAt)).toEqual([upstreamBatch.endedAt]);
+    const bucket = bucketOf(Date.parse(upstreamBatch.endedAt!), '1d');
+    const fromMs = Date.parse(bucket);
+    const ledger = await ledgerUsageByBucket({ eventStore: store, provider: 'anthropic', fromMs, toMs: fromMs + 86_400_000, width: '1d' });
+    const ours = ledger.rows.filter((row) => row.model === model);
+    // Anthropic's report for the day the batch ended: the two succeeded requests, whatever the service tier.
+    const report = [{ bucket, model, usage: { ...NO_USAGE, inputTokens: 1_400, outputTokens: 60, cacheReadTokens: 100 } }];
+    expect(compareUsage(ours, report)).toEqual([]);
+    expect(ledger.batchResults).toBeGreaterThanOrEqual(2);
   });
 
   it('loses nothing to a crash between fetching results and recording them: the next fetch records and charges them once', async () => {

@@ -130,7 +130,7 @@ describe.each<[string, () => Promise<LogUnderTest>]>([
     admin.reply(report(), report());
     const { exitCode, io } = await reconcile();
     expect(io.stderrText).toBe('');
-    expect(io.lines).toEqual([expect.stringMatching(/^reconcile anthropic: OK — the ledger and Anthropic agree \(.*1d buckets, exact; 3 ledger attempts, 1 report row\)\.$/)]);
+    expect(io.lines).toEqual([expect.stringMatching(/^reconcile anthropic: OK — the ledger and Anthropic agree \(.*1d buckets, exact; 3 ledger attempts, 0 batch results, 1 report row\)\.$/)]);
     expect(exitCode).toBe(EXIT_OK);
 
     const [first, second] = admin.requests.slice(before);

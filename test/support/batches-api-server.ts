@@ -8,7 +8,7 @@
  * `failNext(n)` answers the next n requests of a route with an error (529 `overloaded_error` unless
  * named), so a poller meets upstream errors; `loseNextCreateAnswer` cuts the next create's connection
  * without an answer, after creating the batch or before; every request is recorded (path, method, key).
- * A batch's `created_at` is the wall clock's, as Anthropic's is.
+ * A batch's `created_at` and `ended_at` are the wall clock's, as Anthropic's are.
  *
  * ```ts
  * const upstream = await BatchesApiServer.start();
@@ -79,7 +79,6 @@ export function expired(request: UpstreamBatchRequest): UpstreamBatchResult {
   return { custom_id: request.custom_id, result: { type: 'expired' } };
 }
 
-const EPOCH_MS = Date.parse('2026-12-03T00:00:00.000Z');
 /** Anthropic expires a batch 24 hours after its creation. */
 const EXPIRY_MS = 24 * 60 * 60 * 1_000;
 
@@ -126,7 +125,7 @@ export class BatchesApiServer {
     const canceling = batch.processingStatus === 'canceling';
     batch.results = batch.requests.map((request, index) => (canceling ? { custom_id: request.custom_id, result: { type: 'canceled' } } : resultOf(request, index)));
     batch.processingStatus = 'ended';
-    batch.endedAt = new Date(EPOCH_MS + 60_000).toISOString();
+    batch.endedAt = new Date().toISOString();
   }
 
   /** How often each route was called. */
@@ -169,7 +168,7 @@ export class BatchesApiServer {
       case 'cancel':
         if (batch!.processingStatus === 'in_progress') {
           batch!.processingStatus = 'canceling';
-          batch!.cancelInitiatedAt = new Date(EPOCH_MS + 30_000).toISOString();
+          batch!.cancelInitiatedAt = new Date().toISOString();
         }
         return send(res, 200, this.view(batch!));
       case 'delete':

@@ -85,7 +85,8 @@ export type GatewayBatchNotSubmitted = DomainEvent<'GatewayBatchNotSubmitted', {
 export type GatewayBatchAnswerLost = DomainEvent<'GatewayBatchAnswerLost', { readonly reason: string; readonly at: string }>;
 /** A batch whose create answer was lost, found in upstream's list: from here it is a submitted batch. */
 export type GatewayBatchFoundUpstream = DomainEvent<'GatewayBatchFoundUpstream', { readonly upstreamBatchId: string; readonly upstreamCreatedAt: string; readonly foundAt: string }>;
-export type GatewayBatchResultsRecorded = DomainEvent<'GatewayBatchResultsRecorded', { readonly results: readonly BatchResultRecord[]; readonly recordedAt: string }>;
+/** `endedAt`: when upstream says the batch ended (its `ended_at`), what `reconcile anthropic` buckets the results' usage at; absent in results recorded before it was kept. */
+export type GatewayBatchResultsRecorded = DomainEvent<'GatewayBatchResultsRecorded', { readonly results: readonly BatchResultRecord[]; readonly recordedAt: string; readonly endedAt?: string }>;
 export type GatewayBatchSettled = DomainEvent<
   'GatewayBatchSettled',
   { readonly chargeCredits: number; readonly counts: Readonly<Record<BatchResultType, number>>; readonly settledAt: string }
@@ -117,7 +118,7 @@ export type GatewayBatchCommand =
   | DomainCommand<'RefuseBatch', GatewayBatchNotSubmitted['data']>
   | DomainCommand<'LoseBatchAnswer', GatewayBatchAnswerLost['data']>
   | DomainCommand<'FindBatchUpstream', GatewayBatchFoundUpstream['data']>
-  | DomainCommand<'RecordBatchResults', { readonly results: readonly BatchResultReport[]; readonly recordedAt: string }>
+  | DomainCommand<'RecordBatchResults', { readonly results: readonly BatchResultReport[]; readonly recordedAt: string; readonly endedAt?: string }>
   | DomainCommand<'SettleBatch', { readonly settledAt: string }>
   | DomainCommand<'DeleteBatch', { readonly deletedAt: string }>;
 
@@ -185,7 +186,7 @@ function recordRequests(requests: readonly BatchRequestRecord[], state: GatewayB
 }
 
 /** Each result not yet recorded, priced; results for custom_ids the batch never sent are left out. */
-function recordResults({ results, recordedAt }: { readonly results: readonly BatchResultReport[]; readonly recordedAt: string }, state: GatewayBatchState): GatewayBatchEvent[] {
+function recordResults({ results, recordedAt, endedAt }: Extract<GatewayBatchCommand, { type: 'RecordBatchResults' }>['data'], state: GatewayBatchState): GatewayBatchEvent[] {
   if (state.upstreamBatchId === undefined) throw new IllegalTransitionError(state.created === undefined ? 'no batch' : 'not submitted', 'RecordBatchResults');
   const cards = new Map(state.created!.rateCards.map((card) => [card.model, card]));
   const seen = new Set<string>();
@@ -196,7 +197,7 @@ function recordResults({ results, recordedAt }: { readonly results: readonly Bat
     seen.add(report.customId);
     fresh.push(chargeResult(report, request, cards.get(request.model)!));
   }
-  return chunks(fresh).map((chunk) => ({ type: 'GatewayBatchResultsRecorded', data: { results: chunk, recordedAt } }));
+  return chunks(fresh).map((chunk) => ({ type: 'GatewayBatchResultsRecorded', data: { results: chunk, recordedAt, ...(endedAt === undefined ? {} : { endedAt }) } }));
 }
 
 /** Once: when every request has its result (or nothing was submitted), at the sum of their charges. */

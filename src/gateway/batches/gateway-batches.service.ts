@@ -286,7 +286,7 @@ export class GatewayBatches {
       if (state.upstreamBatchId === undefined) return 'in_progress';
       const batch = await this.upstream.retrieve(state.upstreamBatchId);
       if (batch.processing_status !== 'ended') return 'in_progress';
-      await this.recordResults(batchId, state.upstreamBatchId);
+      await this.recordResults(batchId, state.upstreamBatchId, batch.ended_at ?? undefined);
     }
     const settled = await this.onBatch(batchId, { type: 'SettleBatch', data: { settledAt: isoAt(this.clock) } });
     const { chargeCredits, settledAt } = settled.settled!;
@@ -296,10 +296,10 @@ export class GatewayBatches {
   }
 
   /** Reads the results file through, recording each chunk of results as it comes (nothing of the answers is kept). */
-  private async recordResults(batchId: string, upstreamBatchId: string): Promise<void> {
+  private async recordResults(batchId: string, upstreamBatchId: string, endedAt: string | undefined): Promise<void> {
     let chunk: BatchResultReport[] = [];
     const flush = async (): Promise<void> => {
-      if (chunk.length > 0) await this.onBatch(batchId, { type: 'RecordBatchResults', data: { results: chunk, recordedAt: isoAt(this.clock) } });
+      if (chunk.length > 0) await this.onBatch(batchId, { type: 'RecordBatchResults', data: { results: chunk, recordedAt: isoAt(this.clock), ...(endedAt === undefined ? {} : { endedAt }) } });
       chunk = [];
     };
     for await (const line of this.upstream.results(upstreamBatchId)) {
