@@ -228,7 +228,7 @@ export class GatewayRelay implements Dispatcher.DispatchHandler, RelayedCall {
     decoder.once('error', () => {
       // An answer that cannot be decoded cannot be read for its usage: upstream is cut, the call held.
       this.usageUnknown = true;
-      this.halt(new RelayStopped('connection', 'The answer from Anthropic could not be decoded.'));
+      this.halt(new RelayStopped('connection', `The answer from the upstream (${this.provider.name}) could not be decoded.`));
     });
   }
 
@@ -351,7 +351,7 @@ export class GatewayRelay implements Dispatcher.DispatchHandler, RelayedCall {
   /** Upstream failed or was cut: the caller gets an answer of the gateway's own, an error event, or a cut. */
   private failCaller(error: Error): void {
     const response = this.options.response;
-    const message = error instanceof RelayStopped ? error.message : 'The connection to Anthropic failed before the answer was complete.';
+    const message = error instanceof RelayStopped ? error.message : `The connection to the upstream (${this.provider.name}) failed before the answer was complete.`;
     const own = OWN_ANSWER_OF_FAILURE[this.failure!];
     if (!response.headersSent) {
       this.answeredStatus = own.status;

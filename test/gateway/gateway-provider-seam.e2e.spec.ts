@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { EVENT_STORE, type EventStore } from '../../src/event-store/event-store.port';
 import { GATEWAY_PROVIDER } from '../../src/gateway/gateway-provider.port';
+import { MAX_UPSTREAM_ERROR_BODY_BYTES } from '../../src/gateway/gateway-relay';
 import { gatewayProviderOf } from '../../src/gateway/providers/gateway-providers';
 import { bearer, TOKENS } from '../http/support/http-ledger';
 import { GATEWAY_MODEL, settledView, startGatewayService, type GatewayService } from './support/gateway-service';
@@ -80,6 +81,18 @@ describe('issue 34: a gateway provider is one folder and one registry line: a te
     // Settled as the provider's reader classified it: nothing charged, the hold released.
     const balance = await service.ledger.http().get('/v1/organizations/acme/balance').set(bearer(TOKENS.system)).expect(200);
     expect(balance.body).toMatchObject({ held: 0, running: 0, charged: 0 });
+  });
+
+  it('relays an error answer longer than MAX_UPSTREAM_ERROR_BODY_BYTES as it came, untranslated, every byte', async () => {
+    const body = Buffer.from(JSON.stringify({ problem: 'x'.repeat(MAX_UPSTREAM_ERROR_BODY_BYTES), code: 'BUSY' }));
+    upstream.answerNext(503, body);
+    const answer = await fetch(`${service.client().baseURL}/v1/messages`, {
+      method: 'POST',
+      headers: { 'x-api-key': service.key, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({ model: GATEWAY_MODEL, max_tokens: 100, messages: [{ role: 'user', content: 'Hi' }] }),
+    });
+    expect(answer.status).toBe(503);
+    expect(Buffer.from(await answer.arrayBuffer()).equals(body)).toBe(true);
   });
 });
 

@@ -67,6 +67,7 @@ export class TestUpstream {
   readonly seen: SeenRequest[] = [];
   readonly jobs = new Map<string, TestJob>();
   private refusal: TestError | undefined;
+  private raw: { readonly status: number; readonly body: Buffer } | undefined;
 
   private constructor(
     readonly server: Server,
@@ -83,6 +84,11 @@ export class TestUpstream {
 
   refuseNext(error: TestError): void {
     this.refusal = error;
+  }
+
+  /** The next answer: these bytes as JSON with this status, whatever was asked. */
+  answerNext(status: number, body: Buffer): void {
+    this.raw = { status, body };
   }
 
   /** The one job created so far. */
@@ -111,6 +117,12 @@ export class TestUpstream {
       this.seen.push({ method: request.method ?? '', path, headers: request.headers, body });
       const refusal = request.headers.authorization === `Bearer ${UPSTREAM_TOKEN}` ? this.refusal : { status: 401, problem: 'unauthorized', code: 'AUTH' };
       this.refusal = undefined;
+      const raw = this.raw;
+      this.raw = undefined;
+      if (raw !== undefined) {
+        response.writeHead(raw.status, { 'content-type': 'application/json', 'x-tp-request-id': 'tp-req-1' });
+        return void response.end(raw.body);
+      }
       if (refusal !== undefined) return answer(response, refusal.status, { problem: refusal.problem, code: refusal.code });
       if (path.startsWith('/gen/v2/models/')) return answer(response, 200, this.generated);
       this.jobsRoute(request.method ?? '', path, body, response);
