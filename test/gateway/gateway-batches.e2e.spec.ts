@@ -21,6 +21,7 @@ import { GATEWAY_BATCH_OPERATION_ID, gatewayBatchDecider, gatewayBatchStreamName
 import { GatewayBatchesPoller } from '../../src/gateway/batches/gateway-batches.poller';
 import { GATEWAY_BATCH_LOST_RELEASE_AFTER_MS, GATEWAY_BATCH_LOST_SEARCH_AFTER_MS, GATEWAY_BATCH_UNSENT_AFTER_MS } from '../../src/gateway/batches/lost-batch-search';
 import { GatewayBatches } from '../../src/gateway/batches/gateway-batches.service';
+import { BatchUpstreamError, type BatchUpstream } from '../../src/gateway/batches/batch-upstream';
 import { GatewayAdmin } from '../../src/gateway/gateway-admin.service';
 import { bucketOf, compareUsage, ledgerUsageByBucket } from '../../src/reconcile/provider-reconciliation';
 import { NO_USAGE } from '../../src/runtime/usage';
@@ -376,6 +377,20 @@ describe('Message Batches through the gateway, with the SDK against a local batc
     const report = [{ bucket, model, usage: { ...NO_USAGE, inputTokens: 1_400, outputTokens: 60, cacheReadTokens: 100 } }];
     expect(compareUsage(ours, report)).toEqual([]);
     expect(ledger.batchResults).toBeGreaterThanOrEqual(2);
+  });
+
+  it('status and error type one fact: an upstream failure that names no error type is answered with its status’s type', async () => {
+    const batch = await a.client(key).messages.batches.create({ requests: [request('st-1')] });
+    const batches = a.ledger.app.get(GatewayBatches);
+    const upstreamBatches = (batches as unknown as { provider: { batches: BatchUpstream } }).provider.batches;
+    const gone = jest.spyOn(upstreamBatches, 'retrieve').mockRejectedValueOnce(new BatchUpstreamError(404, undefined, 'no such batch upstream'));
+    try {
+      await expect(a.client(key).messages.batches.retrieve(batch.id)).rejects.toMatchObject({ status: 404, error: { type: 'error', error: { type: 'not_found_error' } } });
+    } finally {
+      gone.mockRestore();
+    }
+    upstream.end([...upstream.batches.values()].pop()!.id, expired);
+    expect(await batches.settle(batch.id)).toBe('settled');
   });
 
   it('loses nothing to a crash between fetching results and recording them: the next fetch records and charges them once', async () => {

@@ -19,6 +19,7 @@ import { readUsageReport } from '../../providers/anthropic/anthropic-response.ma
 import type { Clock } from '../../runtime';
 import { readGatewayJson } from '../anthropic-body.reader';
 import { GATEWAY_ACCOUNTING, type AnthropicErrorType, type GatewayAccounting } from '../gateway-call.port';
+import { anthropicErrorTypeOf, STATUS_OF_ANTHROPIC_ERROR_TYPE } from '../anthropic-error.body';
 import { refusalOfAccount } from '../gateway-calls.service';
 import { RATE_CARD_STREAM, rateCardDecider, rateCardInForce } from '../rate-card';
 import { batchOverTokensPerMinute, checkBatchRequests, type CheckedBatch } from './batch-requests.reader';
@@ -68,8 +69,15 @@ export type BatchAnswer<T> = { readonly ok: true; readonly value: T } | BatchRef
 /** Where a batch stands after a settlement was tried. */
 export type SettleOutcome = 'settled' | 'in_progress';
 
-const refused = (status: number, errorType: AnthropicErrorType, message: string): BatchRefusal => ({ ok: false, status, errorType, message });
-const notFound = (batchId: string): BatchRefusal => refused(404, 'not_found_error', `message batch ${batchId} not found`);
+/** An answer of the gateway's own: its status is its type's, Anthropic's (STATUS_OF_ANTHROPIC_ERROR_TYPE). */
+const refused = (errorType: AnthropicErrorType, message: string): BatchRefusal => ({ ok: false, status: STATUS_OF_ANTHROPIC_ERROR_TYPE[errorType], errorType, message });
+const notFound = (batchId: string): BatchRefusal => refused('not_found_error', `message batch ${batchId} not found`);
+
+/** Upstream's failure passed on: its status (502 when none came) and its error type, or the status's when it named none. */
+function passedOn(error: BatchUpstreamError, message: string): BatchRefusal {
+  const status = error.status ?? 502;
+  return { ok: false, status, errorType: (error.errorType as AnthropicErrorType | undefined) ?? anthropicErrorTypeOf(status), message };
+}
 
 /** What the batches need of the gateway's provider: its name, its credential, its batches API. */
 export type BatchesProvider = Pick<GatewayProvider, 'name' | 'configured' | 'batches'>;
@@ -128,10 +136,10 @@ export class GatewayBatches {
     if (!found.ok) return found;
     const { organizationId, key } = found.value;
     const read = readGatewayJson(bytes);
-    if (read.problem !== undefined) return refused(400, 'invalid_request_error', read.problem);
+    if (read.problem !== undefined) return refused('invalid_request_error', read.problem);
     const card = (await this.repository.load(RATE_CARD_STREAM, rateCardDecider)).state;
     const checked = checkBatchRequests(read.value, key, (model) => rateCardInForce(card, model));
-    if (checked.problem !== undefined) return refused(400, 'invalid_request_error', checked.problem);
+    if (checked.problem !== undefined) return refused('invalid_request_error', checked.problem);
     const batchId = `msgbatch_${newEventId().replace(/-/g, '')}`;
     await this.record(batchId, organizationId, key, checked.batch);
     const held = await this.hold(batchId, organizationId, key, checked.batch, gatewayKeyHash(presentedKey));
@@ -156,15 +164,14 @@ export class GatewayBatches {
    * may have created it, so the answer is recorded lost and the hold stays (resolveUnsent).
    */
   private async unanswered(batchId: string, error: BatchUpstreamError): Promise<BatchRefusal> {
-    const errorType = (error.errorType as AnthropicErrorType | undefined) ?? 'api_error';
     const reason = `upstream answered ${error.status ?? 'nothing'}`;
     if (error.status !== undefined && (error.status < 500 || error.status === ANTHROPIC_OVERLOADED_STATUS)) {
       await this.refuse(batchId, reason);
-      return refused(error.status, errorType, `upstream refused the batch: ${error.message}`);
+      return passedOn(error, `upstream refused the batch: ${error.message}`);
     }
     await this.onBatch(batchId, { type: 'LoseBatchAnswer', data: { reason, at: isoAt(this.clock) } });
     const hours = Math.ceil(GATEWAY_BATCH_LOST_RELEASE_AFTER_MS / 3_600_000);
-    return refused(error.status ?? 502, errorType, `upstream's answer to the batch's create was lost (${error.message}); upstream may still run it, so it stays held as ${batchId}, listed once found upstream, released if upstream shows no such batch within ${hours} hours`);
+    return passedOn(error, `upstream's answer to the batch's create was lost (${error.message}); upstream may still run it, so it stays held as ${batchId}, listed once found upstream, released if upstream shows no such batch within ${hours} hours`);
   }
 
   /**
@@ -254,7 +261,7 @@ export class GatewayBatches {
     if (!owned.ok) return owned;
     const settled = await this.fromUpstream(() => this.settle(batchId));
     if (!settled.ok) return settled;
-    if (settled.value !== 'settled') return refused(400, 'invalid_request_error', `message batch ${batchId} is still in progress; cancel it first, and delete it once it has ended`);
+    if (settled.value !== 'settled') return refused('invalid_request_error', `message batch ${batchId} is still in progress; cancel it first, and delete it once it has ended`);
     const deleted = await this.fromUpstream(() => this.upstream.delete(owned.value.upstreamBatchId));
     if (!deleted.ok) return deleted;
     await this.onBatch(batchId, { type: 'DeleteBatch', data: { deletedAt: isoAt(this.clock) } });
@@ -268,7 +275,7 @@ export class GatewayBatches {
     if (!owned.ok) return owned;
     const settled = await this.fromUpstream(() => this.settle(batchId));
     if (!settled.ok) return settled;
-    if (settled.value !== 'settled') return refused(400, 'invalid_request_error', `message batch ${batchId} has not ended; its results are not ready`);
+    if (settled.value !== 'settled') return refused('invalid_request_error', `message batch ${batchId} has not ended; its results are not ready`);
     return { ok: true, value: this.upstream.results(owned.value.upstreamBatchId) };
   }
 
@@ -346,11 +353,11 @@ export class GatewayBatches {
       );
       return { ok: true, value: undefined };
     } catch (error) {
-      if (error instanceof UnknownGatewayKeyError) return refused(401, 'authentication_error', 'invalid x-api-key');
+      if (error instanceof UnknownGatewayKeyError) return refused('authentication_error', 'invalid x-api-key');
       if (!(error instanceof AdmissionRefusedError)) throw error;
-      if (error.refusal.reason === 'key_worst_case_tokens') return refused(400, 'invalid_request_error', batchOverTokensPerMinute(key.name, batch.tokens, error.refusal.figures.tokensPerMinute));
-      const refusal = refusalOfAccount(error.refusal, batchId, key);
-      return { ...refused(refusal.status, refusal.errorType, refusal.message), ...(refusal.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: refusal.retryAfterSeconds }) };
+      if (error.refusal.reason === 'key_worst_case_tokens') return refused('invalid_request_error', batchOverTokensPerMinute(key.name, batch.tokens, error.refusal.figures.tokensPerMinute));
+      const { status, errorType, message, retryAfterSeconds } = refusalOfAccount(error.refusal, batchId, key);
+      return { ok: false, status, errorType, message, ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }) };
     }
   }
 
@@ -362,10 +369,10 @@ export class GatewayBatches {
 
   private async key(presentedKey: string): Promise<BatchAnswer<{ readonly organizationId: string; readonly key: GatewayKey }>> {
     const known = await this.accounting.authenticate(presentedKey);
-    if (!('ok' in known)) return refused(known.status, known.errorType, known.message);
+    if (!('ok' in known)) return { ok: false, status: known.status, errorType: known.errorType, message: known.message };
     const account = (await this.repository.load(accountStreamName(known.organizationId), accountDecider, false)).state;
     const key = account.gatewayKeys.get(known.keyId);
-    return key === undefined ? refused(401, 'authentication_error', 'invalid x-api-key') : { ok: true, value: { organizationId: known.organizationId, key } };
+    return key === undefined ? refused('authentication_error', 'invalid x-api-key') : { ok: true, value: { organizationId: known.organizationId, key } };
   }
 
   /** The batch, if the caller's organization created it, it was submitted and not deleted: else 404, as for a batch that does not exist. */
@@ -384,8 +391,7 @@ export class GatewayBatches {
       return { ok: true, value: await call() };
     } catch (error) {
       if (!(error instanceof BatchUpstreamError)) throw error;
-      const status = error.status ?? 502;
-      return refused(status, (error.errorType as AnthropicErrorType | undefined) ?? 'api_error', `upstream: ${error.message}`);
+      return passedOn(error, `upstream: ${error.message}`);
     }
   }
 
