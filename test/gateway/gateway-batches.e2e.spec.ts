@@ -72,6 +72,7 @@ describe('Message Batches through the gateway, with the SDK against a local batc
 
   const system = () => bearer(TOKENS.system);
   const balance = async (org = 'acme') => (await a.ledger.http().get(`/v1/organizations/${org}/balance`).set(system()).expect(200)).body as { available: number; held: number; charged: number };
+  const repositoryOf = (batches: GatewayBatches) => (batches as unknown as { repository: AggregateRepository }).repository;
   const batchState = async (batchId: string) => (await new AggregateRepository(a.ledger.app.get<EventStore>(EVENT_STORE)).load(gatewayBatchStreamName(batchId), gatewayBatchDecider)).state;
   const resultsOf = async (client: Anthropic, batchId: string) => {
     const lines: Anthropic.Messages.MessageBatchIndividualResponse[] = [];
@@ -377,6 +378,39 @@ describe('Message Batches through the gateway, with the SDK against a local batc
     const report = [{ bucket, model, usage: { ...NO_USAGE, inputTokens: 1_400, outputTokens: 60, cacheReadTokens: 100 } }];
     expect(compareUsage(ours, report)).toEqual([]);
     expect(ledger.batchResults).toBeGreaterThanOrEqual(2);
+  });
+
+  it('a lost create answer from a stopped instance: a batch held with no answer recorded is not released when it counts unsent, but looked for upstream and found', async () => {
+    const before = await balance();
+    const batches = a.ledger.app.get(GatewayBatches);
+    const upstreamBatches = (batches as unknown as { provider: { batches: BatchUpstream } }).provider.batches;
+    let batchId = '';
+    const stopped = jest.spyOn(upstreamBatches, 'create').mockImplementationOnce(async (requests) => {
+      // Upstream creates it; the instance stops before recording the answer.
+      await upstreamBatches.create.call(upstreamBatches, requests);
+      throw new Error('instance stopped');
+    });
+    const index = jest.spyOn(repositoryOf(batches), 'handle');
+    try {
+      await expect(a.client(key).messages.batches.create({ requests: [request('st-1'), request('st-2'), request('st-3')] })).rejects.toMatchObject({ status: 500 });
+      batchId = (index.mock.calls.find(([, , command]) => (command as { type: string }).type === 'CreateBatch')![2] as { data: { batchId: string } }).data.batchId;
+    } finally {
+      stopped.mockRestore();
+      index.mockRestore();
+    }
+    const held = (await balance()).held - before.held;
+    expect(held).toBeGreaterThan(0);
+    const createdAtMs = Date.parse((await batchState(batchId)).created!.createdAt);
+    const poller = a.ledger.app.get(GatewayBatchesPoller);
+    await poller.pollOnce(createdAtMs + GATEWAY_BATCH_UNSENT_AFTER_MS + 1_000);
+    expect((await batchState(batchId)).answerLost?.reason).toMatch(/instance creating it stopped/);
+    expect((await balance()).held - before.held).toBe(held);
+    await poller.pollOnce(createdAtMs + GATEWAY_BATCH_LOST_SEARCH_AFTER_MS + 1_000);
+    const upstreamBatch = [...upstream.batches.values()].pop()!;
+    expect((await batchState(batchId)).upstreamBatchId).toBe(upstreamBatch.id);
+    upstream.end(upstreamBatch.id, (r) => succeeded(r, USAGE));
+    expect((await poller.pollOnce(createdAtMs + GATEWAY_BATCH_LOST_SEARCH_AFTER_MS + 120_000)).settled).toContain(batchId);
+    expect((await balance()).charged - before.charged).toBe(3 * CHARGE_PER_SUCCESS);
   });
 
   it('status and error type one fact: an upstream failure that names no error type is answered with its status’s type', async () => {
