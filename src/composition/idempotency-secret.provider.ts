@@ -40,7 +40,7 @@ export const idempotencySecretProvider: FactoryProvider<Buffer> = {
  * file and linked into place (link fails if the name exists), so two processes starting together
  * agree on one secret and neither ever reads a half-written one.
  */
-function keptSecret(path: string): Buffer {
+export function keptSecret(path: string): Buffer {
   const temporary = `${path}.${process.pid}.${randomBytes(4).toString('hex')}`;
   writeFileSync(temporary, randomBytes(GENERATED_SECRET_BYTES).toString('hex'), { flag: 'wx', mode: 0o600 });
   try {

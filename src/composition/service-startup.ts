@@ -3,6 +3,7 @@ import { createServer } from 'node:net';
 import { dirname } from 'node:path';
 import pino from 'pino';
 import { ConfigurationError, loadLedgerConfig, type LedgerConfig } from '../config/ledger.config';
+import { parseLedgerWorkers } from '../config/service-workers.config';
 import { loadObservabilityConfig, type ObservabilityConfig } from '../observability/observability.config';
 import { loadWebhooksConfig, type WebhooksConfig } from '../webhooks/webhooks.config';
 import { ReadStoreLock, ReadStoreLockedError, readStoreLockPath } from '../projection-runner/read-store.lock';
@@ -62,13 +63,16 @@ export interface ServiceConfiguration {
   readonly ledger: LedgerConfig;
   readonly observability: ObservabilityConfig;
   readonly webhooks: WebhooksConfig;
+  /** `LEDGER_WORKERS`: service processes on the one port (src/composition/service-workers.ts). */
+  readonly workers: number;
 }
 
 /**
  * Everything a start can find wrong before it writes anything: the variables (ledger, webhooks and
- * together, one ConfigurationError naming all), then each port, then the read models' lock.
+ * together, one ConfigurationError naming all), then each port, then the read models' lock. A
+ * worker (`ports: false`) leaves the ports to its primary: the one it listens on is shared.
  */
-export async function preflight(env: Readonly<Record<string, string | undefined>>): Promise<ServiceConfiguration> {
+export async function preflight(env: Readonly<Record<string, string | undefined>>, { ports = true }: { readonly ports?: boolean } = {}): Promise<ServiceConfiguration> {
   const problems: string[] = [];
   const attempt = <T>(load: () => T): T | undefined => {
     try {
@@ -82,11 +86,14 @@ export async function preflight(env: Readonly<Record<string, string | undefined>
   const ledger = attempt(() => loadLedgerConfig(env));
   const webhooks = attempt(() => loadWebhooksConfig(env));
   const observability = attempt(() => loadObservabilityConfig(env));
-  if (ledger === undefined || webhooks === undefined || observability === undefined) throw new ConfigurationError(problems);
-  await ensurePortFree('PORT', ledger.host, ledger.port);
-  if (observability.metricsPort !== undefined) await ensurePortFree('METRICS_PORT', observability.metricsHost, observability.metricsPort);
+  const workers = parseLedgerWorkers(env, ledger?.store, problems);
+  if (ledger === undefined || webhooks === undefined || observability === undefined || problems.length > 0) throw new ConfigurationError(problems);
+  if (ports) {
+    await ensurePortFree('PORT', ledger.host, ledger.port);
+    if (observability.metricsPort !== undefined) await ensurePortFree('METRICS_PORT', observability.metricsHost, observability.metricsPort);
+  }
   ensureReadStoreFree(ledger.readStorePath);
-  return { ledger, observability, webhooks };
+  return { ledger, observability, webhooks, workers };
 }
 
 /**
@@ -106,7 +113,7 @@ export function ensurePortFree(variable: AddressVariable, host: string, port: nu
  * Takes the read models' lock and lets it go: held by a running service or a rebuild, the start stops
  * here, before the event store is opened. A folder that does not exist yet holds no lock.
  */
-function ensureReadStoreFree(readStorePath: string): void {
+export function ensureReadStoreFree(readStorePath: string): void {
   if (readStorePath === ':memory:' || !existsSync(dirname(readStoreLockPath(readStorePath)))) return;
   ReadStoreLock.acquire(readStorePath, 'service').release();
 }

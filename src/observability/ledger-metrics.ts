@@ -7,6 +7,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { RECOVERED_KINDS } from '../invocations/invocation-recovery';
 import type { GatewayCallTiming } from '../gateway/gateway-http.channels';
+import { joinClusterMetrics, type MetricsExposition } from './cluster-metrics';
 
 /** Bucket bounds of the provider attempt histogram, in seconds (a model call: 50 ms to 2 minutes). */
 export const PROVIDER_ATTEMPT_BUCKETS_SECONDS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120] as const;
@@ -40,8 +41,10 @@ export interface OrganizationScoped {
   readonly organizationId: string;
 }
 
-export class LedgerMetrics {
+export class LedgerMetrics implements MetricsExposition {
   readonly registry = new Registry();
+  /** What `GET /metrics` answers: this registry, or every worker's when the service runs as several (joinCluster). */
+  private read: () => Promise<string> = () => this.registry.metrics();
   private readonly organizationLabels: boolean;
   private readonly invocations: Counter<string>;
   private readonly refusals: Counter<string>;
@@ -74,6 +77,20 @@ export class LedgerMetrics {
     this.recovered = recoveredMetric(registers);
     this.gateway = gatewayMetrics(registers);
     this.gauges = gaugeMetrics(registers, org, sources);
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** The exposition `GET /metrics` answers with. */
+  exposition(): Promise<string> {
+    return this.read();
+  }
+
+  /** A worker of several (LEDGER_WORKERS): its series labelled with its slot, and every worker's answered (cluster-metrics.ts). */
+  joinCluster(slot: number): void {
+    this.read = joinClusterMetrics(this.registry, slot);
   }
 
   invocationEnded(labels: OrganizationScoped & { readonly operation: string; readonly outcome: string }): void {

@@ -29,7 +29,7 @@ export class MetricsController {
   @ApiProduces('text/plain')
   @ApiOkResponse({ description: 'Prometheus text exposition format 0.0.4.' })
   async scrape(@Res({ passthrough: true }) response: HttpResponse): Promise<string> {
-    response.header('Content-Type', this.metrics.registry.contentType);
-    return this.metrics.registry.metrics();
+    response.header('Content-Type', this.metrics.contentType);
+    return this.metrics.exposition();
   }
 }

@@ -7,12 +7,12 @@ import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { answerClientErrorInTheErrorShape } from '../http-kit/client-error.answer';
 import { errorBodyOf } from '../http-kit/http-error.filter';
-import type { LedgerMetrics } from './ledger-metrics';
+import type { MetricsExposition } from './cluster-metrics';
 
 export class MetricsServer {
   private server: Server | undefined;
 
-  constructor(private readonly metrics: LedgerMetrics) {}
+  constructor(private readonly metrics: MetricsExposition) {}
 
   /** Listens; resolves with the port (the one asked for, or the one given for 0). */
   listen(port: number, host: string): Promise<number> {
@@ -23,8 +23,8 @@ export class MetricsServer {
         response.writeHead(404, { 'Content-Type': 'application/json; charset=utf-8', 'X-Request-Id': body.requestId }).end(JSON.stringify(body));
         return;
       }
-      this.metrics.registry.metrics().then(
-        (body) => response.writeHead(200, { 'Content-Type': this.metrics.registry.contentType, 'Cache-Control': 'no-store' }).end(body),
+      this.metrics.exposition().then(
+        (body) => response.writeHead(200, { 'Content-Type': this.metrics.contentType, 'Cache-Control': 'no-store' }).end(body),
         () => response.writeHead(500, { 'Content-Type': 'text/plain' }).end('metrics unavailable\n'),
       );
     });

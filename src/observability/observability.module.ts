@@ -8,6 +8,7 @@ import { LedgerMetrics, type GaugeSources } from './ledger-metrics';
 import { LogMetricsFollower } from './log-metrics.follower';
 import { MetricsServer } from './metrics.server';
 import { OBSERVABILITY_CONFIG, type ObservabilityConfig } from './observability.config';
+import { serviceWorkerSlot } from '../config/service-workers.config';
 import { appendTimingChannel, invocationOverheadChannel, type AppendTiming, type InvocationOverheadTiming } from '../domain/timing.channels';
 import { recoveredChannel, type RecoveredMessage } from '../domain/recovery.channel';
 import { gatewayAttemptChannel, gatewayCallChannel, type GatewayAttempt, type GatewayCallTiming } from '../gateway/gateway-http.channels';
@@ -42,7 +43,10 @@ function* heldByOrganization(store: SqliteReadModelStore): Iterable<{ organizati
           heldCredits: () => heldByOrganization(store),
           projectionLag: async () => (await projections.lag()).map(({ projection, lag }) => ({ projection, lag: Number(lag) })),
         };
-        return new LedgerMetrics({ organizationLabels: config.organizationLabels }, sources);
+        const metrics = new LedgerMetrics({ organizationLabels: config.organizationLabels }, sources);
+        const slot = serviceWorkerSlot();
+        if (slot !== undefined) metrics.joinCluster(slot);
+        return metrics;
       },
     },
     {

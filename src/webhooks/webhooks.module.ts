@@ -1,6 +1,7 @@
 import { BeforeApplicationShutdown, Inject, Logger, Module, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { AggregatesModule } from '../aggregates/aggregates.module';
 import { LEDGER_CONFIG, type LedgerConfig } from '../config/ledger.config';
+import { deliversWebhooks, sharedReadStorePath } from '../config/service-workers.config';
 import { CLOCK } from '../domain/clock.token';
 import { EVENT_STORE, type EventStore } from '../event-store/event-store.port';
 import type { Clock } from '../runtime';
@@ -22,7 +23,7 @@ import { WebhooksService } from './webhooks.service';
     {
       provide: WebhookStore,
       inject: [LEDGER_CONFIG],
-      useFactory: (config: LedgerConfig) => WebhookStore.open(webhookStorePathFor(config.readStorePath)),
+      useFactory: (config: LedgerConfig) => WebhookStore.open(webhookStorePathFor(sharedReadStorePath(config.readStorePath))),
     },
     // Registration and delivery resolve names through the same resolver (tests give their own).
     { provide: WEBHOOK_RESOLVER, useValue: systemWebhookResolver },
@@ -51,7 +52,8 @@ export class WebhooksModule implements OnApplicationBootstrap, BeforeApplication
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
-    await this.worker.start();
+    // Of several service workers (LEDGER_WORKERS) the first delivers for all; the others share its file.
+    if (deliversWebhooks()) await this.worker.start();
   }
 
   async beforeApplicationShutdown(): Promise<void> {
