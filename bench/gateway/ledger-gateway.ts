@@ -45,15 +45,27 @@ function unavailable(service: ServiceProcess, what: string, answer: { status: nu
   return { available: false, service, reason: `${what} answered ${answer.status}: ${answer.text.slice(0, EXCERPT_CHARS)}` };
 }
 
-export async function startLedger(options: { readonly upstreamBaseUrl: string; readonly nodeFlags: readonly string[]; readonly store?: string }): Promise<LedgerPeer> {
+/** The primary's line once all its workers listen (src/main.ts). */
+const ALL_WORKERS_LISTENING = /\d+ workers listening on \S+ port (\d+)/;
+
+export async function startLedger(options: {
+  readonly upstreamBaseUrl: string;
+  readonly nodeFlags: readonly string[];
+  readonly store?: string;
+  /** LEDGER_WORKERS (default 1: the service in one process). */
+  readonly workers?: number;
+}): Promise<LedgerPeer> {
+  const workers = options.workers ?? 1;
   const service = await ServiceProcess.start({
     demo: false,
     nodeFlags: options.nodeFlags,
     ...(options.store === undefined ? {} : { store: options.store }),
+    ...(workers === 1 ? {} : { listening: ALL_WORKERS_LISTENING }),
     env: {
       LEDGER_TOKENS: JSON.stringify({ [LEDGER_SYSTEM_TOKEN]: { role: 'system' } }),
       ANTHROPIC_BASE_URL: options.upstreamBaseUrl,
       ANTHROPIC_API_KEY: UPSTREAM_API_KEY,
+      LEDGER_WORKERS: String(workers),
     },
   });
   const steps: Array<[string, string, string, unknown]> = [

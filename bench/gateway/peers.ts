@@ -17,7 +17,8 @@ import { NodeChild } from './node-child';
 import { portkeyHeaders, portkeyVersion, startPortkey } from './portkey';
 
 export const PEER_NAMES = ['direct', 'bare proxy', 'Portkey', 'llm-ledger', 'llm-ledger on PostgreSQL'] as const;
-export type PeerName = (typeof PEER_NAMES)[number];
+/** One of PEER_NAMES; llm-ledger's with `, N workers` after it when it runs N service processes (LEDGER_WORKERS). */
+export type PeerName = (typeof PEER_NAMES)[number] | `${'llm-ledger' | 'llm-ledger on PostgreSQL'}, ${number} workers`;
 /** How BENCH_GATEWAY_PEERS names them (`ledger`: on its default SQLite log; `ledger-pg`: on a local PostgreSQL the bench starts). */
 export const PEER_KEYS: Readonly<Record<string, PeerName>> = { direct: 'direct', bare: 'bare proxy', portkey: 'Portkey', ledger: 'llm-ledger', 'ledger-pg': 'llm-ledger on PostgreSQL' };
 
@@ -32,7 +33,15 @@ interface MeasuredProcess {
 }
 
 export type Peer =
-  | { readonly name: PeerName; readonly available: true; readonly target: Target; readonly process?: MeasuredProcess; readonly ledger?: ServiceProcess }
+  | {
+      readonly name: PeerName;
+      readonly available: true;
+      readonly target: Target;
+      readonly process?: MeasuredProcess;
+      readonly ledger?: ServiceProcess;
+      /** llm-ledger's service processes (LEDGER_WORKERS). */
+      readonly workers?: number;
+    }
   | { readonly name: PeerName; readonly available: false; readonly reason: string };
 
 export interface BenchProcesses {
@@ -47,7 +56,11 @@ export interface BenchProcesses {
 const DIST_GATEWAY = __dirname;
 const PROBE = join(__dirname, '..', 'http', 'service-probe.js');
 
-export async function startProcesses(options: { readonly peers: ReadonlySet<PeerName>; readonly exposeGc: boolean }): Promise<BenchProcesses> {
+/**
+ * Starts the upstream, the peers named and the load generator; llm-ledger once per worker count in
+ * `ledgerWorkers` (default [1]), one after the other on logs of their own.
+ */
+export async function startProcesses(options: { readonly peers: ReadonlySet<PeerName>; readonly exposeGc: boolean; readonly ledgerWorkers?: readonly number[] }): Promise<BenchProcesses> {
   const logDir = mkdtempSync(join(tmpdir(), 'llm-ledger-gateway-bench-'));
   removeOnExit(logDir);
   const gcFlags = options.exposeGc ? ['--expose-gc'] : [];
@@ -74,14 +87,17 @@ export async function startProcesses(options: { readonly peers: ReadonlySet<Peer
       peers.push({ name: 'bare proxy', available: true, process: bare, target: { origin: bare.baseUrl, path: '/v1/messages', headers: { ...anthropicHeaders(), 'x-api-key': 'bench-caller-key' } } });
     }
     if (wanted('Portkey')) peers.push(await portkeyPeer(upstream, logDir, gcFlags, stoppers));
-    if (wanted('llm-ledger')) peers.push(await ledgerPeer('llm-ledger', upstream, gcFlags, stoppers));
+    const workerCounts = options.ledgerWorkers ?? [1];
+    if (wanted('llm-ledger')) for (const workers of workerCounts) peers.push(await ledgerPeer('llm-ledger', upstream, gcFlags, stoppers, workers));
     if (wanted('llm-ledger on PostgreSQL')) {
-      const server = await PostgresTestServer.start();
-      const url = await server.createDatabase('gateway_bench').catch(async (error: unknown) => {
-        await server.stop();
-        throw error;
-      });
-      peers.push(await ledgerPeer('llm-ledger on PostgreSQL', upstream, gcFlags, stoppers, { url, stop: () => server.stop() }));
+      for (const workers of workerCounts) {
+        const server = await PostgresTestServer.start();
+        const url = await server.createDatabase('gateway_bench').catch(async (error: unknown) => {
+          await server.stop();
+          throw error;
+        });
+        peers.push(await ledgerPeer('llm-ledger on PostgreSQL', upstream, gcFlags, stoppers, workers, { url, stop: () => server.stop() }));
+      }
     }
     const load = await child('load', 'load.child.js');
     return { upstream, load, peers, stop, logDir };
@@ -91,15 +107,17 @@ export async function startProcesses(options: { readonly peers: ReadonlySet<Peer
   }
 }
 
-/** llm-ledger's gateway on its default SQLite log, or on the PostgreSQL log `store` names (stopped after the service). */
+/** llm-ledger's gateway in `workers` processes on its default SQLite log, or on the PostgreSQL log `store` names (stopped after the service). */
 async function ledgerPeer(
-  name: PeerName,
+  base: 'llm-ledger' | 'llm-ledger on PostgreSQL',
   upstream: NodeChild,
   gcFlags: readonly string[],
   stoppers: Array<() => Promise<void>>,
+  workers: number,
   store?: { readonly url: string; stop(): Promise<void> },
 ): Promise<Peer> {
-  const ledger = await startLedger({ upstreamBaseUrl: upstream.baseUrl, nodeFlags: gcFlags, ...(store === undefined ? {} : { store: store.url }) }).catch((error: unknown) => String(error));
+  const name: PeerName = workers === 1 ? base : `${base}, ${workers} workers`;
+  const ledger = await startLedger({ upstreamBaseUrl: upstream.baseUrl, nodeFlags: gcFlags, workers, ...(store === undefined ? {} : { store: store.url }) }).catch((error: unknown) => String(error));
   if (typeof ledger === 'string') {
     if (store !== undefined) stoppers.push(() => store.stop());
     return { name, available: false, reason: `the service did not start: ${ledger.slice(0, 500)}` };
@@ -109,7 +127,7 @@ async function ledgerPeer(
     await store?.stop();
   });
   return ledger.available
-    ? { name, available: true, process: ledger.service, ledger: ledger.service, target: { origin: ledger.service.baseUrl, path: '/anthropic/v1/messages', headers: { ...anthropicHeaders(), 'x-api-key': ledger.key } } }
+    ? { name, available: true, workers, process: ledger.service, ledger: ledger.service, target: { origin: ledger.service.baseUrl, path: '/anthropic/v1/messages', headers: { ...anthropicHeaders(), 'x-api-key': ledger.key } } }
     : { name, available: false, reason: ledger.reason };
 }
 

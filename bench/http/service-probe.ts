@@ -4,6 +4,7 @@
  * opened: the process's own CPU time and memory, a CPU profile of the measured window, a heap
  * snapshot, the gateway's per-phase trace (../gateway/phase-trace.ts). The service itself is started exactly as `npm start` starts it; the probe only reports.
  */
+import cluster from 'node:cluster';
 import { Session } from 'node:inspector';
 import { writeFileSync } from 'node:fs';
 import { writeHeapSnapshot } from 'node:v8';
@@ -46,12 +47,18 @@ async function answer(request: ProbeRequest): Promise<ProbeReply['result']> {
   }
 }
 
-process.on('message', (message: ProbeRequest) => {
-  answer(message).then(
-    (result) => process.send?.({ id: message.id, result } satisfies ProbeReply),
-    (error: unknown) => process.send?.({ id: message.id, result: null, error: String(error) } satisfies ProbeReply),
-  );
-});
+// A service worker of several (LEDGER_WORKERS) inherits this file from its primary, which answers
+// for all of them (its usage counts theirs); the IPC channel of a worker is its primary's, not the benchmark's.
+if (!cluster.isWorker) listen();
 
-// The benchmark gone (its channel closed, even by SIGKILL) stops the service as SIGTERM would.
-process.on('disconnect', () => process.kill(process.pid, 'SIGTERM'));
+function listen(): void {
+  process.on('message', (message: ProbeRequest) => {
+    answer(message).then(
+      (result) => process.send?.({ id: message.id, result } satisfies ProbeReply),
+      (error: unknown) => process.send?.({ id: message.id, result: null, error: String(error) } satisfies ProbeReply),
+    );
+  });
+
+  // The benchmark gone (its channel closed, even by SIGKILL) stops the service as SIGTERM would.
+  process.on('disconnect', () => process.kill(process.pid, 'SIGTERM'));
+}

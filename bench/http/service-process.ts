@@ -31,6 +31,8 @@ export interface ServiceOptions {
   readonly nodeFlags?: readonly string[];
   /** LEDGER_STORE; default an SQLite file in the service's directory, where its read models and answers go either way. */
   readonly store?: string;
+  /** The log line that says it listens, its first group the port (default: the service's own; with LEDGER_WORKERS, the primary's). */
+  readonly listening?: RegExp;
 }
 
 export class ServiceProcess {
@@ -90,7 +92,7 @@ export class ServiceProcess {
       const started = performance.now();
       const poll = setInterval(() => {
         const output = readFileSync(logPath, 'utf8');
-        const match = LISTENING.exec(output);
+        const match = (options.listening ?? LISTENING).exec(output);
         if (match !== null) {
           clearInterval(poll);
           resolve(Number(match[1]));

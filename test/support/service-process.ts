@@ -25,9 +25,10 @@ export interface ServiceProcess {
 
 /**
  * Starts the service on `directory`'s store (`ledger.sqlite`) on a port the OS picks, with the
- * projections on the main thread and `env` beside the PATH; resolves once it listens.
+ * projections on the main thread and `env` beside the PATH; resolves once it listens (once the line
+ * `listening` matches says so, its first group the port: with LEDGER_WORKERS, the primary's line).
  */
-export async function startServiceProcess(directory: string, env: Readonly<Record<string, string>>): Promise<ServiceProcess> {
+export async function startServiceProcess(directory: string, env: Readonly<Record<string, string>>, listening: RegExp = LISTENING): Promise<ServiceProcess> {
   const child = spawn(process.execPath, ['-r', HOOK, MAIN], {
     cwd: ROOT,
     env: {
@@ -48,7 +49,7 @@ export async function startServiceProcess(directory: string, env: Readonly<Recor
     }, SERVICE_START_TIMEOUT_MS);
     const read = (chunk: Buffer): void => {
       output += chunk.toString();
-      const match = LISTENING.exec(output);
+      const match = listening.exec(output);
       if (match === null) return;
       clearTimeout(timer);
       resolve(Number(match[1]));
