@@ -46,17 +46,18 @@ export class ServiceWorkers {
   }
 
   /**
-   * Starts the workers one after the other (each opens the log, catches its read models up and
-   * listens before the next starts), then METRICS_PORT. Resolves with the port they listen on; if a
-   * worker stops before it listens, stops the others and rejects with its exit status.
+   * Starts worker 1 (it creates or migrates the log and seeds the demo alone), then the others at
+   * once, then METRICS_PORT. Resolves with the port they listen on; if a worker stops before it
+   * listens, stops the others and rejects with its exit status.
    */
   async start(): Promise<number> {
     const count = this.service.workers;
     for (let slot = 1; slot <= count; slot++) ensureReadStoreFree(workerReadStorePath(this.service.ledger.readStorePath, slot));
     for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => void this.drain(signal));
-    let port = this.service.ledger.port;
+    let port: number;
     try {
-      for (let slot = 1; slot <= count; slot++) port = await this.startSlot(slot);
+      port = await this.startSlot(1);
+      await Promise.all(Array.from({ length: count - 1 }, (_, index) => this.startSlot(index + 2)));
     } catch (error) {
       await this.stopAll();
       throw error;

@@ -28,7 +28,11 @@ export interface ServiceProcess {
  * projections on the main thread and `env` beside the PATH; resolves once it listens (once the line
  * `listening` matches says so, its first group the port: with LEDGER_WORKERS, the primary's line).
  */
-export async function startServiceProcess(directory: string, env: Readonly<Record<string, string>>, listening: RegExp = LISTENING): Promise<ServiceProcess> {
+export async function startServiceProcess(
+  directory: string,
+  env: Readonly<Record<string, string>>,
+  { listening = LISTENING, timeoutMs = SERVICE_START_TIMEOUT_MS }: { readonly listening?: RegExp; readonly timeoutMs?: number } = {},
+): Promise<ServiceProcess> {
   const child = spawn(process.execPath, ['-r', HOOK, MAIN], {
     cwd: ROOT,
     env: {
@@ -45,8 +49,8 @@ export async function startServiceProcess(directory: string, env: Readonly<Recor
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`the service did not listen within ${SERVICE_START_TIMEOUT_MS} ms:\n${output.slice(-QUOTED_OUTPUT_CHARS)}`));
-    }, SERVICE_START_TIMEOUT_MS);
+      reject(new Error(`the service did not listen within ${timeoutMs} ms:\n${output.slice(-QUOTED_OUTPUT_CHARS)}`));
+    }, timeoutMs);
     const read = (chunk: Buffer): void => {
       output += chunk.toString();
       const match = listening.exec(output);
