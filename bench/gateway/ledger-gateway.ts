@@ -5,7 +5,7 @@
  * 64 calls running at once), a gateway key; calls then go to `POST /anthropic/v1/messages` with
  * `x-api-key: <key>`. Until that route answers, the peer is "not available" with the reason.
  */
-import { ServiceProcess } from '../http/service-process';
+import { SERVICE_START_TIMEOUT_MS, ServiceProcess } from '../http/service-process';
 import { ANTHROPIC_VERSION, BENCH_MODEL, UPSTREAM_API_KEY, requestBody } from './messages-wire';
 
 export const LEDGER_SYSTEM_TOKEN = 'bench-gateway-system-token';
@@ -60,7 +60,8 @@ export async function startLedger(options: {
     demo: false,
     nodeFlags: options.nodeFlags,
     ...(options.store === undefined ? {} : { store: options.store }),
-    ...(workers === 1 ? {} : { listening: ALL_WORKERS_LISTENING }),
+    // Worker 1 starts first, then the others at once: two starts' time.
+    ...(workers === 1 ? {} : { listening: ALL_WORKERS_LISTENING, startTimeoutMs: 2 * SERVICE_START_TIMEOUT_MS }),
     env: {
       LEDGER_TOKENS: JSON.stringify({ [LEDGER_SYSTEM_TOKEN]: { role: 'system' } }),
       ANTHROPIC_BASE_URL: options.upstreamBaseUrl,

@@ -11,7 +11,7 @@ import type { ProbeReply, ProbeRequest, ServiceUsage } from './service-probe.pro
 import { removeOnExit, stopOnExit } from './stop-on-exit';
 
 /** How long the service may take to build its module graph, seed the demo and listen, in milliseconds. */
-const SERVICE_START_TIMEOUT_MS = 60_000;
+export const SERVICE_START_TIMEOUT_MS = 60_000;
 /** How long SIGTERM may take to close the service before it is killed, in milliseconds. */
 const SERVICE_STOP_TIMEOUT_MS = 15_000;
 /** How often the log is read for the listening line while the service starts, in milliseconds. */
@@ -33,6 +33,8 @@ export interface ServiceOptions {
   readonly store?: string;
   /** The log line that says it listens, its first group the port (default: the service's own; with LEDGER_WORKERS, the primary's). */
   readonly listening?: RegExp;
+  /** How long it may take to listen, in ms (default SERVICE_START_TIMEOUT_MS; several workers start in turn). */
+  readonly startTimeoutMs?: number;
 }
 
 export class ServiceProcess {
@@ -96,10 +98,10 @@ export class ServiceProcess {
         if (match !== null) {
           clearInterval(poll);
           resolve(Number(match[1]));
-        } else if (child.exitCode !== null || child.signalCode !== null || performance.now() - started > SERVICE_START_TIMEOUT_MS) {
+        } else if (child.exitCode !== null || child.signalCode !== null || performance.now() - started > (options.startTimeoutMs ?? SERVICE_START_TIMEOUT_MS)) {
           clearInterval(poll);
           child.kill('SIGKILL');
-          reject(new Error(`the service did not start listening:\n${output.split('\n').slice(-KEPT_OUTPUT_LINES).join('\n')}`));
+          reject(new Error(`the service did not start listening (${child.signalCode ?? child.exitCode ?? 'timed out'}):\n${output.split('\n').slice(-KEPT_OUTPUT_LINES).join('\n')}`));
         }
       }, START_POLL_INTERVAL_MS);
     });
