@@ -11,8 +11,8 @@ import { pathBesideLog } from '../event-store/sqlite/path-beside-log';
 
 /**
  * Service processes when `LEDGER_WORKERS` is not set: one, the process itself, no primary. Measured
- * (bench/README.md "Every core"): on two shared cores two workers served 0.48–0.75 × one worker's
- * calls per second at 1.8–2.3 × its CPU per call, so more workers are the operator's choice.
+ * (bench/README.md "Every core"): on two shared cores two workers served 0.31–0.97 × one worker's
+ * calls per second at 1.8–3.1 × its CPU per call, so more workers are the operator's choice.
  */
 export const DEFAULT_LEDGER_WORKERS = 1;
 /** Most service processes one primary starts: far above any core count this runs on, and bounded. */
