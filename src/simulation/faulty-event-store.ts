@@ -60,6 +60,7 @@ export interface StoreFaultController {
 
 export class FaultyEventStore implements EventStore {
   private dead = false;
+  private readonly gone = new AbortController();
 
   constructor(
     private readonly inner: EventStore,
@@ -71,9 +72,18 @@ export class FaultyEventStore implements EventStore {
     return this.dead;
   }
 
+  /**
+   * Aborted when the process dies (killed, or at a crash point): what the process waits for on its
+   * own, its projections catching up, ends then, as it would with the process.
+   */
+  get goneSignal(): AbortSignal {
+    return this.gone.signal;
+  }
+
   /** Kills the process from outside (e.g. to stop a run after a violation). */
   die(): void {
     this.dead = true;
+    if (!this.gone.signal.aborted) this.gone.abort(new ProcessGoneError('the process is gone'));
   }
 
   async append(streamName: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
@@ -151,7 +161,7 @@ export class FaultyEventStore implements EventStore {
   }
 
   private crash(streamName: string, events: readonly NewEvent[], when: 'before' | 'after'): never {
-    this.dead = true;
+    this.die();
     this.controller.onCrash(streamName, events, when);
     throw new ProcessGoneError(`the process died ${when} appending ${events.map((event) => event.type).join(', ')} to ${streamName}`);
   }

@@ -282,7 +282,7 @@ async function startApplication(
       inject: [EVENT_STORE, READ_MODEL_STORE],
       factory: (eventStore: EventStore, store: SqliteReadModelStore) => {
         const runnerOptions = { eventStore, store, projections: ALL_PROJECTIONS, liveBatchIntervalMs: 0 };
-        return isEmbeddedStore(options.env) ? new ProjectionRunner(runnerOptions) : new ProbedProjectionRunner(runnerOptions, options.probe);
+        return isEmbeddedStore(options.env) ? new ProjectionRunner(runnerOptions) : new ProbedProjectionRunner(runnerOptions, options.probe, wrapped!.goneSignal);
       },
     })
     // The application's own recovery, on the virtual clock, its passes tracked as the process's commands.
@@ -316,10 +316,12 @@ function isEmbeddedStore(env: Readonly<Record<string, string | undefined>>): boo
  * not see: a wait for the read models to catch up (a sweep's first step) holds the pump from calling
  * the process idle, so no timer fires and no wave is judged hung while the log is still arriving.
  */
-class ProbedProjectionRunner extends ProjectionRunner {
+export class ProbedProjectionRunner extends ProjectionRunner {
   constructor(
     options: ProjectionRunnerOptions,
     private readonly probe: ActivityProbe,
+    /** The process's death: its runner hears nothing more then, so a wait for it would hold the pump for ever. */
+    private readonly gone: AbortSignal,
   ) {
     super(options);
   }
@@ -327,7 +329,7 @@ class ProbedProjectionRunner extends ProjectionRunner {
   override async waitFor(position: bigint, options?: WaitOptions): Promise<void> {
     const release = this.probe.hold();
     try {
-      await super.waitFor(position, options);
+      await super.waitFor(position, { ...options, signal: options?.signal === undefined ? this.gone : AbortSignal.any([options.signal, this.gone]) });
     } finally {
       release();
     }
