@@ -3,10 +3,11 @@
  * answers gateway calls from both (each one's `ledger_gateway_calls_total` on METRICS_PORT, which the
  * primary serves for all); one worker killed with SIGKILL while calls run is replaced in its slot and
  * answers again, every call answered 200 is settled at its usage's price, the calls the kill cut are
- * settled by recovery from the dead worker's lapsed lease, nothing stays held; SIGTERM drains all.
+ * settled by recovery from the dead worker's lapsed lease, nothing stays held; each worker keeps its
+ * read models in a file of its own and all share one webhooks file; SIGTERM drains all.
  */
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -106,6 +107,11 @@ describe('docs/deploying.md "Workers" (issue 35): LEDGER_WORKERS=2 on one port o
       }, async () => `nothing held: ${JSON.stringify(await json(live, '/v1/organizations/acme/balance'))}\n${live.output().split('\n').filter((line) => /Recovery|recover|lease|"level":[45]0/i.test(line)).join('\n').slice(-6_000)}`);
       expect(balance.charged).toBeGreaterThanOrEqual(charges.reduce((sum, { charge }) => sum + charge, 0));
       expect(balance.available).toBe(balance.granted + balance.adjustments - balance.charged);
+
+      // Read models one file per worker, webhooks one file for all (docs/deploying.md "Workers").
+      const files = readdirSync(directory);
+      expect(files.filter((name) => /read.*\.sqlite$/.test(name)).sort()).toEqual(['ledger.read.sqlite', 'ledger.read.worker-2.sqlite']);
+      expect(files.filter((name) => /webhooks.*\.sqlite$/.test(name))).toEqual(['ledger.webhooks.sqlite']);
 
       live.child.kill('SIGTERM');
       const [code] = (await once(live.child, 'exit')) as [number | null];
