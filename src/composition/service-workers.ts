@@ -1,4 +1,6 @@
 import cluster, { type Worker } from 'node:cluster';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
 import pino from 'pino';
 import { embeddedLogPath } from '../event-store/open-event-store';
 import { WORKER_SLOT_VARIABLE, WORKERS_READ_STORE_VARIABLE, workerReadStorePath } from '../config/service-workers.config';
@@ -146,13 +148,14 @@ function stopWorker(worker: Worker): Promise<void> {
  * server's log without LEDGER_IDEMPOTENCY_SECRET the secret kept beside LEDGER_READ_STORE, so the
  * workers recognise each other's requests (on the embedded log they share the file beside it).
  */
-function sharedWorkerEnv(service: ServiceConfiguration): Record<string, string> {
+export function sharedWorkerEnv(service: Pick<ServiceConfiguration, 'ledger'>): Record<string, string> {
   const { ledger } = service;
   const shareSecret = ledger.idempotencySecret === undefined && embeddedLogPath(ledger.store) === undefined;
-  return {
-    METRICS_PORT: '',
-    ...(shareSecret ? { LEDGER_IDEMPOTENCY_SECRET: keptSecret(idempotencySecretPathFor(ledger.readStorePath)).toString('utf8') } : {}),
-  };
+  if (!shareSecret) return { METRICS_PORT: '' };
+  const secretPath = idempotencySecretPathFor(ledger.readStorePath);
+  // Before any worker has opened its read models there, their folder may not exist yet.
+  mkdirSync(dirname(secretPath), { recursive: true });
+  return { METRICS_PORT: '', LEDGER_IDEMPOTENCY_SECRET: keptSecret(secretPath).toString('utf8') };
 }
 
 /** Whether this process is the primary of several workers (else it serves calls itself). */
