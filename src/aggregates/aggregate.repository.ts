@@ -211,9 +211,7 @@ export class AggregateRepository {
   /**
    * Runs the stream's queue: each turn takes every decision queued while the last append was in
    * flight (up to MAX_DECISIONS_PER_APPEND) and appends them together. One hot stream (an account
-   * that many calls hold on at once) so costs one append per batch instead of one per command. A turn
-   * ends at its append's commit: on the embedded store under FULL the next batch is decided while
-   * this one waits for its fsync (appendUntilCommitted), and this one's callers hear once it returned.
+   * that many calls hold on at once) so costs one append per batch instead of one per command.
    */
   private async drain<Command, Event extends DomainEvent, State>(streamName: string, decider: AggregateDecider<Command, Event, State>): Promise<void> {
     const queue = this.queues.get(streamName)!;
@@ -263,30 +261,21 @@ export class AggregateRepository {
       if (events.length === 0) return settleBatch(batch, decided, revision);
       try {
         const appendStartedAt = performance.now();
-        const { result, durable } = await this.appendUntilCommitted(
+        const result = await this.appendSettlingUnknownOutcome(
           streamName,
           decided.flatMap((outcome, index) =>
             'events' in outcome ? outcome.events.map((event) => toNewEvent(event, batch[index]!.context, this.upcasters?.currentVersion(event.type))) : [],
           ),
           { expectedRevision: revision ?? 'no_stream', ...(batch.every((entry) => entry.context.acknowledgeOnCommit === true) ? { acknowledge: 'committed' as const } : {}) },
         );
+        if (appendTimingChannel.hasSubscribers) appendTimingChannel.publish({ durationMs: performance.now() - appendStartedAt });
         const next = { state: after, revision: result.nextExpectedRevision };
         this.remember(streamName, next);
         const codec = decider.snapshot;
         if (codec !== undefined && crossesSnapshotPoint(revision, next.revision, codec.everyEvents)) {
           writeSnapshot(this.store, streamName, codec, next.state, next.revision);
         }
-        const answer = (): void => {
-          if (appendTimingChannel.hasSubscribers) appendTimingChannel.publish({ durationMs: performance.now() - appendStartedAt });
-          settleBatch(batch, decided, revision);
-        };
-        if (durable === undefined) return answer();
-        // Committed, not yet durable: the stream's next batch is decided now, on this one's state;
-        // this one's callers are answered once the append is durable, or told it failed.
-        durable.then(answer, (error: unknown) => {
-          for (const entry of batch) entry.reject(error);
-        });
-        return;
+        return settleBatch(batch, decided, revision);
       } catch (error) {
         if (!(error instanceof ConcurrencyError)) throw error;
         if (fresh && ++conflicts > MAX_CONFLICT_RETRIES) throw error;
@@ -296,28 +285,6 @@ export class AggregateRepository {
         if (error.actual === 'no_stream' || (revision !== undefined && error.actual < revision)) this.cache.delete(streamName);
       }
     }
-  }
-
-  /**
-   * Appends, and returns once the append is committed: with `durable` (what says it is on disk) when
-   * the store told the commit before its acknowledgement (AppendOptions.onCommitted), so the stream's
-   * next batch need not wait for this one's fsync; without it once the acknowledgement came.
-   */
-  private appendUntilCommitted(streamName: string, events: readonly NewEvent[], options: AppendOptions): Promise<{ result: AppendResult; durable?: Promise<AppendResult> }> {
-    return new Promise((resolve, reject) => {
-      let committed = false;
-      const durable: Promise<AppendResult> = this.appendSettlingUnknownOutcome(streamName, events, {
-        ...options,
-        onCommitted: (result) => {
-          committed = true;
-          resolve({ result, durable });
-        },
-      });
-      durable.then(
-        (result) => committed || resolve({ result }),
-        (error: unknown) => committed || reject(error),
-      );
-    });
   }
 
   /**

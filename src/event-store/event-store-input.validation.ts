@@ -130,8 +130,7 @@ export function validateAppend(
   const name = validateStreamName(streamName);
   if (options === null || typeof options !== 'object') fail('options', 'must be an object with an expectedRevision');
   const expectedRevision = validateExpectedRevision(options.expectedRevision);
-  const { acknowledge, onCommitted } = options as { acknowledge?: unknown; onCommitted?: unknown };
-  if (onCommitted !== undefined && typeof onCommitted !== 'function') fail('options.onCommitted', `must be a function, got ${describeValue(onCommitted)}`);
+  const { acknowledge } = options as { acknowledge?: unknown };
   if (acknowledge !== undefined && acknowledge !== 'durable' && acknowledge !== 'committed') {
     fail('options.acknowledge', `must be 'durable' or 'committed', got ${describeValue(acknowledge)}`);
   }

@@ -172,8 +172,7 @@ export class FaultyEventStore implements EventStore {
     if (foreign === undefined) return;
     this.probe.begin();
     try {
-      // Only the expected revision: the writer's own commit callback is not this append's to call.
-      await this.inner.append(streamName, [foreign], { expectedRevision: options.expectedRevision });
+      await this.inner.append(streamName, [foreign], options);
     } catch {
       // The stream had already moved on: the writer conflicts anyway.
     } finally {
