@@ -149,9 +149,19 @@ export class LedgerNode {
     return self;
   }
 
-  /** Resolves once neither process's recovery is in a pass (no timer fires while nobody turns the pump). */
+  /**
+   * Resolves once neither process's recovery is in a pass nor its lease in a renewal (no timer fires
+   * while nobody turns the pump). On a server store a renewal whose timer fired before the pump stood
+   * still may still be on its way to a commit: it landed between the live read models' catch-up and
+   * the replay's, and the quiet point's comparison saw the log move (`read-models.replay-equals-live`).
+   */
   async recoveryIdle(): Promise<void> {
-    await Promise.all([this.app.get(InvocationRecovery).idle(), this.secondRecovery.idle()]);
+    await Promise.all([
+      this.app.get(InvocationRecovery).idle(),
+      this.secondRecovery.idle(),
+      this.app.get<InstanceLeaseKeeper>(INSTANCE_LEASE).idle(),
+      this.secondLease.idle(),
+    ]);
   }
 
   /** The process renews no lease for `ms` (a pause, or a process cut off from its store), then renews at once. */

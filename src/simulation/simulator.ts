@@ -702,7 +702,7 @@ class Simulation implements StoreFaultController {
 
   /** Quiet node: audit, then compare the live read models with a replay of the whole log. */
   private async quiescentCheck(): Promise<void> {
-    // A recovery pass may still be writing; no new one starts while the pump stands still.
+    // A recovery pass or a lease renewal may still be writing; no new one starts while the pump stands still.
     await this.node?.recoveryIdle();
     await this.step();
     this.failIf(this.audit.checkDeferredSummaries());
