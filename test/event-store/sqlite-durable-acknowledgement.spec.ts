@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RecordedEvent } from '../../src/event-store/event-store.port';
 import { openSqliteEventStore, type SqliteEventStore } from '../../src/event-store/sqlite/sqlite-event-store';
-import { MAX_FSYNCS_IN_FLIGHT, type FsyncFile } from '../../src/event-store/sqlite/wal-sync';
+import { MAX_FSYNCS_IN_FLIGHT, MAX_FSYNCS_IN_FLIGHT_OPTION, type FsyncFile } from '../../src/event-store/sqlite/wal-sync';
 import { newEvent } from './event-store.contract';
 
 const directory = mkdtempSync(join(tmpdir(), 'ledger-durable-ack-'));
@@ -48,9 +48,9 @@ function observed<T>(promise: Promise<T>): { readonly state: () => 'pending' | '
 }
 
 /** A FULL store on a fresh file whose fsyncs the test releases by hand. */
-function openWithHeldFsync(): { fsync: HeldFsync; store: SqliteEventStore } {
+function openWithHeldFsync(fsyncsInFlight?: number): { fsync: HeldFsync; store: SqliteEventStore } {
   const fsync = new HeldFsync();
-  return { fsync, store: openSqliteEventStore({ path: newDatabasePath(), fsyncFile: fsync.fsyncFile }) };
+  return { fsync, store: openSqliteEventStore({ path: newDatabasePath(), fsyncFile: fsync.fsyncFile, ...(fsyncsInFlight === undefined ? {} : { fsyncsInFlight }) }) };
 }
 
 /** Closes the store, answering every fsync it still starts (those held and those the close waits for). */
@@ -194,10 +194,10 @@ describe('issue 24: an acknowledged append is on disk (synchronous=FULL), its fs
   });
 });
 
-describe('issue 35: an fsync in flight is joined, not queued behind', () => {
+describe('issue 35: opened with two fsyncs in flight, one in flight is joined, not queued behind', () => {
   let fsync: HeldFsync;
   let store: SqliteEventStore;
-  beforeEach(() => ({ fsync, store } = openWithHeldFsync()));
+  beforeEach(() => ({ fsync, store } = openWithHeldFsync(2)));
   afterEach(() => closeReleasingFsyncs(store, fsync));
 
   it('starts an fsync at once for a commit made while one runs, on a descriptor of its own', async () => {
@@ -283,6 +283,21 @@ describe('issue 35: an fsync in flight is joined, not queued behind', () => {
     await settle();
     await settle();
     expect(closing.state()).toBe('resolved');
+  });
+});
+
+describe('issue 35: one fsync in flight by default (measured), more only when asked for', () => {
+  it('queues a commit made while the one fsync runs, and refuses an fsyncsInFlight outside 1 to MAX_FSYNCS_IN_FLIGHT_OPTION naming it', async () => {
+    expect(MAX_FSYNCS_IN_FLIGHT).toBe(1);
+    const { fsync, store } = openWithHeldFsync();
+    void store.append('default-1', [newEvent()], { expectedRevision: 'no_stream' });
+    await settle();
+    void store.append('default-2', [newEvent()], { expectedRevision: 'no_stream' });
+    await settle();
+    expect(fsync.calls).toBe(1);
+    await closeReleasingFsyncs(store, fsync);
+    expect(() => openWithHeldFsync(0)).toThrow(/fsyncsInFlight/);
+    expect(() => openWithHeldFsync(MAX_FSYNCS_IN_FLIGHT_OPTION + 1)).toThrow(/fsyncsInFlight/);
   });
 });
 

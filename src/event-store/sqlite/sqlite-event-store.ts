@@ -28,7 +28,7 @@ import { duplicateEventIdError, replayFromStoredRows, storedAppendMismatch, type
 import { migrateSqliteSchema } from './sqlite-schema.migrations';
 import { SqliteSubscription, type CommittedEvents } from './sqlite-subscription';
 import { DEFAULT_LOG_SYNCHRONOUS, type SqliteSynchronous } from './sqlite-synchronous';
-import { WalSync, type FsyncFile } from './wal-sync';
+import { MAX_FSYNCS_IN_FLIGHT, MAX_FSYNCS_IN_FLIGHT_OPTION, WalSync, type FsyncFile } from './wal-sync';
 
 
 export interface SqliteEventStoreOptions {
@@ -51,6 +51,8 @@ export interface SqliteEventStoreOptions {
   readonly follows?: { readonly unsyncedMarker: SharedArrayBuffer };
   /** How the WAL file is fsynced under FULL (default Node's `fs.fsync`); a test holds it to see what waits for it. */
   readonly fsyncFile?: FsyncFile;
+  /** Most fsyncs of the WAL at once under FULL (default MAX_FSYNCS_IN_FLIGHT, at most MAX_FSYNCS_IN_FLIGHT_OPTION). */
+  readonly fsyncsInFlight?: number;
 }
 
 /** What a checkpoint of the write-ahead log did (see SqliteEventStore.checkpointWal). */
@@ -340,8 +342,8 @@ function isDuplicateEventId(error: unknown): boolean {
  * **What an acknowledged append means.** A resolved `append` has been committed to the WAL file.
  * - `synchronous=FULL` (default): the WAL is fsynced before the append is acknowledged, so it also
  *   survives power loss, as far as the disk honours fsync. The fsync runs on the thread pool (WalSync);
- *   a commit made while one runs starts another rather than waiting behind it (up to
- *   MAX_FSYNCS_IN_FLIGHT), and each covers every commit made before it started; until one that
+ *   commits made while one runs share the next (or, opened with `fsyncsInFlight` above one, start
+ *   their own at once), and each covers every commit made before it started; until one that
  *   started after it returns the commit is visible to readStream (decisions) but not to readAll,
  *   subscriptions, commit listeners or headPosition.
  * - `synchronous=NORMAL` (opt-in): the commit is written to the WAL with write(2) but not fsynced.
@@ -808,7 +810,11 @@ export function openSqliteEventStore(options: SqliteEventStoreOptions): SqliteEv
     const journalMode = db.pragma('journal_mode = WAL', { simple: true });
     if (!inMemory && journalMode !== 'wal') throw new Error(`Could not switch ${options.path} to WAL mode (got ${String(journalMode)})`);
     // FULL's fsync runs off the event loop (WalSync); SQLite itself commits without one.
-    const walSync = synchronous === 'FULL' && !inMemory ? new WalSync(`${options.path}-wal`, options.fsyncFile) : undefined;
+    const inFlight = options.fsyncsInFlight ?? MAX_FSYNCS_IN_FLIGHT;
+    if (!Number.isInteger(inFlight) || inFlight < 1 || inFlight > MAX_FSYNCS_IN_FLIGHT_OPTION) {
+      throw new InvalidEventStoreInputError('fsyncsInFlight', `must be an integer from 1 to ${MAX_FSYNCS_IN_FLIGHT_OPTION}, got ${String(inFlight)}`);
+    }
+    const walSync = synchronous === 'FULL' && !inMemory ? new WalSync(`${options.path}-wal`, options.fsyncFile, inFlight) : undefined;
     db.pragma(`synchronous = ${walSync === undefined ? synchronous : 'NORMAL'}`);
     db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
     // Each append runs in a savepoint, whose undo copies of pages would otherwise go to a temporary

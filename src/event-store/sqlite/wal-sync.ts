@@ -5,13 +5,16 @@ import { dirname } from 'node:path';
 export type FsyncFile = (fd: number, done: (error: NodeJS.ErrnoException | null) => void) => void;
 
 /**
- * Most fsyncs of the WAL running at once, in fsyncs. A commit made while one runs starts its own
- * at once instead of waiting for it to return (the kernel's journal merges what it can of the two);
- * past this many, commits wait for one to return and share the next. Two leave libuv's default four
- * threads room for the process's other file work; more in flight only queue in the disk and the
- * journal, which commits one transaction at a time.
+ * Most fsyncs of the WAL running at once by default, in fsyncs (SqliteEventStoreOptions
+ * fsyncsInFlight). One, by measurement: with two, a commit made while an fsync ran started its own at
+ * once, but on this project's machine (ext4, whose journal commits one transaction at a time) the
+ * gateway's durable appends took longer (hold decided → durable p50 5.4 and 2.7 ms with one against
+ * 7.7 and 6.7 with two, two A/B pairs, bench/README issue 35): the wait for the fsync in flight is what
+ * gathers the commits made meanwhile into one fsync.
  */
-export const MAX_FSYNCS_IN_FLIGHT = 2;
+export const MAX_FSYNCS_IN_FLIGHT = 1;
+/** Most fsyncs in flight a store may be opened with (SqliteEventStoreOptions.fsyncsInFlight): libuv's pool has four threads. */
+export const MAX_FSYNCS_IN_FLIGHT_OPTION = 4;
 
 /** A commit waiting for an fsync that makes it durable, with who to tell. */
 interface UnsyncedCommit {
@@ -28,11 +31,12 @@ interface UnsyncedCommit {
  * on libuv's thread pool. Each commit is told only once an fsync that started after it returned, so
  * an acknowledged append is on disk exactly as under `synchronous=FULL`.
  *
- * A commit does not wait behind an fsync in flight: it starts another one at once (up to
- * MAX_FSYNCS_IN_FLIGHT), and whichever fsync returns first tells every commit made before it started,
- * so an fsync that started later and returned sooner also covers the commits of the one still
- * running. Past the bound, the commits made meanwhile share one fsync (group commit across commits).
- * Commits are told in their order, always a prefix of those waiting.
+ * Up to `maxInFlight` fsyncs run at once (MAX_FSYNCS_IN_FLIGHT, one, unless the store was opened
+ * with more): below the bound a commit starts its own at once, and whichever fsync returns first
+ * tells every commit made before it started, so an fsync that started later and returned sooner also
+ * covers the commits of one still running. At the bound, the commits made meanwhile share the next
+ * fsync (group commit across commits). Commits are told in their order, always a prefix of those
+ * waiting.
  *
  * Why fsyncing the WAL file is enough: in WAL mode SQLite appends each commit's frames to that file
  * and, under NORMAL, syncs it itself before each checkpoint and when it starts reusing it, so every
@@ -65,6 +69,7 @@ export class WalSync {
   constructor(
     private readonly walPath: string,
     private readonly fsyncFile: FsyncFile = fsync,
+    private readonly maxInFlight: number = MAX_FSYNCS_IN_FLIGHT,
   ) {}
 
   /** The failure that stopped the log's durability, once one happened. */
@@ -97,9 +102,9 @@ export class WalSync {
     this.free.length = 0;
   }
 
-  /** Starts an fsync for the commits no running fsync covers, if fewer than MAX_FSYNCS_IN_FLIGHT run. */
+  /** Starts an fsync for the commits no running fsync covers, if fewer than `maxInFlight` run. */
   private startIfRoom(): void {
-    if (this.failed !== undefined || this.inFlight >= MAX_FSYNCS_IN_FLIGHT || this.startedThrough === this.lastSequence) return;
+    if (this.failed !== undefined || this.inFlight >= this.maxInFlight || this.startedThrough === this.lastSequence) return;
     const through = this.lastSequence;
     this.startedThrough = through;
     this.inFlight++;
