@@ -104,7 +104,7 @@ describe('issue 24, finding 5: the HTTP edges, over a raw socket', () => {
 
     it('answers every route of the document with each path parameter emptied, and the trailing ones too', async () => {
       const document = (await ledger.http().get('/docs-json').expect(200)).body as { paths: Record<string, Record<string, unknown>> };
-      const ids: Record<string, string> = { organizationId: 'acme', operationId: 'demo.arithmetic', invocationId, webhookId: 'w1', keyId: 'k1', streamName: 'account-acme' };
+      const ids: Record<string, string> = { organizationId: 'acme', operationId: 'demo.arithmetic', invocationId, webhookId: 'w1', keyId: 'k1', streamName: 'account-acme', batchId: 'msgbatch_01', customId: 'c1' };
       const wrong: string[] = [];
       let sent = 0;
       for (const [path, methods] of Object.entries(document.paths).filter(([path]) => !path.startsWith('/anthropic'))) {
@@ -112,8 +112,10 @@ describe('issue 24, finding 5: the HTTP edges, over a raw socket', () => {
           const route = `${method} ${path}`;
           for (const emptied of [...path.matchAll(/\{(\w+)\}/g)].map((match) => match[1]!)) {
             const url = path.replace(/\{(\w+)\}/g, (_all, name: string) => (name === emptied ? '' : encodeURIComponent(ids[name]!)));
-            // `GET /v1/gateway/models/` is `GET /v1/gateway/models`, a route of its own (trailing slashes are ignored).
-            if (url.endsWith('/') && document.paths[url.slice(0, -1)]?.[method.toLowerCase()] !== undefined) continue;
+            // `GET /v1/gateway/models/` is `GET /v1/gateway/models`, and `GET …/gateway-batches/` is the
+            // batches' list: routes of their own (trailing slashes are ignored).
+            const trailing = `/{${emptied}}`;
+            if (path.endsWith(trailing) && document.paths[path.slice(0, -trailing.length)]?.[method.toLowerCase()] !== undefined) continue;
             const body = BODIES[route] === undefined ? '' : JSON.stringify(BODIES[route]);
             const answer = await rawExchange(port, request(method, url, [systemToken, ...(body === '' ? [] : ['Content-Type: application/json'])], body));
             sent += 1;
