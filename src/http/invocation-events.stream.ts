@@ -24,11 +24,17 @@ export interface InvocationEventsOptions {
  * then what commits to it, read by a subscription to the log from the last event read, so nothing
  * between the read and the subscription is lost; an event is sent only when its revision follows the
  * last one sent, so nothing is repeated. Ends after the final event, or when the client goes away.
+ *
+ * Only what the log's head counts is sent: a commit still waiting for its fsync (an append
+ * acknowledged at COMMIT) comes later through the subscription, so a follower never sees a state that
+ * a read (which waits for the read models to reach the head) does not show yet, or that a power loss
+ * could take back.
  */
 export async function streamInvocationEvents({ store, caller, invocationId, after, response: platformResponse }: InvocationEventsOptions): Promise<void> {
   const streamName = invocationStreamName(invocationId);
-  const history = await store.readStream(streamName);
-  const first = history[0];
+  const head = await store.headPosition();
+  const stored = await store.readStream(streamName);
+  const first = stored[0];
   const organizationId = (first?.data as { organizationId?: unknown } | undefined)?.organizationId;
   // Another organization's invocation reads exactly like one that does not exist.
   if (first === undefined || typeof organizationId !== 'string' || !mayAccessOrganization(caller, organizationId)) {
@@ -46,6 +52,7 @@ export async function streamInvocationEvents({ store, caller, invocationId, afte
   response.setHeader('X-Accel-Buffering', 'no');
   response.flushHeaders();
 
+  const history = head === undefined ? [] : stored.filter((event) => event.position <= head);
   const progress = new InvocationProgressReader(invocationId);
   // Every event is read in order, those up to Last-Event-ID too, so each message names the right state.
   let lastRead = -1n;
@@ -79,7 +86,8 @@ export async function streamInvocationEvents({ store, caller, invocationId, afte
   response.on('close', end);
   for (const event of history) send(event);
   // Already final (a client resuming after the last event, or past it): nothing more will come.
-  if (FINAL_EVENT_TYPES.has(history[history.length - 1]!.type)) end();
+  const lastSent = history.at(-1);
+  if (lastSent !== undefined && FINAL_EVENT_TYPES.has(lastSent.type)) end();
   if (ended) return;
   keepAlive = setInterval(() => response.write(': keep-alive\n\n'), SSE_KEEPALIVE_INTERVAL_MS);
   keepAlive.unref();
@@ -87,6 +95,7 @@ export async function streamInvocationEvents({ store, caller, invocationId, afte
     (event) => {
       if (event.streamName === streamName) send(event);
     },
-    { after: history[history.length - 1]!.position },
+    // From the last event sent, or from the head when none is counted yet (each event after it is).
+    { after: lastSent?.position ?? head },
   );
 }
