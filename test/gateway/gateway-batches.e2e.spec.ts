@@ -62,7 +62,7 @@ const request = (customId: string, maxTokens = 100): Anthropic.Messages.BatchCre
   params: { model: MODEL, max_tokens: maxTokens, messages: [{ role: 'user', content: 'Hello' }] },
 });
 
-describe('Message Batches through the gateway, with the SDK against a local batches API', () => {
+describe('docs/gateway.md "Message Batches" and "Admission, and why a key can never overspend": every request held at its worst case before upstream, each result charged once at its reported usage (the batch counterpart of STATE-PFM-LLM-001 transitions 3 and 8), with the SDK against a local batches API', () => {
   let directory: string;
   let upstream: BatchesApiServer;
   let a: Instance;

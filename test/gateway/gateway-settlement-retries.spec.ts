@@ -41,7 +41,7 @@ function settlement(clock: VirtualClock, answers: readonly (Error | undefined)[]
   };
 }
 
-describe('issue 32: a gateway settlement the store could not take is tried again, bounded (GatewaySettlementRetries)', () => {
+describe('issue 32, docs/gateway.md "Settlement": a gateway settlement the store could not take is tried again, bounded, so a measured call reaches STATE-PFM-LLM-001 transition 8 at its usage before recovery could take transition 14 at its hold (GatewaySettlementRetries)', () => {
   let clock: VirtualClock;
   let retries: GatewaySettlementRetries;
 
@@ -127,7 +127,7 @@ function losingSettlementAnswers(store: EventStore, times: number): { readonly s
   return { store: new Proxy(store, { get: (target, name) => (name === 'append' ? append : Reflect.get(target, name)) }), holdSettled };
 }
 
-describe('issue 32: GatewayCalls.settle tried again after its settlement committed but its answer was lost', () => {
+describe('issue 32: GatewayCalls.settle tried again after its settlement committed but its answer was lost, charged once (STATE-PFM-LLM-001 transition 8)', () => {
   it('settles the hold at the usage the committed settlement recorded, and the invocation once, though the first try failed', async () => {
     jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
     // The retries end with the hold settled, or by giving up, which they log.

@@ -45,7 +45,7 @@ interface Outcome {
   readonly invocationId?: string;
 }
 
-describe('docs/deploying.md "Workers" (issue 35): LEDGER_WORKERS=2 on one port over one log', () => {
+describe('docs/deploying.md "Workers" (issue 35): LEDGER_WORKERS=2 on one port over one log, every call held at its worst case before upstream and settled (STATE-PFM-LLM-001 transitions 3 and 8; 12 to 14 by recovery for the calls a killed worker cut)', () => {
   let directory: string;
   let upstream: MessagesApiServer;
   let service: ServiceProcess | undefined;
