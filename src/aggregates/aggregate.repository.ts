@@ -211,7 +211,9 @@ export class AggregateRepository {
   /**
    * Runs the stream's queue: each turn takes every decision queued while the last append was in
    * flight (up to MAX_DECISIONS_PER_APPEND) and appends them together. One hot stream (an account
-   * that many calls hold on at once) so costs one append per batch instead of one per command.
+   * that many calls hold on at once) so costs one append per batch instead of one per command. A turn
+   * ends at its append's commit: on the embedded store under FULL the next batch is decided while
+   * this one waits for its fsync (appendUntilCommitted), and this one's callers hear once it returned.
    */
   private async drain<Command, Event extends DomainEvent, State>(streamName: string, decider: AggregateDecider<Command, Event, State>): Promise<void> {
     const queue = this.queues.get(streamName)!;
@@ -261,21 +263,32 @@ export class AggregateRepository {
       if (events.length === 0) return settleBatch(batch, decided, revision);
       try {
         const appendStartedAt = performance.now();
-        const result = await this.appendSettlingUnknownOutcome(
+        const { result, durable } = await this.appendUntilCommitted(
           streamName,
           decided.flatMap((outcome, index) =>
             'events' in outcome ? outcome.events.map((event) => toNewEvent(event, batch[index]!.context, this.upcasters?.currentVersion(event.type))) : [],
           ),
           { expectedRevision: revision ?? 'no_stream', ...(batch.every((entry) => entry.context.acknowledgeOnCommit === true) ? { acknowledge: 'committed' as const } : {}) },
         );
-        if (appendTimingChannel.hasSubscribers) appendTimingChannel.publish({ durationMs: performance.now() - appendStartedAt });
         const next = { state: after, revision: result.nextExpectedRevision };
         this.remember(streamName, next);
         const codec = decider.snapshot;
         if (codec !== undefined && crossesSnapshotPoint(revision, next.revision, codec.everyEvents)) {
           writeSnapshot(this.store, streamName, codec, next.state, next.revision);
         }
-        return settleBatch(batch, decided, revision);
+        const answer = (): void => {
+          if (appendTimingChannel.hasSubscribers) appendTimingChannel.publish({ durationMs: performance.now() - appendStartedAt });
+          settleBatch(batch, decided, revision);
+        };
+        if (durable === undefined) return answer();
+        // Committed, not yet durable: the stream's next batch is decided now, on this one's state.
+        // A caller that asked to hear of the commit (acknowledgeOnCommit, in a batch another caller
+        // made durable) is answered now; the others once the append is durable, or told it failed.
+        settleBatch(batch, decided, revision, (entry) => entry.context.acknowledgeOnCommit === true);
+        durable.then(answer, (error: unknown) => {
+          for (const entry of batch) entry.reject(error);
+        });
+        return;
       } catch (error) {
         if (!(error instanceof ConcurrencyError)) throw error;
         if (fresh && ++conflicts > MAX_CONFLICT_RETRIES) throw error;
@@ -285,6 +298,28 @@ export class AggregateRepository {
         if (error.actual === 'no_stream' || (revision !== undefined && error.actual < revision)) this.cache.delete(streamName);
       }
     }
+  }
+
+  /**
+   * Appends, and returns once the append is committed: with `durable` (what says it is on disk) when
+   * the store told the commit before its acknowledgement (AppendOptions.onCommitted), so the stream's
+   * next batch need not wait for this one's fsync; without it once the acknowledgement came.
+   */
+  private appendUntilCommitted(streamName: string, events: readonly NewEvent[], options: AppendOptions): Promise<{ result: AppendResult; durable?: Promise<AppendResult> }> {
+    return new Promise((resolve, reject) => {
+      let committed = false;
+      const durable: Promise<AppendResult> = this.appendSettlingUnknownOutcome(streamName, events, {
+        ...options,
+        onCommitted: (result) => {
+          committed = true;
+          resolve({ result, durable });
+        },
+      });
+      durable.then(
+        (result) => committed || resolve({ result }),
+        (error: unknown) => committed || reject(error),
+      );
+    });
   }
 
   /**
@@ -368,14 +403,20 @@ function decideInOrder<Command, Event extends DomainEvent, State>(
   return { decided, after: state };
 }
 
-/** Tells each command of a batch its outcome, with the stream's revision after its own events. */
-function settleBatch<Event, State>(batch: readonly QueuedDecision<Event, State>[], decided: readonly DecidedOutcome<Event, State>[], revision: bigint | undefined): void {
+/** Tells each command of a batch (those `only` selects) its outcome, with the stream's revision after its own events. */
+function settleBatch<Event, State>(
+  batch: readonly QueuedDecision<Event, State>[],
+  decided: readonly DecidedOutcome<Event, State>[],
+  revision: bigint | undefined,
+  only: (entry: QueuedDecision<Event, State>) => boolean = () => true,
+): void {
   let after = revision;
   decided.forEach((outcome, index) => {
     const entry = batch[index]!;
-    if ('error' in outcome) return entry.reject(outcome.error);
-    if (outcome.events.length > 0) after = (after ?? -1n) + BigInt(outcome.events.length);
-    entry.resolve({ state: outcome.state, revision: after, events: outcome.events });
+    if ('events' in outcome && outcome.events.length > 0) after = (after ?? -1n) + BigInt(outcome.events.length);
+    if (!only(entry)) return;
+    if ('error' in outcome) entry.reject(outcome.error);
+    else entry.resolve({ state: outcome.state, revision: after, events: outcome.events });
   });
 }
 

@@ -130,7 +130,8 @@ export function validateAppend(
   const name = validateStreamName(streamName);
   if (options === null || typeof options !== 'object') fail('options', 'must be an object with an expectedRevision');
   const expectedRevision = validateExpectedRevision(options.expectedRevision);
-  const { acknowledge } = options as { acknowledge?: unknown };
+  const { acknowledge, onCommitted } = options as { acknowledge?: unknown; onCommitted?: unknown };
+  if (onCommitted !== undefined && typeof onCommitted !== 'function') fail('options.onCommitted', `must be a function, got ${describeValue(onCommitted)}`);
   if (acknowledge !== undefined && acknowledge !== 'durable' && acknowledge !== 'committed') {
     fail('options.acknowledge', `must be 'durable' or 'committed', got ${describeValue(acknowledge)}`);
   }

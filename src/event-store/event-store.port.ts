@@ -57,6 +57,16 @@ export interface AppendOptions {
    * (EventStoreDB) treat both alike.
    */
   readonly acknowledge?: 'durable' | 'committed';
+  /**
+   * Told with the append's result once it is committed and ordered before every later commit, when
+   * its acknowledgement then still waits for the disk (the embedded store under FULL): a caller that
+   * decides the stream's next append on this one's state may decide it now, since a log keeps a
+   * later commit only if it keeps this one. Called at most once, before the promise settles, and
+   * not at all by stores whose commit is their acknowledgement (the promise then says it). The
+   * append may still fail afterwards (its fsync did): only the promise says it is durable. Must not
+   * throw.
+   */
+  readonly onCommitted?: (result: AppendResult) => void;
 }
 
 export interface AppendResult {

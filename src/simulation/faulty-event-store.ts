@@ -172,7 +172,8 @@ export class FaultyEventStore implements EventStore {
     if (foreign === undefined) return;
     this.probe.begin();
     try {
-      await this.inner.append(streamName, [foreign], options);
+      // Only the expected revision: the writer's own commit callback is not this append's to call.
+      await this.inner.append(streamName, [foreign], { expectedRevision: options.expectedRevision });
     } catch {
       // The stream had already moved on: the writer conflicts anyway.
     } finally {

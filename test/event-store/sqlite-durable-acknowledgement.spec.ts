@@ -4,30 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RecordedEvent } from '../../src/event-store/event-store.port';
 import { openSqliteEventStore, type SqliteEventStore } from '../../src/event-store/sqlite/sqlite-event-store';
-import { MAX_FSYNCS_IN_FLIGHT, MAX_FSYNCS_IN_FLIGHT_OPTION, type FsyncFile } from '../../src/event-store/sqlite/wal-sync';
+import { MAX_FSYNCS_IN_FLIGHT, MAX_FSYNCS_IN_FLIGHT_OPTION } from '../../src/event-store/sqlite/wal-sync';
+import { closeReleasingFsyncs, HeldFsync } from '../support/held-fsync';
 import { newEvent } from './event-store.contract';
 
 const directory = mkdtempSync(join(tmpdir(), 'ledger-durable-ack-'));
 const newDatabasePath = (): string => join(directory, `${randomUUID()}.sqlite`);
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
-
-/** An fsync the test releases by hand: each call waits in `held` (with its descriptor in `fds`) until `release` answers it. */
-class HeldFsync {
-  readonly held: Array<(error: NodeJS.ErrnoException | null) => void> = [];
-  readonly fds: number[] = [];
-  calls = 0;
-  readonly fsyncFile: FsyncFile = (fd, done) => {
-    this.calls++;
-    this.held.push(done);
-    this.fds.push(fd);
-  };
-
-  /** Answers the held fsync at `index` (the oldest by default). */
-  release(error: NodeJS.ErrnoException | null = null, index = 0): void {
-    this.fds.splice(index, 1);
-    this.held.splice(index, 1)[0]!(error);
-  }
-}
 
 const EIO = (): NodeJS.ErrnoException => Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO' });
 
@@ -51,16 +34,6 @@ function observed<T>(promise: Promise<T>): { readonly state: () => 'pending' | '
 function openWithHeldFsync(fsyncsInFlight?: number): { fsync: HeldFsync; store: SqliteEventStore } {
   const fsync = new HeldFsync();
   return { fsync, store: openSqliteEventStore({ path: newDatabasePath(), fsyncFile: fsync.fsyncFile, ...(fsyncsInFlight === undefined ? {} : { fsyncsInFlight }) }) };
-}
-
-/** Closes the store, answering every fsync it still starts (those held and those the close waits for). */
-async function closeReleasingFsyncs(store: SqliteEventStore, fsync: HeldFsync): Promise<void> {
-  const closing = store.close();
-  for (let turn = 0; turn < 3; turn++) {
-    while (fsync.held.length > 0) fsync.release();
-    await settle();
-  }
-  await closing;
 }
 
 describe('issue 24: an acknowledged append is on disk (synchronous=FULL), its fsync off the event loop', () => {
@@ -298,6 +271,30 @@ describe('issue 35: one fsync in flight by default (measured), more only when as
     await closeReleasingFsyncs(store, fsync);
     expect(() => openWithHeldFsync(0)).toThrow(/fsyncsInFlight/);
     expect(() => openWithHeldFsync(MAX_FSYNCS_IN_FLIGHT_OPTION + 1)).toThrow(/fsyncsInFlight/);
+  });
+});
+
+describe('issue 35: onCommitted tells the commit of an append that still waits for its fsync', () => {
+  let fsync: HeldFsync;
+  let store: SqliteEventStore;
+  beforeEach(() => ({ fsync, store } = openWithHeldFsync()));
+  afterEach(() => closeReleasingFsyncs(store, fsync));
+
+  it('is called with the result at COMMIT, before the append is acknowledged; not for an append acknowledged at COMMIT or one that failed', async () => {
+    const told: Array<[string, bigint]> = [];
+    const durable = observed(store.append('told-1', [newEvent()], { expectedRevision: 'no_stream', onCommitted: (result) => told.push(['told-1', result.position]) }));
+    const early = observed(store.append('told-2', [newEvent()], { expectedRevision: 'no_stream', acknowledge: 'committed', onCommitted: () => told.push(['told-2', 0n]) }));
+    const stale = observed(store.append('told-3', [newEvent()], { expectedRevision: 5n, onCommitted: () => told.push(['told-3', 0n]) }));
+    await settle();
+
+    expect(told).toEqual([['told-1', 1n]]);
+    // The stale append is answered with its group, after the fsync; it is never told of a commit.
+    expect([durable.state(), early.state(), stale.state()]).toEqual(['pending', 'resolved', 'pending']);
+    fsync.release();
+    await settle();
+    expect([durable.state(), stale.state()]).toEqual(['resolved', 'rejected']);
+    expect(told).toHaveLength(1);
+    await expect(store.append('told-4', [newEvent()], { expectedRevision: 'no_stream', onCommitted: 'soon' as never })).rejects.toThrow(/options.onCommitted/);
   });
 });
 

@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { NewEvent } from '../../src/event-store/event-store.port';
 import { openSqliteEventStore } from '../../src/event-store/sqlite/sqlite-event-store';
-import type { FsyncFile } from '../../src/event-store/sqlite/wal-sync';
 import { streamInvocationEvents } from '../../src/http/invocation-events.stream';
 import type { HttpResponse } from '../../src/http-kit/http.types';
+import { closeReleasingFsyncs, HeldFsync } from '../support/held-fsync';
 
 const directory = mkdtempSync(join(tmpdir(), 'ledger-sse-durable-'));
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
@@ -53,12 +53,11 @@ class RecordingResponse {
 
 describe('docs/http.md async invocations: the event stream sends only what the log has on disk', () => {
   it('holds back a commit still waiting for its fsync (acknowledged at COMMIT) and sends it once the fsync returns', async () => {
-    const held: Array<(error: NodeJS.ErrnoException | null) => void> = [];
-    const fsyncFile: FsyncFile = (_fd, done) => held.push(done);
+    const fsync = new HeldFsync();
     const release = (): void => {
-      while (held.length > 0) held.shift()!(null);
+      while (fsync.held.length > 0) fsync.release();
     };
-    const store = openSqliteEventStore({ path: join(directory, 'log.sqlite'), fsyncFile });
+    const store = openSqliteEventStore({ path: join(directory, 'log.sqlite'), fsyncFile: fsync.fsyncFile });
     const durable = store.append('invocation-i1', [estimated], { expectedRevision: 'no_stream' });
     await settle();
     release();
@@ -79,8 +78,6 @@ describe('docs/http.md async invocations: the event stream sends only what the l
     });
     expect(response.events()).toEqual(['InvocationEstimated', 'InvocationReserved']);
     response.close();
-    const closing = store.close();
-    release();
-    await closing;
+    await closeReleasingFsyncs(store, fsync);
   });
 });

@@ -92,6 +92,8 @@ interface PendingAppend {
   readonly events: readonly ValidatedEvent[];
   /** Acknowledged at COMMIT, without waiting for the fsync (AppendOptions.acknowledge 'committed'). */
   readonly onCommit: boolean;
+  /** Told at COMMIT when the acknowledgement still waits for the fsync (AppendOptions.onCommitted). */
+  readonly committed: ((result: AppendResult) => void) | undefined;
   readonly resolve: (result: AppendResult) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -454,6 +456,7 @@ export class SqliteEventStore implements EventStore {
         expectedText: typeof expected === 'bigint' ? expected.toString() : expected,
         events: input.events,
         onCommit: options.acknowledge === 'committed',
+        committed: options.onCommitted,
         resolve,
         reject,
       });
@@ -675,9 +678,11 @@ export class SqliteEventStore implements EventStore {
     // commit may be waiting for its fsync, so the answer waits for the next one too.
     const waitFrom = writtenAppends.length > 0 ? writtenAppends[0]!.positions[0]! : this.walSync.firstUnsynced;
     if (waitFrom === undefined || outcomes.every((outcome) => outcome instanceof Error)) return this.deliver(group, outcomes, writtenAppends, recordedAtMs);
-    // Appends that asked for it are told now; the rest, and the listeners, once the fsync returned.
+    // Appends that asked for it are told now; the rest, and the listeners, once the fsync returned
+    // (those that asked to know of the commit learn of it now).
     const early = group.map((pending, index) => pending.onCommit && !(outcomes[index] instanceof Error));
     early.forEach((now, index) => now && group[index]!.resolve(outcomes[index] as AppendResult));
+    group.forEach((pending, index) => !early[index] && !(outcomes[index] instanceof Error) && pending.committed?.(outcomes[index] as AppendResult));
     const walSync = this.walSync;
     walSync.afterCommit(waitFrom, (durability) => {
       if (durability === undefined) Atomics.store(this.unsynced, 0, walSync.firstUnsynced ?? 0n);

@@ -1,0 +1,33 @@
+import type { SqliteEventStore } from '../../src/event-store/sqlite/sqlite-event-store';
+import type { FsyncFile } from '../../src/event-store/sqlite/wal-sync';
+
+/** An fsync the test releases by hand: each call waits in `held` (with its descriptor in `fds`) until `release` answers it. */
+export class HeldFsync {
+  readonly held: Array<(error: NodeJS.ErrnoException | null) => void> = [];
+  readonly fds: number[] = [];
+  calls = 0;
+  readonly fsyncFile: FsyncFile = (fd, done) => {
+    this.calls++;
+    this.held.push(done);
+    this.fds.push(fd);
+  };
+
+  /** Answers the held fsync at `index` (the oldest by default). */
+  release(error: NodeJS.ErrnoException | null = null, index = 0): void {
+    this.fds.splice(index, 1);
+    this.held.splice(index, 1)[0]!(error);
+  }
+}
+
+/** Lets every callback queued so far run (the group commit's microtask and the next turn). */
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** Closes the store, answering every fsync it still starts (those held and those the close waits for). */
+export async function closeReleasingFsyncs(store: SqliteEventStore, fsync: HeldFsync): Promise<void> {
+  const closing = store.close();
+  for (let turn = 0; turn < 3; turn++) {
+    while (fsync.held.length > 0) fsync.release();
+    await nextTurn();
+  }
+  await closing;
+}
