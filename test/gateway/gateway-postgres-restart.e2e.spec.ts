@@ -53,6 +53,8 @@ interface Outcome {
   readonly invocationId: string | null;
   /** The body as read: the answer (a JSON message, or a stream's text) or the error. */
   readonly body: string;
+  /** The `retry-after` header, when the answer had one. */
+  readonly retryAfter: string | null;
   /** The server was down when the call was answered, as far as the test knows. */
   readonly duringOutage: boolean;
 }
@@ -84,9 +86,9 @@ async function call(service: ServiceProcess, key: string, stream: boolean, maxTo
       headers: { 'x-api-key': key, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
       body: JSON.stringify({ model: GATEWAY_MODEL, max_tokens: maxTokens, stream, messages: [{ role: 'user', content: 'Go.' }] }),
     });
-    return { status: response.status, invocationId: response.headers.get(INVOCATION_ID_HEADER), body: await response.text() };
+    return { status: response.status, invocationId: response.headers.get(INVOCATION_ID_HEADER), body: await response.text(), retryAfter: response.headers.get('retry-after') };
   } catch (error) {
-    return { status: 0, invocationId: null, body: String(error) };
+    return { status: 0, invocationId: null, body: String(error), retryAfter: null };
   }
 }
 
@@ -117,9 +119,9 @@ function upstreamAnswer(released: Promise<void>): (request: RecordedRequest) => 
   };
 }
 
-async function api(service: ServiceProcess, path: string, body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+async function api(service: ServiceProcess, path: string, body: unknown): Promise<{ status: number; body: Record<string, unknown>; retryAfter: string | null }> {
   const response = await fetch(`${service.baseUrl}${path}`, { method: 'POST', headers: SYSTEM, body: JSON.stringify(body) });
-  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+  return { status: response.status, body: (await response.json()) as Record<string, unknown>, retryAfter: response.headers.get('retry-after') };
 }
 
 /** How the log settled each of `ids`, once all are settled and their holds too (or the wait's bound passed). */
@@ -217,11 +219,12 @@ describe('the gateway on PostgreSQL through a server restart under load, three s
     await Promise.all(callers);
     const grantRepeated = await api(services[2]!, '/v1/organizations/acme/grants', { credits: 5, reason: 'while down', idempotencyKey: 'g-down' });
 
-    // While down: 503 in Anthropic's shape on the gateway, in the ledger's on the API; nothing else.
+    // While down: 503 in Anthropic's shape on the gateway, in the ledger's on the API, each saying
+    // when to try again (Anthropic's SDKs honour retry-after); nothing else.
     for (const outcome of load.outcomes.filter((outcome) => outcome.status !== 200)) {
-      expect({ status: outcome.status, body: JSON.parse(outcome.body) as unknown }).toEqual({ status: 503, body: ANTHROPIC_503 });
+      expect({ status: outcome.status, body: JSON.parse(outcome.body) as unknown, retryAfter: outcome.retryAfter }).toEqual({ status: 503, body: ANTHROPIC_503, retryAfter: '1' });
     }
-    expect(grantWhileDown).toMatchObject({ status: 503, body: { statusCode: 503, code: 'unavailable', message: expect.any(String), requestId: expect.any(String) } });
+    expect(grantWhileDown).toMatchObject({ status: 503, retryAfter: '1', body: { statusCode: 503, code: 'unavailable', message: expect.any(String), requestId: expect.any(String) } });
     expect(JSON.stringify(grantWhileDown.body)).not.toMatch(/stack|at .*\.ts/);
     expect(grantRepeated.status).toBe(200);
     // The calls in flight at the stop got their answers, whole.
