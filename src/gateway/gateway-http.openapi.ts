@@ -49,7 +49,7 @@ function ApiGatewayErrors(): MethodDecorator {
     anthropicShaped(401, 'No key, a malformed key, or one that is unknown or revoked (`authentication_error`).'),
     anthropicShaped(431, 'The request’s headers (or its URL) are too large.'),
     anthropicShaped(500, 'The gateway failed, or has no Anthropic key of its own (`api_error`).'),
-    anthropicShaped(503, 'The ledger is not available, or the service is shutting down (`api_error`, with `retry-after`).'),
+    anthropicShaped(503, 'The ledger is not available, the service is shutting down, or (a batch route) the batch’s create answer was lost and the gateway is still looking for it upstream (`api_error`, with `retry-after`).'),
   );
 }
 

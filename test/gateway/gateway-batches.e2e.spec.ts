@@ -20,7 +20,7 @@ import { EVENT_STORE, type EventStore } from '../../src/event-store/event-store.
 import { GATEWAY_BATCH_OPERATION_ID, gatewayBatchDecider, gatewayBatchStreamName, holdIdOfBatch } from '../../src/gateway/batches/gateway-batch';
 import { GatewayBatchesPoller } from '../../src/gateway/batches/gateway-batches.poller';
 import { GATEWAY_BATCH_LOST_RELEASE_AFTER_MS, GATEWAY_BATCH_LOST_SEARCH_AFTER_MS, GATEWAY_BATCH_UNSENT_AFTER_MS } from '../../src/gateway/batches/lost-batch-search';
-import { GatewayBatches } from '../../src/gateway/batches/gateway-batches.service';
+import { GatewayBatches, LOST_BATCH_RETRY_AFTER_SECONDS } from '../../src/gateway/batches/gateway-batches.service';
 import { BatchUpstreamError, type BatchUpstream } from '../../src/gateway/batches/batch-upstream';
 import { GatewayAdmin } from '../../src/gateway/gateway-admin.service';
 import { bucketOf, compareUsage, ledgerUsageByBucket } from '../../src/reconcile/provider-reconciliation';
@@ -315,6 +315,13 @@ describe('docs/gateway.md "Message Batches" and "Admission, and why a key can ne
     expect(held).toBe((await batchState(batchId)).created!.holdCredits);
     const explained = (await a.ledger.http().get(`/v1/organizations/acme/gateway-batches/${batchId}`).set(system()).expect(200)).body;
     expect(explained).toMatchObject({ status: 'answer_lost', answerLost: { reason: 'upstream answered nothing' } });
+    // While it is looked for, the batch is neither found nor unknown: 503 with when to ask again, not 404.
+    for (const asked of [a.client(key).messages.batches.retrieve(batchId), b.client(key).messages.batches.cancel(batchId)]) {
+      const looking = (await asked.catch((error: unknown) => error)) as InstanceType<typeof Anthropic.APIError>;
+      expect(looking).toMatchObject({ status: 503, error: { type: 'error', error: { type: 'api_error', message: expect.stringMatching(/answer to its create was lost; the gateway is looking for it/) } } });
+      expect(looking.error).toMatchObject({ error: { message: expect.stringContaining(batchId) } });
+      expect(looking.headers?.get('retry-after')).toBe(String(LOST_BATCH_RETRY_AFTER_SECONDS));
+    }
 
     const poller = a.ledger.app.get(GatewayBatchesPoller);
     const createdAtMs = Date.parse((await batchState(batchId)).created!.createdAt);

@@ -53,6 +53,9 @@ import {
 /** Anthropic's answer when it sheds load: given before the request is taken, so nothing was created. */
 export const ANTHROPIC_OVERLOADED_STATUS = 529;
 
+/** When a caller asking for a batch still looked for upstream should ask again, in seconds: the poller's interval. */
+export const LOST_BATCH_RETRY_AFTER_SECONDS = 60;
+
 /** A gateway batch id: `msgbatch_` and 32 hex digits. */
 export const GATEWAY_BATCH_ID_PATTERN = /^msgbatch_[0-9a-f]{32}$/;
 
@@ -72,6 +75,21 @@ export type SettleOutcome = 'settled' | 'in_progress';
 /** An answer of the gateway's own: its status is its type's, Anthropic's (STATUS_OF_ANTHROPIC_ERROR_TYPE). */
 const refused = (errorType: AnthropicErrorType, message: string): BatchRefusal => ({ ok: false, status: STATUS_OF_ANTHROPIC_ERROR_TYPE[errorType], errorType, message });
 const notFound = (batchId: string): BatchRefusal => refused('not_found_error', `message batch ${batchId} not found`);
+
+/**
+ * A batch whose create upstream never answered, while the poller looks for it in upstream's list: it
+ * exists, its hold stands, and upstream's id for it is not known yet. 503 (Anthropic's SDKs try
+ * again, after `retry-after`) rather than a 404 that would say there is no such batch.
+ */
+function stillLookedFor(batchId: string): BatchRefusal {
+  return {
+    ok: false,
+    status: 503,
+    errorType: 'api_error',
+    message: `message batch ${batchId}: upstream's answer to its create was lost; the gateway is looking for it in upstream's list (from ${GATEWAY_BATCH_LOST_SEARCH_AFTER_MS / 60_000} minutes after its creation) and keeps its hold until it is found, or released once upstream has listed no such batch`,
+    retryAfterSeconds: LOST_BATCH_RETRY_AFTER_SECONDS,
+  };
+}
 
 /** Upstream's failure passed on: its status (502 when none came) and its error type, or the status's when it named none. */
 function passedOn(error: BatchUpstreamError, message: string): BatchRefusal {
@@ -381,7 +399,8 @@ export class GatewayBatches {
     if (!found.ok) return found;
     if (!GATEWAY_BATCH_ID_PATTERN.test(batchId)) return notFound(batchId);
     const state = (await this.repository.load(gatewayBatchStreamName(batchId), gatewayBatchDecider)).state;
-    if (state.created?.organizationId !== found.value.organizationId || state.upstreamBatchId === undefined || state.deletedAt !== undefined) return notFound(batchId);
+    if (state.created?.organizationId !== found.value.organizationId || state.deletedAt !== undefined) return notFound(batchId);
+    if (state.upstreamBatchId === undefined) return state.answerLost !== undefined && state.notSubmitted === undefined ? stillLookedFor(batchId) : notFound(batchId);
     return { ok: true, value: { batchId, state, upstreamBatchId: state.upstreamBatchId } };
   }
 
