@@ -136,6 +136,7 @@ export function describeEventStoreContract(name: string, factory: EventStoreFact
     describeRoundTrip(t);
     describeDeliveryAcrossRestart(t);
     describeDeliveryOrder(t);
+    describeSynchronousHandler(t);
     describeStopAfterHandler(t);
     describeBadInput(t);
   });
@@ -412,6 +413,27 @@ function describeDeliveryOrder(t: StoreUnderTest): void {
       for (let index = 1; index < positions.length; index++) expect(positions[index]! > positions[index - 1]!).toBe(true);
       expect(collector.maxInFlight).toBe(1);
       expect(collector.ids).toEqual((await t.ourEventsSinceBaseline()).map((event) => event.id));
+    });
+  });
+}
+
+function describeSynchronousHandler(t: StoreUnderTest): void {
+  describe('subscriptions: a synchronous handler', () => {
+    it('gets the backlog and live events in position order though it returns no promise, and its checkpoint follows', async () => {
+      for (let index = 0; index < 3; index++) await t.store.append(t.stream('s'), [newEvent(), newEvent()], { expectedRevision: 'any' });
+      const seen: RecordedEvent[] = [];
+      let waiting: { count: number; resolve: () => void } | undefined;
+      const handler = (event: RecordedEvent): void => {
+        if (event.streamName.startsWith(t.prefix)) seen.push(event);
+        if (waiting !== undefined && seen.length >= waiting.count) waiting.resolve();
+      };
+      const subscription = t.store.subscribeToAll(handler, { after: t.baseline });
+      await t.store.append(t.stream('live'), [newEvent()], { expectedRevision: 'no_stream' });
+      if (seen.length < 7) await new Promise<void>((resolve) => (waiting = { count: 7, resolve }));
+      await subscription.stop();
+
+      expect(seen.map((event) => event.id)).toEqual((await t.ourEventsSinceBaseline()).map((event) => event.id));
+      expect(subscription.lastPosition! >= seen.at(-1)!.position).toBe(true);
     });
   });
 }
