@@ -213,7 +213,8 @@ export class AggregateRepository {
    * flight (up to MAX_DECISIONS_PER_APPEND) and appends them together. One hot stream (an account
    * that many calls hold on at once) so costs one append per batch instead of one per command. A turn
    * ends at its append's commit: on the embedded store under FULL the next batch is decided while
-   * this one waits for its fsync (appendUntilCommitted), and this one's callers hear once it returned.
+   * this one waits for its fsync (appendUntilCommitted), and this one's callers hear once it returned,
+   * but for those that asked to hear of the commit (CommandContext.acknowledgeOnCommit).
    */
   private async drain<Command, Event extends DomainEvent, State>(streamName: string, decider: AggregateDecider<Command, Event, State>): Promise<void> {
     const queue = this.queues.get(streamName)!;
@@ -276,18 +277,20 @@ export class AggregateRepository {
         if (codec !== undefined && crossesSnapshotPoint(revision, next.revision, codec.everyEvents)) {
           writeSnapshot(this.store, streamName, codec, next.state, next.revision);
         }
-        const answer = (): void => {
+        const answer = (only?: (entry: QueuedDecision<Event, State>) => boolean): void => {
           if (appendTimingChannel.hasSubscribers) appendTimingChannel.publish({ durationMs: performance.now() - appendStartedAt });
-          settleBatch(batch, decided, revision);
+          settleBatch(batch, decided, revision, only);
         };
         if (durable === undefined) return answer();
         // Committed, not yet durable: the stream's next batch is decided now, on this one's state.
         // A caller that asked to hear of the commit (acknowledgeOnCommit, in a batch another caller
         // made durable) is answered now; the others once the append is durable, or told it failed.
-        settleBatch(batch, decided, revision, (entry) => entry.context.acknowledgeOnCommit === true);
-        durable.then(answer, (error: unknown) => {
-          for (const entry of batch) entry.reject(error);
-        });
+        const atCommit = (entry: QueuedDecision<Event, State>): boolean => entry.context.acknowledgeOnCommit === true;
+        settleBatch(batch, decided, revision, atCommit);
+        durable.then(
+          () => answer((entry) => !atCommit(entry)),
+          (error: unknown) => batch.filter((entry) => !atCommit(entry)).forEach((entry) => entry.reject(error)),
+        );
         return;
       } catch (error) {
         if (!(error instanceof ConcurrencyError)) throw error;

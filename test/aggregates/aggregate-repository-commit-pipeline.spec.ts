@@ -12,25 +12,15 @@ import { accountStreamName } from '../../src/accounts/account.events';
 import { AggregateRepository } from '../../src/aggregates/aggregate.repository';
 import { openSqliteEventStore, type SqliteEventStore } from '../../src/event-store/sqlite/sqlite-event-store';
 import { grant, placeHold, settleHold } from '../accounts/account.fixtures';
-import { closeReleasingFsyncs, HeldFsync } from '../support/held-fsync';
+import { closeReleasingFsyncs, HeldFsync, nextTurn, observed } from '../support/held-fsync';
 
 const ACCOUNT = accountStreamName('acme');
 const directory = mkdtempSync(join(tmpdir(), 'ledger-commit-pipeline-'));
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
 
-/** Lets every callback queued so far run (the group commit's microtask and the next turn). */
-const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+const settle = nextTurn;
 
-function observed(promise: Promise<unknown>): () => 'pending' | 'resolved' | 'rejected' {
-  let state: 'pending' | 'resolved' | 'rejected' = 'pending';
-  promise.then(
-    () => (state = 'resolved'),
-    () => (state = 'rejected'),
-  );
-  return () => state;
-}
-
-describe('issue 35: the next batch on a stream is decided at the commit of the one before, not after its fsync', () => {
+describe('issue 35, docs/deploying.md "Commands on one stream are decided together": the next batch on a stream is decided at the commit of the one before, not after its fsync', () => {
   let fsync: HeldFsync;
   let store: SqliteEventStore;
   let repository: AggregateRepository;
@@ -56,13 +46,13 @@ describe('issue 35: the next batch on a stream is decided at the commit of the o
 
     // Before issue 35 the second hold was decided only once the first's fsync returned: one commit.
     expect(await store.streamRevision(ACCOUNT)).toBe(2n);
-    expect([first(), second()]).toEqual(['pending', 'pending']);
+    expect([first.state(), second.state()]).toEqual(['pending', 'pending']);
     fsync.release();
     await settle();
-    expect([first(), second()]).toEqual(['resolved', 'pending']);
+    expect([first.state(), second.state()]).toEqual(['resolved', 'pending']);
     while (fsync.held.length > 0) fsync.release();
     await settle();
-    expect(second()).toBe('resolved');
+    expect(second.state()).toBe('resolved');
   });
 
   it('in a batch made durable for one caller, answers a caller that asked to hear of the commit (acknowledgeOnCommit) at the commit, the other once on disk', async () => {
@@ -78,10 +68,10 @@ describe('issue 35: the next batch on a stream is decided at the commit of the o
     await settle();
 
     expect(await store.streamRevision(ACCOUNT)).toBe(4n);
-    expect([blocker(), settlement(), hold()]).toEqual(['pending', 'pending', 'resolved']);
+    expect([blocker.state(), settlement.state(), hold.state()]).toEqual(['pending', 'pending', 'resolved']);
     while (fsync.held.length > 0) fsync.release();
     await settle();
-    expect([blocker(), settlement(), hold()]).toEqual(['resolved', 'resolved', 'resolved']);
+    expect([blocker.state(), settlement.state(), hold.state()]).toEqual(['resolved', 'resolved', 'resolved']);
   });
 
   it('fails the batch a failed fsync was to make durable and the batch decided on it', async () => {
@@ -93,7 +83,7 @@ describe('issue 35: the next batch on a stream is decided at the commit of the o
     fsync.release(Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO' }));
     await settle();
 
-    expect([first(), second()]).toEqual(['rejected', 'rejected']);
+    expect([first.state(), second.state()]).toEqual(['rejected', 'rejected']);
     await expect(repository.handle(ACCOUNT, accountDecider, placeHold('inv-3', 100))).rejects.toThrow(/could not be made durable/);
   });
 });

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { RecordedEvent } from '../../src/event-store/event-store.port';
 import { openSqliteEventStore, type SqliteEventStore } from '../../src/event-store/sqlite/sqlite-event-store';
 import { MAX_FSYNCS_IN_FLIGHT, MAX_FSYNCS_IN_FLIGHT_OPTION } from '../../src/event-store/sqlite/wal-sync';
-import { closeReleasingFsyncs, HeldFsync } from '../support/held-fsync';
+import { closeReleasingFsyncs, HeldFsync, nextTurn, observed } from '../support/held-fsync';
 import { newEvent } from './event-store.contract';
 
 const directory = mkdtempSync(join(tmpdir(), 'ledger-durable-ack-'));
@@ -14,21 +14,7 @@ afterAll(() => rmSync(directory, { recursive: true, force: true }));
 
 const EIO = (): NodeJS.ErrnoException => Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO' });
 
-/** Lets every callback queued so far run (the group commit's microtask and the next turn). */
-const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-
-function observed<T>(promise: Promise<T>): { readonly state: () => 'pending' | 'resolved' | 'rejected'; readonly error: () => unknown } {
-  let state: 'pending' | 'resolved' | 'rejected' = 'pending';
-  let error: unknown;
-  promise.then(
-    () => (state = 'resolved'),
-    (reason: unknown) => {
-      state = 'rejected';
-      error = reason;
-    },
-  );
-  return { state: () => state, error: () => error };
-}
+const settle = nextTurn;
 
 /** A FULL store on a fresh file whose fsyncs the test releases by hand. */
 function openWithHeldFsync(fsyncsInFlight?: number): { fsync: HeldFsync; store: SqliteEventStore } {

@@ -6,7 +6,7 @@ import type { NewEvent } from '../../src/event-store/event-store.port';
 import { openSqliteEventStore } from '../../src/event-store/sqlite/sqlite-event-store';
 import { streamInvocationEvents } from '../../src/http/invocation-events.stream';
 import type { HttpResponse } from '../../src/http-kit/http.types';
-import { closeReleasingFsyncs, HeldFsync } from '../support/held-fsync';
+import { closeReleasingFsyncs, HeldFsync, nextTurn } from '../support/held-fsync';
 
 const directory = mkdtempSync(join(tmpdir(), 'ledger-sse-durable-'));
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
@@ -22,9 +22,6 @@ const estimated = event('InvocationEstimated', {
   estimatedAt: '2026-12-04T00:00:00.000Z',
 });
 const reserved = event('InvocationReserved', { invocationId: 'i1', creditHold: 700, reservedAt: '2026-12-04T00:00:00.001Z' });
-
-/** Lets every callback queued so far run (the group commit's microtask and the next turn). */
-const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** The part of a Node response the event stream writes to, recording what was written. */
 class RecordingResponse {
@@ -59,7 +56,7 @@ describe('docs/http.md async invocations: the event stream sends only what the l
     };
     const store = openSqliteEventStore({ path: join(directory, 'log.sqlite'), fsyncFile: fsync.fsyncFile });
     const durable = store.append('invocation-i1', [estimated], { expectedRevision: 'no_stream' });
-    await settle();
+    await nextTurn();
     release();
     await durable;
     // Committed, acknowledged at COMMIT, its fsync held: a reader of the stream sees it, the head does not.

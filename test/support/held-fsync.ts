@@ -20,7 +20,21 @@ export class HeldFsync {
 }
 
 /** Lets every callback queued so far run (the group commit's microtask and the next turn). */
-const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+export const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** Watches a promise: whether it has settled yet, and how, without awaiting it. */
+export function observed<T>(promise: Promise<T>): { readonly state: () => 'pending' | 'resolved' | 'rejected'; readonly error: () => unknown } {
+  let state: 'pending' | 'resolved' | 'rejected' = 'pending';
+  let error: unknown;
+  promise.then(
+    () => (state = 'resolved'),
+    (reason: unknown) => {
+      state = 'rejected';
+      error = reason;
+    },
+  );
+  return { state: () => state, error: () => error };
+}
 
 /** Closes the store, answering every fsync it still starts (those held and those the close waits for). */
 export async function closeReleasingFsyncs(store: SqliteEventStore, fsync: HeldFsync): Promise<void> {
