@@ -27,7 +27,7 @@ describe('issue 35, docs/deploying.md "Commands on one stream are decided togeth
 
   beforeEach(async () => {
     fsync = new HeldFsync();
-    store = openSqliteEventStore({ path: join(directory, `${randomUUID()}.sqlite`), fsyncFile: fsync.fsyncFile });
+    store = openSqliteEventStore({ path: join(directory, `${randomUUID()}.sqlite`), ...fsync.storeOptions });
     repository = new AggregateRepository(store);
     const granted = repository.handle(ACCOUNT, accountDecider, grant(1_000));
     await settle();

@@ -19,7 +19,7 @@ const settle = nextTurn;
 /** A FULL store on a fresh file whose fsyncs the test releases by hand. */
 function openWithHeldFsync(fsyncsInFlight?: number): { fsync: HeldFsync; store: SqliteEventStore } {
   const fsync = new HeldFsync();
-  return { fsync, store: openSqliteEventStore({ path: newDatabasePath(), fsyncFile: fsync.fsyncFile, ...(fsyncsInFlight === undefined ? {} : { fsyncsInFlight }) }) };
+  return { fsync, store: openSqliteEventStore({ path: newDatabasePath(), ...fsync.storeOptions, ...(fsyncsInFlight === undefined ? {} : { fsyncsInFlight }) }) };
 }
 
 describe('issue 24: an acknowledged append is on disk (synchronous=FULL), its fsync off the event loop', () => {
@@ -288,7 +288,7 @@ describe('after a failed fsync the store commits nothing more', () => {
   it('fails an append queued before the failure was known (waiting for the end of the turn) and writes none of it', async () => {
     const fsync = new HeldFsync();
     // No eager commits: every group waits for the end of the turn, as a busy turn's overflow does.
-    const store = openSqliteEventStore({ path: newDatabasePath(), fsyncFile: fsync.fsyncFile, eagerCommitsPerTurn: 0 });
+    const store = openSqliteEventStore({ path: newDatabasePath(), ...fsync.storeOptions, eagerCommitsPerTurn: 0 });
     const lost = observed(store.append('failed-1', [newEvent()], { expectedRevision: 'no_stream' }));
     await settle();
     expect(fsync.held).toHaveLength(1);
@@ -310,7 +310,7 @@ describe('after a failed fsync the store commits nothing more', () => {
 describe('issue 24: synchronous=NORMAL is the opt-in that never fsyncs', () => {
   it('acknowledges after COMMIT without an fsync', async () => {
     const fsync = new HeldFsync();
-    const store = openSqliteEventStore({ path: newDatabasePath(), synchronous: 'NORMAL', fsyncFile: fsync.fsyncFile });
+    const store = openSqliteEventStore({ path: newDatabasePath(), synchronous: 'NORMAL', ...fsync.storeOptions });
     await store.append('fast-1', [newEvent()], { expectedRevision: 'no_stream' });
     expect(fsync.calls).toBe(0);
     expect(store.synchronous).toBe('NORMAL');
@@ -322,7 +322,7 @@ describe('a follower connection (the projection worker) reads no commit its writ
   it("stops $all, its head and its subscriptions before the writer's first commit still waiting for its fsync, and reads other writers' commits", async () => {
     const path = newDatabasePath();
     const fsync = new HeldFsync();
-    const writer = openSqliteEventStore({ path, fsyncFile: fsync.fsyncFile });
+    const writer = openSqliteEventStore({ path, ...fsync.storeOptions });
     const follower = openSqliteEventStore({ path, follows: { unsyncedMarker: writer.unsyncedMarker } });
     const first = writer.append('followed-1', [newEvent()], { expectedRevision: 'no_stream' });
     await settle();

@@ -54,7 +54,7 @@ describe('docs/http.md async invocations: the event stream sends only what the l
     const release = (): void => {
       while (fsync.held.length > 0) fsync.release();
     };
-    const store = openSqliteEventStore({ path: join(directory, 'log.sqlite'), fsyncFile: fsync.fsyncFile });
+    const store = openSqliteEventStore({ path: join(directory, 'log.sqlite'), ...fsync.storeOptions });
     const durable = store.append('invocation-i1', [estimated], { expectedRevision: 'no_stream' });
     await nextTurn();
     release();

@@ -1,7 +1,10 @@
 import type { SqliteEventStore } from '../../src/event-store/sqlite/sqlite-event-store';
-import type { FsyncFile } from '../../src/event-store/sqlite/wal-sync';
+import { FSYNC_ON_THREAD_POOL, type FsyncFile } from '../../src/event-store/sqlite/wal-sync';
 
-/** An fsync the test releases by hand: each call waits in `held` (with its descriptor in `fds`) until `release` answers it. */
+/**
+ * An fsync the test releases by hand: each call waits in `held` (with its descriptor in `fds`) until
+ * `release` answers it. `storeOptions` open a store whose every fsync is this one, on the thread pool.
+ */
 export class HeldFsync {
   readonly held: Array<(error: NodeJS.ErrnoException | null) => void> = [];
   readonly fds: number[] = [];
@@ -11,6 +14,7 @@ export class HeldFsync {
     this.held.push(done);
     this.fds.push(fd);
   };
+  readonly storeOptions = { fsyncFile: this.fsyncFile, fsyncPlacement: FSYNC_ON_THREAD_POOL } as const;
 
   /** Answers the held fsync at `index` (the oldest by default). */
   release(error: NodeJS.ErrnoException | null = null, index = 0): void {

@@ -28,7 +28,7 @@ import { duplicateEventIdError, replayFromStoredRows, storedAppendMismatch, type
 import { migrateSqliteSchema } from './sqlite-schema.migrations';
 import { SqliteSubscription, type CommittedEvents } from './sqlite-subscription';
 import { DEFAULT_LOG_SYNCHRONOUS, type SqliteSynchronous } from './sqlite-synchronous';
-import { MAX_FSYNCS_IN_FLIGHT, MAX_FSYNCS_IN_FLIGHT_OPTION, WalSync, type FsyncFile } from './wal-sync';
+import { MAX_FSYNCS_IN_FLIGHT, MAX_FSYNCS_IN_FLIGHT_OPTION, WalSync, type FsyncFile, type FsyncFileInPlace, type FsyncPlacement } from './wal-sync';
 
 
 export interface SqliteEventStoreOptions {
@@ -49,8 +49,12 @@ export interface SqliteEventStoreOptions {
    * its fsync, as they do in the writer's own process.
    */
   readonly follows?: { readonly unsyncedMarker: SharedArrayBuffer };
-  /** How the WAL file is fsynced under FULL (default Node's `fs.fsync`); a test holds it to see what waits for it. */
+  /** How the WAL file is fsynced on the thread pool under FULL (default Node's `fs.fsync`); a test holds it to see what waits for it. */
   readonly fsyncFile?: FsyncFile;
+  /** How the WAL file is fsynced on the main thread under FULL (default Node's `fs.fsyncSync`); a test stands in to count or fail it. */
+  readonly fsyncFileInPlace?: FsyncFileInPlace;
+  /** Where each fsync of the WAL runs (default FsyncByLoopLoad: on the main thread while it has time to spare). */
+  readonly fsyncPlacement?: FsyncPlacement;
   /** Most fsyncs of the WAL at once under FULL (default MAX_FSYNCS_IN_FLIGHT, at most MAX_FSYNCS_IN_FLIGHT_OPTION). */
   readonly fsyncsInFlight?: number;
 }
@@ -343,8 +347,9 @@ function isDuplicateEventId(error: unknown): boolean {
  *
  * **What an acknowledged append means.** A resolved `append` has been committed to the WAL file.
  * - `synchronous=FULL` (default): the WAL is fsynced before the append is acknowledged, so it also
- *   survives power loss, as far as the disk honours fsync. The fsync runs on the thread pool (WalSync);
- *   commits made while one runs share the next (or, opened with `fsyncsInFlight` above one, start
+ *   survives power loss, as far as the disk honours fsync. The fsync is WalSync's: on the main thread
+ *   at the end of the turn while that thread has time to spare, else on the thread pool; commits made
+ *   while one runs share the next (or, opened with `fsyncsInFlight` above one, start
  *   their own at once), and each covers every commit made before it started; until one that
  *   started after it returns the commit is visible to readStream (decisions) but not to readAll,
  *   subscriptions, commit listeners or headPosition.
@@ -814,12 +819,12 @@ export function openSqliteEventStore(options: SqliteEventStoreOptions): SqliteEv
     db.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
     const journalMode = db.pragma('journal_mode = WAL', { simple: true });
     if (!inMemory && journalMode !== 'wal') throw new Error(`Could not switch ${options.path} to WAL mode (got ${String(journalMode)})`);
-    // FULL's fsync runs off the event loop (WalSync); SQLite itself commits without one.
+    // FULL's fsync is WalSync's, gathered over commits; SQLite itself commits without one.
     const inFlight = options.fsyncsInFlight ?? MAX_FSYNCS_IN_FLIGHT;
     if (!Number.isInteger(inFlight) || inFlight < 1 || inFlight > MAX_FSYNCS_IN_FLIGHT_OPTION) {
       throw new InvalidEventStoreInputError('fsyncsInFlight', `must be an integer from 1 to ${MAX_FSYNCS_IN_FLIGHT_OPTION}, got ${String(inFlight)}`);
     }
-    const walSync = synchronous === 'FULL' && !inMemory ? new WalSync(`${options.path}-wal`, options.fsyncFile, inFlight) : undefined;
+    const walSync = synchronous === 'FULL' && !inMemory ? new WalSync(`${options.path}-wal`, { onThreadPool: options.fsyncFile, onMainThread: options.fsyncFileInPlace, placement: options.fsyncPlacement }, inFlight) : undefined;
     db.pragma(`synchronous = ${walSync === undefined ? synchronous : 'NORMAL'}`);
     db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
     // Each append runs in a savepoint, whose undo copies of pages would otherwise go to a temporary

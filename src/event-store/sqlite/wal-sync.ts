@@ -1,8 +1,96 @@
 import { closeSync, fsync, fsyncSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { performance } from 'node:perf_hooks';
 
-/** How a file descriptor is fsynced: Node's `fs.fsync` (on libuv's thread pool) unless a test holds it. */
+/** How a file descriptor is fsynced on the thread pool: Node's `fs.fsync` unless a test holds it. */
 export type FsyncFile = (fd: number, done: (error: NodeJS.ErrnoException | null) => void) => void;
+/** How a file descriptor is fsynced on the calling thread: Node's `fs.fsyncSync` unless a test stands in; throws on failure. */
+export type FsyncFileInPlace = (fd: number) => void;
+
+/** Where the next fsync of the WAL runs (FsyncPlacement). */
+export type FsyncWhere = 'main-thread' | 'thread-pool';
+
+/** Decides, before each fsync of the WAL, where it runs; told how long each one on the main thread took. */
+export interface FsyncPlacement {
+  next(): FsyncWhere;
+  tookOnMainThread(ms: number): void;
+}
+
+/** Every fsync on the thread pool (the tests that hold the pool's fsync by hand). */
+export const FSYNC_ON_THREAD_POOL: FsyncPlacement = { next: () => 'thread-pool', tookOnMainThread: () => undefined };
+/** Every fsync on the main thread, at the end of the turn. */
+export const FSYNC_ON_MAIN_THREAD: FsyncPlacement = { next: () => 'main-thread', tookOnMainThread: () => undefined };
+
+/** Over how long the main thread's load is measured to place the WAL's fsyncs (FsyncByLoopLoad), in ms. */
+export const FSYNC_PLACEMENT_WINDOW_MS = 100;
+/**
+ * Above this share of the last window busy (its own fsyncs left out), in per cent of the main thread's
+ * time, the WAL's fsyncs go to the thread pool, so the main thread spends its time on calls instead of
+ * waiting for the disk. Measured on this project's machine (bench/README.md, "The WAL fsynced on the
+ * main thread"): 40 to 64 % busy (p10 to p90 of the windows) at 16 gateway connections and a 50 ms
+ * upstream, where the main thread's fsync halves the durable waits; 100 % at saturation, where
+ * fsyncing on the main thread cost about a tenth of the calls per second.
+ */
+export const FSYNC_ON_MAIN_THREAD_MAX_BUSY_PERCENT = 80;
+/**
+ * Above this share of the last window spent in its own fsyncs, in per cent of the main thread's time,
+ * the disk is too slow for the main thread to wait on (at most 3 % here: fsyncs of 0.2 to 0.6 ms, a
+ * hundred a second), and the fsyncs go to the thread pool for FSYNC_SLOW_DISK_BACKOFF_MS.
+ */
+export const FSYNC_ON_MAIN_THREAD_MAX_FSYNC_PERCENT = 25;
+/** How long the WAL's fsyncs stay on the thread pool after the main thread found them slow, in ms. */
+export const FSYNC_SLOW_DISK_BACKOFF_MS = 10_000;
+
+/**
+ * The default placement: on the main thread while it has time to spare, on the thread pool once it
+ * is busy (FSYNC_ON_MAIN_THREAD_MAX_BUSY_PERCENT over the last FSYNC_PLACEMENT_WINDOW_MS, its own
+ * fsyncs left out, from Node's event-loop utilization) or once its fsyncs take too much of its time
+ * (FSYNC_ON_MAIN_THREAD_MAX_FSYNC_PERCENT: a slow disk, left to the pool for
+ * FSYNC_SLOW_DISK_BACKOFF_MS). `utilization` and `nowMs` stand in for Node's in tests.
+ */
+export class FsyncByLoopLoad implements FsyncPlacement {
+  private where: FsyncWhere = 'main-thread';
+  private windowStartMs: number;
+  private windowStart: { readonly active: number; readonly idle: number };
+  private onMainThreadMs = 0;
+  /** Until when the fsyncs stay on the thread pool, the main thread having found them slow. */
+  private slowDiskUntilMs = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    private readonly utilization: () => { readonly active: number; readonly idle: number } = () => performance.eventLoopUtilization(),
+    private readonly nowMs: () => number = () => performance.now(),
+  ) {
+    this.windowStartMs = this.nowMs();
+    this.windowStart = this.utilization();
+  }
+
+  next(): FsyncWhere {
+    const nowMs = this.nowMs();
+    if (nowMs - this.windowStartMs < FSYNC_PLACEMENT_WINDOW_MS) return this.where;
+    const current = this.utilization();
+    const windowMs = current.active - this.windowStart.active + current.idle - this.windowStart.idle;
+    const active = current.active - this.windowStart.active - this.onMainThreadMs;
+    const elapsed = windowMs - this.onMainThreadMs;
+    if (this.onMainThreadMs * 100 > windowMs * FSYNC_ON_MAIN_THREAD_MAX_FSYNC_PERCENT) this.slowDiskUntilMs = nowMs + FSYNC_SLOW_DISK_BACKOFF_MS;
+    const busy = elapsed > 0 && active * 100 > elapsed * FSYNC_ON_MAIN_THREAD_MAX_BUSY_PERCENT;
+    this.where = busy || nowMs < this.slowDiskUntilMs ? 'thread-pool' : 'main-thread';
+    this.windowStartMs = nowMs;
+    this.windowStart = current;
+    this.onMainThreadMs = 0;
+    return this.where;
+  }
+
+  tookOnMainThread(ms: number): void {
+    this.onMainThreadMs += ms;
+  }
+}
+
+/** Where the WAL's fsyncs run, and how: the default is Node's, placed by the main thread's load. */
+export interface WalFsyncs {
+  readonly onThreadPool?: FsyncFile;
+  readonly onMainThread?: FsyncFileInPlace;
+  readonly placement?: FsyncPlacement;
+}
 
 /**
  * Most fsyncs of the WAL running at once by default, in fsyncs (SqliteEventStoreOptions
@@ -26,13 +114,20 @@ interface UnsyncedCommit {
 }
 
 /**
- * Makes the log's commits durable without blocking the event loop: the connection commits with
- * `synchronous=NORMAL` (COMMIT writes the WAL with write(2) and returns), and this fsyncs the WAL file
- * on libuv's thread pool. Each commit is told only once an fsync that started after it returned, so
- * an acknowledged append is on disk exactly as under `synchronous=FULL`.
+ * Makes the log's commits durable, gathered: the connection commits with `synchronous=NORMAL` (COMMIT
+ * writes the WAL with write(2) and returns), and this fsyncs the WAL file. Each commit is told only
+ * once an fsync that started after it returned, so an acknowledged append is on disk exactly as under
+ * `synchronous=FULL`.
+ *
+ * Where an fsync runs is the placement's choice (FsyncByLoopLoad by default). On the main thread it
+ * runs at the end of the turn (`setImmediate`), after the turn's I/O callbacks, so it covers every
+ * commit the turn made, and its commits are told at once, with no hand-over to another thread and
+ * back: the main thread waits for the disk, which costs nothing while it has nothing else to do. On
+ * libuv's thread pool it starts at once and the main thread goes on meanwhile.
  *
  * Up to `maxInFlight` fsyncs run at once (MAX_FSYNCS_IN_FLIGHT, one, unless the store was opened
- * with more): below the bound a commit starts its own at once, and whichever fsync returns first
+ * with more): below the bound a commit starts its own (at once on the thread pool; on the main thread
+ * at the end of the turn, one at a time, for every commit made by then), and whichever fsync returns first
  * tells every commit made before it started, so an fsync that started later and returned sooner also
  * covers the commits of one still running. At the bound, the commits made meanwhile share the next
  * fsync (group commit across commits). Commits are told in their order, always a prefix of those
@@ -65,12 +160,21 @@ export class WalSync {
   private inFlight = 0;
   private idle: Array<() => void> = [];
   private failed: Error | undefined;
+  /** An fsync on the main thread waits for the end of the turn: the commits made meanwhile are its. */
+  private mainThreadPending = false;
+  private readonly onThreadPool: FsyncFile;
+  private readonly onMainThread: FsyncFileInPlace;
+  private readonly placement: FsyncPlacement;
 
   constructor(
     private readonly walPath: string,
-    private readonly fsyncFile: FsyncFile = fsync,
+    fsyncs: WalFsyncs = {},
     private readonly maxInFlight: number = MAX_FSYNCS_IN_FLIGHT,
-  ) {}
+  ) {
+    this.onThreadPool = fsyncs.onThreadPool ?? fsync;
+    this.onMainThread = fsyncs.onMainThread ?? fsyncSync;
+    this.placement = fsyncs.placement ?? new FsyncByLoopLoad();
+  }
 
   /** The failure that stopped the log's durability, once one happened. */
   get failure(): Error | undefined {
@@ -104,17 +208,40 @@ export class WalSync {
 
   /** Starts an fsync for the commits no running fsync covers, if fewer than `maxInFlight` run. */
   private startIfRoom(): void {
-    if (this.failed !== undefined || this.inFlight >= this.maxInFlight || this.startedThrough === this.lastSequence) return;
-    const through = this.lastSequence;
-    this.startedThrough = through;
+    if (this.failed !== undefined || this.mainThreadPending || this.inFlight >= this.maxInFlight || this.startedThrough === this.lastSequence) return;
     this.inFlight++;
+    this.startedThrough = this.lastSequence;
+    if (this.placement.next() === 'main-thread') {
+      this.mainThreadPending = true;
+      setImmediate(() => this.fsyncOnMainThread());
+      return;
+    }
+    const through = this.lastSequence;
     let fd: number;
     try {
       fd = this.descriptor();
     } catch (error) {
       return this.finish(undefined, through, asError(error));
     }
-    this.fsyncFile(fd, (error) => this.finish(fd, through, error ?? undefined));
+    this.onThreadPool(fd, (error) => this.finish(fd, through, error ?? undefined));
+  }
+
+  /** At the end of the turn: one fsync on this thread for every commit made by now. */
+  private fsyncOnMainThread(): void {
+    this.mainThreadPending = false;
+    const through = this.lastSequence;
+    this.startedThrough = through;
+    const startedMs = performance.now();
+    let fd: number | undefined;
+    let failure: Error | undefined;
+    try {
+      fd = this.descriptor();
+      this.onMainThread(fd);
+    } catch (error) {
+      failure = asError(error);
+    }
+    this.placement.tookOnMainThread(performance.now() - startedMs);
+    this.finish(fd, through, failure);
   }
 
   /** An fsync that started after commit `through` returned: tells the commits up to it, or fails them all. */

@@ -1,0 +1,154 @@
+import { randomUUID } from 'node:crypto';
+import { fsync, fsyncSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openSqliteEventStore, type SqliteEventStore, type SqliteEventStoreOptions } from '../../src/event-store/sqlite/sqlite-event-store';
+import {
+  FSYNC_ON_MAIN_THREAD,
+  FSYNC_ON_MAIN_THREAD_MAX_BUSY_PERCENT,
+  FSYNC_ON_MAIN_THREAD_MAX_FSYNC_PERCENT,
+  FSYNC_PLACEMENT_WINDOW_MS,
+  FSYNC_SLOW_DISK_BACKOFF_MS,
+  FsyncByLoopLoad,
+  type FsyncPlacement,
+} from '../../src/event-store/sqlite/wal-sync';
+import { observed } from '../support/held-fsync';
+import { newEvent } from './event-store.contract';
+
+const directory = mkdtempSync(join(tmpdir(), 'ledger-fsync-placement-'));
+afterAll(() => rmSync(directory, { recursive: true, force: true }));
+
+/** A FULL store on a fresh file whose fsyncs run on the main thread through `inPlace`. */
+function openOnMainThread(inPlace: (fd: number) => void, placement: FsyncPlacement = FSYNC_ON_MAIN_THREAD, options: Partial<SqliteEventStoreOptions> = {}): SqliteEventStore {
+  return openSqliteEventStore({ path: join(directory, `${randomUUID()}.sqlite`), fsyncFileInPlace: inPlace, fsyncPlacement: placement, ...options });
+}
+
+/** Runs each function in its own `setImmediate` callback of one event-loop turn, and resolves after the last. */
+function inOneTurn(...tasks: Array<() => void>): Promise<void> {
+  return new Promise((resolve) => {
+    tasks.forEach((task, index) => setImmediate(() => (task(), index === tasks.length - 1 && resolve())));
+  });
+}
+
+describe('issue 35: the WAL fsynced on the main thread at the end of the turn, while that thread has time to spare', () => {
+  it('covers every commit of the turn with one fsync, made after those commits and before any of them is acknowledged', async () => {
+    const atFsync: Array<{ readonly commits: number; readonly appends: readonly string[] }> = [];
+    const appends: Array<Promise<unknown>> = [];
+    const watched: Array<ReturnType<typeof observed>> = [];
+    const store = openOnMainThread((fd) => {
+      atFsync.push({ commits: store.groupCommitStats.transactions, appends: watched.map((append) => append.state()) });
+      fsyncSync(fd);
+    });
+    const append = (streamName: string) => () => {
+      const appended = store.append(streamName, [newEvent()], { expectedRevision: 'no_stream' });
+      appends.push(appended);
+      watched.push(observed(appended));
+    };
+    // Two tasks of one turn: two commits, each made right after its task.
+    await inOneTurn(append('turn-1'), append('turn-2'));
+    expect(atFsync).toEqual([]);
+    await Promise.all(appends);
+
+    expect(atFsync).toEqual([{ commits: 2, appends: ['pending', 'pending'] }]);
+    expect(await store.headPosition()).toBe(2n);
+    await store.close();
+  });
+
+  it('fails the appends a failed fsync on the main thread was to make durable, and refuses every append after it', async () => {
+    const store = openOnMainThread(() => {
+      throw Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO' });
+    });
+    await expect(store.append('lost-1', [newEvent()], { expectedRevision: 'no_stream' })).rejects.toThrow(/could not be made durable.*EIO/);
+    await expect(store.append('lost-2', [newEvent()], { expectedRevision: 'no_stream' })).rejects.toThrow(/could not be made durable/);
+    expect(await store.readAll()).toHaveLength(0);
+    await store.close();
+  });
+
+  it('tells the placement how long each fsync on the main thread took, and asks it again before the next one', async () => {
+    const asked: string[] = [];
+    const took: number[] = [];
+    let where: 'main-thread' | 'thread-pool' = 'main-thread';
+    const placement: FsyncPlacement = { next: () => (asked.push(where), where), tookOnMainThread: (ms) => took.push(ms) };
+    let inPlace = 0;
+    let onPool = 0;
+    const store = openOnMainThread(
+      (fd) => (inPlace++, fsyncSync(fd)),
+      placement,
+      { fsyncFile: (fd, done) => (onPool++, fsync(fd, done)) },
+    );
+    await store.append('placed-1', [newEvent()], { expectedRevision: 'no_stream' });
+    where = 'thread-pool';
+    await store.append('placed-2', [newEvent()], { expectedRevision: 'no_stream' });
+
+    expect(asked).toEqual(['main-thread', 'thread-pool']);
+    expect({ inPlace, onPool }).toEqual({ inPlace: 1, onPool: 1 });
+    expect(took).toHaveLength(1);
+    expect(took[0]).toBeGreaterThanOrEqual(0);
+    await store.close();
+  });
+});
+
+describe('issue 35: FsyncByLoopLoad, the default placement, by the main thread\'s load over the last window', () => {
+  /** A placement on a stand-in clock and event-loop utilization the test moves by hand. */
+  function placementOnHandClock(): { placement: FsyncByLoopLoad; pass: (activeMs: number, idleMs: number) => void } {
+    let nowMs = 0;
+    let loop = { active: 0, idle: 0 };
+    const placement = new FsyncByLoopLoad(() => loop, () => nowMs);
+    return {
+      placement,
+      pass: (activeMs, idleMs) => {
+        nowMs += activeMs + idleMs;
+        loop = { active: loop.active + activeMs, idle: loop.idle + idleMs };
+      },
+    };
+  }
+  const busyMs = (percent: number): number => (FSYNC_PLACEMENT_WINDOW_MS * percent) / 100;
+
+  it('starts on the main thread, and decides again only once a window has passed', () => {
+    const { placement, pass } = placementOnHandClock();
+    expect(placement.next()).toBe('main-thread');
+    pass(busyMs(99), 0);
+    expect(placement.next()).toBe('main-thread');
+    pass(1, 0);
+    expect(placement.next()).toBe('thread-pool');
+    pass(busyMs(10), busyMs(50));
+    expect(placement.next()).toBe('thread-pool');
+  });
+
+  it(`goes to the thread pool above ${FSYNC_ON_MAIN_THREAD_MAX_BUSY_PERCENT} % busy and back at or below it`, () => {
+    const { placement, pass } = placementOnHandClock();
+    pass(busyMs(FSYNC_ON_MAIN_THREAD_MAX_BUSY_PERCENT), busyMs(100 - FSYNC_ON_MAIN_THREAD_MAX_BUSY_PERCENT));
+    expect(placement.next()).toBe('main-thread');
+    pass(busyMs(FSYNC_ON_MAIN_THREAD_MAX_BUSY_PERCENT) + 1, busyMs(100 - FSYNC_ON_MAIN_THREAD_MAX_BUSY_PERCENT) - 1);
+    expect(placement.next()).toBe('thread-pool');
+    pass(busyMs(30), busyMs(70));
+    expect(placement.next()).toBe('main-thread');
+  });
+
+  it('leaves its own fsyncs on the main thread out of the load: waiting for the disk is not work the pool could take over', () => {
+    const { placement, pass } = placementOnHandClock();
+    // 82 % busy, of which 20 ms were fsyncs: 62 of the other 80 ms, 77.5 %.
+    placement.tookOnMainThread(busyMs(20));
+    pass(busyMs(82), busyMs(18));
+    expect(placement.next()).toBe('main-thread');
+    // 90 % busy, of which 20 ms were fsyncs: 70 of 80, 87.5 %.
+    placement.tookOnMainThread(busyMs(20));
+    pass(busyMs(90), busyMs(10));
+    expect(placement.next()).toBe('thread-pool');
+  });
+
+  it(`leaves a slow disk to the thread pool for ${FSYNC_SLOW_DISK_BACKOFF_MS} ms once its fsyncs took over ${FSYNC_ON_MAIN_THREAD_MAX_FSYNC_PERCENT} % of a window`, () => {
+    const { placement, pass } = placementOnHandClock();
+    placement.tookOnMainThread(busyMs(FSYNC_ON_MAIN_THREAD_MAX_FSYNC_PERCENT));
+    pass(busyMs(FSYNC_ON_MAIN_THREAD_MAX_FSYNC_PERCENT), busyMs(100 - FSYNC_ON_MAIN_THREAD_MAX_FSYNC_PERCENT));
+    expect(placement.next()).toBe('main-thread');
+    placement.tookOnMainThread(busyMs(FSYNC_ON_MAIN_THREAD_MAX_FSYNC_PERCENT) + 1);
+    pass(busyMs(FSYNC_ON_MAIN_THREAD_MAX_FSYNC_PERCENT) + 1, busyMs(100 - FSYNC_ON_MAIN_THREAD_MAX_FSYNC_PERCENT) - 1);
+    expect(placement.next()).toBe('thread-pool');
+    // Idle windows after it: still the pool until the back-off has passed.
+    pass(0, FSYNC_SLOW_DISK_BACKOFF_MS - busyMs(100));
+    expect(placement.next()).toBe('thread-pool');
+    pass(0, busyMs(100));
+    expect(placement.next()).toBe('main-thread');
+  });
+});
