@@ -4,7 +4,6 @@
  * of invocations an account has seen: a settled hold leaves nothing behind, so admission costs the
  * same on a young stream and an old one.
  */
-import { isoToMs } from '../domain/field-checks';
 import { DEFAULT_MAX_RUNNING, MAX_ACCOUNT_TOTAL_CREDITS, MAX_HOLD_OVERRUN_CREDITS } from './account.bounds';
 import type { AccountEvent, HoldGatewayKey } from './account.events';
 import { isPast, thresholdKey, type AlertFigures, type AlertThreshold } from './credit-alerts';
@@ -190,23 +189,6 @@ export function balanceOf(state: AccountState): Balance {
     available: availableOf(state, held),
     running: runningCount(state),
   };
-}
-
-/**
- * Open holds placed more than `olderThanMs` before `nowMs`: candidates for reconciliation when a
- * process died between settling an invocation and settling its hold (settle the hold with the
- * invocation's recorded charge; leave it if the invocation is still in flight).
- */
-export function openHoldsOlderThan(
-  state: AccountState,
-  nowMs: number,
-  olderThanMs: number,
-): { readonly invocationId: string; readonly hold: OpenHold }[] {
-  const stale: { invocationId: string; hold: OpenHold }[] = [];
-  for (const [invocationId, hold] of state.openHolds) {
-    if (nowMs - isoToMs(hold.placedAt) > olderThanMs) stale.push({ invocationId, hold });
-  }
-  return stale;
 }
 
 /** What an idempotency key produced first, if it was used on this account. */

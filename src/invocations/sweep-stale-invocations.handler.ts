@@ -2,7 +2,6 @@ import { Inject, Logger } from '@nestjs/common';
 import { CommandHandler, ICommandHandler } from '@nestjs/cqrs';
 import { accountDecider } from '../accounts/account.decider';
 import { accountStreamName } from '../accounts/account.events';
-import { openHoldsOlderThan } from '../accounts/account.state';
 import { AggregateRepository } from '../aggregates/aggregate.repository';
 import { IllegalTransitionError } from '../domain/domain.errors';
 import { CLOCK, isoAt } from '../domain/clock.token';
@@ -50,7 +49,7 @@ export class SweepStaleInvocationsHandler implements ICommandHandler<SweepStaleI
     }
     const releasedHolds: ReleasedHold[] = [];
     for (const organizationId of this.candidates.organizationsWithOpenHolds()) {
-      releasedHolds.push(...(await this.releaseSettledHolds(organizationId, nowMs, olderThanMs, by)));
+      releasedHolds.push(...(await this.releaseSettledHolds(organizationId, nowMs, olderThanMs, by, owners)));
     }
     if (settled.length + releasedHolds.length > 0) {
       this.logger.log({ message: `${by} settled stale requests`, olderThanMs, settled: settled.length, releasedHolds: releasedHolds.length });
@@ -111,15 +110,19 @@ export class SweepStaleInvocationsHandler implements ICommandHandler<SweepStaleI
 
   /**
    * Holds left open by a crash between an invocation's settlement and its account's. The settlement
-   * must be older than the threshold too: a run that settled its invocation a moment ago is about to
-   * settle the hold itself (it would do nothing then, but the release would be credited to the sweep).
+   * must be older than the threshold too, unless the lease of the instance that owned the invocation
+   * is recorded expired: a run that settled its invocation a moment ago is about to settle the hold
+   * itself (it would do nothing then, but the release would be credited to the sweep), and one whose
+   * instance stopped will not.
    */
-  private async releaseSettledHolds(organizationId: string, nowMs: number, olderThanMs: number, by: StaleCloser): Promise<ReleasedHold[]> {
+  private async releaseSettledHolds(organizationId: string, nowMs: number, olderThanMs: number, by: StaleCloser, owners: OwnerLeases): Promise<ReleasedHold[]> {
     const { state: account } = await this.repository.load(accountStreamName(organizationId), accountDecider);
     const released: ReleasedHold[] = [];
-    for (const { invocationId } of openHoldsOlderThan(account, nowMs, olderThanMs)) {
+    for (const invocationId of [...account.openHolds.keys()]) {
       const { state } = await this.repository.load(invocationStreamName(invocationId), invocationDecider);
-      if (state.settlement === undefined || nowMs - Date.parse(state.settlement.settledAt) <= olderThanMs) continue;
+      if (state.settlement === undefined) continue;
+      const settledLongAgo = nowMs - Date.parse(state.settlement.settledAt) > olderThanMs;
+      if (!settledLongAgo && (state.ownerLeaseId === undefined || (await this.expiredLease(state.ownerLeaseId, nowMs, owners)) === undefined)) continue;
       if (await this.settleHold(organizationId, invocationId, state.settlement.chargeCredits, by)) {
         released.push({ invocationId, organizationId, chargeCredits: state.settlement.chargeCredits });
       }

@@ -1,6 +1,6 @@
 import { DEFAULT_MAX_RUNNING, MAX_ACCOUNT_TOTAL_CREDITS, MAX_HOLD_OVERRUN_CREDITS, MAX_LEDGER_ENTRY_CREDITS, MAX_RUNNING_LIMIT } from '../../src/accounts/account.bounds';
 import { accountDecider } from '../../src/accounts/account.decider';
-import { AccountState, availableCredits, balanceOf, ledgerEntryFor, openHoldsOlderThan } from '../../src/accounts/account.state';
+import { AccountState, availableCredits, balanceOf, ledgerEntryFor } from '../../src/accounts/account.state';
 import { AdmissionRefusedError } from '../../src/accounts/admission.policy';
 import { IdempotencyConflictError, ValidationError } from '../../src/domain/domain.errors';
 import { deciderSpec } from '../support/decider-spec';
@@ -244,14 +244,6 @@ describe('docs/lifecycle.md holds name their invocation: each is placed at most 
 
   it('writes nothing when settling a hold already settled, so a replayed settlement never charges twice', () => {
     spec.given([granted(1_000), holdPlaced('inv-1', 300), holdSettled('inv-1', 300, 120)]).when(settleHold('inv-1', 120)).thenNothing();
-  });
-
-  it('lists holds left open past a threshold, for reconciling a crash between the two settlements', () => {
-    const state = spec
-      .given([granted(1_000), holdPlaced('old', 100), { ...holdPlaced('new', 100), data: { ...holdPlaced('new', 100).data, placedAt: '2025-01-01T00:05:00.000Z' } }])
-      .state();
-    const now = Date.parse('2025-01-01T00:06:00.000Z');
-    expect(openHoldsOlderThan(state, now, 120_000)).toEqual([{ invocationId: 'old', hold: { credits: 100, placedAt: '2025-01-01T00:00:00.000Z' } }]);
   });
 
   it('writes nothing when settling an invocation that never held (one that stopped at estimated)', () => {

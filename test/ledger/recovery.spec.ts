@@ -216,6 +216,51 @@ describe('recovery leaves live requests alone (issue 24)', () => {
   });
 });
 
+describe("recovery releases at once the hold of a settled invocation whose owner's lease lapsed (a killed process between the invocation's settlement and its account's, issue 35)", () => {
+  it("releases it inside the staleness threshold once the owner's lease is recorded expired, and leaves a live owner's to its run", async () => {
+    const clock = new VirtualClock({ startMs: Date.now(), autoAdvance: false });
+    const ledger = await startLedgerApp({ clock, env: { LEDGER_RECOVERY_INTERVAL_MS: String(INTERVAL_MS), LEDGER_RECOVERY_STALE_AFTER_MS: String(STALE_AFTER_MS) } });
+    try {
+      const repository = ledger.app.get(AggregateRepository);
+      const account = accountStreamName('org-1');
+      const now = (offsetMs: number) => new Date(clock.now() + offsetMs).toISOString();
+      await repository.handle(account, accountDecider, { type: 'GrantCredits', data: { credits: 10_000, reason: 'funding', idempotencyKey: 'g-1', grantedAt: now(0) } });
+      // Two instances' leases: one lapsed a second ago (its process was killed), one live.
+      const leases = { 'lease-gone': now(-1_000), 'lease-live': now(30_000) };
+      for (const [leaseId, expiresAt] of Object.entries(leases)) {
+        await ledger.store.append(`lease-${leaseId}`, [withId({ type: 'InstanceLeaseTaken', data: { leaseId, instance: `host:${leaseId}`, takenAt: now(-30_000), expiresAt } })], { expectedRevision: 'no_stream' });
+      }
+      // Each invocation settled by its own run a moment ago; its account's HoldSettled never written.
+      for (const [id, leaseId] of [['owner-gone', 'lease-gone'], ['owner-live', 'lease-live']] as const) {
+        await repository.handle(account, accountDecider, { ...placeHold(id, HOLD), data: { invocationId: id, credits: HOLD, placedAt: now(-2_000) } });
+        const events = HISTORY.settled.map((event: InvocationEvent) =>
+          withId({
+            type: event.type,
+            data:
+              event.type === 'InvocationEstimated'
+                ? { ...event.data, invocationId: id, ownerLeaseId: leaseId }
+                : event.type === 'InvocationSettled'
+                  ? { ...event.data, settledAt: now(-500) }
+                  : event.data,
+          }),
+        );
+        await ledger.store.append(`invocation-${id}`, events, { expectedRevision: 'no_stream' });
+      }
+
+      const report = await ledger.app.get(InvocationRecovery).recover();
+
+      expect(report.releasedHolds).toEqual([{ invocationId: 'owner-gone', organizationId: 'org-1', chargeCredits: PRICE_A }]);
+      const events = await logOf(ledger);
+      expect(holdSettlementsOf(events, 'owner-gone')).toEqual([expect.objectContaining({ chargedCredits: PRICE_A, heldCredits: HOLD, settledBy: 'recovery' })]);
+      expect(holdSettlementsOf(events, 'owner-live')).toEqual([]);
+      expect(events.filter((event) => event.type === 'InstanceLeaseExpired').map((event) => event.streamName)).toEqual(['lease-lease-gone']);
+      expect(await accountBalance(ledger)).toMatchObject({ held: HOLD, running: 1 });
+    } finally {
+      await ledger.close();
+    }
+  });
+});
+
 function withId<T extends object>(event: T): T & { id: string; metadata: { schemaVersion: number } } {
   return { ...event, id: randomUUID(), metadata: { schemaVersion: 1 } };
 }
