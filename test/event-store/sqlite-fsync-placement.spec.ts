@@ -4,7 +4,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openSqliteEventStore, type SqliteEventStore, type SqliteEventStoreOptions } from '../../src/event-store/sqlite/sqlite-event-store';
 import {
-  FSYNC_ON_MAIN_THREAD,
   FSYNC_ON_MAIN_THREAD_MAX_BUSY_PERCENT,
   FSYNC_ON_MAIN_THREAD_MAX_FSYNC_PERCENT,
   FSYNC_PLACEMENT_WINDOW_MS,
@@ -12,7 +11,7 @@ import {
   FsyncByLoopLoad,
   type FsyncPlacement,
 } from '../../src/event-store/sqlite/wal-sync';
-import { observed } from '../support/held-fsync';
+import { FSYNC_ON_MAIN_THREAD, observed } from '../support/held-fsync';
 import { newEvent } from './event-store.contract';
 
 const directory = mkdtempSync(join(tmpdir(), 'ledger-fsync-placement-'));
@@ -30,7 +29,7 @@ function inOneTurn(...tasks: Array<() => void>): Promise<void> {
   });
 }
 
-describe('issue 35: the WAL fsynced on the main thread at the end of the turn, while that thread has time to spare', () => {
+describe('README "Durability": an acknowledged append is on disk (synchronous=FULL), the WAL fsynced on the main thread at the end of the turn while that thread has time to spare (issue 35)', () => {
   it('covers every commit of the turn with one fsync, made after those commits and before any of them is acknowledged', async () => {
     const atFsync: Array<{ readonly commits: number; readonly appends: readonly string[] }> = [];
     const appends: Array<Promise<unknown>> = [];
@@ -92,13 +91,13 @@ describe('issue 35: FsyncByLoopLoad, the default placement, by the main thread\'
   /** A placement on a stand-in clock and event-loop utilization the test moves by hand. */
   function placementOnHandClock(): { placement: FsyncByLoopLoad; pass: (activeMs: number, idleMs: number) => void } {
     let nowMs = 0;
-    let loop = { active: 0, idle: 0 };
-    const placement = new FsyncByLoopLoad(() => loop, () => nowMs);
+    let loopActiveMs = 0;
+    const placement = new FsyncByLoopLoad(() => loopActiveMs, () => nowMs);
     return {
       placement,
       pass: (activeMs, idleMs) => {
         nowMs += activeMs + idleMs;
-        loop = { active: loop.active + activeMs, idle: loop.idle + idleMs };
+        loopActiveMs += activeMs;
       },
     };
   }

@@ -216,7 +216,7 @@ describe('recovery leaves live requests alone (issue 24)', () => {
   });
 });
 
-describe("recovery releases at once the hold of a settled invocation whose owner's lease lapsed (a killed process between the invocation's settlement and its account's, issue 35)", () => {
+describe('docs/lifecycle.md "Recovery", how soon a dead instance\'s holds are released: the hold of an invocation its own run settled (STATE-PFM-LLM-001 transition 8) and whose owner\'s lease lapsed is released at once', () => {
   it("releases it inside the staleness threshold once the owner's lease is recorded expired, and leaves a live owner's to its run", async () => {
     const clock = new VirtualClock({ startMs: Date.now(), autoAdvance: false });
     const ledger = await startLedgerApp({ clock, env: { LEDGER_RECOVERY_INTERVAL_MS: String(INTERVAL_MS), LEDGER_RECOVERY_STALE_AFTER_MS: String(STALE_AFTER_MS) } });

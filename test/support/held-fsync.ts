@@ -1,5 +1,10 @@
 import type { SqliteEventStore } from '../../src/event-store/sqlite/sqlite-event-store';
-import { FSYNC_ON_THREAD_POOL, type FsyncFile } from '../../src/event-store/sqlite/wal-sync';
+import type { FsyncFile, FsyncPlacement } from '../../src/event-store/sqlite/wal-sync';
+
+/** Every fsync on the thread pool: the path whose fsync a test holds by hand. */
+export const FSYNC_ON_THREAD_POOL: FsyncPlacement = { next: () => 'thread-pool', tookOnMainThread: () => undefined };
+/** Every fsync on the main thread, at the end of the turn. */
+export const FSYNC_ON_MAIN_THREAD: FsyncPlacement = { next: () => 'main-thread', tookOnMainThread: () => undefined };
 
 /**
  * An fsync the test releases by hand: each call waits in `held` (with its descriptor in `fds`) until

@@ -16,11 +16,6 @@ export interface FsyncPlacement {
   tookOnMainThread(ms: number): void;
 }
 
-/** Every fsync on the thread pool (the tests that hold the pool's fsync by hand). */
-export const FSYNC_ON_THREAD_POOL: FsyncPlacement = { next: () => 'thread-pool', tookOnMainThread: () => undefined };
-/** Every fsync on the main thread, at the end of the turn. */
-export const FSYNC_ON_MAIN_THREAD: FsyncPlacement = { next: () => 'main-thread', tookOnMainThread: () => undefined };
-
 /** Over how long the main thread's load is measured to place the WAL's fsyncs (FsyncByLoopLoad), in ms. */
 export const FSYNC_PLACEMENT_WINDOW_MS = 100;
 /**
@@ -52,36 +47,38 @@ export const FSYNC_SLOW_DISK_BACKOFF_MS = 1_000;
  * is busy (FSYNC_ON_MAIN_THREAD_MAX_BUSY_PERCENT over the last FSYNC_PLACEMENT_WINDOW_MS, its own
  * fsyncs left out, from Node's event-loop utilization) or once its fsyncs take too much of its time
  * (FSYNC_ON_MAIN_THREAD_MAX_FSYNC_PERCENT: a slow disk, left to the pool for
- * FSYNC_SLOW_DISK_BACKOFF_MS). `utilization` and `nowMs` stand in for Node's in tests.
+ * FSYNC_SLOW_DISK_BACKOFF_MS). `activeMs` (the event loop's time not idle since it started) and
+ * `nowMs` stand in for Node's in tests.
  */
 export class FsyncByLoopLoad implements FsyncPlacement {
   private where: FsyncWhere = 'main-thread';
   private windowStartMs: number;
-  private windowStart: { readonly active: number; readonly idle: number };
+  private activeAtWindowStartMs: number;
   private onMainThreadMs = 0;
   /** Until when the fsyncs stay on the thread pool, the main thread having found them slow. */
   private slowDiskUntilMs = Number.NEGATIVE_INFINITY;
 
   constructor(
-    private readonly utilization: () => { readonly active: number; readonly idle: number } = () => performance.eventLoopUtilization(),
+    private readonly activeMs: () => number = () => performance.eventLoopUtilization().active,
     private readonly nowMs: () => number = () => performance.now(),
   ) {
     this.windowStartMs = this.nowMs();
-    this.windowStart = this.utilization();
+    this.activeAtWindowStartMs = this.activeMs();
   }
 
   next(): FsyncWhere {
     const nowMs = this.nowMs();
-    if (nowMs - this.windowStartMs < FSYNC_PLACEMENT_WINDOW_MS) return this.where;
-    const current = this.utilization();
-    const windowMs = current.active - this.windowStart.active + current.idle - this.windowStart.idle;
-    const active = current.active - this.windowStart.active - this.onMainThreadMs;
-    const elapsed = windowMs - this.onMainThreadMs;
+    const windowMs = nowMs - this.windowStartMs;
+    if (windowMs < FSYNC_PLACEMENT_WINDOW_MS) return this.where;
+    const activeMs = this.activeMs();
+    // The window's own work and length, its fsyncs on this thread left out.
+    const workMs = activeMs - this.activeAtWindowStartMs - this.onMainThreadMs;
+    const elapsedMs = windowMs - this.onMainThreadMs;
     if (this.onMainThreadMs * 100 > windowMs * FSYNC_ON_MAIN_THREAD_MAX_FSYNC_PERCENT) this.slowDiskUntilMs = nowMs + FSYNC_SLOW_DISK_BACKOFF_MS;
-    const busy = elapsed > 0 && active * 100 > elapsed * FSYNC_ON_MAIN_THREAD_MAX_BUSY_PERCENT;
+    const busy = elapsedMs > 0 && workMs * 100 > elapsedMs * FSYNC_ON_MAIN_THREAD_MAX_BUSY_PERCENT;
     this.where = busy || nowMs < this.slowDiskUntilMs ? 'thread-pool' : 'main-thread';
     this.windowStartMs = nowMs;
-    this.windowStart = current;
+    this.activeAtWindowStartMs = activeMs;
     this.onMainThreadMs = 0;
     return this.where;
   }
