@@ -7,6 +7,8 @@ import type { RecordedEvent, Subscription, SubscriptionHandler } from './event-s
 export class Wakeable {
   private woken = false;
   private resolveWait: (() => void) | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private timerMs: number | undefined;
 
   /** Whether a wake-up came since the last wait (or `clear`). */
   get pending(): boolean {
@@ -16,6 +18,13 @@ export class Wakeable {
   wake(): void {
     this.woken = true;
     this.resolveWait?.();
+  }
+
+  /** Ends any wait now, and drops the timer (on stop). */
+  close(): void {
+    this.wake();
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
   }
 
   /** Forgets a wake-up already accounted for (the read about to start covers it). */
@@ -30,16 +39,30 @@ export class Wakeable {
       return Promise.resolve();
     }
     return new Promise((resolve) => {
-      const timer = setTimeout(() => this.resolveWait?.(), ms);
-      // A waiting subscription alone must not keep the process alive.
-      timer.unref();
+      this.armTimer(ms);
       this.resolveWait = () => {
-        clearTimeout(timer);
         this.resolveWait = undefined;
         this.woken = false;
         resolve();
       };
     });
+  }
+
+  /**
+   * One timer for every wait, set again for each (a subscription waits after nearly every commit it
+   * follows: a new timer each time cost a timer, a closure and a clearTimeout per commit). It is
+   * unreferenced, so a waiting subscription alone never keeps the process alive; a timer that fires
+   * after its wait ended finds nobody waiting.
+   */
+  private armTimer(ms: number): void {
+    if (this.timer === undefined || this.timerMs !== ms) {
+      if (this.timer !== undefined) clearTimeout(this.timer);
+      this.timerMs = ms;
+      this.timer = setTimeout(() => this.resolveWait?.(), ms);
+    } else {
+      this.timer.refresh();
+    }
+    this.timer.unref();
   }
 }
 
@@ -86,7 +109,7 @@ export abstract class CatchUpSubscription implements Subscription {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    this.wakeable.wake();
+    this.wakeable.close();
     await this.interrupt();
     await this.done;
     if (this.failure) throw this.failure.error;
@@ -101,17 +124,40 @@ export abstract class CatchUpSubscription implements Subscription {
   /** Hands one event to the handler, then records it as the last delivered. */
   protected async deliver(event: RecordedEvent): Promise<void> {
     await this.handler(event);
+    this.handled(event);
+  }
+
+  /**
+   * Hands over a page in order; stops early when stopped. A handler that returns no promise is done
+   * with its event when it returns, and the next one follows at once: a page whose handlers all
+   * return none is handed over without a promise (undefined is returned), as most pages are (the
+   * service's handlers are mostly synchronous, and each follows every event of the log).
+   */
+  protected deliverAll(page: readonly RecordedEvent[], from = 0): Promise<void> | undefined {
+    for (let index = from; index < page.length; index++) {
+      if (this.stopped) return undefined;
+      const event = page[index]!;
+      // Typed to return a promise or nothing, a handler may still return anything (an arrow that pushes).
+      const handled: unknown = this.handler(event);
+      if (isThenable(handled)) {
+        return Promise.resolve(handled).then(() => {
+          this.handled(event);
+          return this.deliverAll(page, index + 1);
+        });
+      }
+      this.handled(event);
+    }
+    return undefined;
+  }
+
+  private handled(event: RecordedEvent): void {
     this.position = event.position;
     this.delivered = true;
   }
+}
 
-  /** Hands over a page in order; stops early when stopped. */
-  protected async deliverAll(page: readonly RecordedEvent[]): Promise<void> {
-    for (const event of page) {
-      if (this.stopped) return;
-      await this.deliver(event);
-    }
-  }
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as PromiseLike<unknown> | undefined)?.then === 'function';
 }
 
 /** A wait that doubles after each transient failure, from `initialMs` up to `maxMs`, and starts over after a success. */

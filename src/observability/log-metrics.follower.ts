@@ -49,14 +49,21 @@ export class LogMetricsFollower {
     const head = await this.store.headPosition();
     this.appliedPosition = head;
     this.subscription = this.store.subscribeToAll(
-      async (event) => {
-        try {
-          await this.apply(event);
-        } catch {
-          // A metric that cannot be read from its event (its stream unreadable) is not worth stopping for.
+      (event) => {
+        // A metric that cannot be read from its event (its stream unreadable) is not worth stopping for.
+        const skip = (): void => {
           this.skippedEvents += 1;
+          this.applied(event.position);
+        };
+        let counting: void | Promise<void>;
+        try {
+          counting = this.apply(event);
+        } catch {
+          return skip();
         }
-        this.applied(event.position);
+        // Most events are counted at once: only a call begun before this process followed the log is read first.
+        if (counting === undefined) return this.applied(event.position);
+        return counting.then(() => this.applied(event.position), skip);
       },
       { ...(head === undefined ? {} : { after: head }), onError: this.report },
     );

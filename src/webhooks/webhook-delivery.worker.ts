@@ -97,15 +97,20 @@ export class WebhookDeliveryWorker {
   }
 
   private follow(after: bigint | undefined): void {
+    // The subscription halts at an event that fails (it is neither skipped nor lost): follow again later.
+    const halt = (error: unknown): never => {
+      this.failed(error);
+      throw error;
+    };
     this.subscription = this.options.eventStore.subscribeToAll(
-      async (event) => {
+      (event) => {
+        let delivering: Promise<void> | undefined;
         try {
-          await this.onEvent(event);
+          delivering = this.onEvent(event);
         } catch (error) {
-          // The subscription halts at this event (it is neither skipped nor lost): follow again later.
-          this.failed(error);
-          throw error;
+          halt(error);
         }
+        return delivering?.catch(halt);
       },
       {
         ...(after === undefined ? {} : { after }),
@@ -184,7 +189,8 @@ export class WebhookDeliveryWorker {
     });
   }
 
-  private async onEvent(event: RecordedEvent): Promise<void> {
+  /** Queues the event's deliveries; at once (no promise) when no webhook is subscribed to it, as for most events. */
+  private onEvent(event: RecordedEvent): Promise<void> | undefined {
     this.lastSeen = event.position;
     const { webhooks, clock } = this.options;
     const subscribed = webhooks.subscribedTypes();
@@ -194,8 +200,13 @@ export class WebhookDeliveryWorker {
         this.skipped = 0;
         webhooks.enqueue([], event.position, clock.now());
       }
-      return;
+      return undefined;
     }
+    return this.enqueueDeliveries(event, types);
+  }
+
+  private async enqueueDeliveries(event: RecordedEvent, types: readonly string[]): Promise<void> {
+    const { webhooks, clock } = this.options;
     const origin = await this.originOf(event);
     const deliveries = origin === undefined ? [] : this.deliveriesOf(event, types, origin);
     this.skipped = 0;

@@ -435,6 +435,39 @@ function describeSynchronousHandler(t: StoreUnderTest): void {
       expect(seen.map((event) => event.id)).toEqual((await t.ourEventsSinceBaseline()).map((event) => event.id));
       expect(subscription.lastPosition! >= seen.at(-1)!.position).toBe(true);
     });
+
+    it('waits for the promise a handler returns for one event before the next, though it returned none for the event before', async () => {
+      await t.store.append(t.stream('s'), [newEvent(), newEvent(), newEvent(), newEvent()], { expectedRevision: 'no_stream' });
+      const ours = (await t.ourEventsSinceBaseline()).map((event) => event.id);
+      const seen: string[] = [];
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      let entered!: () => void;
+      const secondEntered = new Promise<void>((resolve) => (entered = resolve));
+      let done!: () => void;
+      const allSeen = new Promise<void>((resolve) => (done = resolve));
+      // The second of ours is handled asynchronously; the others return nothing.
+      const subscription = t.store.subscribeToAll(
+        (event) => {
+          if (!event.streamName.startsWith(t.prefix)) return undefined;
+          seen.push(event.id);
+          if (seen.length === ours.length) done();
+          if (seen.length !== 2) return undefined;
+          entered();
+          return released;
+        },
+        { after: t.baseline },
+      );
+      await secondEntered;
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(seen).toEqual(ours.slice(0, 2));
+      release();
+      await allSeen;
+      await subscription.stop();
+
+      expect(seen).toEqual(ours);
+      expect(subscription.lastPosition).toBe((await t.ourEventsSinceBaseline()).at(-1)!.position);
+    });
   });
 }
 

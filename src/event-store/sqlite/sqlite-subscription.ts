@@ -77,7 +77,8 @@ export class SqliteSubscription extends CatchUpSubscription {
         this.wakeable.clear();
         const fed = this.takeFed();
         const page = fed ?? this.source.readPage(this.position, SUBSCRIPTION_PAGE_EVENTS);
-        await this.deliverAll(page);
+        const delivering = this.deliverAll(page);
+        if (delivering !== undefined) await delivering;
         if (this.stopped) return;
         // After a fed commit the log holds nothing newer from this store than what is still fed; other
         // writers are found by the poll, as after a short page.
