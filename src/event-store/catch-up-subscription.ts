@@ -68,10 +68,11 @@ export class Wakeable {
 
 /**
  * What the three stores' subscriptions share (catch up from a position, then follow): each event
- * handed over once, in position order, the next only after the handler's promise settled; the last
- * handled position kept as the checkpoint to resume from; a handler that throws, or a read error the
- * store does not retry, ends the subscription and `stop()` rejects with it. A store's subclass says
- * how it reads (`follow`) and what `stop` must also interrupt (`interrupt`).
+ * handed over once, in position order, the next only after the handler returned (and its promise, if
+ * it returned one, settled); the last handled position kept as the checkpoint to resume from; a
+ * handler that throws, or a read error the store does not retry, ends the subscription and `stop()`
+ * rejects with it. A store's subclass says how it reads (`follow`) and what `stop` must also
+ * interrupt (`interrupt`).
  *
  * `follow` starts on a later turn than the constructor, so the handler never runs before
  * `subscribeToAll` has returned, and the subclass's own fields are set by then.

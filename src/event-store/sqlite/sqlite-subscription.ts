@@ -34,8 +34,9 @@ export interface SubscriptionSource {
 
 /**
  * Catches up by paging the log after a position, then follows it live. Each event is handed over
- * once, in position order, and the next one only after the handler's promise settled; because
- * positions grow in commit order, `position > last delivered` never skips nor repeats an event.
+ * once, in position order, and the next one only after the handler returned (and its promise, if
+ * any, settled); because positions grow in commit order, `position > last delivered` never skips
+ * nor repeats an event.
  *
  * Live, the events this store committed are handed over as the store holds them, without reading
  * them back: a commit is taken when its first position directly follows the last one delivered.
