@@ -11,7 +11,7 @@ import { ALL_PROJECTIONS } from '../../projections';
 import { EXIT_OK } from '../../src/cli/cli-io';
 import { runCli } from '../../src/cli/run-cli';
 import { GATEWAY_ACCOUNTING, type GatewayAccounting, type GatewayAdmission, type GatewayCallOutcome, type MessagesBodyFacts } from '../../src/gateway/gateway-call.port';
-import { compareReadModels, openReadModelStore, readModelPathFor } from '../../src/projection-runner';
+import { compareReadModels, LiveProjections, openReadModelStore, readModelPathFor } from '../../src/projection-runner';
 import type { UsageStatement } from '../../src/queries/get-usage.query';
 import { scriptedToolUse, type Clock } from '../../src/runtime';
 import { NO_USAGE } from '../../src/runtime/usage';
@@ -94,6 +94,8 @@ async function recordGatewayCalls(): Promise<RecordedCalls> {
   clock.jumpTo(START_MS + 2 * SWEEP_AFTER_MS);
   const sweep = await ledger.http().post('/v1/settlements/sweep').set(system).send({ olderThanMs: SWEEP_AFTER_MS }).expect(200);
   expect(sweep.body.settled).toEqual([expect.objectContaining({ invocationId: swept.invocationId, transition: 14, chargeCredits: HOLD })]);
+  // Stopping the service does not catch its read models up: the files compared below must hold every event.
+  await ledger.app.get(LiveProjections).caughtUp();
   const calls = {
     completed: completed.invocationId,
     failed: failed.invocationId,
