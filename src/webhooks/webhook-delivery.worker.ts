@@ -104,13 +104,11 @@ export class WebhookDeliveryWorker {
     };
     this.subscription = this.options.eventStore.subscribeToAll(
       (event) => {
-        let delivering: Promise<void> | undefined;
         try {
-          delivering = this.onEvent(event);
+          return this.onEvent(event)?.catch(halt);
         } catch (error) {
-          halt(error);
+          return halt(error);
         }
-        return delivering?.catch(halt);
       },
       {
         ...(after === undefined ? {} : { after }),
