@@ -24,6 +24,10 @@
  * llm-ledger's main thread over each of its measured runs (`node dist/bench/http/cpu-profile-summary.js`),
  * BENCH_GATEWAY_PHASES=1: each llm-ledger call's phases traced over its measured runs (gateway/phase-trace.ts);
  * both only for llm-ledger in one process (the probe sees its own process only).
+ * BENCH_GATEWAY_BASELINE=<a built checkout, or its dist directory> with `ledger-base` among the peers
+ * runs that build beside this one, as the peer `llm-ledger (baseline)`: with BENCH_GATEWAY_ROUNDS > 1
+ * the two take turns in every round, so a change and the build before it meet the same machine, and
+ * the report ends with this build over the baseline, round by round, and the median.
  */
 import { mkdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -34,8 +38,9 @@ import { scrapeMetrics, waitUntilQuiet } from './gateway/ledger-gateway';
 import type { LoadResult, LoadSpec } from './gateway/load.child';
 import { requestBody } from './gateway/messages-wire';
 import { PEER_KEYS, startProcesses, type BenchProcesses, type Peer, type PeerName } from './gateway/peers';
-import { bucketsBetween, histogramBuckets, histogramQuantile, type Percentiles } from './gateway/percentiles';
-import { fsyncMs } from './gateway/fsync-probe';
+import { bucketsBetween, histogramBuckets, histogramQuantile } from './gateway/percentiles';
+import { againstBaseline, baselineDist } from './gateway/against-baseline';
+import { fsyncFloor, type FsyncFloor } from './gateway/fsync-probe';
 import type { PhaseTrace } from './gateway/phase-trace';
 
 const OVERHEAD_METRIC = 'ledger_gateway_overhead_seconds';
@@ -97,8 +102,8 @@ export interface GatewayReport {
   readonly settings: Readonly<Record<string, unknown>>;
   readonly loadAverage1mAtStart: number;
   readonly loadAverage1mAtEnd: number;
-  /** A 4 KiB write and its fsync on the store's disk, ms: the floor of a durable hold. */
-  readonly fsyncMs: Percentiles;
+  /** A 4 KiB write and its fsync on the store's disk, ms, back to back and after a pause: the floor of a durable hold. */
+  readonly fsync: FsyncFloor;
   readonly rows: readonly GatewayRow[];
 }
 
@@ -114,6 +119,8 @@ interface Settings {
   readonly workers: readonly number[];
   readonly profileDir?: string;
   readonly phases: boolean;
+  /** BENCH_GATEWAY_BASELINE: the `dist` directory of the build `llm-ledger (baseline)` runs. */
+  readonly baselineDist?: string;
 }
 
 function list(name: string, fallback: string): string[] {
@@ -149,6 +156,7 @@ function readSettings(): Settings {
     workers,
     ...(process.env.BENCH_GATEWAY_PROFILE === undefined ? {} : { profileDir: resolve(process.env.BENCH_GATEWAY_PROFILE) }),
     phases: process.env.BENCH_GATEWAY_PHASES === '1',
+    ...(process.env.BENCH_GATEWAY_BASELINE === undefined ? {} : { baselineDist: baselineDist(process.env.BENCH_GATEWAY_BASELINE) }),
   };
 }
 
@@ -168,7 +176,12 @@ function scenario(options: { delayMs: number; delayJitterMs: number; stream: boo
 export async function run(): Promise<GatewayReport> {
   const settings = readSettings();
   const loadAverage1mAtStart = round(loadavg()[0]!);
-  const processes = await startProcesses({ peers: settings.peers, exposeGc: false, ledgerWorkers: settings.workers });
+  const processes = await startProcesses({
+    peers: settings.peers,
+    exposeGc: false,
+    ledgerWorkers: settings.workers,
+    ...(settings.baselineDist === undefined ? {} : { baselineDist: settings.baselineDist }),
+  });
   for (const peer of processes.peers) if (!peer.available) console.log(`${peer.name}: not available: ${peer.reason}`);
   const rows: GatewayRow[] = [];
   let failed = true;
@@ -197,7 +210,7 @@ export async function run(): Promise<GatewayReport> {
     settings: { ...settings, peers: [...settings.peers], scenarios: settings.scenarios.map((scenario) => scenario.label) },
     loadAverage1mAtStart,
     loadAverage1mAtEnd: round(loadavg()[0]!),
-    fsyncMs: fsyncMs(),
+    fsync: fsyncFloor(),
     rows,
   };
   printReport(report);
@@ -344,7 +357,12 @@ function printReport(report: GatewayReport): void {
   for (const row of report.rows) if (row.phases !== undefined) printPhases(row);
   printSummary(report.rows);
   printGoals(report.rows);
-  console.log(`fsync of a 4 KiB write (the floor of a durable hold): p50 ${report.fsyncMs.p50} ms, p99 ${report.fsyncMs.p99} ms`);
+  printAgainstBaseline(report.rows);
+  const { backToBack, afterPause, pauseMs } = report.fsync;
+  console.log(
+    `fsync of a 4 KiB write (the floor of a durable hold): back to back p50 ${backToBack.p50} ms, p99 ${backToBack.p99} ms; ` +
+      `after ${pauseMs} ms untouched (a call alone) p50 ${afterPause.p50} ms, p99 ${afterPause.p99} ms`,
+  );
   console.log(`load average ${report.loadAverage1mAtStart} at start, ${report.loadAverage1mAtEnd} at end`);
 }
 
@@ -398,6 +416,21 @@ function printGoals(rows: readonly GatewayRow[]): void {
     }
     if (parts.length > 0) console.log(`goals, ${row.scenario} | ${row.peer}: ${parts.join('; ')}`);
   }
+}
+
+/** This build over `llm-ledger (baseline)`, per scenario, each round and the median (againstBaseline). */
+function printAgainstBaseline(rows: readonly GatewayRow[]): void {
+  const comparisons = againstBaseline(rows);
+  if (comparisons.length === 0) return;
+  console.log('llm-ledger over llm-ledger (baseline), the median and (each round):');
+  console.table(
+    Object.fromEntries(
+      comparisons.map(({ scenario, measures }) => [
+        scenario,
+        Object.fromEntries(measures.map(({ measure, median, rounds }) => [measure, `${median ?? ''} (${rounds.map((ratio) => ratio ?? '–').join(', ')})`])),
+      ]),
+    ),
+  );
 }
 
 function round(value: number): number {

@@ -54,12 +54,15 @@ export async function startLedger(options: {
   readonly store?: string;
   /** LEDGER_WORKERS (default 1: the service in one process). */
   readonly workers?: number;
+  /** Another build's `dist` directory to run instead of this one's (ServiceOptions.distRoot). */
+  readonly distRoot?: string;
 }): Promise<LedgerPeer> {
   const workers = options.workers ?? 1;
   const service = await ServiceProcess.start({
     demo: false,
     nodeFlags: options.nodeFlags,
     ...(options.store === undefined ? {} : { store: options.store }),
+    ...(options.distRoot === undefined ? {} : { distRoot: options.distRoot }),
     // Worker 1 starts first, then the others at once: two starts' time.
     ...(workers === 1 ? {} : { listening: ALL_WORKERS_LISTENING, startTimeoutMs: 2 * SERVICE_START_TIMEOUT_MS }),
     env: {

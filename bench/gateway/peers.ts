@@ -16,11 +16,22 @@ import { UPSTREAM_API_KEY } from './messages-wire';
 import { NodeChild } from './node-child';
 import { portkeyHeaders, portkeyVersion, startPortkey } from './portkey';
 
-export const PEER_NAMES = ['direct', 'bare proxy', 'Portkey', 'llm-ledger', 'llm-ledger on PostgreSQL'] as const;
+export const PEER_NAMES = ['direct', 'bare proxy', 'Portkey', 'llm-ledger', 'llm-ledger on PostgreSQL', 'llm-ledger (baseline)'] as const;
 /** One of PEER_NAMES; llm-ledger's with `, N workers` after it when it runs N service processes (LEDGER_WORKERS). */
 export type PeerName = (typeof PEER_NAMES)[number] | `${'llm-ledger' | 'llm-ledger on PostgreSQL'}, ${number} workers`;
-/** How BENCH_GATEWAY_PEERS names them (`ledger`: on its default SQLite log; `ledger-pg`: on a local PostgreSQL the bench starts). */
-export const PEER_KEYS: Readonly<Record<string, PeerName>> = { direct: 'direct', bare: 'bare proxy', portkey: 'Portkey', ledger: 'llm-ledger', 'ledger-pg': 'llm-ledger on PostgreSQL' };
+/**
+ * How BENCH_GATEWAY_PEERS names them (`ledger`: on its default SQLite log; `ledger-pg`: on a local
+ * PostgreSQL the bench starts; `ledger-base`: another build of llm-ledger, `baselineDist`, on its own
+ * SQLite log, to compare a change with the build before it within one run).
+ */
+export const PEER_KEYS: Readonly<Record<string, PeerName>> = {
+  direct: 'direct',
+  bare: 'bare proxy',
+  portkey: 'Portkey',
+  ledger: 'llm-ledger',
+  'ledger-pg': 'llm-ledger on PostgreSQL',
+  'ledger-base': 'llm-ledger (baseline)',
+};
 
 export interface Target {
   readonly origin: string;
@@ -58,9 +69,15 @@ const PROBE = join(__dirname, '..', 'http', 'service-probe.js');
 
 /**
  * Starts the upstream, the peers named and the load generator; llm-ledger once per worker count in
- * `ledgerWorkers` (default [1]), one after the other on logs of their own.
+ * `ledgerWorkers` (default [1]), one after the other on logs of their own; its baseline, in one
+ * process, from `baselineDist` (a built checkout's `dist` directory).
  */
-export async function startProcesses(options: { readonly peers: ReadonlySet<PeerName>; readonly exposeGc: boolean; readonly ledgerWorkers?: readonly number[] }): Promise<BenchProcesses> {
+export async function startProcesses(options: {
+  readonly peers: ReadonlySet<PeerName>;
+  readonly exposeGc: boolean;
+  readonly ledgerWorkers?: readonly number[];
+  readonly baselineDist?: string;
+}): Promise<BenchProcesses> {
   const logDir = mkdtempSync(join(tmpdir(), 'llm-ledger-gateway-bench-'));
   removeOnExit(logDir);
   const gcFlags = options.exposeGc ? ['--expose-gc'] : [];
@@ -99,6 +116,13 @@ export async function startProcesses(options: { readonly peers: ReadonlySet<Peer
         peers.push(await ledgerPeer('llm-ledger on PostgreSQL', upstream, gcFlags, stoppers, workers, { url, stop: () => server.stop() }));
       }
     }
+    if (wanted('llm-ledger (baseline)')) {
+      peers.push(
+        options.baselineDist === undefined
+          ? { name: 'llm-ledger (baseline)', available: false, reason: 'BENCH_GATEWAY_BASELINE names no build (a dist directory with src/main.js)' }
+          : await ledgerPeer('llm-ledger', upstream, gcFlags, stoppers, 1, undefined, { name: 'llm-ledger (baseline)', distRoot: options.baselineDist }),
+      );
+    }
     const load = await child('load', 'load.child.js');
     return { upstream, load, peers, stop, logDir };
   } catch (error) {
@@ -115,9 +139,16 @@ async function ledgerPeer(
   stoppers: Array<() => Promise<void>>,
   workers: number,
   store?: { readonly url: string; stop(): Promise<void> },
+  build?: { readonly name: PeerName; readonly distRoot: string },
 ): Promise<Peer> {
-  const name: PeerName = workers === 1 ? base : `${base}, ${workers} workers`;
-  const ledger = await startLedger({ upstreamBaseUrl: upstream.baseUrl, nodeFlags: gcFlags, workers, ...(store === undefined ? {} : { store: store.url }) }).catch((error: unknown) => String(error));
+  const name: PeerName = build?.name ?? (workers === 1 ? base : `${base}, ${workers} workers`);
+  const ledger = await startLedger({
+    upstreamBaseUrl: upstream.baseUrl,
+    nodeFlags: gcFlags,
+    workers,
+    ...(store === undefined ? {} : { store: store.url }),
+    ...(build === undefined ? {} : { distRoot: build.distRoot }),
+  }).catch((error: unknown) => String(error));
   if (typeof ledger === 'string') {
     if (store !== undefined) stoppers.push(() => store.stop());
     return { name, available: false, reason: `the service did not start: ${ledger.slice(0, 500)}` };

@@ -35,6 +35,8 @@ export interface ServiceOptions {
   readonly listening?: RegExp;
   /** How long it may take to listen, in ms (default SERVICE_START_TIMEOUT_MS; several workers start in turn). */
   readonly startTimeoutMs?: number;
+  /** The build to run: a `dist` directory with `src/main.js` (default this benchmark's own build). */
+  readonly distRoot?: string;
 }
 
 export class ServiceProcess {
@@ -67,7 +69,7 @@ export class ServiceProcess {
   static async start(options: ServiceOptions = {}): Promise<ServiceProcess> {
     const directory = mkdtempSync(join(tmpdir(), 'llm-ledger-http-bench-'));
     removeOnExit(directory);
-    const distRoot = join(__dirname, '..', '..');
+    const distRoot = options.distRoot ?? join(__dirname, '..', '..');
     // The service's log goes to a file, as to a log collector: a pipe drained by this busy process
     // would fill and make the service buffer (or block on) its own log lines.
     const logPath = join(directory, 'service.log');
