@@ -2,10 +2,10 @@
  * The machine's floor for a durable hold: how long a 4 KiB write and its fsync take on the disk the
  * service's store uses (the system's temporary directory), in milliseconds.
  *
- * Measured two ways, since on this project's machine they differ by about 2 ×: one write after the
+ * Measured two ways, since on this project's machine they differ by 2–3 ×: one write after the
  * other (the floor under load, when the log's fsyncs follow each other closely), and each after a
  * pause of FSYNC_PAUSE_MS with the disk untouched (the floor of a call at low load, whose fsyncs
- * are far apart). The second is what one call alone meets.
+ * are far apart). The second is what one call alone meets (bench/README.md, "The floor of one call").
  */
 import { closeSync, fsyncSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,7 +16,10 @@ import { percentiles, type Percentiles } from './percentiles';
 const FSYNC_SAMPLES = 300;
 /** Writes timed each after a pause (FSYNC_PAUSE_MS each, so about a second in all). */
 const FSYNC_AFTER_PAUSE_SAMPLES = 100;
-/** The pause before each write of the second measurement, in ms: longer than a gateway call's CPU at low load. */
+/**
+ * The pause before each write of the second measurement, in ms: past the 5 ms after which this
+ * machine's fsyncs were already slower, and shorter than the 50 ms between one call's two fsyncs.
+ */
 const FSYNC_PAUSE_MS = 10;
 /** Bytes per write: one SQLite page. */
 const FSYNC_WRITE_BYTES = 4_096;
