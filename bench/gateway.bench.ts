@@ -38,7 +38,7 @@ import { scrapeMetrics, waitUntilQuiet } from './gateway/ledger-gateway';
 import type { LoadResult, LoadSpec } from './gateway/load.child';
 import { requestBody } from './gateway/messages-wire';
 import { PEER_KEYS, startProcesses, type BenchProcesses, type Peer, type PeerName } from './gateway/peers';
-import { bucketsBetween, histogramBuckets, histogramQuantile } from './gateway/percentiles';
+import { bucketsBetween, histogramBuckets, histogramQuantile, round } from './gateway/percentiles';
 import { againstBaseline, baselineDist } from './gateway/against-baseline';
 import { fsyncFloor, type FsyncFloor } from './gateway/fsync-probe';
 import type { PhaseTrace } from './gateway/phase-trace';
@@ -431,10 +431,6 @@ function printAgainstBaseline(rows: readonly GatewayRow[]): void {
       ]),
     ),
   );
-}
-
-function round(value: number): number {
-  return Math.round(value * 1000) / 1000;
 }
 
 if (require.main === module) {

@@ -6,6 +6,8 @@
  */
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import type { PeerName } from './peers';
+import { round } from './percentiles';
 
 /** What the comparison reads of a row of the gateway benchmark. */
 export interface ComparedRow {
@@ -14,7 +16,7 @@ export interface ComparedRow {
   /** The scenario without the round or the concurrency. */
   readonly base: string;
   readonly concurrency: number;
-  readonly peer: string;
+  readonly peer: PeerName;
   readonly available: boolean;
   readonly overheadP50Ms?: number;
   readonly overheadP99Ms?: number;
@@ -22,8 +24,8 @@ export interface ComparedRow {
   readonly peerCpuMsPerCall?: number;
 }
 
-export const BASELINE_PEER = 'llm-ledger (baseline)';
-const THIS_BUILD_PEER = 'llm-ledger';
+const BASELINE_PEER: PeerName = 'llm-ledger (baseline)';
+const THIS_BUILD_PEER: PeerName = 'llm-ledger';
 
 /** This build over the baseline for one measure: each round's ratio (undefined where either is missing) and their median. */
 export interface MeasureAgainstBaseline {
@@ -88,8 +90,4 @@ export function baselineDist(named: string): string {
     if (existsSync(join(candidate, 'src', 'main.js'))) return candidate;
   }
   throw new Error(`BENCH_GATEWAY_BASELINE: no built service under "${named}" (expected dist/src/main.js or src/main.js; run npm run build:service there)`);
-}
-
-function round(value: number): number {
-  return Math.round(value * 1000) / 1000;
 }

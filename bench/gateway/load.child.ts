@@ -9,7 +9,7 @@
 import { Pool } from 'undici';
 import { processUsage } from '../http/process-usage';
 import { serveRequests, type ChildRequest } from './child.protocol';
-import { percentiles, type Percentiles } from './percentiles';
+import { percentiles, round, type Percentiles } from './percentiles';
 import { StreamReader } from './messages-wire';
 
 /** Bounds of one run, whatever it is asked: no run sends more calls or keeps more event samples. */
@@ -117,10 +117,6 @@ async function run(spec: LoadSpec): Promise<LoadResult> {
     ...(spec.stream ? { eventTripMicros: percentiles(trips), eventsPerStream: round(events / Math.max(1, latencies.length)) } : {}),
     clientCpuMsPerCall: round((cpu.user + cpu.system) / 1000 / Math.max(1, latencies.length)),
   };
-}
-
-function round(value: number): number {
-  return Math.round(value * 1000) / 1000;
 }
 
 serveRequests((request: ChildRequest) => {

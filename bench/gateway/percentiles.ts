@@ -74,6 +74,7 @@ export function histogramQuantile(buckets: Buckets, share: number): number {
   return lowerBound;
 }
 
-function round(value: number): number {
+/** To three decimals, as the gateway benchmark quotes every figure. */
+export function round(value: number): number {
   return Math.round(value * 1000) / 1000;
 }

@@ -2,8 +2,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { againstBaseline, baselineDist, median, type ComparedRow } from '../../bench/gateway/against-baseline';
+import type { PeerName } from '../../bench/gateway/peers';
 
-const row = (round: number, peer: string, added: number, callsPerSecond: number, extra: Partial<ComparedRow> = {}): ComparedRow => ({
+const row = (round: number, peer: PeerName, added: number, callsPerSecond: number, extra: Partial<ComparedRow> = {}): ComparedRow => ({
   scenario: `50 ms, not streamed, round ${round}`,
   base: '50 ms, not streamed',
   concurrency: 16,
