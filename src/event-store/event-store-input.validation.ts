@@ -1,11 +1,13 @@
 import {
   AppendOptions,
+  AppendTogetherOptions,
   EventMetadata,
   ExpectedRevision,
   InvalidEventStoreInputError,
   NewEvent,
   ReadAllOptions,
   ReadStreamOptions,
+  StreamAppend,
   SubscribeOptions,
 } from './event-store.port';
 
@@ -175,6 +177,58 @@ export function validateAppend(
     }
   }
   return { streamName: name, expectedRevision, events: validated };
+}
+
+/** One part of an append across streams, validated. */
+export interface ValidatedPart {
+  readonly streamName: string;
+  readonly expectedRevision: ExpectedRevision;
+  readonly events: ValidatedEvent[];
+}
+
+/**
+ * An append across streams (EventStore.appendTogether): each part as `validateAppend` checks one
+ * append, its fields named `parts[i].…`, and the parts together within the bounds of one append
+ * (MAX_EVENTS_PER_APPEND, MAX_APPEND_SIZE_BYTES, no id twice): they are one transaction.
+ */
+export function validateAppendTogether(parts: unknown, options: AppendTogetherOptions | undefined): ValidatedPart[] {
+  if (options !== undefined && (options === null || typeof options !== 'object')) fail('options', `must be an object, got ${describeValue(options)}`);
+  const { acknowledge, onCommitted } = (options ?? {}) as { acknowledge?: unknown; onCommitted?: unknown };
+  if (onCommitted !== undefined && typeof onCommitted !== 'function') fail('options.onCommitted', `must be a function, got ${describeValue(onCommitted)}`);
+  if (acknowledge !== undefined && acknowledge !== 'durable' && acknowledge !== 'committed') {
+    fail('options.acknowledge', `must be 'durable' or 'committed', got ${describeValue(acknowledge)}`);
+  }
+  if (!Array.isArray(parts)) fail('parts', `must be an array, got ${describeValue(parts)}`);
+  if (parts.length === 0) fail('parts', 'must contain at least one part');
+  const validated: ValidatedPart[] = new Array(parts.length);
+  const seenIds = new Map<string, string>();
+  let events = 0;
+  let bytesAtMost = 0;
+  for (let index = 0; index < parts.length; index++) {
+    const field = `parts[${index}]`;
+    const part = parts[index] as Partial<StreamAppend> | null | undefined;
+    if (part === null || typeof part !== 'object') fail(field, `must be an object, got ${describeValue(part)}`);
+    try {
+      validated[index] = validateAppend(part.streamName, part.events, { expectedRevision: part.expectedRevision as ExpectedRevision });
+    } catch (error) {
+      if (!(error instanceof InvalidEventStoreInputError)) throw error;
+      const inner = error.field.replace(/^options\./, '');
+      fail(`${field}.${inner}`, error.message.slice(error.field.length + 2));
+    }
+    validated[index]!.events.forEach((event, at) => {
+      const earlier = seenIds.get(event.id);
+      if (earlier !== undefined) fail(`${field}.events[${at}].id`, `repeats an id already used earlier in the same append, at ${earlier}: ${event.id}`);
+      seenIds.set(event.id, `${field}.events[${at}]`);
+      bytesAtMost += UTF8_BYTES_PER_UTF16_UNIT_AT_MOST * (event.dataJson.length + event.metadataJson.length) + 2 * event.type.length;
+    });
+    events += validated[index]!.events.length;
+  }
+  if (events > MAX_EVENTS_PER_APPEND) fail('parts', `must contain at most ${MAX_EVENTS_PER_APPEND} events in all (MAX_EVENTS_PER_APPEND), got ${events}`);
+  if (bytesAtMost > MAX_APPEND_SIZE_BYTES) {
+    const bytes = validated.reduce((sum, part) => sum + appendSizeBytes(part.events), 0);
+    if (bytes > MAX_APPEND_SIZE_BYTES) fail('parts', `take ${bytes} bytes in all (UTF-8 data and metadata plus twice each type's length), over ${MAX_APPEND_SIZE_BYTES} (MAX_APPEND_SIZE_BYTES)`);
+  }
+  return validated;
 }
 
 /** Most UTF-8 bytes one UTF-16 code unit encodes to (a surrogate pair: 4 bytes for 2 units). */

@@ -110,9 +110,33 @@ export interface Subscription {
   readonly lastPosition: bigint | undefined;
 }
 
+/** One stream's part of an append across streams (EventStore.appendTogether). */
+export interface StreamAppend {
+  readonly streamName: string;
+  readonly events: readonly NewEvent[];
+  /** Checked against the stream as the parts before this one left it (a stream may have several parts). */
+  readonly expectedRevision: ExpectedRevision;
+}
+
+/** How an append across streams is acknowledged: as AppendOptions says of one append, for all its parts at once. */
+export type AppendTogetherOptions = Pick<AppendOptions, 'acknowledge'> & {
+  /** As AppendOptions.onCommitted, with each part's result in the parts' order. */
+  readonly onCommitted?: (results: readonly AppendResult[]) => void;
+};
+
 export interface EventStore {
   /** Appends atomically with optimistic concurrency; throws ConcurrencyError on a revision mismatch. */
   append(streamName: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult>;
+  /**
+   * Appends several parts, to one stream or several, in ONE commit: all of them or none. Each part is
+   * checked against its own expected revision as the parts before it left its stream, and the parts
+   * take their positions in the global log in the order given. The first part that fails fails the
+   * whole (its ConcurrencyError names its stream) and nothing is written. Re-sending the same parts
+   * (same ids, same expected revisions) after an unknown outcome answers the first result, as `append`
+   * does. Absent where the store cannot commit across streams (EventStoreDB before KurrentDB 25.1):
+   * callers then append part by part, in order.
+   */
+  appendTogether?(parts: readonly StreamAppend[], options?: AppendTogetherOptions): Promise<AppendResult[]>;
   /** Events of one stream in revision order; an empty array for a stream that does not exist. */
   readStream(streamName: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
   /** Current revision of a stream, or undefined when it does not exist. */

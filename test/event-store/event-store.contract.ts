@@ -125,10 +125,11 @@ function storeUnderTest(factory: EventStoreFactory): StoreUnderTest {
  * property. Stream names carry a per-test prefix and reads are filtered by it, so the suite also runs
  * against a shared server.
  */
-export function describeEventStoreContract(name: string, factory: EventStoreFactory): void {
+export function describeEventStoreContract(name: string, factory: EventStoreFactory, { acrossStreams = true }: { readonly acrossStreams?: boolean } = {}): void {
   describe(`event store contract: ${name}`, () => {
     const t = storeUnderTest(factory);
     describeExpectedRevisions(t);
+    describeAppendTogether(t, acrossStreams);
     describeRacingWriters(t);
     describeIdempotentAppend(t);
     describeGlobalOrder(t);
@@ -253,6 +254,99 @@ function describeIdempotentAppend(t: StoreUnderTest): void {
 
       expect(replayed).toEqual(original);
       expect(await t.store.readStream(s)).toHaveLength(4);
+    });
+  });
+}
+
+/** EventStore.appendTogether: parts on several streams in one commit, all or nothing. */
+function describeAppendTogether(t: StoreUnderTest, acrossStreams: boolean): void {
+  describe('appending to several streams together', () => {
+    if (!acrossStreams) {
+      it('has no appendTogether, so its callers append part by part', () => {
+        expect(t.store.appendTogether).toBeUndefined();
+      });
+      return;
+    }
+    const together = (...args: Parameters<NonNullable<EventStore['appendTogether']>>) => t.store.appendTogether!(...args);
+
+    it('writes every part in one commit, in the order given, each stream numbered on from the parts before it', async () => {
+      const [a, b] = [t.stream('a'), t.stream('b')];
+      const parts = [
+        { streamName: a, events: [newEvent('First'), newEvent('Second')], expectedRevision: 'no_stream' as const },
+        { streamName: b, events: [newEvent('Beside')], expectedRevision: 'no_stream' as const },
+        { streamName: a, events: [newEvent('Third')], expectedRevision: 1n },
+      ];
+
+      const results = await together(parts);
+
+      expect(results.map((result) => result.nextExpectedRevision)).toEqual([1n, 0n, 2n]);
+      const all = await t.ourEventsSinceBaseline();
+      expect(all.map((event) => [event.streamName, event.type, event.revision])).toEqual([
+        [a, 'First', 0n],
+        [a, 'Second', 1n],
+        [b, 'Beside', 0n],
+        [a, 'Third', 2n],
+      ]);
+      expect(results.map((result) => result.position)).toEqual([all[1]!.position, all[2]!.position, all[3]!.position]);
+      expect(all.every((event, index) => index === 0 || event.position > all[index - 1]!.position)).toBe(true);
+    });
+
+    it('writes nothing when one part’s expected revision is not its stream’s, and names that stream in the ConcurrencyError', async () => {
+      const [a, b] = [t.stream('a'), t.stream('b')];
+      await t.store.append(a, [newEvent()], { expectedRevision: 'no_stream' });
+      const before = await t.ourEventsSinceBaseline();
+
+      await expectConflict(
+        together([
+          { streamName: b, events: [newEvent()], expectedRevision: 'no_stream' },
+          { streamName: a, events: [newEvent()], expectedRevision: 'no_stream' },
+        ]),
+        a,
+        'no_stream',
+        0n,
+      );
+
+      expect(await t.store.streamRevision(b)).toBeUndefined();
+      expect(await t.ourEventsSinceBaseline()).toEqual(before);
+    });
+
+    it('answers a re-sent append (the same ids and expected revisions) with the first result and writes nothing more, so a retry after an unknown outcome cannot write twice', async () => {
+      const [a, b] = [t.stream('a'), t.stream('b')];
+      const parts = [
+        { streamName: a, events: [newEvent(), newEvent()], expectedRevision: 'no_stream' as const },
+        { streamName: b, events: [newEvent()], expectedRevision: 'no_stream' as const },
+      ];
+      const first = await together(parts);
+      const before = await t.ourEventsSinceBaseline();
+
+      expect(await together(parts)).toEqual(first);
+      expect(await t.ourEventsSinceBaseline()).toEqual(before);
+    });
+
+    it.each([
+      { description: 'no parts', parts: () => [], field: 'parts' },
+      { description: 'a part without events', parts: (a: string) => [{ streamName: a, events: [], expectedRevision: 'no_stream' as const }], field: 'parts[0].events' },
+      {
+        description: 'an id used in two parts',
+        parts: (a: string, b: string) => {
+          const event = newEvent();
+          return [
+            { streamName: a, events: [event], expectedRevision: 'no_stream' as const },
+            { streamName: b, events: [{ ...event }], expectedRevision: 'no_stream' as const },
+          ];
+        },
+        field: 'parts[1].events[0].id',
+      },
+      { description: 'a bad expected revision', parts: (a: string) => [{ streamName: a, events: [newEvent()], expectedRevision: -1n }], field: 'parts[0].expectedRevision' },
+    ])('refuses $description with the field named, and writes nothing', async ({ parts, field }) => {
+      const error = await together(parts(t.stream('a'), t.stream('b'))).then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
+
+      expect(error).toBeInstanceOf(InvalidEventStoreInputError);
+      expect((error as InvalidEventStoreInputError).field).toBe(field);
+      expect(await t.ourEventsSinceBaseline()).toEqual([]);
     });
   });
 }

@@ -4,6 +4,7 @@ import { dirname } from 'node:path';
 import {
   AppendOptions,
   AppendResult,
+  AppendTogetherOptions,
   ConcurrencyError,
   EventStore,
   ExpectedRevision,
@@ -12,6 +13,7 @@ import {
   ReadAllOptions,
   ReadStreamOptions,
   RecordedEvent,
+  StreamAppend,
   SubscribeOptions,
   Subscription,
   SubscriptionHandler,
@@ -19,6 +21,7 @@ import {
 import {
   ValidatedEvent,
   validateAppend,
+  validateAppendTogether,
   validateReadAll,
   validateReadStream,
   validateStreamName,
@@ -87,24 +90,32 @@ export const MAX_APPENDS_PER_GROUP_COMMIT = 512;
  */
 export const MAX_EAGER_COMMITS_PER_TURN = 8;
 
-/** An append accepted by `append()` and waiting for the next group commit. */
-interface PendingAppend {
+/** One stream's events of an append, validated. */
+interface AppendPart {
   readonly streamName: string;
   readonly expectedRevision: ExpectedRevision;
   /** How the expected revision is stored on the batch's first row, to recognise a re-append. */
   readonly expectedText: string;
   readonly events: readonly ValidatedEvent[];
+}
+
+/**
+ * An append accepted by `append()` (one part) or `appendTogether()` (its parts, all or none) and
+ * waiting for the next group commit.
+ */
+interface PendingAppend {
+  readonly parts: readonly AppendPart[];
   /** Acknowledged at COMMIT, without waiting for the fsync (AppendOptions.acknowledge 'committed'). */
   readonly onCommit: boolean;
   /** Told at COMMIT when the acknowledgement still waits for the fsync (AppendOptions.onCommitted). */
-  readonly committed: ((result: AppendResult) => void) | undefined;
-  readonly resolve: (result: AppendResult) => void;
+  readonly committed: ((results: AppendResult[]) => void) | undefined;
+  readonly resolve: (results: AppendResult[]) => void;
   readonly reject: (error: unknown) => void;
 }
 
-/** What one append wrote: its events and, in the same order, the positions they were given. */
+/** What one part of an append wrote: its events and, in the same order, the positions they were given. */
 interface WrittenAppend {
-  readonly pending: PendingAppend;
+  readonly pending: AppendPart;
   readonly firstRevision: bigint;
   readonly positions: readonly bigint[];
 }
@@ -387,6 +398,9 @@ export class SqliteEventStore implements EventStore {
   private readonly savepoint: Database.Statement;
   private readonly release: Database.Statement;
   private readonly rollbackToSavepoint: Database.Statement;
+  private readonly togetherSavepoint: Database.Statement;
+  private readonly releaseTogether: Database.Statement;
+  private readonly rollbackTogether: Database.Statement;
   private readonly insertEvent: Database.Statement;
   private readonly selectStreamRevision: Database.Statement;
   private readonly selectEventById: Database.Statement;
@@ -413,6 +427,9 @@ export class SqliteEventStore implements EventStore {
     this.savepoint = db.prepare('SAVEPOINT append_batch');
     this.release = db.prepare('RELEASE append_batch');
     this.rollbackToSavepoint = db.prepare('ROLLBACK TO append_batch');
+    this.togetherSavepoint = db.prepare('SAVEPOINT append_together');
+    this.releaseTogether = db.prepare('RELEASE append_together');
+    this.rollbackTogether = db.prepare('ROLLBACK TO append_together');
     this.insertEvent = db
       .prepare(
         `INSERT INTO events (stream_name, revision, event_id, type, data, metadata, recorded_at_ms, batch_expected_revision)
@@ -453,18 +470,34 @@ export class SqliteEventStore implements EventStore {
     } catch (error) {
       return Promise.reject(error);
     }
-    const expected = input.expectedRevision;
+    const { onCommitted } = options;
     return new Promise<AppendResult>((resolve, reject) => {
       this.queue.push({
-        streamName: input.streamName,
-        expectedRevision: expected,
-        expectedText: typeof expected === 'bigint' ? expected.toString() : expected,
-        events: input.events,
+        parts: [partOf(input)],
         onCommit: options.acknowledge === 'committed',
-        committed: options.onCommitted,
-        resolve,
+        committed: onCommitted === undefined ? undefined : (results) => onCommitted(results[0]!),
+        resolve: (results) => resolve(results[0]!),
         reject,
       });
+      if (!this.flushScheduled) this.scheduleFlush();
+    });
+  }
+
+  /**
+   * Appends the parts in one savepoint of the next group commit: a part that fails (a conflict, a
+   * duplicate id) rolls back every part before it, and the whole fails with that part's error.
+   */
+  appendTogether(parts: readonly StreamAppend[], options: AppendTogetherOptions = {}): Promise<AppendResult[]> {
+    if (this.closed) return Promise.reject(new Error('The event store is closed'));
+    if (this.walSync?.failure !== undefined) return Promise.reject(this.walSync.failure);
+    let input: ReturnType<typeof validateAppendTogether>;
+    try {
+      input = validateAppendTogether(parts, options);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return new Promise<AppendResult[]>((resolve, reject) => {
+      this.queue.push({ parts: input.map(partOf), onCommit: options.acknowledge === 'committed', committed: options.onCommitted, resolve, reject });
       if (!this.flushScheduled) this.scheduleFlush();
     });
   }
@@ -647,7 +680,7 @@ export class SqliteEventStore implements EventStore {
       for (const pending of group) pending.reject(failure);
       return;
     }
-    const outcomes: Array<AppendResult | Error> = new Array(group.length);
+    const outcomes: Array<AppendResult[] | Error> = new Array(group.length);
     const recordedAtMs = Date.now();
     const writtenAppends: WrittenAppend[] = [];
     let written = 0;
@@ -655,7 +688,7 @@ export class SqliteEventStore implements EventStore {
       this.begin.run();
       try {
         for (let index = 0; index < group.length; index++) {
-          const outcome = this.applyAppend(group[index]!, recordedAtMs, writtenAppends);
+          const outcome = this.applyPending(group[index]!, recordedAtMs, writtenAppends);
           outcomes[index] = outcome;
           if (!(outcome instanceof Error)) written++;
         }
@@ -686,8 +719,8 @@ export class SqliteEventStore implements EventStore {
     // Appends that asked for it are told now; the rest, and the listeners, once the fsync returned
     // (those that asked to know of the commit learn of it now).
     const early = group.map((pending, index) => pending.onCommit && !(outcomes[index] instanceof Error));
-    early.forEach((now, index) => now && group[index]!.resolve(outcomes[index] as AppendResult));
-    group.forEach((pending, index) => !early[index] && !(outcomes[index] instanceof Error) && pending.committed?.(outcomes[index] as AppendResult));
+    early.forEach((now, index) => now && group[index]!.resolve(outcomes[index] as AppendResult[]));
+    group.forEach((pending, index) => !early[index] && !(outcomes[index] instanceof Error) && pending.committed?.(outcomes[index] as AppendResult[]));
     const walSync = this.walSync;
     walSync.afterCommit(waitFrom, (durability) => {
       if (durability === undefined) Atomics.store(this.unsynced, 0, walSync.firstUnsynced ?? 0n);
@@ -701,7 +734,7 @@ export class SqliteEventStore implements EventStore {
    */
   private deliver(
     group: readonly PendingAppend[],
-    outcomes: ReadonlyArray<AppendResult | Error>,
+    outcomes: ReadonlyArray<AppendResult[] | Error>,
     written: readonly WrittenAppend[],
     recordedAtMs: number,
     durability?: Error,
@@ -720,10 +753,37 @@ export class SqliteEventStore implements EventStore {
   }
 
   /**
-   * One append inside the group's transaction. Returns the result, or the error that fails this append
-   * alone (its savepoint rolled back); throws only for faults that doom the whole transaction.
+   * One append inside the group's transaction: its one part, or its parts inside a savepoint that the
+   * first failing part rolls back. Returns each part's result, or the error that fails this append
+   * alone; throws only for faults that doom the whole transaction.
    */
-  private applyAppend(pending: PendingAppend, recordedAtMs: number, writtenAppends: WrittenAppend[]): AppendResult | Error {
+  private applyPending(pending: PendingAppend, recordedAtMs: number, writtenAppends: WrittenAppend[]): AppendResult[] | Error {
+    if (pending.parts.length === 1) {
+      const outcome = this.applyAppend(pending.parts[0]!, recordedAtMs, writtenAppends);
+      return outcome instanceof Error ? outcome : [outcome];
+    }
+    const writtenBefore = writtenAppends.length;
+    this.togetherSavepoint.run();
+    const results: AppendResult[] = [];
+    for (const part of pending.parts) {
+      const outcome = this.applyAppend(part, recordedAtMs, writtenAppends);
+      if (outcome instanceof Error) {
+        this.rollbackTogether.run();
+        this.releaseTogether.run();
+        writtenAppends.length = writtenBefore;
+        return outcome;
+      }
+      results.push(outcome);
+    }
+    this.releaseTogether.run();
+    return results;
+  }
+
+  /**
+   * One part inside the group's transaction. Returns the result, or the error that fails it (its
+   * savepoint rolled back); throws only for faults that doom the whole transaction.
+   */
+  private applyAppend(pending: AppendPart, recordedAtMs: number, writtenAppends: WrittenAppend[]): AppendResult | Error {
     const current = this.currentRevision(pending.streamName);
     if (!revisionMatches(pending.expectedRevision, current)) {
       // A retried append whose first attempt committed finds the stream moved on: answer it, not a conflict.
@@ -776,7 +836,7 @@ export class SqliteEventStore implements EventStore {
    * append (same stream, same ids in order, same expected revision), otherwise the error saying what
    * differs. `undefined` when the first id is new.
    */
-  private replayOf(pending: PendingAppend): AppendResult | Error | undefined {
+  private replayOf(pending: AppendPart): AppendResult | Error | undefined {
     const stored = this.storedPlace(pending.events[0]!.id);
     if (stored === undefined) return undefined;
     const mismatch = storedAppendMismatch(pending, stored);
@@ -794,7 +854,7 @@ export class SqliteEventStore implements EventStore {
     return stored === undefined ? undefined : { streamName: stored[0], revision: stored[1], batchExpected: stored[2] };
   }
 
-  private duplicateIdError(pending: PendingAppend, index: number): Error {
+  private duplicateIdError(pending: AppendPart, index: number): Error {
     const id = pending.events[index]!.id;
     return duplicateEventIdError(id, index, this.storedPlace(id));
   }
@@ -841,4 +901,9 @@ export function openSqliteEventStore(options: SqliteEventStoreOptions): SqliteEv
     db.close();
     throw error;
   }
+}
+
+/** A validated append's part, with its expected revision as stored on its first row. */
+function partOf({ streamName, expectedRevision, events }: { readonly streamName: string; readonly expectedRevision: ExpectedRevision; readonly events: readonly ValidatedEvent[] }): AppendPart {
+  return { streamName, expectedRevision, expectedText: typeof expectedRevision === 'bigint' ? expectedRevision.toString() : expectedRevision, events };
 }
