@@ -187,6 +187,17 @@ export interface ValidatedPart {
 }
 
 /**
+ * An input error about one append, as the same error about part `index` of an append across streams
+ * (`events[0].id` becomes `parts[index].events[0].id`, `options.expectedRevision` becomes
+ * `parts[index].expectedRevision`); other errors unchanged.
+ */
+export function inPart<T>(index: number, error: T): T | InvalidEventStoreInputError {
+  if (!(error instanceof InvalidEventStoreInputError)) return error;
+  const inner = error.field.replace(/^options\./, '');
+  return new InvalidEventStoreInputError(`parts[${index}].${inner}`, error.message.slice(error.field.length + 2));
+}
+
+/**
  * An append across streams (EventStore.appendTogether): each part as `validateAppend` checks one
  * append, its fields named `parts[i].…`, and the parts together within the bounds of one append
  * (MAX_EVENTS_PER_APPEND, MAX_APPEND_SIZE_BYTES, no id twice): they are one transaction.
@@ -211,9 +222,7 @@ export function validateAppendTogether(parts: unknown, options: AppendTogetherOp
     try {
       validated[index] = validateAppend(part.streamName, part.events, { expectedRevision: part.expectedRevision as ExpectedRevision });
     } catch (error) {
-      if (!(error instanceof InvalidEventStoreInputError)) throw error;
-      const inner = error.field.replace(/^options\./, '');
-      fail(`${field}.${inner}`, error.message.slice(error.field.length + 2));
+      throw inPart(index, error);
     }
     validated[index]!.events.forEach((event, at) => {
       const earlier = seenIds.get(event.id);
