@@ -17,4 +17,4 @@ afterAll(async () => {
   await server?.stop();
 });
 
-describeEventStoreContract('PostgreSQL (a real server started by the test)', () => openPostgresEventStore({ connectionString: url }), { acrossStreams: false });
+describeEventStoreContract('PostgreSQL (a real server started by the test)', () => openPostgresEventStore({ connectionString: url }));

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
-import { EventStoreUnavailableError, RecordedEvent } from '../../src/event-store/event-store.port';
+import { ConcurrencyError, EventStoreUnavailableError, RecordedEvent } from '../../src/event-store/event-store.port';
 import {
   openPostgresEventStore,
   PostgresAsyncCommitError,
@@ -13,6 +13,9 @@ import { newEvent } from './event-store.contract';
 
 // Real server round trips, and one test stops and starts the server.
 jest.setTimeout(120_000);
+
+/** How often a test looks again for writers waiting on a lock, in ms. */
+const LOCK_POLL_MS = 10;
 
 let server: PostgresTestServer | undefined;
 
@@ -101,6 +104,55 @@ describe('PostgreSQL store: the global order never skips a transaction that comm
     await subscription.stop();
     expect(seen.events.map((event) => event.id)).toEqual([early.id, late.id]);
     expect(await store.headPosition()).toBe(all[1]!.position);
+  });
+});
+
+describe('PostgreSQL store: an append across streams is one transaction, all or nothing', () => {
+  it('lets one of two appendTogether calls racing for the same revision of a shared stream commit, and leaves nothing of the loser, not even its own new stream written before the race', async () => {
+    const url = await freshDatabase();
+    const stores = await Promise.all([openPostgresEventStore({ connectionString: url }), openPostgresEventStore({ connectionString: url })]);
+    try {
+      await stores[0].append('shared', [newEvent()], { expectedRevision: 'no_stream' });
+      const race = await withClient(url, async (blocker) => {
+        // Revision 1 of the shared stream held uncommitted, so both writers reach it and wait there, their own streams written.
+        const held = newEvent();
+        await blocker.query('BEGIN');
+        await blocker.query(`SELECT ledger_append('shared', '0', $1::uuid[], $2::text[], $3::text[], $4::text[])`, [
+          [held.id],
+          [held.type],
+          [JSON.stringify(held.data)],
+          [JSON.stringify(held.metadata)],
+        ]);
+        const racing = Promise.allSettled(
+          stores.map((store, index) =>
+            store.appendTogether!([
+              { streamName: `own-${index}`, events: [newEvent()], expectedRevision: 'no_stream' },
+              { streamName: 'shared', events: [newEvent()], expectedRevision: 0n },
+            ]),
+          ),
+        );
+        while (Number((await blocker.query<{ waiting: string }>('SELECT count(*) AS waiting FROM pg_locks WHERE NOT granted')).rows[0]!.waiting) < 2) {
+          await new Promise((resolve) => setTimeout(resolve, LOCK_POLL_MS));
+        }
+        await blocker.query('ROLLBACK');
+        return racing;
+      });
+
+      const winner = race.findIndex((outcome) => outcome.status === 'fulfilled');
+      const loser = race.findIndex((outcome) => outcome.status === 'rejected');
+      expect([winner, loser].sort()).toEqual([0, 1]);
+      const refusal = (race[loser] as PromiseRejectedResult).reason as ConcurrencyError;
+      expect(refusal).toBeInstanceOf(ConcurrencyError);
+      expect({ streamName: refusal.streamName, actual: refusal.actual }).toEqual({ streamName: 'shared', actual: 1n });
+      expect(await stores[0].streamRevision(`own-${loser}`)).toBeUndefined();
+      expect((await stores[0].readAll()).map((event) => [event.streamName, event.revision])).toEqual([
+        ['shared', 0n],
+        [`own-${winner}`, 0n],
+        ['shared', 1n],
+      ]);
+    } finally {
+      await Promise.all(stores.map((store) => store.close()));
+    }
   });
 });
 

@@ -1,22 +1,28 @@
-import { Pool } from 'pg';
+import { Pool, PoolClient } from 'pg';
 import {
   AppendOptions,
   AppendOutcomeUnknownError,
   AppendResult,
+  AppendTogetherOptions,
   ConcurrencyError,
   EventStore,
   EventStoreUnavailableError,
+  InvalidEventStoreInputError,
   NewEvent,
   ReadAllOptions,
   ReadStreamOptions,
   RecordedEvent,
+  StreamAppend,
   SubscribeOptions,
   Subscription,
   SubscriptionHandler,
 } from '../event-store.port';
 import {
+  inPart,
   ValidatedEvent,
+  ValidatedPart,
   validateAppend,
+  validateAppendTogether,
   validateReadAll,
   validateReadStream,
   validateStreamName,
@@ -90,8 +96,58 @@ interface PostgresAppend {
   readonly events: readonly ValidatedEvent[];
 }
 
-/** The outcome of one call of `ledger_append`: written, or the revision found instead of the expected one. */
-type AppendCall = { readonly result: AppendResult } | { readonly conflict: bigint | undefined } | { readonly raced: true };
+function toPostgresAppend(input: ValidatedPart): PostgresAppend {
+  const expected = input.expectedRevision;
+  return {
+    streamName: input.streamName,
+    expectedRevision: expected,
+    expectedText: typeof expected === 'bigint' ? expected.toString() : expected,
+    events: input.events,
+  };
+}
+
+/**
+ * Why `ledger_append` wrote nothing: the stream's revision was not the expected one, a racing writer
+ * took the next revision first, or an event id is already stored.
+ */
+type AppendRefusal = { readonly conflict: bigint | undefined } | { readonly raced: true } | { readonly duplicateId: true };
+
+/** The outcome of one call of `ledger_append`. */
+type AppendCall = { readonly result: AppendResult } | AppendRefusal;
+
+/** The outcome of the parts of one transaction: each part's result, or the first part refused (nothing written). */
+type PartsOutcome = { readonly results: AppendResult[] } | { readonly refused: AppendRefusal; readonly index: number };
+
+/**
+ * One call of `ledger_append`, on the pool (the call is its own transaction) or on a client inside
+ * one; a unique violation is a refusal, any other failure is thrown.
+ */
+async function callAppend(db: Pool | PoolClient, append: PostgresAppend): Promise<AppendCall> {
+  const events = append.events;
+  try {
+    const { rows } = await db.query<{ outcome: string; last_revision: string | null; last_position: string | null }>({
+      name: 'ledger_append',
+      text: STATEMENTS.append,
+      values: [
+        append.streamName,
+        append.expectedText,
+        events.map((event) => event.id),
+        events.map((event) => event.type),
+        events.map((event) => event.dataJson),
+        events.map((event) => event.metadataJson),
+      ],
+    });
+    const row = rows[0]!;
+    const revision = row.last_revision === null ? undefined : BigInt(row.last_revision);
+    if (row.outcome === 'ok') return { result: { nextExpectedRevision: revision!, position: BigInt(row.last_position!) } };
+    return { conflict: revision };
+  } catch (error) {
+    const constraint = violatedUniqueConstraint(error);
+    if (constraint === 'ledger_events_stream_revision_unique') return { raced: true };
+    if (constraint === 'ledger_events_event_id_unique') return { duplicateId: true };
+    throw error;
+  }
+}
 
 /**
  * The event store port on PostgreSQL (node-postgres). Each append is one call of the `ledger_append`
@@ -106,6 +162,11 @@ type AppendCall = { readonly result: AppendResult } | { readonly conflict: bigin
  * Readers of `$all` (readAll, subscriptions, headPosition) stop below the oldest transaction still
  * running (READ_BOUND_SQL), so an append whose transaction started earlier and commits later is
  * never skipped: it is handed over before anything after it. Stream reads see every commit.
+ *
+ * **Appends across streams** (appendTogether) call `ledger_append` once per part, in order, in one
+ * transaction on one connection: each part is checked against what the parts before it wrote, the
+ * first refusal rolls back the whole, and the parts' events take the one transaction's positions in
+ * the order given. A racing writer on any of their streams waits on the unique index as for one append.
  *
  * **Idempotency**, as in the embedded store: a batch whose first id is stored is answered with the
  * stored append's result when it is exactly that append (same stream, ids in order, expected revision).
@@ -136,73 +197,137 @@ export class PostgresEventStore implements EventStore {
     } catch (error) {
       return Promise.reject(error);
     }
-    const expected = input.expectedRevision;
-    const appending = this.appendValidated({
-      streamName: input.streamName,
-      expectedRevision: expected,
-      expectedText: typeof expected === 'bigint' ? expected.toString() : expected,
-      events: input.events,
-    });
+    return this.track(this.appendParts([toPostgresAppend(input)], false).then((results) => results[0]!));
+  }
+
+  /** One transaction for every part; `acknowledge` is durable either way, and its commit is its acknowledgement (no onCommitted). */
+  appendTogether(parts: readonly StreamAppend[], options?: AppendTogetherOptions): Promise<AppendResult[]> {
+    if (this.closing) return Promise.reject(new Error('The event store is closed'));
+    let input: ValidatedPart[];
+    try {
+      input = validateAppendTogether(parts, options);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.track(this.appendParts(input.map(toPostgresAppend), true));
+  }
+
+  /** Lets close() wait for the append, and announces its end (committed or not) to subscriptions. */
+  private track<T>(appending: Promise<T>): Promise<T> {
     const tracked = appending.catch(() => undefined).finally(() => this.announceChange());
     this.appendsInFlight.add(tracked);
     void tracked.then(() => this.appendsInFlight.delete(tracked));
     return appending;
   }
 
-  private async appendValidated(append: PostgresAppend): Promise<AppendResult> {
+  /**
+   * Appends the parts in one transaction and answers each part's result. A refused part is answered
+   * after the transaction ended (answerRefusal); an `any` / `stream_exists` part that lost a race for
+   * the next revision tries the whole again. `together`: input errors name their part's field.
+   */
+  private async appendParts(parts: readonly PostgresAppend[], together: boolean): Promise<AppendResult[]> {
     try {
       for (let attempt = 1; ; attempt++) {
-        const call = await this.callAppend(append);
-        if ('result' in call) return call.result;
-        const racedAgain = 'raced' in call && attempt < POSTGRES_ANY_REVISION_ATTEMPTS;
-        if (racedAgain && (append.expectedRevision === 'any' || append.expectedRevision === 'stream_exists')) continue;
-        const current = 'conflict' in call ? call.conflict : await this.currentRevision(append.streamName);
-        const replay = await this.replayOf(append);
-        if (replay instanceof Error) throw replay;
-        if (replay !== undefined) return replay;
-        throw new ConcurrencyError(append.streamName, append.expectedRevision, current ?? 'no_stream');
+        const outcome = parts.length === 1 ? await this.appendAlone(parts[0]!) : await this.appendInTransaction(parts);
+        if ('results' in outcome) return outcome.results;
+        const failed = parts[outcome.index]!;
+        const racedAgain = 'raced' in outcome.refused && attempt < POSTGRES_ANY_REVISION_ATTEMPTS;
+        if (racedAgain && (failed.expectedRevision === 'any' || failed.expectedRevision === 'stream_exists')) continue;
+        return await this.answerRefusal(parts, outcome.index, outcome.refused, together);
       }
     } catch (error) {
       if (!isTransientPostgresError(error)) throw error;
+      const first = parts[0]!;
+      const others = parts.length > 1 ? ` and ${parts.length - 1} more part(s)` : '';
       throw new AppendOutcomeUnknownError(
-        append.streamName,
-        append.expectedRevision,
-        `The append to "${append.streamName}" may or may not have committed (${(error as Error).message}); ` +
+        first.streamName,
+        first.expectedRevision,
+        `The append to "${first.streamName}"${others} may or may not have committed (${(error as Error).message}); ` +
           're-send the same events with the same expected revision to find out',
         error,
       );
     }
   }
 
-  /** One call of `ledger_append`; a reused event id is answered here (replay or refusal). */
-  private async callAppend(append: PostgresAppend): Promise<AppendCall> {
-    const events = append.events;
+  /** One part: a single call of `ledger_append` is its own transaction, one round trip. */
+  private async appendAlone(part: PostgresAppend): Promise<PartsOutcome> {
+    const call = await callAppend(this.pool, part);
+    return 'result' in call ? { results: [call.result] } : { refused: call, index: 0 };
+  }
+
+  /**
+   * Several parts in one transaction on one connection, in order: each `ledger_append` checks its part
+   * against the stream as the parts before left it and numbers on after them. The first refusal rolls
+   * back, so nothing of the parts is written.
+   */
+  private async appendInTransaction(parts: readonly PostgresAppend[]): Promise<PartsOutcome> {
+    const client = await this.pool.connect();
+    // The pool stops listening to a client it lent: without a listener, a lost connection would throw.
+    let lost: Error | undefined;
+    const onError = (error: Error): void => {
+      lost ??= error;
+    };
+    client.on('error', onError);
     try {
-      const { rows } = await this.pool.query<{ outcome: string; last_revision: string | null; last_position: string | null }>({
-        name: 'ledger_append',
-        text: STATEMENTS.append,
-        values: [
-          append.streamName,
-          append.expectedText,
-          events.map((event) => event.id),
-          events.map((event) => event.type),
-          events.map((event) => event.dataJson),
-          events.map((event) => event.metadataJson),
-        ],
-      });
-      const row = rows[0]!;
-      const revision = row.last_revision === null ? undefined : BigInt(row.last_revision);
-      if (row.outcome === 'ok') return { result: { nextExpectedRevision: revision!, position: BigInt(row.last_position!) } };
-      return { conflict: revision };
+      await client.query('BEGIN');
+      const results: AppendResult[] = [];
+      for (let index = 0; index < parts.length; index++) {
+        const call = await callAppend(client, parts[index]!);
+        if (!('result' in call)) {
+          await client.query('ROLLBACK');
+          return { refused: call, index };
+        }
+        results.push(call.result);
+      }
+      await client.query('COMMIT');
+      return { results };
     } catch (error) {
-      const constraint = violatedUniqueConstraint(error);
-      if (constraint === 'ledger_events_stream_revision_unique') return { raced: true };
-      if (constraint !== 'ledger_events_event_id_unique') throw error;
-      const replay = await this.replayOf(append);
-      if (replay instanceof Error) throw replay;
-      if (replay !== undefined) return { result: replay };
-      throw await this.duplicateIdError(append);
+      // A failed statement leaves the transaction aborted: end it, or drop a connection that cannot.
+      await client.query('ROLLBACK').catch((rollbackError: Error) => {
+        lost ??= rollbackError;
+      });
+      throw error;
+    } finally {
+      client.removeListener('error', onError);
+      client.release(lost);
     }
+  }
+
+  /**
+   * The answer to parts refused at `index`, once their transaction ended: the stored results when the
+   * parts are a re-sent append already committed, otherwise that part's ConcurrencyError (with the
+   * revision the refusal found, or the racing writer's) or the refusal of its stored event id.
+   */
+  private async answerRefusal(parts: readonly PostgresAppend[], index: number, refused: AppendRefusal, together: boolean): Promise<AppendResult[]> {
+    const name = (at: number, error: Error): Error => (together ? inPart(at, error) : error);
+    const failed = parts[index]!;
+    const current = 'conflict' in refused ? refused.conflict : 'raced' in refused ? await this.currentRevision(failed.streamName) : undefined;
+    const replay = await this.replayOfParts(parts, name);
+    if (replay instanceof Error) throw replay;
+    if (replay !== undefined) return replay;
+    if ('duplicateId' in refused) throw name(index, await this.duplicateIdError(failed));
+    throw new ConcurrencyError(failed.streamName, failed.expectedRevision, current ?? 'no_stream');
+  }
+
+  /**
+   * When the first part's first id is already stored: each part's original result if every part is
+   * exactly a stored append, otherwise the error saying what differs. `undefined` when that id is new.
+   */
+  private async replayOfParts(parts: readonly PostgresAppend[], name: (at: number, error: Error) => Error): Promise<AppendResult[] | Error | undefined> {
+    const results: AppendResult[] = [];
+    for (let index = 0; index < parts.length; index++) {
+      const replay = await this.replayOf(parts[index]!);
+      if (replay instanceof Error) return name(index, replay);
+      if (replay === undefined && index === 0) return undefined;
+      if (replay === undefined) {
+        return new InvalidEventStoreInputError(
+          `parts[${index}].events[0].id`,
+          `${parts[index]!.events[0]!.id} is not stored, but the parts before it are: the parts only partly match a stored append; re-send exactly the original parts, or use new ids`,
+        );
+      }
+      results.push(replay);
+    }
+    return results;
   }
 
   /**
