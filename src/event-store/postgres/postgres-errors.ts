@@ -18,6 +18,12 @@ const TRANSIENT_CLIENT_CODES = new Set([
 /** node-postgres reports a lost connection or a pool wait that timed out by message alone. */
 const TRANSIENT_CLIENT_MESSAGE = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Query read timeout|the database system is (starting up|shutting down|in recovery mode)/i;
 
+/**
+ * SQLSTATE of a transaction the server ended to break a deadlock: it rolled back, so it may be sent
+ * again. Appends across streams that take the same streams in opposite orders can meet this way.
+ */
+export const DEADLOCK_DETECTED_SQLSTATE = '40P01';
+
 /** The code of a driver or server error (SQLSTATE for the server's). */
 export function errorCode(error: unknown): string | undefined {
   const code = (error as { code?: unknown } | null | undefined)?.code;

@@ -29,7 +29,7 @@ import {
   validateSubscribe,
 } from '../event-store-input.validation';
 import { duplicateEventIdError, replayFromStoredRows, storedAppendMismatch, type StoredEventPlace } from '../stored-append-replay';
-import { isTransientPostgresError, violatedUniqueConstraint } from './postgres-errors';
+import { DEADLOCK_DETECTED_SQLSTATE, errorCode, isTransientPostgresError, violatedUniqueConstraint } from './postgres-errors';
 import { migratePostgresSchema } from './postgres-schema.migrations';
 import { POSTGRES_NOTIFY_CHANNEL, PostgresChangeListener, PostgresSubscription } from './postgres-subscription';
 
@@ -40,6 +40,7 @@ export const POSTGRES_CONNECT_TIMEOUT_MS = 5_000;
 /**
  * Attempts of an `any` / `stream_exists` append that lost a race for the next revision (another
  * writer took it between the check and the insert): those expect no revision, so they try again.
+ * Also the attempts of an append the server rolled back to break a deadlock.
  */
 export const POSTGRES_ANY_REVISION_ATTEMPTS = 16;
 /** Bits of a position below the writing transaction's id: the event's index within the transaction. */
@@ -223,12 +224,17 @@ export class PostgresEventStore implements EventStore {
   /**
    * Appends the parts in one transaction and answers each part's result. A refused part is answered
    * after the transaction ended (answerRefusal); an `any` / `stream_exists` part that lost a race for
-   * the next revision tries the whole again. `together`: input errors name their part's field.
+   * the next revision, or a deadlock, tries the whole again. `together`: input errors name their part's field.
    */
   private async appendParts(parts: readonly PostgresAppend[], together: boolean): Promise<AppendResult[]> {
     try {
       for (let attempt = 1; ; attempt++) {
-        const outcome = parts.length === 1 ? await this.appendAlone(parts[0]!) : await this.appendInTransaction(parts);
+        const outcome = await (parts.length === 1 ? this.appendAlone(parts[0]!) : this.appendInTransaction(parts)).catch((error: unknown) => {
+          // Rolled back by the server, so nothing of it committed: sent again, it meets the winner's commit.
+          if (errorCode(error) === DEADLOCK_DETECTED_SQLSTATE && attempt < POSTGRES_ANY_REVISION_ATTEMPTS) return undefined;
+          throw error;
+        });
+        if (outcome === undefined) continue;
         if ('results' in outcome) return outcome.results;
         const failed = parts[outcome.index]!;
         const racedAgain = 'raced' in outcome.refused && attempt < POSTGRES_ANY_REVISION_ATTEMPTS;
