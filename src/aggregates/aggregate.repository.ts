@@ -1,14 +1,16 @@
 import { newEventId } from '../event-store/event-id.generator';
 import {
-  AppendOptions,
   AppendOutcomeUnknownError,
   AppendResult,
+  AppendTogetherOptions,
   ConcurrencyError,
   EventMetadata,
   EventStore,
+  ExpectedRevision,
   InvalidEventStoreInputError,
   NewEvent,
   RecordedEvent,
+  StreamAppend,
 } from '../event-store/event-store.port';
 import { crossesSnapshotPoint, readLatestSnapshot, writeSnapshot, type SnapshotCodec } from './aggregate-snapshots';
 import { appendTimingChannel } from '../domain/timing.channels';
@@ -61,6 +63,25 @@ export interface CommandContext {
    * acts. Applies when every command of the batch asks for it.
    */
   readonly acknowledgeOnCommit?: boolean;
+}
+
+/**
+ * Another stream written in the same commit as a command (`handleAlongside`): `before` is decided on
+ * it and written just before the command's events, `after` just after them, and nothing of it is
+ * written when the command is refused.
+ */
+export interface Alongside<Command, State> {
+  readonly streamName: string;
+  readonly decider: AggregateDecider<Command, DomainEvent, State>;
+  readonly before: readonly CommandStep<Command, State>[];
+  readonly after?: readonly CommandStep<Command, State>[];
+  /** Its events' correlation and causation; `newStream` as for a command. */
+  readonly context?: CommandContext;
+}
+
+/** What `handleAlongside` did: the command's outcome, and the other stream as it left it. */
+export interface HandledAlongside<Event, State, AlongsideState> extends Handled<Event, State> {
+  readonly alongside: Loaded<AlongsideState>;
 }
 
 /** Every event is written at this schema version until an upcaster says otherwise. */
@@ -170,24 +191,59 @@ export class AggregateRepository {
     steps: readonly CommandStep<Command, State>[],
     context: CommandContext = {},
   ): Promise<Handled<Event, State>> {
-    return this.decideAndAppend(
-      streamName,
-      decider,
-      (initial) => {
-        const events: Event[] = [];
-        let state = initial;
-        for (const step of steps) {
-          const command = typeof step === 'function' ? (step as (state: State) => Command | undefined)(state) : step;
-          if (command === undefined) continue;
-          for (const event of decider.decide(command, state)) {
-            events.push(event);
-            state = decider.evolve(state, event);
-          }
-        }
-        return events;
-      },
-      context,
-    );
+    return this.decideAndAppend(streamName, decider, (initial) => decideSteps(decider, initial, steps).events as Event[], context);
+  }
+
+  /**
+   * Decides `command` on its stream as `handle` does, and writes it in ONE commit with the `before`
+   * and `after` steps of another stream (EventStore.appendTogether): all of it or nothing, in the
+   * order before, command, after. `command` may be a function of the other stream's state after
+   * `before` (a settlement that charges what the other stream settled at). The other stream's steps
+   * are decided first, on its cached state (or, `newStream`, its initial state), and checked by the
+   * commit's expected revision; when another writer moved it on, they are decided again on it as
+   * read. A command refused (thrown) writes nothing of either.
+   *
+   * A store that cannot commit across streams gets the same appends in sequence: `before` (answered
+   * at its commit), the command (at its commit when `after` follows), `after`. A refusal then leaves
+   * `before` written, so the caller's next steps must not assume either way.
+   */
+  async handleAlongside<Command, Event extends DomainEvent, State, OtherCommand, OtherState>(
+    streamName: string,
+    decider: AggregateDecider<Command, Event, State>,
+    command: Command | ((other: OtherState) => Command),
+    alongside: Alongside<OtherCommand, OtherState>,
+    context: CommandContext = {},
+  ): Promise<HandledAlongside<Event, State, OtherState>> {
+    const commandOn = (other: OtherState): Command => (typeof command === 'function' ? (command as (other: OtherState) => Command)(other) : command);
+    const other = alongside.context ?? {};
+    const after = alongside.after ?? [];
+    if (this.store.appendTogether === undefined) {
+      const before = alongside.before.length > 0 ? await this.handleAll(alongside.streamName, alongside.decider, alongside.before, { ...other, acknowledgeOnCommit: true }) : await this.current(alongside.streamName, alongside.decider, other.newStream === true);
+      const handled = await this.handle(streamName, decider, commandOn(before.state), after.length > 0 ? { ...context, acknowledgeOnCommit: true } : context);
+      const done = after.length > 0 ? await this.handleAll(alongside.streamName, alongside.decider, after, { ...other, newStream: false }) : before;
+      return { ...handled, alongside: { state: done.state, revision: done.revision } };
+    }
+    for (let conflicts = 0; ; conflicts++) {
+      const start = conflicts === 0 ? await this.current(alongside.streamName, alongside.decider, other.newStream === true) : await this.load(alongside.streamName, alongside.decider);
+      const before = decideSteps(alongside.decider, start.state, alongside.before);
+      const then = decideSteps(alongside.decider, before.state, after);
+      const written = before.events.length + then.events.length;
+      const companion: Companion = {
+        streamName: alongside.streamName,
+        expectedRevision: start.revision ?? 'no_stream',
+        before: before.events.map((event) => toNewEvent(event, other, this.upcasters?.currentVersion(event.type))),
+        after: then.events.map((event) => toNewEvent(event, other, this.upcasters?.currentVersion(event.type))),
+        loaded: { state: then.state, revision: written === 0 ? start.revision : (start.revision ?? -1n) + BigInt(written) },
+      };
+      const decide = (state: State): readonly Event[] => decider.decide(commandOn(before.state), state);
+      try {
+        const handled = await this.decideAndAppend(streamName, decider, decide, context, written === 0 ? undefined : companion);
+        return { ...handled, alongside: companion.loaded as Loaded<OtherState> };
+      } catch (error) {
+        if (!(error instanceof ConcurrencyError) || error.streamName !== alongside.streamName || conflicts >= MAX_CONFLICT_RETRIES) throw error;
+        if (error.actual === 'no_stream' || (start.revision !== undefined && error.actual < start.revision)) this.cache.delete(alongside.streamName);
+      }
+    }
   }
 
   private decideAndAppend<Command, Event extends DomainEvent, State>(
@@ -195,9 +251,10 @@ export class AggregateRepository {
     decider: AggregateDecider<Command, Event, State>,
     decide: (state: State) => readonly Event[],
     context: CommandContext,
+    companion?: Companion,
   ): Promise<Handled<Event, State>> {
     return new Promise((resolve, reject) => {
-      const entry = { decide, context, resolve, reject } as QueuedDecision<unknown, unknown>;
+      const entry = { decide, context, companion, resolve, reject } as QueuedDecision<unknown, unknown>;
       const queue = this.queues.get(streamName);
       if (queue !== undefined) {
         queue.push(entry);
@@ -245,38 +302,45 @@ export class AggregateRepository {
    * included; a batch that appends nothing (only refusals or no-ops) is decided again on the stream
    * as read, and only that answer stands. A conflict decides the whole batch again on the stream as
    * read, up to MAX_CONFLICT_RETRIES.
+   *
+   * Decisions with a companion (handleAlongside) that stand bring its events into the same commit
+   * (EventStore.appendTogether): every companion's `before` part, then the batch's events, then
+   * every companion's `after` part. A companion whose stream moved on fails its own decision alone
+   * (removed from `batch`), and the rest are decided again on the same state.
    */
   private async decideBatch<Command, Event extends DomainEvent, State>(
     streamName: string,
     decider: AggregateDecider<Command, Event, State>,
-    batch: readonly QueuedDecision<Event, State>[],
+    batch: QueuedDecision<Event, State>[],
   ): Promise<void> {
     let fresh = batch.some((entry) => entry.context.refresh === true);
     const newStream = batch.every((entry) => entry.context.newStream === true);
     for (let conflicts = 0; ; ) {
       const { state, revision } = fresh ? await this.load(streamName, decider) : await this.current(streamName, decider, newStream);
       const { decided, after } = decideInOrder(decider, state, batch);
-      const events = decided.flatMap((outcome) => ('events' in outcome ? outcome.events : []));
+      const events = decided.flatMap((outcome, index) =>
+        'events' in outcome ? outcome.events.map((event) => toNewEvent(event, batch[index]!.context, this.upcasters?.currentVersion(event.type))) : [],
+      );
+      const companions = batch.flatMap((entry, index) => (entry.companion !== undefined && 'events' in decided[index]! ? [entry.companion] : []));
       if (events.length === 0 && !fresh) {
         fresh = true;
         continue;
       }
-      if (events.length === 0) return settleBatch(batch, decided, revision);
+      if (events.length === 0 && companions.length === 0) return settleBatch(batch, decided, revision);
       try {
         const appendStartedAt = performance.now();
-        const { result, durable } = await this.appendUntilCommitted(
-          streamName,
-          decided.flatMap((outcome, index) =>
-            'events' in outcome ? outcome.events.map((event) => toNewEvent(event, batch[index]!.context, this.upcasters?.currentVersion(event.type))) : [],
-          ),
-          { expectedRevision: revision ?? 'no_stream', ...(batch.every((entry) => entry.context.acknowledgeOnCommit === true) ? { acknowledge: 'committed' as const } : {}) },
-        );
-        const next = { state: after, revision: result.nextExpectedRevision };
-        this.remember(streamName, next);
-        const codec = decider.snapshot;
-        if (codec !== undefined && crossesSnapshotPoint(revision, next.revision, codec.everyEvents)) {
-          writeSnapshot(this.store, streamName, codec, next.state, next.revision);
+        const options: AppendTogetherOptions = batch.every((entry) => entry.context.acknowledgeOnCommit === true) ? { acknowledge: 'committed' } : {};
+        const own: StreamAppend | undefined = events.length === 0 ? undefined : { streamName, events, expectedRevision: revision ?? 'no_stream' };
+        const { result, durable } = await this.appendBatch(streamName, own, companions, options);
+        if (result !== undefined) {
+          const next = { state: after, revision: result.nextExpectedRevision };
+          this.remember(streamName, next);
+          const codec = decider.snapshot;
+          if (codec !== undefined && crossesSnapshotPoint(revision, next.revision, codec.everyEvents)) {
+            writeSnapshot(this.store, streamName, codec, next.state, next.revision);
+          }
         }
+        for (const companion of companions) this.remember(companion.streamName, companion.loaded);
         const answer = (only?: (entry: QueuedDecision<Event, State>) => boolean): void => {
           if (appendTimingChannel.hasSubscribers) appendTimingChannel.publish({ durationMs: performance.now() - appendStartedAt });
           settleBatch(batch, decided, revision, only);
@@ -294,6 +358,12 @@ export class AggregateRepository {
         return;
       } catch (error) {
         if (!(error instanceof ConcurrencyError)) throw error;
+        if (error.streamName !== streamName) {
+          // A companion's stream moved on: its decision fails alone (handleAlongside decides it again).
+          if (!failCompanionsOf(batch, error)) throw error;
+          if (batch.length === 0) return;
+          continue;
+        }
         if (fresh && ++conflicts > MAX_CONFLICT_RETRIES) throw error;
         fresh = true;
         // The stream only grows, so the cached state stays a valid prefix to read on from; a stream
@@ -304,20 +374,34 @@ export class AggregateRepository {
   }
 
   /**
-   * Appends, and returns once the append is committed: with `durable` (what says it is on disk) when
-   * the store told the commit before its acknowledgement (AppendOptions.onCommitted), so the stream's
-   * next batch need not wait for this one's fsync; without it once the acknowledgement came.
+   * Appends a batch's own events on `streamName` (`own`, absent when it decided none) with its
+   * companions' parts when it has any, in one commit; returns once committed, with the own part's result.
    */
-  private appendUntilCommitted(streamName: string, events: readonly NewEvent[], options: AppendOptions): Promise<{ result: AppendResult; durable?: Promise<AppendResult> }> {
+  private async appendBatch(streamName: string, own: StreamAppend | undefined, companions: readonly Companion[], options: AppendTogetherOptions): Promise<{ result?: AppendResult; durable?: Promise<unknown> }> {
+    if (companions.length === 0) {
+      const { events, expectedRevision } = own!;
+      return this.appendUntilCommitted<AppendResult>(streamName, (onCommitted) => this.store.append(streamName, events, { ...options, expectedRevision, onCommitted }));
+    }
+    const parts = partsWith(own, companions);
+    const { result, durable } = await this.appendUntilCommitted<readonly AppendResult[]>(streamName, (onCommitted) => this.store.appendTogether!(parts, { ...options, onCommitted }));
+    return { ...(own === undefined ? {} : { result: result[parts.indexOf(own)]! }), ...(durable === undefined ? {} : { durable }) };
+  }
+
+  /**
+   * Appends (`send`, given the store's commit callback), and returns once the append is committed:
+   * with `durable` (what says it is on disk) when the store told the commit before its
+   * acknowledgement (AppendOptions.onCommitted), so the stream's next batch need not wait for this
+   * one's fsync; without it once the acknowledgement came.
+   */
+  private appendUntilCommitted<Result>(streamName: string, send: (onCommitted: (result: Result) => void) => Promise<Result>): Promise<{ result: Result; durable?: Promise<Result> }> {
     return new Promise((resolve, reject) => {
       let committed = false;
-      const durable: Promise<AppendResult> = this.appendSettlingUnknownOutcome(streamName, events, {
-        ...options,
-        onCommitted: (result) => {
+      const durable: Promise<Result> = this.appendSettlingUnknownOutcome(streamName, () =>
+        send((result) => {
           committed = true;
           resolve({ result, durable });
-        },
-      });
+        }),
+      );
       durable.then(
         (result) => committed || resolve({ result }),
         (error: unknown) => committed || reject(error),
@@ -333,10 +417,10 @@ export class AggregateRepository {
    * decision twice. Still unknown after MAX_UNKNOWN_OUTCOME_RETRIES: the cached state is dropped (the
    * next command reads the stream) and the error goes to the caller.
    */
-  private async appendSettlingUnknownOutcome(streamName: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
+  private async appendSettlingUnknownOutcome<Result>(streamName: string, send: () => Promise<Result>): Promise<Result> {
     for (let retry = 0; ; retry++) {
       try {
-        return await this.store.append(streamName, events, options);
+        return await send();
       } catch (error) {
         if (!(error instanceof AppendOutcomeUnknownError)) throw error;
         if (retry >= MAX_UNKNOWN_OUTCOME_RETRIES) {
@@ -381,8 +465,57 @@ export class AggregateRepository {
 interface QueuedDecision<Event, State> {
   readonly decide: (state: State) => readonly Event[];
   readonly context: CommandContext;
+  /** Another stream's events written in the same commit when this decision stands (handleAlongside). */
+  readonly companion?: Companion;
   readonly resolve: (handled: Handled<Event, State>) => void;
   readonly reject: (error: unknown) => void;
+}
+
+/** A companion of a decision (handleAlongside): its stream's parts, decided, and the stream as they leave it. */
+interface Companion {
+  readonly streamName: string;
+  readonly expectedRevision: ExpectedRevision;
+  readonly before: readonly NewEvent[];
+  readonly after: readonly NewEvent[];
+  readonly loaded: Loaded<unknown>;
+}
+
+/** Rejects and removes from `batch` the decisions whose companion's stream `conflict` names; false when none has. */
+function failCompanionsOf<Event, State>(batch: QueuedDecision<Event, State>[], conflict: ConcurrencyError): boolean {
+  const lost = batch.filter((entry) => entry.companion?.streamName === conflict.streamName);
+  for (const entry of lost) {
+    entry.reject(conflict);
+    batch.splice(batch.indexOf(entry), 1);
+  }
+  return lost.length > 0;
+}
+
+/** The parts of one commit: every companion's `before`, the batch's own events, every companion's `after`. */
+function partsWith(own: StreamAppend | undefined, companions: readonly Companion[]): StreamAppend[] {
+  const parts: StreamAppend[] = [];
+  for (const { streamName, expectedRevision, before } of companions) if (before.length > 0) parts.push({ streamName, events: before, expectedRevision });
+  if (own !== undefined) parts.push(own);
+  for (const { streamName, expectedRevision, before, after } of companions) {
+    if (after.length === 0) continue;
+    const afterBefore = before.length === 0 ? expectedRevision : (expectedRevision === 'no_stream' ? -1n : (expectedRevision as bigint)) + BigInt(before.length);
+    parts.push({ streamName, events: after, expectedRevision: afterBefore });
+  }
+  return parts;
+}
+
+/** Commands decided in order on `initial`, each on the state the ones before it led to: their events and the state after. */
+function decideSteps<Command, State>(decider: AggregateDecider<Command, DomainEvent, State>, initial: State, steps: readonly CommandStep<Command, State>[]): { events: DomainEvent[]; state: State } {
+  const events: DomainEvent[] = [];
+  let state = initial;
+  for (const step of steps) {
+    const command = typeof step === 'function' ? (step as (state: State) => Command | undefined)(state) : step;
+    if (command === undefined) continue;
+    for (const event of decider.decide(command, state)) {
+      events.push(event);
+      state = decider.evolve(state, event);
+    }
+  }
+  return { events, state };
 }
 
 /** One decision of a batch: its events and the state after them, or the error it threw. */
