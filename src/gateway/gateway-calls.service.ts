@@ -21,6 +21,7 @@ import { INSTANCE_LEASE, type LeaseHolder } from '../invocations/instance-lease'
 import { closeAndSettle, estimate, placeHold, refuseEstimate, reserveAndDispatch, settleHold, type LifecycleStep } from '../invocations/invocation-lifecycle';
 import { invocationDecider } from '../invocations/invocation.decider';
 import { invocationStreamName } from '../invocations/invocation.events';
+import type { InvocationState } from '../invocations/invocation.state';
 import { invocationIdFor } from '../invocations/invocation-ids';
 import type { Clock } from '../runtime';
 import {
@@ -188,17 +189,23 @@ export class GatewayCalls implements GatewayAccounting {
     // Read so that nothing upstream sent can make it throw: unpriceable usage is unknown usage.
     const { attempt, end } = gatewayAttemptEnd(outcome, current.publication!);
     const at = isoAt(this.clock);
-    // One disk wait for both appends: the account's settlement below is durable, and a log that keeps
-    // it keeps this earlier commit (docs/gateway.md "Settlement", "One disk wait").
-    const settled =
-      current.status === 'settled'
-        ? current
-        : (await this.repository.handleAll(stream, invocationDecider, closeAndSettle(end, at, attempt), { ...context, acknowledgeOnCommit: true })).state;
-    if (requestId !== undefined) markGatewayPhase(requestId, 'invocation_settled');
+    // The invocation's result and settlement, and the hold's, in one commit (docs/gateway.md
+    // "Settlement", "One commit for each side of the call"); an invocation already settled (an earlier
+    // try, or recovery) is not settled again, and then only its hold is.
+    const closing = closeAndSettle(end, at, attempt).map((step): LifecycleStep => (state) => {
+      if (state.status === 'settled') return undefined;
+      return typeof step === 'function' ? step(state) : step;
+    });
     // Reported usage trues up the key's tokens per minute; unknown usage (or a settlement at the hold by recovery) keeps the worst case counted.
-    const tokens = attempt.usage === undefined || settled.settlement?.settledBy !== 'runtime' ? undefined : reportedTokens(attempt.usage);
+    const tokensOf = (settled: InvocationState) => (attempt.usage === undefined || settled.settlement?.settledBy !== 'runtime' ? undefined : reportedTokens(attempt.usage));
     const account = accountStreamName(admission.organizationId);
-    const released = await this.repository.handle(account, accountDecider, settleHold(admission.invocationId, settled, at, undefined, tokens), context);
+    const released = await this.repository.handleAlongside(
+      account,
+      accountDecider,
+      (settled: InvocationState) => settleHold(admission.invocationId, settled, at, undefined, tokensOf(settled)),
+      { streamName: stream, decider: invocationDecider, before: current.status === 'settled' ? [] : closing, context },
+      context,
+    );
     if (released.events.length > 0) this.provedCurrent(account, this.clock.now());
     if (requestId !== undefined) markGatewayPhase(requestId, 'hold_settled');
     this.repository.forget(stream);
@@ -258,37 +265,36 @@ export class GatewayCalls implements GatewayAccounting {
     const invocationId = this.newInvocationId(organizationId);
     const streamName = invocationStreamName(invocationId);
     const context: CommandContext = { correlationId: invocationId, newStream: true };
-    const invoke = (steps: readonly LifecycleStep[], onCommit = false) =>
-      this.repository.handleAll(streamName, invocationDecider, steps, onCommit ? { ...context, acknowledgeOnCommit: true } : context);
     const at = isoAt(this.clock);
     // The caller's attribution (docs/gateway.md "Who spent it"): opaque, bounded, never body text.
     const attribution = { ...(facts.userId === undefined ? {} : { userId: facts.userId }), ...(tags.length === 0 ? {} : { tags }) };
     const gateway = { keyId: key.keyId, keyName: key.name, model: card.model, rateCardVersion: card.version, stream, ...(key.teamId === undefined ? {} : { teamId: key.teamId }), ...attribution };
     const owner = this.lease?.leaseId === undefined ? {} : { ownerLeaseId: this.lease.leaseId };
-    await invoke([estimate({ invocationId, operationId: GATEWAY_OPERATION_ID, organizationId, publication: publicationOf(card, holdCredits), gateway, ...owner }, at)], true);
-    markGatewayPhase(requestId, 'estimated');
+    const estimated = estimate({ invocationId, operationId: GATEWAY_OPERATION_ID, organizationId, publication: publicationOf(card, holdCredits), gateway, ...owner }, at);
     try {
-      await this.repository.handle(
+      // The estimate, the hold (the key's limits checked in the same decision), the reservation and
+      // the dispatch in one durable commit: nothing goes upstream before it, and no crash leaves a
+      // part of it (docs/gateway.md "One commit for each side of the call").
+      await this.repository.handleAlongside(
         accountStreamName(organizationId),
         accountDecider,
         placeHold(invocationId, holdCredits, at, { gatewayKey: { keyId: key.keyId, period: '' }, gatewayCall: { model: card.model, maxTokens: facts.maxTokens, tokens, keyHash } }),
-        // The estimate and the hold need not be on disk on their own: the dispatch below is, and a
-        // log that keeps it keeps both (nothing goes upstream before it).
-        { correlationId: invocationId, acknowledgeOnCommit: true },
+        { streamName, decider: invocationDecider, before: [estimated], after: reserveAndDispatch(at), context },
+        { correlationId: invocationId },
       );
       // Appended at its expected revision: the cached account was the stream's a moment ago.
       this.provedCurrent(accountStreamName(organizationId), this.clock.now());
-      markGatewayPhase(requestId, 'hold_decided');
     } catch (error) {
       // Revoked between the key check and the hold: nothing is held, and the estimate is refused at once (transition 1).
       const revoked = error instanceof UnknownGatewayKeyError;
       if (!revoked && !(error instanceof AdmissionRefusedError)) throw error;
       const refused: AdmissionRefusal = revoked ? { reason: 'key_revoked', figures: { keyId: key.keyId } } : (error as AdmissionRefusedError).refusal;
-      await invoke([refuseEstimate(refused, isoAt(this.clock))]);
+      // A store that commits across streams wrote nothing yet; one that cannot wrote the estimate.
+      const estimateUnlessWritten: LifecycleStep = (state) => (state.status === 'initial' ? estimated : undefined);
+      await this.repository.handleAll(streamName, invocationDecider, [estimateUnlessWritten, refuseEstimate(refused, isoAt(this.clock))], context);
       this.repository.forget(streamName);
       return revoked ? { ...INVALID_KEY, invocationId } : refusalOfAccount((error as AdmissionRefusedError).refusal, invocationId, key);
     }
-    await invoke(reserveAndDispatch(at));
     markGatewayPhase(requestId, 'durable');
     return { admitted: true, invocationId, organizationId, keyId: key.keyId, holdCredits, attemptTimeoutMs: card.attemptTimeoutMs };
   }

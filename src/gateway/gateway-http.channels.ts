@@ -87,25 +87,21 @@ export function publishGatewayAttempt(admission: Extract<GatewayAdmission, { adm
 
 /**
  * Where an admitted Messages call is, in order (bench/README.md "Where the 21 ms go"): arrived (the
- * request's first hook), its body read, its key found on the account, estimated (the invocation's
- * first append, committed), its hold decided (the account's append, committed), durable (reserved and
- * dispatched, fsynced), handed to the upstream pool, its request written to a socket, upstream's first
- * byte, upstream ended, its settlement begun, the invocation settled, the hold settled, the caller
- * done. A refused call stops where it was refused.
+ * request's first hook), its body read, its key found on the account, durable (estimated, held,
+ * reserved and dispatched in one commit, fsynced), handed to the upstream pool, its request written to
+ * a socket, upstream's first byte, upstream ended, its settlement begun, the invocation and its hold
+ * settled (one commit), the caller done. A refused call stops where it was refused.
  */
 export const GATEWAY_PHASES = [
   'arrived',
   'body_read',
   'key_checked',
-  'estimated',
-  'hold_decided',
   'durable',
   'upstream_sent',
   'upstream_written',
   'first_byte',
   'upstream_ended',
   'settling',
-  'invocation_settled',
   'hold_settled',
   'caller_done',
 ] as const;

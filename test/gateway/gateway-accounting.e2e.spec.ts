@@ -46,10 +46,11 @@ describe('gateway calls are admitted at their worst-case hold and settled at Ant
   /** Admits a call and, right after its key check (its first append is the estimate), changes the key with `change`. */
   const admitChangingKeyBeforeHold = async (key: string, change: () => PromiseLike<unknown>): Promise<GatewayAdmission> => {
     const repository = ledger.app.get(AggregateRepository);
-    const handleAll = repository.handleAll.bind(repository);
-    const spy = jest.spyOn(repository, 'handleAll').mockImplementationOnce(async (...args: Parameters<AggregateRepository['handleAll']>) => {
+    // The hold's commit (with the estimate, the reservation and the dispatch) is the call's first append.
+    const handleAlongside = repository.handleAlongside.bind(repository);
+    const spy = jest.spyOn(repository, 'handleAlongside').mockImplementationOnce(async (...args: Parameters<AggregateRepository['handleAlongside']>) => {
       await change();
-      return handleAll(...args);
+      return handleAlongside(...args);
     });
     try {
       return await accounting.admit({ presentedKey: key, facts: facts(), requestId: 'r' });

@@ -1,11 +1,13 @@
 /**
- * A gateway call across a power loss on the embedded store (docs/gateway.md "One disk wait"): the
- * steps before the dispatch's append and the invocation's settlement are acknowledged at commit, the
- * dispatch and the account's settlement on disk. One WAL keeps commits in order, so what a power loss
- * leaves is a prefix of the commit order that holds every append acknowledged durable. This replays
- * every prefix of one call's appends into a fresh log, runs the sweep on it a day later, and checks that
- * nothing stays held, that the charge is the call's price once its settlement is in the log and its
- * hold when it went upstream without one, and that `audit verify`'s checks (auditLedger) pass on each.
+ * A gateway call across a power loss (docs/gateway.md "One commit for each side of the call"): on a
+ * store that commits across streams, one durable commit before the dispatch and one for the
+ * settlement; on one that cannot (EventStoreDB), the same events in appends in a row, the earlier
+ * ones of each side acknowledged at commit and its last on disk. A log keeps commits in order, so
+ * what a power loss leaves is a prefix of the commit order that holds every append acknowledged
+ * durable. This replays every prefix of one call's appends into a fresh log, runs the sweep on it a
+ * day later, and checks that nothing stays held, that the charge is the call's price once its
+ * settlement is in the log and its hold when it went upstream without one, and that `audit verify`'s
+ * checks (auditLedger) pass on each.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,7 +17,7 @@ import { accountStreamName } from '../../src/accounts/account.events';
 import { heldCredits } from '../../src/accounts/account.state';
 import { AggregateRepository } from '../../src/aggregates/aggregate.repository';
 import { auditLedger } from '../../src/cli/ledger-audit';
-import type { AppendOptions, AppendResult, EventStore, NewEvent } from '../../src/event-store/event-store.port';
+import type { AppendResult, AppendTogetherOptions, EventStore, StreamAppend } from '../../src/event-store/event-store.port';
 import { openEventStore } from '../../src/event-store/open-event-store';
 import type { GatewayAdmission, GatewayCallOutcome, MessagesBodyFacts } from '../../src/gateway/gateway-call.port';
 import { GatewayAdmin } from '../../src/gateway/gateway-admin.service';
@@ -42,20 +44,31 @@ const A_DAY_MS = 86_400_000;
 const STALE_AFTER_MS = 60_000;
 type Admitted = Extract<GatewayAdmission, { admitted: true }>;
 
-/** One append as the store was asked for it. */
+/** One append (one part) or one append across streams, as the store was asked for it. */
 interface Append {
-  readonly streamName: string;
-  readonly events: readonly NewEvent[];
-  readonly options: AppendOptions;
+  readonly parts: readonly StreamAppend[];
+  readonly acknowledge: 'durable' | 'committed';
 }
 
-/** The embedded store, recording each append and its acknowledgement level in commit order. */
+/** The embedded store, recording each append and its acknowledgement level in commit order; `acrossStreams: false` hides appendTogether. */
 class RecordingStore implements EventStore {
   readonly appends: Append[] = [];
-  constructor(private readonly inner: EventStore) {}
-  async append(streamName: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
+  readonly appendTogether?: EventStore['appendTogether'];
+  constructor(
+    private readonly inner: EventStore,
+    acrossStreams: boolean,
+  ) {
+    if (acrossStreams) {
+      this.appendTogether = async (parts: readonly StreamAppend[], options?: AppendTogetherOptions): Promise<AppendResult[]> => {
+        const results = await this.inner.appendTogether!(parts, options);
+        this.appends.push({ parts, acknowledge: options?.acknowledge ?? 'durable' });
+        return results;
+      };
+    }
+  }
+  async append(...[streamName, events, options]: Parameters<EventStore['append']>): Promise<AppendResult> {
     const result = await this.inner.append(streamName, events, options);
-    this.appends.push({ streamName, events, options });
+    this.appends.push({ parts: [{ streamName, events, expectedRevision: options.expectedRevision }], acknowledge: options.acknowledge ?? 'durable' });
     return result;
   }
   readStream: EventStore['readStream'] = (...args) => this.inner.readStream(...args);
@@ -84,14 +97,17 @@ function candidatesOf(store: EventStore, repository: AggregateRepository): Sweep
   };
 }
 
-describe('docs/gateway.md "One disk wait": a gateway call cut by a power loss at any append is recovered whole (STATE-PFM-LLM-001 transitions 12 and 14)', () => {
+describe('docs/gateway.md "One commit for each side of the call": a gateway call cut by a power loss at any append is recovered whole (STATE-PFM-LLM-001 transitions 12 and 14)', () => {
   let directory: string;
   beforeAll(() => (directory = mkdtempSync(join(tmpdir(), 'llm-ledger-power-loss-'))));
   afterAll(() => rmSync(directory, { recursive: true, force: true }));
 
-  it('acknowledges the invocation’s settlement at commit and the account’s on disk after it, and every prefix of the call’s appends recovers to nothing held', async () => {
+  it.each([
+    { store: 'that commits across streams (the embedded store, PostgreSQL)', acrossStreams: true },
+    { store: 'that cannot (EventStoreDB), in appends in a row', acrossStreams: false },
+  ])('writes each side of the call durably before it acts, on a store $store, and every prefix of the call’s appends recovers to nothing held', async ({ acrossStreams }) => {
     const clock = new VirtualClock({ startMs: Date.UTC(2026, 11, 1, 12) });
-    const recording = new RecordingStore(await openEventStore('sqlite::memory:'));
+    const recording = new RecordingStore(await openEventStore('sqlite::memory:'), acrossStreams);
     const repository = new AggregateRepository(recording);
     const admin = new GatewayAdmin(repository, clock);
     await repository.handle(accountStreamName(ORG), accountDecider, { type: 'GrantCredits', data: { credits: GRANTED, reason: 'test', idempotencyKey: 'g-1', grantedAt: new Date(clock.now()).toISOString() } });
@@ -108,27 +124,31 @@ describe('docs/gateway.md "One disk wait": a gateway call cut by a power loss at
 
     const ofCall = recording.appends.slice(setUp);
     const invocation = invocationStreamName(call.invocationId);
-    const typesOf = (append: Append) => append.events.map((event) => event.type);
-    const settling = ofCall.findIndex((append) => append.streamName === invocation && typesOf(append).includes('InvocationSettled'));
+    const typesOf = (append: Append) => append.parts.flatMap((part) => part.events.map((event) => event.type));
+    const settling = ofCall.findIndex((append) => append.parts.some((part) => part.streamName === invocation && part.events.some((event) => event.type === 'InvocationSettled')));
     const released = ofCall.findIndex((append) => typesOf(append).includes('HoldSettled'));
     const dispatching = ofCall.findIndex((append) => typesOf(append).includes('InvocationDispatched'));
-    // The settlement's two appends: the invocation's at commit, then the account's on disk, last.
-    expect({ settling: ofCall[settling]?.options.acknowledge, released: ofCall[released]?.options.acknowledge ?? 'durable', last: released === ofCall.length - 1 }).toEqual({
-      settling: 'committed',
-      released: 'durable',
-      last: true,
-    });
-    expect(settling).toBeLessThan(released);
-    // Nothing goes upstream before a durable append holds the hold.
-    expect(ofCall[dispatching]!.options.acknowledge ?? 'durable').toBe('durable');
     const holdIndex = ofCall.findIndex((append) => typesOf(append).includes('HoldPlaced'));
-    expect(holdIndex).toBeLessThan(dispatching);
+    if (acrossStreams) {
+      // Two commits: the estimate, hold, reservation and dispatch; then the result, its settlement and the hold's. Both on disk.
+      expect(ofCall.map((append) => [typesOf(append), append.acknowledge])).toEqual([
+        [['InvocationEstimated', 'HoldPlaced', 'InvocationReserved', 'InvocationDispatched'], 'durable'],
+        [['AttemptRecorded', 'InvocationCompleted', 'InvocationSettled', 'HoldSettled'], 'durable'],
+      ]);
+    } else {
+      // The settlement's two appends: the invocation's at commit, then the account's on disk, last.
+      expect({ settling: ofCall[settling]?.acknowledge, released: ofCall[released]?.acknowledge, last: released === ofCall.length - 1 }).toEqual({ settling: 'committed', released: 'durable', last: true });
+      expect(settling).toBeLessThan(released);
+      // Nothing goes upstream before a durable append holds the hold.
+      expect(ofCall[dispatching]!.acknowledge).toBe('durable');
+      expect(holdIndex).toBeLessThan(dispatching);
+    }
 
     for (let kept = 0; kept <= ofCall.length; kept++) {
-      const store = await openEventStore(`sqlite:${join(directory, `cut-${kept}.sqlite`)}`);
+      const store = await openEventStore(`sqlite:${join(directory, `cut-${acrossStreams}-${kept}.sqlite`)}`);
       try {
         // What the disk kept, on disk (readAll and the sweep's candidates see durable commits only).
-        for (const { streamName, events, options } of recording.appends.slice(0, setUp + kept)) await store.append(streamName, events, { expectedRevision: options.expectedRevision });
+        for (const { parts } of recording.appends.slice(0, setUp + kept)) await store.appendTogether!(parts);
         const later = new VirtualClock({ startMs: clock.now() + A_DAY_MS });
         const fresh = new AggregateRepository(store);
         await new SweepStaleInvocationsHandler(fresh, candidatesOf(store, fresh), later).execute(new SweepStaleInvocationsCommand(STALE_AFTER_MS));

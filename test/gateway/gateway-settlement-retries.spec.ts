@@ -8,7 +8,7 @@ import { Logger } from '@nestjs/common';
 import { accountDecider } from '../../src/accounts/account.decider';
 import { accountStreamName } from '../../src/accounts/account.events';
 import { AggregateRepository } from '../../src/aggregates/aggregate.repository';
-import { AppendOutcomeUnknownError, EventStoreUnavailableError, type EventStore } from '../../src/event-store/event-store.port';
+import { AppendOutcomeUnknownError, EventStoreUnavailableError, type EventStore, type StreamAppend } from '../../src/event-store/event-store.port';
 import { openEventStore } from '../../src/event-store/open-event-store';
 import { GatewayAdmin } from '../../src/gateway/gateway-admin.service';
 import type { GatewayAdmission, GatewayCallOutcome } from '../../src/gateway/gateway-call.port';
@@ -116,15 +116,18 @@ function losingSettlementAnswers(store: EventStore, times: number): { readonly s
   let lost = 0;
   let markSettled!: () => void;
   const holdSettled = new Promise<void>((resolve) => (markSettled = resolve));
-  const append: EventStore['append'] = async (streamName, events, options) => {
-    const result = await store.append(streamName, events, options);
-    if (events.some((event) => event.type === 'HoldSettled')) markSettled();
-    if (events.some((event) => event.type === 'InvocationSettled') && lost++ < times) {
-      throw new AppendOutcomeUnknownError(streamName, options.expectedRevision, 'the server went away before it answered');
+  const answer = <Result>(result: Result, parts: readonly StreamAppend[]): Result => {
+    const types = parts.flatMap((part) => part.events.map((event) => event.type));
+    if (types.includes('HoldSettled')) markSettled();
+    if (types.includes('InvocationSettled') && lost++ < times) {
+      throw new AppendOutcomeUnknownError(parts[0]!.streamName, parts[0]!.expectedRevision, 'the server went away before it answered');
     }
     return result;
   };
-  return { store: new Proxy(store, { get: (target, name) => (name === 'append' ? append : Reflect.get(target, name)) }), holdSettled };
+  const append: EventStore['append'] = async (streamName, events, options) => answer(await store.append(streamName, events, options), [{ streamName, events, expectedRevision: options.expectedRevision }]);
+  const appendTogether: EventStore['appendTogether'] = async (parts, options) => answer(await store.appendTogether!(parts, options), parts);
+  const wrapped = { append, appendTogether } as Record<PropertyKey, unknown>;
+  return { store: new Proxy(store, { get: (target, name) => wrapped[name] ?? Reflect.get(target, name) }), holdSettled };
 }
 
 describe('issue 32: GatewayCalls.settle tried again after its settlement committed but its answer was lost, charged once (STATE-PFM-LLM-001 transition 8)', () => {
