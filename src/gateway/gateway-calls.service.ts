@@ -264,39 +264,60 @@ export class GatewayCalls implements GatewayAccounting {
     const { stream } = facts;
     const invocationId = this.newInvocationId(organizationId);
     const streamName = invocationStreamName(invocationId);
-    const context: CommandContext = { correlationId: invocationId, newStream: true };
+    const invocation: CommandContext = { correlationId: invocationId, newStream: true };
     const at = isoAt(this.clock);
     // The caller's attribution (docs/gateway.md "Who spent it"): opaque, bounded, never body text.
     const attribution = { ...(facts.userId === undefined ? {} : { userId: facts.userId }), ...(tags.length === 0 ? {} : { tags }) };
     const gateway = { keyId: key.keyId, keyName: key.name, model: card.model, rateCardVersion: card.version, stream, ...(key.teamId === undefined ? {} : { teamId: key.teamId }), ...attribution };
     const owner = this.lease?.leaseId === undefined ? {} : { ownerLeaseId: this.lease.leaseId };
     const estimated = estimate({ invocationId, operationId: GATEWAY_OPERATION_ID, organizationId, publication: publicationOf(card, holdCredits), gateway, ...owner }, at);
-    try {
-      // The estimate, the hold (the key's limits checked in the same decision), the reservation and
-      // the dispatch in one durable commit: nothing goes upstream before it, and no crash leaves a
-      // part of it (docs/gateway.md "One commit for each side of the call").
-      await this.repository.handleAlongside(
-        accountStreamName(organizationId),
+    // Once written (a store without appendTogether, or a refusal decided again), the estimate is not written twice.
+    const estimateUnlessWritten: LifecycleStep = (state) => (state.status === 'initial' ? estimated : undefined);
+    const account = accountStreamName(organizationId);
+    // The estimate, the hold (the key's limits checked in the same decision), the reservation and the
+    // dispatch in one durable commit: nothing goes upstream before it, and no crash leaves a part of it
+    // (docs/gateway.md "One commit for each side of the call").
+    const holdAndDispatch = (context: CommandContext) =>
+      this.repository.handleAlongside(
+        account,
         accountDecider,
         placeHold(invocationId, holdCredits, at, { gatewayKey: { keyId: key.keyId, period: '' }, gatewayCall: { model: card.model, maxTokens: facts.maxTokens, tokens, keyHash } }),
-        { streamName, decider: invocationDecider, before: [estimated], after: reserveAndDispatch(at), context },
-        { correlationId: invocationId },
+        { streamName, decider: invocationDecider, before: [estimateUnlessWritten], after: reserveAndDispatch(at), context: invocation },
+        context,
       );
-      // Appended at its expected revision: the cached account was the stream's a moment ago.
-      this.provedCurrent(accountStreamName(organizationId), this.clock.now());
-    } catch (error) {
-      // Revoked between the key check and the hold: nothing is held, and the estimate is refused at once (transition 1).
-      const revoked = error instanceof UnknownGatewayKeyError;
-      if (!revoked && !(error instanceof AdmissionRefusedError)) throw error;
-      const refused: AdmissionRefusal = revoked ? { reason: 'key_revoked', figures: { keyId: key.keyId } } : (error as AdmissionRefusedError).refusal;
-      // A store that commits across streams wrote nothing yet; one that cannot wrote the estimate.
-      const estimateUnlessWritten: LifecycleStep = (state) => (state.status === 'initial' ? estimated : undefined);
-      await this.repository.handleAll(streamName, invocationDecider, [estimateUnlessWritten, refuseEstimate(refused, isoAt(this.clock))], context);
-      this.repository.forget(streamName);
-      return revoked ? { ...INVALID_KEY, invocationId } : refusalOfAccount((error as AdmissionRefusedError).refusal, invocationId, key);
+    let refused = await refusalOf(holdAndDispatch({ correlationId: invocationId }), key);
+    if (refused !== undefined) {
+      // A refusal is recorded only as the account says it after the call's estimate, so the log shows
+      // the state that refused between the two (docs/gateway.md "Admission"): the estimate on its own,
+      // then the hold decided again on the account as read, and the refusal if it stands.
+      await this.repository.handleAll(streamName, invocationDecider, [estimateUnlessWritten], { ...invocation, acknowledgeOnCommit: true });
+      refused = await refusalOf(holdAndDispatch({ correlationId: invocationId, refresh: true }), key);
     }
+    if (refused !== undefined) {
+      await this.repository.handleAll(streamName, invocationDecider, [refuseEstimate(refused.refusal, isoAt(this.clock))], invocation);
+      this.repository.forget(streamName);
+      return refused.revoked ? { ...INVALID_KEY, invocationId } : refusalOfAccount(refused.refusal as AccountRefusal, invocationId, key);
+    }
+    // Appended at its expected revision: the cached account was the stream's a moment ago.
+    this.provedCurrent(account, this.clock.now());
     markGatewayPhase(requestId, 'durable');
     return { admitted: true, invocationId, organizationId, keyId: key.keyId, holdCredits, attemptTimeoutMs: card.attemptTimeoutMs };
+  }
+}
+
+/**
+ * The account's refusal of a hold, or undefined when it was placed: refused for the account's reasons
+ * (AdmissionRefusedError), or because the key was revoked between the key check and the hold
+ * (transition 1, nothing held). Any other failure is thrown.
+ */
+async function refusalOf(holding: Promise<unknown>, key: GatewayKey): Promise<{ readonly refusal: AdmissionRefusal; readonly revoked: boolean } | undefined> {
+  try {
+    await holding;
+    return undefined;
+  } catch (error) {
+    if (error instanceof UnknownGatewayKeyError) return { refusal: { reason: 'key_revoked', figures: { keyId: key.keyId } }, revoked: true };
+    if (error instanceof AdmissionRefusedError) return { refusal: error.refusal, revoked: false };
+    throw error;
   }
 }
 
