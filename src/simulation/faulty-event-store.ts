@@ -16,11 +16,13 @@
 import type {
   AppendOptions,
   AppendResult,
+  AppendTogetherOptions,
   EventStore,
   NewEvent,
   ReadAllOptions,
   ReadStreamOptions,
   RecordedEvent,
+  StreamAppend,
   SubscribeOptions,
   Subscription,
   SubscriptionHandler,
@@ -66,7 +68,9 @@ export class FaultyEventStore implements EventStore {
     private readonly inner: EventStore,
     private readonly controller: StoreFaultController,
     private readonly probe: ActivityProbe,
-  ) {}
+  ) {
+    if (inner.appendTogether !== undefined) this.appendTogether = (parts, options) => this.appendPartsTogether(parts, options);
+  }
 
   get isDead(): boolean {
     return this.dead;
@@ -113,6 +117,58 @@ export class FaultyEventStore implements EventStore {
     if (crash === 'after') this.crash(streamName, events, 'after');
     if (fault === 'lost-ack') throw new AppendAcknowledgementLostError(`the acknowledgement of an append to ${streamName} was lost`);
     return result;
+  }
+
+  /**
+   * Present when the real store has it (it commits across streams), faulted as one append: the
+   * controller sees each part in order, the first part it crashes at or faults decides what happens
+   * to the whole, and a conflict names that part's stream.
+   */
+  readonly appendTogether?: (parts: readonly StreamAppend[], options?: AppendTogetherOptions) => Promise<AppendResult[]>;
+
+  private async appendPartsTogether(parts: readonly StreamAppend[], options?: AppendTogetherOptions): Promise<AppendResult[]> {
+    this.assertAlive();
+    for (const part of parts) this.controller.issued(part.streamName, part.events);
+    let crash: { readonly when: 'before' | 'after'; readonly part: StreamAppend } | undefined;
+    for (const part of parts) {
+      const when = this.controller.crashAt(part.streamName, part.events);
+      if (when !== undefined) {
+        crash = { when, part };
+        break;
+      }
+    }
+    if (crash?.when === 'before') this.crash(crash.part.streamName, crash.part.events, 'before');
+    let fault: { readonly fault: AppendFault; readonly part: StreamAppend } | undefined;
+    for (const part of crash === undefined ? parts : []) {
+      const drawn = this.controller.faultFor(part.streamName, part.events);
+      if (drawn !== 'none') {
+        fault = { fault: drawn, part };
+        break;
+      }
+    }
+    if (fault?.fault === 'conflict') {
+      const { streamName, expectedRevision } = fault.part;
+      throw new ConcurrencyError(streamName, expectedRevision, (await this.inner.streamRevision(streamName)) ?? 'no_stream');
+    }
+    if (fault?.fault === 'second-writer') await this.appendAsSecondWriter(fault.part.streamName, { expectedRevision: fault.part.expectedRevision });
+    if (this.probe.busy) this.controller.observe('overlapping-append');
+    this.probe.begin();
+    let results: AppendResult[];
+    try {
+      results = await this.inner.appendTogether!(
+        parts.map((part) => ({ ...part, events: this.controller.tamper(part.streamName, part.events) })),
+        options,
+      );
+    } catch (error) {
+      if (error instanceof ConcurrencyError) this.controller.observe('genuine-conflict');
+      throw error;
+    } finally {
+      this.probe.end();
+    }
+    this.assertAlive();
+    if (crash?.when === 'after') this.crash(crash.part.streamName, crash.part.events, 'after');
+    if (fault?.fault === 'lost-ack') throw new AppendAcknowledgementLostError(`the acknowledgement of an append to ${parts.map((part) => part.streamName).join(', ')} was lost`);
+    return results;
   }
 
   async readStream(streamName: string, options?: ReadStreamOptions): Promise<RecordedEvent[]> {
