@@ -69,7 +69,7 @@ export class FaultyEventStore implements EventStore {
     private readonly controller: StoreFaultController,
     private readonly probe: ActivityProbe,
   ) {
-    if (inner.appendTogether !== undefined) this.appendTogether = (parts, options) => this.appendPartsTogether(parts, options);
+    if (inner.appendTogether !== undefined) this.appendTogether = (parts, options) => this.faulted(parts, (tampered) => inner.appendTogether!(tampered, options));
   }
 
   get isDead(): boolean {
@@ -91,32 +91,10 @@ export class FaultyEventStore implements EventStore {
   }
 
   async append(streamName: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
-    this.assertAlive();
-    this.controller.issued(streamName, events);
-    const crash = this.controller.crashAt(streamName, events);
-    if (crash === 'before') this.crash(streamName, events, 'before');
-    // A crash point is not also given a fault, so the crash it was armed for really happens.
-    const fault = crash === undefined ? this.controller.faultFor(streamName, events) : 'none';
-    if (fault === 'conflict') {
-      throw new ConcurrencyError(streamName, options.expectedRevision, (await this.inner.streamRevision(streamName)) ?? 'no_stream');
-    }
-    if (fault === 'second-writer') await this.appendAsSecondWriter(streamName, options);
-    if (this.probe.busy) this.controller.observe('overlapping-append');
-    this.probe.begin();
-    let result: AppendResult;
-    try {
-      result = await this.inner.append(streamName, this.controller.tamper(streamName, events), options);
-    } catch (error) {
-      if (error instanceof ConcurrencyError) this.controller.observe('genuine-conflict');
-      throw error;
-    } finally {
-      this.probe.end();
-    }
-    // Died while this append waited for its commit: written, never acknowledged.
-    this.assertAlive();
-    if (crash === 'after') this.crash(streamName, events, 'after');
-    if (fault === 'lost-ack') throw new AppendAcknowledgementLostError(`the acknowledgement of an append to ${streamName} was lost`);
-    return result;
+    const [result] = await this.faulted([{ streamName, events, expectedRevision: options.expectedRevision }], ([part]) =>
+      this.inner.append(part!.streamName, part!.events, options).then((written) => [written]),
+    );
+    return result!;
   }
 
   /**
@@ -126,48 +104,38 @@ export class FaultyEventStore implements EventStore {
    */
   readonly appendTogether?: (parts: readonly StreamAppend[], options?: AppendTogetherOptions) => Promise<AppendResult[]>;
 
-  private async appendPartsTogether(parts: readonly StreamAppend[], options?: AppendTogetherOptions): Promise<AppendResult[]> {
+  /**
+   * One append of one part or several, through the scenario's faults: the controller is told of
+   * each part, then asked, part by part, whether the process crashes at it, else whether it is
+   * faulted; the first part that says so decides for the whole. `write` writes the (tampered) parts.
+   */
+  private async faulted(parts: readonly StreamAppend[], write: (parts: readonly StreamAppend[]) => Promise<AppendResult[]>): Promise<AppendResult[]> {
     this.assertAlive();
     for (const part of parts) this.controller.issued(part.streamName, part.events);
-    let crash: { readonly when: 'before' | 'after'; readonly part: StreamAppend } | undefined;
-    for (const part of parts) {
-      const when = this.controller.crashAt(part.streamName, part.events);
-      if (when !== undefined) {
-        crash = { when, part };
-        break;
-      }
-    }
-    if (crash?.when === 'before') this.crash(crash.part.streamName, crash.part.events, 'before');
-    let fault: { readonly fault: AppendFault; readonly part: StreamAppend } | undefined;
-    for (const part of crash === undefined ? parts : []) {
-      const drawn = this.controller.faultFor(part.streamName, part.events);
-      if (drawn !== 'none') {
-        fault = { fault: drawn, part };
-        break;
-      }
-    }
-    if (fault?.fault === 'conflict') {
+    const crash = firstOf(parts, (part) => this.controller.crashAt(part.streamName, part.events));
+    if (crash?.what === 'before') this.crash(crash.part.streamName, crash.part.events, 'before');
+    // A crash point is not also given a fault, so the crash it was armed for really happens.
+    const fault = crash === undefined ? firstOf(parts, (part) => unlessNone(this.controller.faultFor(part.streamName, part.events))) : undefined;
+    if (fault?.what === 'conflict') {
       const { streamName, expectedRevision } = fault.part;
       throw new ConcurrencyError(streamName, expectedRevision, (await this.inner.streamRevision(streamName)) ?? 'no_stream');
     }
-    if (fault?.fault === 'second-writer') await this.appendAsSecondWriter(fault.part.streamName, { expectedRevision: fault.part.expectedRevision });
+    if (fault?.what === 'second-writer') await this.appendAsSecondWriter(fault.part.streamName, { expectedRevision: fault.part.expectedRevision });
     if (this.probe.busy) this.controller.observe('overlapping-append');
     this.probe.begin();
     let results: AppendResult[];
     try {
-      results = await this.inner.appendTogether!(
-        parts.map((part) => ({ ...part, events: this.controller.tamper(part.streamName, part.events) })),
-        options,
-      );
+      results = await write(parts.map((part) => ({ ...part, events: this.controller.tamper(part.streamName, part.events) })));
     } catch (error) {
       if (error instanceof ConcurrencyError) this.controller.observe('genuine-conflict');
       throw error;
     } finally {
       this.probe.end();
     }
+    // Died while this append waited for its commit: written, never acknowledged.
     this.assertAlive();
-    if (crash?.when === 'after') this.crash(crash.part.streamName, crash.part.events, 'after');
-    if (fault?.fault === 'lost-ack') throw new AppendAcknowledgementLostError(`the acknowledgement of an append to ${parts.map((part) => part.streamName).join(', ')} was lost`);
+    if (crash?.what === 'after') this.crash(crash.part.streamName, crash.part.events, 'after');
+    if (fault?.what === 'lost-ack') throw new AppendAcknowledgementLostError(`the acknowledgement of an append to ${parts.map((part) => part.streamName).join(', ')} was lost`);
     return results;
   }
 
@@ -240,4 +208,18 @@ export class FaultyEventStore implements EventStore {
   private assertAlive(): void {
     if (this.dead) throw new ProcessGoneError('the process is gone');
   }
+}
+
+/** The first part for which `ask` answers something, with its answer. */
+function firstOf<T>(parts: readonly StreamAppend[], ask: (part: StreamAppend) => T | undefined): { readonly what: T; readonly part: StreamAppend } | undefined {
+  for (const part of parts) {
+    const what = ask(part);
+    if (what !== undefined) return { what, part };
+  }
+  return undefined;
+}
+
+/** A fault, or undefined for none. */
+function unlessNone(fault: AppendFault): Exclude<AppendFault, 'none'> | undefined {
+  return fault === 'none' ? undefined : fault;
 }
