@@ -218,7 +218,10 @@ export class AggregateRepository {
     const other = alongside.context ?? {};
     const after = alongside.after ?? [];
     if (this.store.appendTogether === undefined) {
-      const before = alongside.before.length > 0 ? await this.handleAll(alongside.streamName, alongside.decider, alongside.before, { ...other, acknowledgeOnCommit: true }) : await this.current(alongside.streamName, alongside.decider, other.newStream === true);
+      const before =
+        alongside.before.length > 0
+          ? await this.handleAll(alongside.streamName, alongside.decider, alongside.before, { ...other, acknowledgeOnCommit: true })
+          : await this.current(alongside.streamName, alongside.decider, other.newStream === true);
       const handled = await this.handle(streamName, decider, commandOn(before.state), after.length > 0 ? { ...context, acknowledgeOnCommit: true } : context);
       const done = after.length > 0 ? await this.handleAll(alongside.streamName, alongside.decider, after, { ...other, newStream: false }) : before;
       return { ...handled, alongside: { state: done.state, revision: done.revision } };

@@ -296,7 +296,7 @@ export class GatewayCalls implements GatewayAccounting {
     if (refused !== undefined) {
       await this.repository.handleAll(streamName, invocationDecider, [refuseEstimate(refused.refusal, isoAt(this.clock))], invocation);
       this.repository.forget(streamName);
-      return refused.revoked ? { ...INVALID_KEY, invocationId } : refusalOfAccount(refused.refusal as AccountRefusal, invocationId, key);
+      return refused.revoked ? { ...INVALID_KEY, invocationId } : refusalOfAccount(refused.refusal, invocationId, key);
     }
     // Appended at its expected revision: the cached account was the stream's a moment ago.
     this.provedCurrent(account, this.clock.now());
@@ -310,7 +310,10 @@ export class GatewayCalls implements GatewayAccounting {
  * (AdmissionRefusedError), or because the key was revoked between the key check and the hold
  * (transition 1, nothing held). Any other failure is thrown.
  */
-async function refusalOf(holding: Promise<unknown>, key: GatewayKey): Promise<{ readonly refusal: AdmissionRefusal; readonly revoked: boolean } | undefined> {
+async function refusalOf(
+  holding: Promise<unknown>,
+  key: GatewayKey,
+): Promise<{ readonly revoked: true; readonly refusal: AdmissionRefusal } | { readonly revoked: false; readonly refusal: AccountRefusal } | undefined> {
   try {
     await holding;
     return undefined;
