@@ -138,12 +138,18 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
             observed = { type: 'Invoked', state: (await this.repository.handle(run.stream, invocationDecider, step.command, run.context)).state };
             break;
           case 'InvokeAll':
-            observed = { type: 'Invoked', state: (await this.repository.handleAll(run.stream, invocationDecider, step.steps, withAcknowledgement(run.context, step))).state };
+            observed = { type: 'Invoked', state: (await this.repository.handleAll(run.stream, invocationDecider, step.steps, run.context)).state };
             break;
           case 'OnAccount':
-            await this.repository.handle(run.accountStream, accountDecider, step.command, withAcknowledgement({ correlationId: run.invocationId }, step));
+            await this.repository.handle(run.accountStream, accountDecider, step.command, { correlationId: run.invocationId });
             observed = ACCOUNT_CHANGED;
             break;
+          case 'WithAccount': {
+            const alongside = { streamName: run.stream, decider: invocationDecider, before: step.before, after: step.after, context: run.context };
+            const handled = await this.repository.handleAlongside(run.accountStream, accountDecider, step.command, alongside, { correlationId: run.invocationId });
+            observed = { type: 'Invoked', state: handled.alongside.state };
+            break;
+          }
           case 'AnnounceEstimated':
             request.onEstimated?.(run.invocationId);
             observed = DONE;
@@ -208,11 +214,6 @@ export class RunOperationHandler implements ICommandHandler<RunOperationCommand,
       },
     }));
   }
-}
-
-/** The step's command context, acknowledged at COMMIT when the step says its next append covers it. */
-function withAcknowledgement(context: CommandContext, step: { readonly acknowledgeOnCommit?: true }): CommandContext {
-  return step.acknowledgeOnCommit === true ? { ...context, acknowledgeOnCommit: true } : context;
 }
 
 function isLast(step: RunStep): step is LastStep {

@@ -6,9 +6,9 @@
  * runtime, and feeds back what it observed with the instant it observed it.
  *
  * The sequence: read the key's first request (keyed only) → prepare → read the publication → admit on
- * the account (cached, then as read) → estimate → refuse (transitions 1, 2) or hold → reserve and
- * dispatch in one append (3, 4) → converse → close and settle in one append (5/6, 7, 8/9/10), or settle
- * by the exception path (11) → settle the account's hold.
+ * the account (cached, then as read) → estimate → refuse (transitions 1, 2), or hold, reserve and
+ * dispatch in one commit (3, 4) → converse → close, settle (5/6, 7, 8/9/10) and settle the account's
+ * hold in one commit, or settle by the exception path (11) and then the account's hold.
  */
 import type { AccountCommand } from '../accounts/account.commands';
 import type { AccountState } from '../accounts/account.state';
@@ -37,14 +37,6 @@ export interface RunFacts {
 }
 
 /** What the handler executes next. */
-/**
- * A step's `acknowledgeOnCommit`: its append is acknowledged once committed, not once on disk
- * (CommandContext.acknowledgeOnCommit), because the run's next step is a durable append whose
- * fsync also covers it, and nothing leaves the process in between: the hold (the dispatch follows,
- * before the provider is called) and the result with its settlement (the hold's settlement follows,
- * before the caller is answered). A power loss between the two loses both, or keeps the first
- * alone, which is where a crash between them leaves the run today; the sweep settles it.
- */
 export type RunStep =
   /** Read the invocation's stream as it is: has the key's first request written it? */
   | { readonly type: 'ReadInvocation' }
@@ -56,9 +48,15 @@ export type RunStep =
   /** One command on the invocation's stream. */
   | { readonly type: 'Invoke'; readonly command: InvocationCommand }
   /** Commands on the invocation's stream decided in order and appended in ONE append. */
-  | { readonly type: 'InvokeAll'; readonly steps: readonly LifecycleStep[]; readonly acknowledgeOnCommit?: true }
+  | { readonly type: 'InvokeAll'; readonly steps: readonly LifecycleStep[] }
   /** One command on the account's stream. */
-  | { readonly type: 'OnAccount'; readonly command: AccountCommand; readonly acknowledgeOnCommit?: true }
+  | { readonly type: 'OnAccount'; readonly command: AccountCommand }
+  /**
+   * One command on the account's stream with steps on the invocation's in the same commit
+   * (AggregateRepository.handleAlongside): `before` it and `after` it; `command` may be a function of
+   * the invocation's state after `before`. Observed as the invocation's state after them.
+   */
+  | { readonly type: 'WithAccount'; readonly command: AccountCommand | ((invocation: InvocationState) => AccountCommand); readonly before: readonly LifecycleStep[]; readonly after: readonly LifecycleStep[] }
   /** Tell the caller the invocation exists (`RunOperationRequest.onEstimated`). */
   | { readonly type: 'AnnounceEstimated' }
   /** A cancellation recorded before the conversation began: the conversation ends before sending anything. */
@@ -107,8 +105,7 @@ export type RunState =
   | InPhase<'reading_publication', Conversation>
   | InPhase<'admitting', Conversation & { readonly publication: Publication | undefined; readonly cached: boolean }>
   | InPhase<'estimating' | 'announcing', Conversation & { readonly admission: Admission }>
-  | InPhase<'holding', Conversation & { readonly publication: Publication }>
-  | InPhase<'dispatching' | 'stopping', Conversation & { readonly publication: Publication; readonly dispatchedAt: string }>
+  | InPhase<'holding' | 'stopping', Conversation & { readonly publication: Publication; readonly dispatchedAt: string }>
   | InPhase<'closing', { readonly answer: unknown }>
   | InPhase<'settling_hold', { readonly settled: InvocationState; readonly answer: unknown }>;
 
@@ -154,8 +151,6 @@ export function decideRun(state: RunState, input: RunInput): RunDecision {
       return last(state, { type: 'Refused', result: invocationSummary(expect(state, input, 'Invoked').state) });
     case 'holding':
       return holding(state, input);
-    case 'dispatching':
-      return dispatching(state, expect(state, input, 'Invoked').state);
     case 'stopping':
       expect(state, input, 'Done');
       return converse(state);
@@ -234,8 +229,10 @@ function estimating(state: Extract<RunState, { phase: 'estimating' }>, input: Ru
 function afterAnnounce(state: Extract<RunState, { phase: 'announcing' }>, at: string): RunDecision {
   const { admission } = state;
   if (!admission.admitted) return refuse(state, admission.refusal, at);
+  // The request was captured by `prepare`: the hold, the reservation and the dispatch commit together.
   const command = placeHold(state.facts.invocationId, admission.publication.creditHold, at);
-  return next(state, { phase: 'holding', conversation: state.conversation, publication: admission.publication }, { type: 'OnAccount', command, acknowledgeOnCommit: true });
+  const then: Then = { phase: 'holding', conversation: state.conversation, publication: admission.publication, dispatchedAt: at };
+  return next(state, then, { type: 'WithAccount', command, before: [], after: reserveAndDispatch(at) });
 }
 
 function refuse(state: RunState, refusal: AdmissionRefusal, at: string): RunDecision {
@@ -244,12 +241,7 @@ function refuse(state: RunState, refusal: AdmissionRefusal, at: string): RunDeci
 
 function holding(state: Extract<RunState, { phase: 'holding' }>, input: RunInput): RunDecision {
   if (input.type === 'Threw') return refuse(state, (input.error as AdmissionRefusedError).refusal, input.at);
-  expect(state, input, 'AccountChanged');
-  // The request was captured by `prepare`: nothing between the hold and the dispatch can be lost.
-  return next(state, { ...state, phase: 'dispatching', dispatchedAt: input.at }, { type: 'InvokeAll', steps: reserveAndDispatch(input.at) });
-}
-
-function dispatching(state: Extract<RunState, { phase: 'dispatching' }>, dispatched: InvocationState): RunDecision {
+  const dispatched = expect(state, input, 'Invoked').state;
   // Asked to stop before the conversation began (the stream says so): it ends at step 1, sending nothing.
   if (dispatched.cancellation !== undefined) {
     return next(state, { ...state, phase: 'stopping' }, { type: 'StopBeforeStart', cancellation: dispatched.cancellation });
@@ -257,21 +249,27 @@ function dispatching(state: Extract<RunState, { phase: 'dispatching' }>, dispatc
   return converse(state);
 }
 
-function converse(state: Extract<RunState, { phase: 'dispatching' | 'stopping' }>): RunDecision {
+function converse(state: Extract<RunState, { phase: 'holding' | 'stopping' }>): RunDecision {
   // The time budget runs from the recorded dispatch, the instant a sweep measures it from.
   const step: RunStep = { type: 'Converse', conversation: state.conversation, publication: state.publication, dispatchedAtMs: Date.parse(state.dispatchedAt) };
   return next(state, { phase: 'conversing' }, step);
 }
 
 /**
- * Records how the conversation ended and settles it (transitions 5/6, then 7, then 8/9/10), in one
- * append: the result and its settlement commit together, so no crash can leave a result unsettled.
+ * Records how the conversation ended and settles it (transitions 5/6, then 7, then 8/9/10), and
+ * settles the account's hold at that charge, in one commit: no crash can leave a result unsettled,
+ * or a settlement with its hold still open.
  */
 function closing(state: RunState, input: RunInput): RunDecision {
-  if (state.phase === 'closing') return settlingHold(state, expect(state, input, 'Invoked').state, state.answer, input.at);
+  if (state.phase === 'closing') {
+    const settled = expect(state, input, 'Invoked').state;
+    return last(state, { type: 'Settled', result: invocationSummary(settled), ...(state.answer === undefined ? {} : { answer: state.answer }) });
+  }
   const { result } = expect(state, input, 'Conversed');
   const answer = result.outcome === 'completed' ? result.answer : undefined;
-  return next(state, { phase: 'closing', answer }, { type: 'InvokeAll', steps: closeAndSettle(result, input.at), acknowledgeOnCommit: true });
+  const { invocationId } = state.facts;
+  const at = input.at;
+  return next(state, { phase: 'closing', answer }, { type: 'WithAccount', command: (settled) => settleHold(invocationId, settled, at), before: closeAndSettle(result, at), after: [] });
 }
 
 /** Releases the hold and the slot and charges the settled amount (docs/lifecycle.md step 9). */

@@ -101,10 +101,19 @@ function runSpec(facts: RunFacts = FACTS) {
   };
 }
 
-/** The events an append step would write on `history`, decided as AggregateRepository.handleAll does. */
+/**
+ * The events a step would write on the invocation's stream, `history`, decided as AggregateRepository
+ * does (for a step with the account, its steps before and after the account's command).
+ */
 function appendedBy(step: RunStep, history: readonly InvocationEvent[]): InvocationEvent[] {
   const steps: readonly CommandStep<InvocationCommand, InvocationState>[] =
-    step.type === 'Invoke' ? [step.command] : step.type === 'InvokeAll' ? step.steps : fail(`not an append: ${step.type}`);
+    step.type === 'Invoke'
+      ? [step.command]
+      : step.type === 'InvokeAll'
+        ? step.steps
+        : step.type === 'WithAccount'
+          ? [...step.before, ...step.after]
+          : fail(`not an append: ${step.type}`);
   const events: InvocationEvent[] = [];
   let state = invocation(history);
   for (const each of steps) {
@@ -124,8 +133,7 @@ function fail(message: string): never {
 
 const ADMITTED = [prepared, publicationRead(PUBLICATION), accountRead(...FUNDED)];
 const ESTIMATED = [...ADMITTED, invoked(HISTORY.estimated), DONE];
-const HELD = [...ESTIMATED, ACCOUNT_CHANGED];
-const DISPATCHED = [...HELD, invoked(HISTORY.dispatched)];
+const DISPATCHED = [...ESTIMATED, invoked(HISTORY.dispatched)];
 
 describe('docs/lifecycle.md step 1: a keyed request looks for its key’s first request before anything else', () => {
   it('reads the invocation’s stream first when the request has a key, and prepares at once when it has none', () => {
@@ -240,11 +248,19 @@ describe('STATE-PFM-LLM-001 transition 2: estimated → refused for want of cred
     ]);
   });
 
-  it('places the hold for the publication’s creditHold once admitted', () => {
+  it('places the hold for the publication’s creditHold once admitted, with the reservation and the dispatch in the same commit', () => {
     runSpec()
       .given(ADMITTED.concat(invoked(HISTORY.estimated)))
       .when(DONE)
-      .then({ type: 'OnAccount', command: { type: 'PlaceHold', data: { invocationId: 'inv-1', credits: 500, placedAt: at(WHEN_MS) } }, acknowledgeOnCommit: true });
+      .then({
+        type: 'WithAccount',
+        command: { type: 'PlaceHold', data: { invocationId: 'inv-1', credits: 500, placedAt: at(WHEN_MS) } },
+        before: [],
+        after: [
+          { type: 'ReserveInvocation', data: { reservedAt: at(WHEN_MS) } },
+          { type: 'DispatchInvocation', data: { dispatchedAt: at(WHEN_MS) } },
+        ],
+      });
   });
 
   it('records the account’s own refusal of the hold (decided on its stream) as the refusal', () => {
@@ -259,10 +275,10 @@ describe('STATE-PFM-LLM-001 transition 2: estimated → refused for want of cred
   });
 });
 
-describe('STATE-PFM-LLM-001 transitions 3 and 4: reserved and dispatched in one append, then the conversation', () => {
-  it('reserves and dispatches at the instant the hold was placed, in one append', () => {
-    const step = runSpec().given(ESTIMATED).when(ACCOUNT_CHANGED).step();
-    expect(step.type).toBe('InvokeAll');
+describe('STATE-PFM-LLM-001 transitions 3 and 4: reserved and dispatched in the hold’s commit, then the conversation', () => {
+  it('reserves and dispatches at the instant the hold was placed, in its commit', () => {
+    const step = runSpec().given(ADMITTED.concat(invoked(HISTORY.estimated))).when(DONE).step();
+    expect(step.type).toBe('WithAccount');
     expect(appendedBy(step, HISTORY.estimated)).toStrictEqual([
       { type: 'InvocationReserved', data: { creditHold: 500, reservedAt: at(WHEN_MS) } },
       { type: 'InvocationDispatched', data: { dispatchedAt: at(WHEN_MS) } },
@@ -271,7 +287,7 @@ describe('STATE-PFM-LLM-001 transitions 3 and 4: reserved and dispatched in one 
 
   it('converses under the copied publication, its time budget running from the recorded dispatch', () => {
     runSpec()
-      .given(HELD)
+      .given(ESTIMATED)
       .when(invoked(HISTORY.dispatched))
       .then({ type: 'Converse', conversation: CONVERSATION, publication: PUBLICATION, dispatchedAtMs: Date.parse(at(0)) });
   });
@@ -279,13 +295,8 @@ describe('STATE-PFM-LLM-001 transitions 3 and 4: reserved and dispatched in one 
   it('stops a conversation asked to stop before it began, then starts it so it ends cancelled sending nothing', () => {
     const cancellation = { requestedBy: 'org_member of org-1', requestedAt: at(5) };
     const cancelled = [...HISTORY.dispatched, { type: 'InvocationCancellationRequested', data: cancellation } as const];
-    runSpec().given(HELD).when(invoked(cancelled)).then({ type: 'StopBeforeStart', cancellation });
-    runSpec().given([...HELD, invoked(cancelled)]).when(DONE).then({ type: 'Converse', conversation: CONVERSATION, publication: PUBLICATION, dispatchedAtMs: Date.parse(at(0)) });
-  });
-
-  it('ends with the error when the dispatch append fails: the hold stays for the sweep (transition 13)', () => {
-    const error = new Error('store unavailable');
-    runSpec().given(HELD).when(threw(error)).then({ type: 'Fail', error });
+    runSpec().given(ESTIMATED).when(invoked(cancelled)).then({ type: 'StopBeforeStart', cancellation });
+    runSpec().given([...ESTIMATED, invoked(cancelled)]).when(DONE).then({ type: 'Converse', conversation: CONVERSATION, publication: PUBLICATION, dispatchedAtMs: Date.parse(at(0)) });
   });
 });
 
@@ -314,16 +325,18 @@ describe('STATE-PFM-LLM-001 transitions 5 and 8: a completed, measured result an
     expect(events[0]).toMatchObject({ type: 'InvocationCompleted', data: { outcome: 'turn_limit', endingLimit: 'maxTurns' } });
   });
 
-  it('settles the account’s hold at the charge, then ends with the settled summary and the answer', () => {
+  it('settles the account’s hold at the charge in the same commit, then ends with the settled summary and the answer', () => {
     const { closed, settled } = closeAfter(loopResult());
     const afterClose = [...DISPATCHED, { type: 'Conversed', result: loopResult() } as const];
+    const step = runSpec().given(DISPATCHED).when({ type: 'Conversed', result: loopResult() }).step();
+    if (step.type !== 'WithAccount' || typeof step.command !== 'function') return fail(`expected the account's settlement as a function of the invocation's, got ${step.type}`);
+    expect({ after: step.after, command: step.command(settled) }).toStrictEqual({
+      after: [],
+      command: { type: 'SettleHold', data: { invocationId: 'inv-1', chargeCredits: PRICE_A, settledAt: at(WHEN_MS) } },
+    });
     runSpec()
       .given(afterClose)
       .when(invoked(closed))
-      .then({ type: 'OnAccount', command: { type: 'SettleHold', data: { invocationId: 'inv-1', chargeCredits: PRICE_A, settledAt: at(WHEN_MS) } } });
-    runSpec()
-      .given([...afterClose, invoked(closed)])
-      .when(ACCOUNT_CHANGED)
       .then({ type: 'Settled', result: invocationSummary(settled), answer: { value: 42 } });
   });
 
@@ -331,8 +344,8 @@ describe('STATE-PFM-LLM-001 transitions 5 and 8: a completed, measured result an
     const result = loopResult({ outcome: 'refused_by_model', answer: undefined });
     const { closed, settled } = closeAfter(result);
     runSpec()
-      .given([...DISPATCHED, { type: 'Conversed', result }, invoked(closed)])
-      .when(ACCOUNT_CHANGED)
+      .given([...DISPATCHED, { type: 'Conversed', result }])
+      .when(invoked(closed))
       .then({ type: 'Settled', result: invocationSummary(settled) });
   });
 });
@@ -392,20 +405,21 @@ describe('STATE-PFM-LLM-001 transition 11: something escaped the protected block
 });
 
 describe('docs/lifecycle.md step 9: the hold is settled on the account after the invocation', () => {
-  it('ends with the error when the account append fails: the sweep releases the hold later', () => {
-    const { closed } = closeAfter(loopResult());
-    const error = new Error('store unavailable');
+  it('ends with the error when the account append after an exception settlement fails: the sweep releases the hold later', () => {
+    const error = new Error('handler bug');
+    const settledEvents = appendedBy(runSpec().given([...DISPATCHED, threw(error)]).when(DONE).step(), HISTORY.dispatched);
+    const failure = new Error('store unavailable');
     runSpec()
-      .given([...DISPATCHED, { type: 'Conversed', result: loopResult() }, invoked(closed)])
-      .when(threw(error))
-      .then({ type: 'Fail', error });
+      .given([...DISPATCHED, threw(error), DONE, invoked([...HISTORY.dispatched, ...settledEvents])])
+      .when(threw(failure))
+      .then({ type: 'Fail', error: failure });
   });
 });
 
 describe('one whole run, step by step (docs/lifecycle.md "What one run does, in order")', () => {
-  it('reads three times, appends five times around the conversation’s own attempt appends, and ends settled', () => {
+  it('reads three times, commits three times around the conversation’s own attempt appends, and ends settled', () => {
     const { closed } = closeAfter(loopResult());
-    const observations: Observation[] = [...DISPATCHED, { type: 'Conversed', result: loopResult() }, invoked(closed), ACCOUNT_CHANGED];
+    const observations: Observation[] = [...DISPATCHED, { type: 'Conversed', result: loopResult() }, invoked(closed)];
     const steps: string[] = [];
     let decision = startRun(FACTS);
     for (const observation of observations) {
@@ -413,24 +427,26 @@ describe('one whole run, step by step (docs/lifecycle.md "What one run does, in 
       decision = decideRun(decision.state, { ...observation, at: at(0) });
     }
     steps.push(decision.step.type);
-    expect(steps).toEqual(['Prepare', 'ReadPublication', 'ReadAccount', 'Invoke', 'AnnounceEstimated', 'OnAccount', 'InvokeAll', 'Converse', 'InvokeAll', 'OnAccount', 'Settled']);
+    expect(steps).toEqual(['Prepare', 'ReadPublication', 'ReadAccount', 'Invoke', 'AnnounceEstimated', 'WithAccount', 'Converse', 'WithAccount', 'Settled']);
     expect(decision.state.phase).toBe('over');
   });
 
-  it('issue 35: acknowledges at COMMIT only the hold and the result with its settlement, each followed by a durable append before anything leaves the process', () => {
+  it('issue 35: writes the estimate, then the hold with the reservation and the dispatch, then the result and its settlement with the hold’s, each one commit', () => {
     const { closed } = closeAfter(loopResult());
-    const observations: Observation[] = [...DISPATCHED, { type: 'Conversed', result: loopResult() }, invoked(closed), ACCOUNT_CHANGED];
-    const appends: string[] = [];
+    const observations: Observation[] = [...DISPATCHED, { type: 'Conversed', result: loopResult() }, invoked(closed)];
+    const commits: string[] = [];
     let decision = startRun(FACTS);
     for (const observation of [...observations, undefined]) {
       const step = decision.step;
-      if (step.type === 'Invoke' || step.type === 'InvokeAll' || step.type === 'OnAccount') {
-        appends.push(`${step.type}${'acknowledgeOnCommit' in step && step.acknowledgeOnCommit === true ? ' at COMMIT' : ' on disk'}`);
+      if (step.type === 'Invoke') commits.push(step.command.type);
+      if (step.type === 'WithAccount') {
+        const types = (steps: readonly unknown[]) => steps.map((each) => (typeof each === 'function' ? 'decided' : (each as { type: string }).type));
+        commits.push([...types(step.before), typeof step.command === 'function' ? 'SettleHold' : step.command.type, ...types(step.after)].join(' + '));
       }
       if (observation !== undefined) decision = decideRun(decision.state, { ...observation, at: at(0) });
     }
-    // Estimate (announced to the caller next), hold, reserve+dispatch (then the provider), close+settle, the hold's settlement (then the caller's answer).
-    expect(appends).toEqual(['Invoke on disk', 'OnAccount at COMMIT', 'InvokeAll on disk', 'InvokeAll at COMMIT', 'OnAccount on disk']);
+    // The estimate is announced to the caller; the provider is called after the second commit, and the caller answered after the third.
+    expect(commits).toEqual(['EstimateInvocation', 'PlaceHold + ReserveInvocation + DispatchInvocation', 'CompleteInvocation + decided + SettleInvocation + SettleHold']);
   });
 
   it('refuses an observation its phase does not expect: a bug in the handler, never a silent step', () => {

@@ -32,12 +32,18 @@ describe('RunOperation over the demo feature on a file-backed SQLite store', () 
     expect(result.charge).toBeGreaterThan(0);
   });
 
-  it('issue 35: acknowledges the hold and the result with its settlement at COMMIT (a durable append follows each before anything leaves), every other append on disk', async () => {
+  it('issue 35: writes the estimate, then the hold with the reservation and the dispatch in one commit, the attempts, then the result, its settlement and the hold’s in one commit, each on disk', async () => {
     const appends: string[] = [];
+    const durability = (options?: { readonly acknowledge?: string }) => (options?.acknowledge === 'committed' ? 'at COMMIT' : 'on disk');
     const append = ledger.store.append.bind(ledger.store);
     jest.spyOn(ledger.store, 'append').mockImplementation((stream, events, options) => {
-      appends.push(`${events.map((event) => event.type).join('+')} ${options.acknowledge === 'committed' ? 'at COMMIT' : 'on disk'}`);
+      appends.push(`${events.map((event) => event.type).join('+')} ${durability(options)}`);
       return append(stream, events, options);
+    });
+    const appendTogether = ledger.store.appendTogether!.bind(ledger.store);
+    jest.spyOn(ledger.store, 'appendTogether').mockImplementation((parts, options) => {
+      appends.push(`${parts.map((part) => part.events.map((event) => event.type).join('+')).join(' | ')} ${durability(options)}`);
+      return appendTogether(parts, options);
     });
     const result = await ledger.commandBus.execute(
       new RunOperationCommand({ operationId: DEMO_OPERATION_ID, organizationId: 'acme', input: { question: 'What is 6*7?' } }),
@@ -46,12 +52,10 @@ describe('RunOperation over the demo feature on a file-backed SQLite store', () 
     expect(result).toMatchObject({ state: 'settled', outcome: 'completed' });
     expect(appends).toEqual([
       'InvocationEstimated on disk',
-      'HoldPlaced at COMMIT',
-      'InvocationReserved+InvocationDispatched on disk',
+      'HoldPlaced | InvocationReserved+InvocationDispatched on disk',
       'AttemptRecorded on disk',
       'AttemptRecorded on disk',
-      'InvocationCompleted+InvocationSettled at COMMIT',
-      'HoldSettled on disk',
+      'InvocationCompleted+InvocationSettled | HoldSettled on disk',
     ]);
   });
 });
