@@ -323,6 +323,25 @@ function describeAppendTogether(t: StoreUnderTest, acrossStreams: boolean): void
       expect(await t.ourEventsSinceBaseline()).toEqual(before);
     });
 
+    it('refuses a part whose event id is already stored elsewhere, naming that part’s field, and writes nothing of the others', async () => {
+      const [a, b, c] = [t.stream('a'), t.stream('b'), t.stream('c')];
+      const stored = newEvent();
+      await t.store.append(a, [stored], { expectedRevision: 'no_stream' });
+      const before = await t.ourEventsSinceBaseline();
+
+      const error = await together([
+        { streamName: b, events: [newEvent()], expectedRevision: 'no_stream' },
+        { streamName: c, events: [newEvent(), { ...stored }], expectedRevision: 'no_stream' },
+      ]).then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
+
+      expect(error).toBeInstanceOf(InvalidEventStoreInputError);
+      expect((error as InvalidEventStoreInputError).field).toBe('parts[1].events[1].id');
+      expect(await t.ourEventsSinceBaseline()).toEqual(before);
+    });
+
     it.each([
       { description: 'no parts', parts: () => [], field: 'parts' },
       { description: 'a part without events', parts: (a: string) => [{ streamName: a, events: [], expectedRevision: 'no_stream' as const }], field: 'parts[0].events' },

@@ -19,6 +19,7 @@ import {
   SubscriptionHandler,
 } from '../event-store.port';
 import {
+  inPart,
   ValidatedEvent,
   validateAppend,
   validateAppendTogether,
@@ -765,13 +766,14 @@ export class SqliteEventStore implements EventStore {
     const writtenBefore = writtenAppends.length;
     this.togetherSavepoint.run();
     const results: AppendResult[] = [];
-    for (const part of pending.parts) {
+    for (const [index, part] of pending.parts.entries()) {
       const outcome = this.applyAppend(part, recordedAtMs, writtenAppends);
       if (outcome instanceof Error) {
         this.rollbackTogether.run();
         this.releaseTogether.run();
         writtenAppends.length = writtenBefore;
-        return outcome;
+        // Named by its part, as the input checks name it (a stored id: `parts[i].events[j].id`).
+        return inPart(index, outcome);
       }
       results.push(outcome);
     }
