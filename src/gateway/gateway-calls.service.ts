@@ -203,7 +203,7 @@ export class GatewayCalls implements GatewayAccounting {
       account,
       accountDecider,
       (settled: InvocationState) => settleHold(admission.invocationId, settled, at, undefined, tokensOf(settled)),
-      { streamName: stream, decider: invocationDecider, before: current.status === 'settled' ? [] : closing, context },
+      { streamName: stream, decider: invocationDecider, before: closing, context },
       context,
     );
     if (released.events.length > 0) this.provedCurrent(account, this.clock.now());
