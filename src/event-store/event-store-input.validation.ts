@@ -132,22 +132,37 @@ export function validateAppend(
   const name = validateStreamName(streamName);
   if (options === null || typeof options !== 'object') fail('options', 'must be an object with an expectedRevision');
   const expectedRevision = validateExpectedRevision(options.expectedRevision);
+  validateAcknowledgement(options);
+  const checked = validateEvents(events, '', new Map());
+  checkAppendSize([checked.events], checked.bytesAtMost, 'events', '');
+  return { streamName: name, expectedRevision, events: checked.events };
+}
+
+/** `acknowledge` and `onCommitted`, shared by both kinds of append. */
+function validateAcknowledgement(options: AppendOptions | AppendTogetherOptions): void {
   const { acknowledge, onCommitted } = options as { acknowledge?: unknown; onCommitted?: unknown };
   if (onCommitted !== undefined && typeof onCommitted !== 'function') fail('options.onCommitted', `must be a function, got ${describeValue(onCommitted)}`);
   if (acknowledge !== undefined && acknowledge !== 'durable' && acknowledge !== 'committed') {
     fail('options.acknowledge', `must be 'durable' or 'committed', got ${describeValue(acknowledge)}`);
   }
-  if (!Array.isArray(events)) fail('events', `must be an array, got ${describeValue(events)}`);
-  if (events.length === 0) fail('events', 'must contain at least one event');
+}
+
+/**
+ * The events of one append, or of one part of an append across streams (their fields named after
+ * `prefix`, `''` or `parts[i].`). Ids are checked against `seenIds` (an id, where it was first used),
+ * which the check extends, so the parts of one append across streams share it. `bytesAtMost` bounds
+ * the events' size from above without encoding them: UTF-8 takes at most 3 bytes per UTF-16 unit.
+ */
+function validateEvents(events: unknown, prefix: string, seenIds: Map<string, string>): { events: ValidatedEvent[]; bytesAtMost: number } {
+  if (!Array.isArray(events)) fail(`${prefix}events`, `must be an array, got ${describeValue(events)}`);
+  if (events.length === 0) fail(`${prefix}events`, 'must contain at least one event');
   if (events.length > MAX_EVENTS_PER_APPEND) {
-    fail('events', `must contain at most ${MAX_EVENTS_PER_APPEND} events (MAX_EVENTS_PER_APPEND), got ${events.length}`);
+    fail(`${prefix}events`, `must contain at most ${MAX_EVENTS_PER_APPEND} events (MAX_EVENTS_PER_APPEND), got ${events.length}`);
   }
-  const seenIds = new Set<string>();
   const validated: ValidatedEvent[] = new Array(events.length);
-  // UTF-8 takes at most 3 bytes per UTF-16 unit, so the exact count is needed only near the bound.
-  let appendBytesAtMost = 0;
+  let bytesAtMost = 0;
   for (let index = 0; index < events.length; index++) {
-    const field = `events[${index}]`;
+    const field = `${prefix}events[${index}]`;
     const event = events[index] as Partial<NewEvent> | null | undefined;
     if (event === null || typeof event !== 'object') fail(field, `must be an object, got ${describeValue(event)}`);
     const rawId = event.id;
@@ -156,8 +171,9 @@ export function validateAppend(
     }
     const id = rawId.toLowerCase();
     if (id === NIL_UUID) fail(`${field}.id`, 'must not be the nil UUID, which KurrentDB refuses as an event id');
-    if (seenIds.has(id)) fail(`${field}.id`, `repeats an id already used earlier in the same append: ${id}`);
-    seenIds.add(id);
+    const earlier = seenIds.get(id);
+    if (earlier !== undefined) fail(`${field}.id`, `repeats an id already used earlier in the same append, at ${earlier}: ${id}`);
+    seenIds.set(id, field);
     const type = event.type;
     if (typeof type !== 'string' || type.length === 0) fail(`${field}.type`, `must be a non-empty string, got ${describeValue(type)}`);
     if (type.length > MAX_EVENT_TYPE_LENGTH) {
@@ -167,16 +183,19 @@ export function validateAppend(
     const metadata = validateMetadata(event.metadata, `${field}.metadata`);
     const dataJson = toJson(event.data, `${field}.data`);
     const metadataJson = toJson(metadata, `${field}.metadata`);
-    appendBytesAtMost += UTF8_BYTES_PER_UTF16_UNIT_AT_MOST * (dataJson.length + metadataJson.length) + 2 * type.length;
+    bytesAtMost += UTF8_BYTES_PER_UTF16_UNIT_AT_MOST * (dataJson.length + metadataJson.length) + 2 * type.length;
     validated[index] = { id, type, data: event.data, metadata, dataJson, metadataJson };
   }
-  if (appendBytesAtMost > MAX_APPEND_SIZE_BYTES) {
-    const appendBytes = appendSizeBytes(validated);
-    if (appendBytes > MAX_APPEND_SIZE_BYTES) {
-      fail('events', `take ${appendBytes} bytes (UTF-8 data and metadata plus twice each type's length), over ${MAX_APPEND_SIZE_BYTES} (MAX_APPEND_SIZE_BYTES)`);
-    }
+  return { events: validated, bytesAtMost };
+}
+
+/** Refuses events over MAX_APPEND_SIZE_BYTES; counts the exact bytes only when the bound from above is over it. */
+function checkAppendSize(events: readonly (readonly ValidatedEvent[])[], bytesAtMost: number, field: string, inAll: string): void {
+  if (bytesAtMost <= MAX_APPEND_SIZE_BYTES) return;
+  const bytes = events.reduce((sum, some) => sum + appendSizeBytes(some), 0);
+  if (bytes > MAX_APPEND_SIZE_BYTES) {
+    fail(field, `take ${bytes} bytes${inAll} (UTF-8 data and metadata plus twice each type's length), over ${MAX_APPEND_SIZE_BYTES} (MAX_APPEND_SIZE_BYTES)`);
   }
-  return { streamName: name, expectedRevision, events: validated };
 }
 
 /** One part of an append across streams, validated. */
@@ -204,11 +223,7 @@ export function inPart<T>(index: number, error: T): T | InvalidEventStoreInputEr
  */
 export function validateAppendTogether(parts: unknown, options: AppendTogetherOptions | undefined): ValidatedPart[] {
   if (options !== undefined && (options === null || typeof options !== 'object')) fail('options', `must be an object, got ${describeValue(options)}`);
-  const { acknowledge, onCommitted } = (options ?? {}) as { acknowledge?: unknown; onCommitted?: unknown };
-  if (onCommitted !== undefined && typeof onCommitted !== 'function') fail('options.onCommitted', `must be a function, got ${describeValue(onCommitted)}`);
-  if (acknowledge !== undefined && acknowledge !== 'durable' && acknowledge !== 'committed') {
-    fail('options.acknowledge', `must be 'durable' or 'committed', got ${describeValue(acknowledge)}`);
-  }
+  validateAcknowledgement(options ?? {});
   if (!Array.isArray(parts)) fail('parts', `must be an array, got ${describeValue(parts)}`);
   if (parts.length === 0) fail('parts', 'must contain at least one part');
   const validated: ValidatedPart[] = new Array(parts.length);
@@ -219,24 +234,20 @@ export function validateAppendTogether(parts: unknown, options: AppendTogetherOp
     const field = `parts[${index}]`;
     const part = parts[index] as Partial<StreamAppend> | null | undefined;
     if (part === null || typeof part !== 'object') fail(field, `must be an object, got ${describeValue(part)}`);
-    try {
-      validated[index] = validateAppend(part.streamName, part.events, { expectedRevision: part.expectedRevision as ExpectedRevision });
-    } catch (error) {
-      throw inPart(index, error);
-    }
-    validated[index]!.events.forEach((event, at) => {
-      const earlier = seenIds.get(event.id);
-      if (earlier !== undefined) fail(`${field}.events[${at}].id`, `repeats an id already used earlier in the same append, at ${earlier}: ${event.id}`);
-      seenIds.set(event.id, `${field}.events[${at}]`);
-      bytesAtMost += UTF8_BYTES_PER_UTF16_UNIT_AT_MOST * (event.dataJson.length + event.metadataJson.length) + 2 * event.type.length;
-    });
-    events += validated[index]!.events.length;
+    const streamName = validateStreamName(part.streamName, `${field}.streamName`);
+    const expectedRevision = validateExpectedRevision(part.expectedRevision, `${field}.expectedRevision`);
+    const checked = validateEvents(part.events, `${field}.`, seenIds);
+    validated[index] = { streamName, expectedRevision, events: checked.events };
+    events += checked.events.length;
+    bytesAtMost += checked.bytesAtMost;
   }
   if (events > MAX_EVENTS_PER_APPEND) fail('parts', `must contain at most ${MAX_EVENTS_PER_APPEND} events in all (MAX_EVENTS_PER_APPEND), got ${events}`);
-  if (bytesAtMost > MAX_APPEND_SIZE_BYTES) {
-    const bytes = validated.reduce((sum, part) => sum + appendSizeBytes(part.events), 0);
-    if (bytes > MAX_APPEND_SIZE_BYTES) fail('parts', `take ${bytes} bytes in all (UTF-8 data and metadata plus twice each type's length), over ${MAX_APPEND_SIZE_BYTES} (MAX_APPEND_SIZE_BYTES)`);
-  }
+  checkAppendSize(
+    validated.map((part) => part.events),
+    bytesAtMost,
+    'parts',
+    ' in all',
+  );
   return validated;
 }
 
