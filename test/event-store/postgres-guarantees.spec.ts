@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
-import { ConcurrencyError, EventStoreUnavailableError, RecordedEvent } from '../../src/event-store/event-store.port';
+import { ConcurrencyError, EventStoreUnavailableError, NewEvent, RecordedEvent } from '../../src/event-store/event-store.port';
 import {
   openPostgresEventStore,
   PostgresAsyncCommitError,
   PostgresEventStore,
   PostgresTransactionCounterBehindError,
 } from '../../src/event-store/postgres/postgres-event-store';
-import { POSTGRES_SCHEMA_VERSION } from '../../src/event-store/postgres/postgres-schema.migrations';
+import { POSTGRES_SCHEMA_MIGRATIONS, POSTGRES_SCHEMA_VERSION } from '../../src/event-store/postgres/postgres-schema.migrations';
 import { PostgresTestServer } from '../support/postgres-server';
 import { newEvent } from './event-store.contract';
 
@@ -39,6 +39,51 @@ async function withClient<T>(url: string, use: (client: Client) => Promise<T>): 
   } finally {
     await client.end();
   }
+}
+
+/** Resolves once `count` statements on the server wait for a lock (a writer waiting on another's uncommitted row). */
+async function untilWaiting(client: Client, count: number): Promise<void> {
+  while (Number((await client.query<{ waiting: string }>('SELECT count(*) AS waiting FROM pg_locks WHERE NOT granted')).rows[0]!.waiting) < count) {
+    await new Promise((resolve) => setTimeout(resolve, LOCK_POLL_MS));
+  }
+}
+
+/** Appends `events` to `stream` through `ledger_append` in the client's transaction, as the store does. */
+async function appendThrough(client: Client, stream: string, expected: string, events: readonly NewEvent[]): Promise<void> {
+  await client.query(`SELECT ledger_append($1, $2, $3::uuid[], $4::text[], $5::text[], $6::text[])`, [
+    stream,
+    expected,
+    events.map((event) => event.id),
+    events.map((event) => event.type),
+    events.map((event) => JSON.stringify(event.data)),
+    events.map((event) => JSON.stringify(event.metadata)),
+  ]);
+}
+
+interface TogetherRow {
+  outcome: string;
+  part: number;
+  last_revision: string | null;
+  last_position: string | null;
+}
+
+/** One call of `ledger_append_together` with the parts given, its answer's rows. */
+async function appendTogetherThrough(client: Client, parts: ReadonlyArray<{ stream: string; expected: string; events: readonly NewEvent[] }>): Promise<TogetherRow[]> {
+  const events = parts.flatMap((part) => part.events);
+  const { rows } = await client.query<TogetherRow>(
+    `SELECT outcome, part, last_revision::text, last_position::text
+       FROM ledger_append_together($1::text[], $2::text[], $3::integer[], $4::uuid[], $5::text[], $6::text[], $7::text[])`,
+    [
+      parts.map((part) => part.stream),
+      parts.map((part) => part.expected),
+      parts.map((part) => part.events.length),
+      events.map((event) => event.id),
+      events.map((event) => event.type),
+      events.map((event) => JSON.stringify(event.data)),
+      events.map((event) => JSON.stringify(event.metadata)),
+    ],
+  );
+  return rows;
 }
 
 /** Collects what a subscription hands over and resolves once `count` events arrived. */
@@ -156,6 +201,47 @@ describe('PostgreSQL store: an append across streams is one transaction, all or 
   });
 });
 
+describe('PostgreSQL store: an append across streams in one statement', () => {
+  let url: string;
+
+  beforeEach(async () => {
+    url = await freshDatabase();
+  });
+
+  it('answers a refused later part with one row naming the refusal and the part, and keeps nothing of the earlier part on another stream: a conflict, a stored id, a racing writer', async () => {
+    const store = await openPostgresEventStore({ connectionString: url });
+    const stored = newEvent();
+    await store.append('taken', [stored], { expectedRevision: 'no_stream' });
+    await store.close();
+    const earlier = { stream: 'earlier', expected: 'no_stream', events: [newEvent(), newEvent()] };
+
+    await withClient(url, async (client) => {
+      expect(await appendTogetherThrough(client, [earlier, { stream: 'taken', expected: 'no_stream', events: [newEvent()] }])).toEqual([
+        { outcome: 'conflict', part: 1, last_revision: '0', last_position: null },
+      ]);
+      expect(await appendTogetherThrough(client, [earlier, { stream: 'elsewhere', expected: 'any', events: [newEvent(), { ...stored }] }])).toEqual([
+        { outcome: 'duplicate_id', part: 1, last_revision: null, last_position: null },
+      ]);
+      const raced = await withClient(url, async (blocker) => {
+        // Revision 1 of `taken` held uncommitted: the call writes `earlier`, then waits there, and loses when it commits.
+        await blocker.query('BEGIN');
+        await appendThrough(blocker, 'taken', '0', [newEvent()]);
+        const racing = appendTogetherThrough(client, [earlier, { stream: 'taken', expected: '0', events: [newEvent()] }]);
+        await untilWaiting(blocker, 1);
+        await blocker.query('COMMIT');
+        return racing;
+      });
+      expect(raced).toEqual([{ outcome: 'raced', part: 1, last_revision: null, last_position: null }]);
+
+      const { rows } = await client.query<{ stream_name: string; revision: string }>('SELECT stream_name, revision::text FROM ledger_events ORDER BY position');
+      expect(rows).toEqual([
+        { stream_name: 'taken', revision: '0' },
+        { stream_name: 'taken', revision: '1' },
+      ]);
+    });
+  });
+});
+
 describe('PostgreSQL store: an acknowledgement only after a durable commit', () => {
   it('refuses to open on a database whose synchronous_commit is off, in one line naming the setting and the override, and opens when the operator allows it', async () => {
     const url = await freshDatabase();
@@ -216,6 +302,40 @@ describe('PostgreSQL store: schema created and migrated by the service on start'
     const again = await openPostgresEventStore({ connectionString: url });
     expect(await again.readAll()).toHaveLength(6);
     await again.close();
+  });
+});
+
+describe('PostgreSQL store: a database at schema version 1', () => {
+  it('migrates to the current version on open, keeps its log, and appends across streams after it', async () => {
+    const url = await freshDatabase();
+    const old = newEvent();
+    // The database as a build of schema version 1 left it, with an event in its log.
+    await withClient(url, async (client) => {
+      await client.query('CREATE TABLE ledger_schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())');
+      await client.query(POSTGRES_SCHEMA_MIGRATIONS[0]!);
+      await client.query('INSERT INTO ledger_schema_migrations (version) VALUES (1)');
+      await appendThrough(client, 'before', 'no_stream', [old]);
+    });
+
+    const store = await openPostgresEventStore({ connectionString: url });
+    try {
+      const versions = await withClient(url, async (client) => (await client.query<{ version: number }>('SELECT version FROM ledger_schema_migrations ORDER BY version')).rows);
+      expect(versions.map((row) => row.version)).toEqual(Array.from({ length: POSTGRES_SCHEMA_VERSION }, (_, index) => index + 1));
+      const results = await store.appendTogether!([
+        { streamName: 'before', events: [newEvent()], expectedRevision: 0n },
+        { streamName: 'after', events: [newEvent()], expectedRevision: 'no_stream' },
+      ]);
+      expect(results.map((result) => result.nextExpectedRevision)).toEqual([1n, 0n]);
+      const all = await store.readAll();
+      expect(all.map((event) => [event.streamName, event.revision])).toEqual([
+        ['before', 0n],
+        ['before', 1n],
+        ['after', 0n],
+      ]);
+      expect(all[0]!.id).toBe(old.id);
+    } finally {
+      await store.close();
+    }
   });
 });
 

@@ -70,6 +70,70 @@ export const POSTGRES_SCHEMA_MIGRATIONS: readonly string[] = [
      RETURN QUERY SELECT 'ok'::text, coalesce(v_current, -1) + v_count, v_first + v_count - 1;
    END
    $fn$;`,
+
+  // 2. Appends across streams in one statement.
+  //
+  //    `ledger_append_together` appends the parts of one appendTogether in order, each through
+  //    `ledger_append`, so one call of it on its own is the whole commit: one round trip, where a
+  //    transaction on one connection (BEGIN, one call per part, COMMIT) took two more than the parts.
+  //    Each part is checked against the stream as the parts before it left it, and the parts' events
+  //    take the transaction's positions in the order given, as they did.
+  //
+  //    All or nothing: the parts run inside a block with an EXCEPTION clause, which is a
+  //    subtransaction. A refused part raises inside it (a conflict raises LLC01, a racing writer or a
+  //    stored event id raise unique_violation on their own), the handler rolls the block back, so
+  //    nothing of the parts before stays written, and answers one row naming the refusal and the part
+  //    (0-based, as the caller's list). Anything else propagates and fails the statement. On success
+  //    it answers one row per part, in order. The arrays of events are flat, `p_counts` each part's
+  //    share. A refusal after a part wrote still commits the (empty) transaction, which the server
+  //    flushes as any commit that took a transaction id; a refusal is the rare path.
+  `CREATE FUNCTION ledger_append_together(
+     p_streams text[], p_expected text[], p_counts integer[],
+     p_ids uuid[], p_types text[], p_data text[], p_metadata text[]
+   ) RETURNS TABLE (outcome text, part integer, last_revision bigint, last_position bigint)
+   LANGUAGE plpgsql AS $fn$
+   DECLARE
+     v_part integer := 0;
+     v_first integer := 1;
+     v_last integer;
+     v_append record;
+     v_revisions bigint[] := '{}';
+     v_positions bigint[] := '{}';
+     v_constraint text;
+   BEGIN
+     BEGIN
+       WHILE v_part < cardinality(p_streams) LOOP
+         v_last := v_first + p_counts[v_part + 1] - 1;
+         SELECT * INTO v_append FROM ledger_append(p_streams[v_part + 1], p_expected[v_part + 1], p_ids[v_first:v_last],
+                                                   p_types[v_first:v_last], p_data[v_first:v_last], p_metadata[v_first:v_last]);
+         IF v_append.outcome <> 'ok' THEN
+           RAISE EXCEPTION 'part % of an append across streams conflicts', v_part USING ERRCODE = 'LLC01';
+         END IF;
+         v_revisions := v_revisions || v_append.last_revision;
+         v_positions := v_positions || v_append.last_position;
+         v_first := v_last + 1;
+         v_part := v_part + 1;
+       END LOOP;
+     EXCEPTION
+       WHEN SQLSTATE 'LLC01' THEN
+         -- v_append still holds the refused part's answer: the stream's current revision.
+         RETURN QUERY SELECT 'conflict'::text, v_part, v_append.last_revision, NULL::bigint;
+         RETURN;
+       WHEN unique_violation THEN
+         GET STACKED DIAGNOSTICS v_constraint = CONSTRAINT_NAME;
+         IF v_constraint = 'ledger_events_stream_revision_unique' THEN
+           RETURN QUERY SELECT 'raced'::text, v_part, NULL::bigint, NULL::bigint;
+           RETURN;
+         ELSIF v_constraint = 'ledger_events_event_id_unique' THEN
+           RETURN QUERY SELECT 'duplicate_id'::text, v_part, NULL::bigint, NULL::bigint;
+           RETURN;
+         END IF;
+         RAISE;
+     END;
+     RETURN QUERY SELECT 'ok'::text, (u.i - 1)::integer, u.revision, u.position
+       FROM unnest(v_revisions, v_positions) WITH ORDINALITY AS u(revision, position, i) ORDER BY u.i;
+   END
+   $fn$;`,
 ];
 
 /** The schema version this build writes. */
