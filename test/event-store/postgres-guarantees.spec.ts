@@ -208,6 +208,27 @@ describe('PostgreSQL store: an append across streams in one statement', () => {
     url = await freshDatabase();
   });
 
+  it('sends a multi-part append as one call of ledger_append_together on the pool: no BEGIN, no COMMIT, no call per part', async () => {
+    const store = await openPostgresEventStore({ connectionString: url });
+    const sent = jest.spyOn(Client.prototype, 'query');
+    try {
+      await store.appendTogether!([
+        { streamName: 'one-a', events: [newEvent(), newEvent()], expectedRevision: 'no_stream' },
+        { streamName: 'one-b', events: [newEvent()], expectedRevision: 'no_stream' },
+        { streamName: 'one-a', events: [newEvent()], expectedRevision: 1n },
+      ]);
+      const statements = sent.mock.calls
+        .map(([query]) => (typeof query === 'string' ? query : (query as { text: string }).text))
+        // The store's announcement to other instances, after the append ended.
+        .filter((text) => !text.startsWith('NOTIFY'));
+      expect(statements).toHaveLength(1);
+      expect(statements[0]).toContain('ledger_append_together(');
+    } finally {
+      sent.mockRestore();
+      await store.close();
+    }
+  });
+
   it('answers a refused later part with one row naming the refusal and the part, and keeps nothing of the earlier part on another stream: a conflict, a stored id, a racing writer', async () => {
     const store = await openPostgresEventStore({ connectionString: url });
     const stored = newEvent();

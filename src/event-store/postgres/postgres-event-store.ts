@@ -1,4 +1,4 @@
-import { Pool, PoolClient } from 'pg';
+import { Pool } from 'pg';
 import {
   AppendOptions,
   AppendOutcomeUnknownError,
@@ -56,6 +56,8 @@ const EVENT_COLUMNS = 'position::text, stream_name, revision::text, event_id::te
 
 const STATEMENTS = {
   append: 'SELECT outcome, last_revision::text, last_position::text FROM ledger_append($1, $2, $3::uuid[], $4::text[], $5::text[], $6::text[])',
+  appendTogether:
+    'SELECT outcome, part, last_revision::text, last_position::text FROM ledger_append_together($1::text[], $2::text[], $3::integer[], $4::uuid[], $5::text[], $6::text[], $7::text[])',
   readStream: `SELECT ${EVENT_COLUMNS} FROM ledger_events WHERE stream_name = $1 AND revision >= $2 ORDER BY ledger_events.revision LIMIT $3`,
   readAll: `SELECT ${EVENT_COLUMNS} FROM ledger_events WHERE position > $1 AND position < ${READ_BOUND_SQL} ORDER BY ledger_events.position LIMIT $2`,
   head: `SELECT max(position)::text AS head FROM ledger_events WHERE position < ${READ_BOUND_SQL}`,
@@ -108,8 +110,8 @@ function toPostgresAppend(input: ValidatedPart): PostgresAppend {
 }
 
 /**
- * Why `ledger_append` wrote nothing: the stream's revision was not the expected one, a racing writer
- * took the next revision first, or an event id is already stored.
+ * Why `ledger_append` (or `ledger_append_together`) wrote nothing: the stream's revision was not the
+ * expected one, a racing writer took the next revision first, or an event id is already stored.
  */
 type AppendRefusal = { readonly conflict: bigint | undefined } | { readonly raced: true } | { readonly duplicateId: true };
 
@@ -119,35 +121,69 @@ type AppendCall = { readonly result: AppendResult } | AppendRefusal;
 /** The outcome of the parts of one transaction: each part's result, or the first part refused (nothing written). */
 type PartsOutcome = { readonly results: AppendResult[] } | { readonly refused: AppendRefusal; readonly index: number };
 
+/** A row `ledger_append` or `ledger_append_together` answers. */
+interface AppendRow {
+  readonly outcome: string;
+  readonly last_revision: string | null;
+  readonly last_position: string | null;
+}
+
+/** An append's result from its `ok` row. */
+function resultOf(row: AppendRow): AppendResult {
+  return { nextExpectedRevision: BigInt(row.last_revision!), position: BigInt(row.last_position!) };
+}
+
+/** A `conflict` row's refusal: the stream's revision the append found, none when the stream does not exist. */
+function conflictOf(row: AppendRow): AppendRefusal {
+  return { conflict: row.last_revision === null ? undefined : BigInt(row.last_revision) };
+}
+
+/** The columns of each event, as the append functions take them. */
+function eventArrays(events: readonly ValidatedEvent[]): [string[], string[], string[], string[]] {
+  return [events.map((event) => event.id), events.map((event) => event.type), events.map((event) => event.dataJson), events.map((event) => event.metadataJson)];
+}
+
 /**
- * One call of `ledger_append`, on the pool (the call is its own transaction) or on a client inside
- * one; a unique violation is a refusal, any other failure is thrown.
+ * One call of `ledger_append` on the pool, its own transaction; a unique violation is a refusal, any
+ * other failure is thrown.
  */
-async function callAppend(db: Pool | PoolClient, append: PostgresAppend): Promise<AppendCall> {
-  const events = append.events;
+async function callAppend(pool: Pool, append: PostgresAppend): Promise<AppendCall> {
   try {
-    const { rows } = await db.query<{ outcome: string; last_revision: string | null; last_position: string | null }>({
+    const { rows } = await pool.query<AppendRow>({
       name: 'ledger_append',
       text: STATEMENTS.append,
-      values: [
-        append.streamName,
-        append.expectedText,
-        events.map((event) => event.id),
-        events.map((event) => event.type),
-        events.map((event) => event.dataJson),
-        events.map((event) => event.metadataJson),
-      ],
+      values: [append.streamName, append.expectedText, ...eventArrays(append.events)],
     });
     const row = rows[0]!;
-    const revision = row.last_revision === null ? undefined : BigInt(row.last_revision);
-    if (row.outcome === 'ok') return { result: { nextExpectedRevision: revision!, position: BigInt(row.last_position!) } };
-    return { conflict: revision };
+    return row.outcome === 'ok' ? { result: resultOf(row) } : conflictOf(row);
   } catch (error) {
     const constraint = violatedUniqueConstraint(error);
     if (constraint === 'ledger_events_stream_revision_unique') return { raced: true };
     if (constraint === 'ledger_events_event_id_unique') return { duplicateId: true };
     throw error;
   }
+}
+
+/**
+ * One call of `ledger_append_together` on the pool, its own transaction: every part's result, or the
+ * first part refused, the function having rolled back what the parts before it wrote. Any other
+ * failure is thrown.
+ */
+async function callAppendTogether(pool: Pool, parts: readonly PostgresAppend[]): Promise<PartsOutcome> {
+  const { rows } = await pool.query<AppendRow & { readonly part: number }>({
+    name: 'ledger_append_together',
+    text: STATEMENTS.appendTogether,
+    values: [
+      parts.map((part) => part.streamName),
+      parts.map((part) => part.expectedText),
+      parts.map((part) => part.events.length),
+      ...eventArrays(parts.flatMap((part) => part.events)),
+    ],
+  });
+  const row = rows[0]!;
+  if (row.outcome === 'ok') return { results: rows.map(resultOf) };
+  const refused: AppendRefusal = row.outcome === 'raced' ? { raced: true } : row.outcome === 'duplicate_id' ? { duplicateId: true } : conflictOf(row);
+  return { refused, index: row.part };
 }
 
 /**
@@ -164,10 +200,13 @@ async function callAppend(db: Pool | PoolClient, append: PostgresAppend): Promis
  * running (READ_BOUND_SQL), so an append whose transaction started earlier and commits later is
  * never skipped: it is handed over before anything after it. Stream reads see every commit.
  *
- * **Appends across streams** (appendTogether) call `ledger_append` once per part, in order, in one
- * transaction on one connection: each part is checked against what the parts before it wrote, the
- * first refusal rolls back the whole, and the parts' events take the one transaction's positions in
- * the order given. A racing writer on any of their streams waits on the unique index as for one append.
+ * **Appends across streams** (appendTogether) are one call of `ledger_append_together`, a statement
+ * on the pool in its own transaction, so one round trip as a single append: it calls `ledger_append`
+ * for each part in order, so each part is checked against what the parts before it wrote and the
+ * parts' events take the one transaction's positions in the order given. The first refusal rolls back
+ * what the parts before it wrote (a subtransaction inside the function) and is answered as a row
+ * naming the part, which this class answers as for one append. A racing writer on any of their
+ * streams waits on the unique index as for one append.
  *
  * **Idempotency**, as in the embedded store: a batch whose first id is stored is answered with the
  * stored append's result when it is exactly that append (same stream, ids in order, expected revision).
@@ -222,14 +261,15 @@ export class PostgresEventStore implements EventStore {
   }
 
   /**
-   * Appends the parts in one transaction and answers each part's result. A refused part is answered
+   * Appends the parts in one statement, its own transaction (one part: `ledger_append`; several:
+   * `ledger_append_together`), and answers each part's result. A refused part is answered
    * after the transaction ended (answerRefusal); an `any` / `stream_exists` part that lost a race for
    * the next revision, or a deadlock, tries the whole again. `together`: input errors name their part's field.
    */
   private async appendParts(parts: readonly PostgresAppend[], together: boolean): Promise<AppendResult[]> {
     try {
       for (let attempt = 1; ; attempt++) {
-        const outcome = await (parts.length === 1 ? this.appendAlone(parts[0]!) : this.appendInTransaction(parts)).catch((error: unknown) => {
+        const outcome = await (parts.length === 1 ? this.appendAlone(parts[0]!) : callAppendTogether(this.pool, parts)).catch((error: unknown) => {
           // Rolled back by the server, so nothing of it committed: sent again, it meets the winner's commit.
           if (errorCode(error) === DEADLOCK_DETECTED_SQLSTATE && attempt < POSTGRES_ANY_REVISION_ATTEMPTS) return undefined;
           throw error;
@@ -259,44 +299,6 @@ export class PostgresEventStore implements EventStore {
   private async appendAlone(part: PostgresAppend): Promise<PartsOutcome> {
     const call = await callAppend(this.pool, part);
     return 'result' in call ? { results: [call.result] } : { refused: call, index: 0 };
-  }
-
-  /**
-   * Several parts in one transaction on one connection, in order: each `ledger_append` checks its part
-   * against the stream as the parts before left it and numbers on after them. The first refusal rolls
-   * back, so nothing of the parts is written.
-   */
-  private async appendInTransaction(parts: readonly PostgresAppend[]): Promise<PartsOutcome> {
-    const client = await this.pool.connect();
-    // The pool stops listening to a client it lent: without a listener, a lost connection would throw.
-    let lost: Error | undefined;
-    const onError = (error: Error): void => {
-      lost ??= error;
-    };
-    client.on('error', onError);
-    try {
-      await client.query('BEGIN');
-      const results: AppendResult[] = [];
-      for (let index = 0; index < parts.length; index++) {
-        const call = await callAppend(client, parts[index]!);
-        if (!('result' in call)) {
-          await client.query('ROLLBACK');
-          return { refused: call, index };
-        }
-        results.push(call.result);
-      }
-      await client.query('COMMIT');
-      return { results };
-    } catch (error) {
-      // A failed statement leaves the transaction aborted: end it, or drop a connection that cannot.
-      await client.query('ROLLBACK').catch((rollbackError: Error) => {
-        lost ??= rollbackError;
-      });
-      throw error;
-    } finally {
-      client.removeListener('error', onError);
-      client.release(lost);
-    }
   }
 
   /**
