@@ -261,6 +261,75 @@ describe('PostgreSQL store: an append across streams in one statement', () => {
       ]);
     });
   });
+
+  it('tries the whole again when an `any` part after another stream\'s part loses a race, and the first try left nothing: both racing writers commit, each stream once', async () => {
+    const stores = await Promise.all([openPostgresEventStore({ connectionString: url }), openPostgresEventStore({ connectionString: url })]);
+    try {
+      await stores[0].append('shared', [newEvent()], { expectedRevision: 'no_stream' });
+      const race = await withClient(url, async (blocker) => {
+        // Revision 1 of the shared stream held uncommitted, then committed: both writers, their own streams written, lose it.
+        await blocker.query('BEGIN');
+        await appendThrough(blocker, 'shared', '0', [newEvent()]);
+        const racing = Promise.all(
+          stores.map((store, index) =>
+            store.appendTogether!([
+              { streamName: `own-${index}`, events: [newEvent()], expectedRevision: 'no_stream' },
+              { streamName: 'shared', events: [newEvent()], expectedRevision: 'any' },
+            ]),
+          ),
+        );
+        await untilWaiting(blocker, 2);
+        await blocker.query('COMMIT');
+        return racing;
+      });
+
+      // A second try that met its own first try's stream would be refused: `no_stream` on an existing stream.
+      expect(race.map((results) => results[0]!.nextExpectedRevision)).toEqual([0n, 0n]);
+      expect(race.map((results) => results[1]!.nextExpectedRevision).sort()).toEqual([2n, 3n]);
+      const all = await stores[0].readAll();
+      expect(all.filter((event) => event.streamName.startsWith('own-')).map((event) => event.revision)).toEqual([0n, 0n]);
+      expect(all.filter((event) => event.streamName === 'shared').map((event) => event.revision)).toEqual([0n, 1n, 2n, 3n]);
+    } finally {
+      await Promise.all(stores.map((store) => store.close()));
+    }
+  });
+
+  it('sends again an append across streams the server rolled back to break a deadlock, so two writers taking two streams in opposite orders both commit', async () => {
+    const stores = await Promise.all([openPostgresEventStore({ connectionString: url }), openPostgresEventStore({ connectionString: url })]);
+    try {
+      await stores[0].appendTogether!([
+        { streamName: 'x', events: [newEvent()], expectedRevision: 'no_stream' },
+        { streamName: 'y', events: [newEvent()], expectedRevision: 'no_stream' },
+      ]);
+      const both = await withClient(url, async (blocker) => {
+        // The first writer writes x, then waits on `gate`; the second writes y, then waits on the first's x.
+        // Let through, the first waits on the second's y: a deadlock, which the server breaks by rolling one back.
+        await blocker.query('BEGIN');
+        await appendThrough(blocker, 'gate', 'no_stream', [newEvent()]);
+        const first = stores[0].appendTogether!([
+          { streamName: 'x', events: [newEvent()], expectedRevision: 'any' },
+          { streamName: 'gate', events: [newEvent()], expectedRevision: 'any' },
+          { streamName: 'y', events: [newEvent()], expectedRevision: 'any' },
+        ]);
+        await untilWaiting(blocker, 1);
+        const second = stores[1].appendTogether!([
+          { streamName: 'y', events: [newEvent()], expectedRevision: 'any' },
+          { streamName: 'x', events: [newEvent()], expectedRevision: 'any' },
+        ]);
+        await untilWaiting(blocker, 2);
+        await blocker.query('ROLLBACK');
+        return Promise.all([first, second]);
+      });
+
+      expect(both.map((results) => results.length)).toEqual([3, 2]);
+      const all = await stores[0].readAll();
+      expect(all.filter((event) => event.streamName === 'x').map((event) => event.revision)).toEqual([0n, 1n, 2n]);
+      expect(all.filter((event) => event.streamName === 'y').map((event) => event.revision)).toEqual([0n, 1n, 2n]);
+      expect(all.filter((event) => event.streamName === 'gate').map((event) => event.revision)).toEqual([0n]);
+    } finally {
+      await Promise.all(stores.map((store) => store.close()));
+    }
+  });
 });
 
 describe('PostgreSQL store: an acknowledgement only after a durable commit', () => {
