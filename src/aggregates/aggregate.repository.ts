@@ -63,6 +63,12 @@ export interface CommandContext {
    * acts. Applies when every command of the batch asks for it.
    */
   readonly acknowledgeOnCommit?: boolean;
+  /**
+   * The caller starts I/O once this command's append is durable (the gateway's dispatch upstream):
+   * the store makes the commit durable at once rather than with the turn's other commits
+   * (AppendOptions.durableAtOnce). Applies when any command of the batch asks for it.
+   */
+  readonly durableAtOnce?: boolean;
 }
 
 /**
@@ -332,7 +338,10 @@ export class AggregateRepository {
       if (events.length === 0 && companions.length === 0) return settleBatch(batch, decided, revision);
       try {
         const appendStartedAt = performance.now();
-        const options: AppendTogetherOptions = batch.every((entry) => entry.context.acknowledgeOnCommit === true) ? { acknowledge: 'committed' } : {};
+        const options: AppendTogetherOptions = {
+          ...(batch.every((entry) => entry.context.acknowledgeOnCommit === true) ? { acknowledge: 'committed' } : {}),
+          ...(batch.some((entry) => entry.context.durableAtOnce === true) ? { durableAtOnce: true } : {}),
+        };
         const own: StreamAppend | undefined = events.length === 0 ? undefined : { streamName, events, expectedRevision: revision ?? 'no_stream' };
         const { result, durable } = await this.appendBatch(streamName, own, companions, options);
         if (result !== undefined) {

@@ -138,10 +138,11 @@ export function validateAppend(
   return { streamName: name, expectedRevision, events: checked.events };
 }
 
-/** `acknowledge` and `onCommitted`, shared by both kinds of append. */
+/** `acknowledge`, `onCommitted` and `durableAtOnce`, shared by both kinds of append. */
 function validateAcknowledgement(options: AppendOptions | AppendTogetherOptions): void {
-  const { acknowledge, onCommitted } = options as { acknowledge?: unknown; onCommitted?: unknown };
+  const { acknowledge, onCommitted, durableAtOnce } = options as { acknowledge?: unknown; onCommitted?: unknown; durableAtOnce?: unknown };
   if (onCommitted !== undefined && typeof onCommitted !== 'function') fail('options.onCommitted', `must be a function, got ${describeValue(onCommitted)}`);
+  if (durableAtOnce !== undefined && typeof durableAtOnce !== 'boolean') fail('options.durableAtOnce', `must be a boolean, got ${describeValue(durableAtOnce)}`);
   if (acknowledge !== undefined && acknowledge !== 'durable' && acknowledge !== 'committed') {
     fail('options.acknowledge', `must be 'durable' or 'committed', got ${describeValue(acknowledge)}`);
   }

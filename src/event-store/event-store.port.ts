@@ -67,6 +67,14 @@ export interface AppendOptions {
    * throw.
    */
   readonly onCommitted?: (result: AppendResult) => void;
+  /**
+   * The caller has I/O to start the moment the append is durable (the gateway's dispatch upstream,
+   * which its HTTP client sends only after one more turn of the event loop): a store that gathers the
+   * commits of one event-loop turn into one fsync at the turn's end (the embedded store under FULL)
+   * makes this one durable at once instead, so the caller's I/O starts within the same turn. Stores
+   * whose every commit is durable on its own (PostgreSQL, EventStoreDB) have nothing to hurry.
+   */
+  readonly durableAtOnce?: boolean;
 }
 
 export interface AppendResult {
@@ -119,7 +127,7 @@ export interface StreamAppend {
 }
 
 /** How an append across streams is acknowledged: as AppendOptions says of one append, for all its parts at once. */
-export type AppendTogetherOptions = Pick<AppendOptions, 'acknowledge'> & {
+export type AppendTogetherOptions = Pick<AppendOptions, 'acknowledge' | 'durableAtOnce'> & {
   /** As AppendOptions.onCommitted, with each part's result in the parts' order. */
   readonly onCommitted?: (results: readonly AppendResult[]) => void;
 };

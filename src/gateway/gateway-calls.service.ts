@@ -283,7 +283,9 @@ export class GatewayCalls implements GatewayAccounting {
         accountDecider,
         placeHold(invocationId, holdCredits, at, { gatewayKey: { keyId: key.keyId, period: '' }, gatewayCall: { model: card.model, maxTokens: facts.maxTokens, tokens, keyHash } }),
         { streamName, decider: invocationDecider, before: [estimateUnlessWritten], after: reserveAndDispatch(at), context: invocation },
-        context,
+        // The dispatch waits for this commit, and the HTTP client sends it a turn of the event loop
+        // later: made durable at once, it goes out within the turn (docs/gateway.md).
+        { ...context, durableAtOnce: true },
       );
     let refused = await refusalOf(holdAndDispatch({ correlationId: invocationId }), key);
     if (refused !== undefined) {

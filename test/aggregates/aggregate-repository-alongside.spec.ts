@@ -85,6 +85,17 @@ describe('AggregateRepository.handleAlongside â€” a command and another streamâ€
     expect(await store.streamRevision(stream('inv-1'))).toBe(5n);
   });
 
+  it('asks the store to make the commit durable at once when a command of its batch asks for it, and not otherwise', async () => {
+    const asked: Array<boolean | undefined> = [];
+    const watching: EventStore = { ...recording(store).store, appendTogether: (parts, options) => (asked.push(options?.durableAtOnce), store.appendTogether(parts, options)) };
+    const repository = new AggregateRepository(watching);
+
+    await repository.handleAlongside(ACCOUNT, accountDecider, placeHold('inv-1', 100), held('inv-1'), { durableAtOnce: true });
+    await repository.handleAlongside(ACCOUNT, accountDecider, placeHold('inv-2', 100), held('inv-2'));
+
+    expect(asked).toEqual([true, undefined]);
+  });
+
   it('writes nothing of either stream when the command is refused', async () => {
     const repository = new AggregateRepository(store);
     const headBefore = await store.headPosition();

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { InvalidEventStoreInputError, type NewEvent } from '../../src/event-store/event-store.port';
-import { MAX_APPEND_SIZE_BYTES, validateAppend } from '../../src/event-store/event-store-input.validation';
+import { MAX_APPEND_SIZE_BYTES, validateAppend, validateAppendTogether } from '../../src/event-store/event-store-input.validation';
 
 /** One event of `text`, and the bytes its append counts: UTF-8 data and metadata plus twice its type's length. */
 function eventOf(text: string): { event: NewEvent; bytes: number } {
@@ -48,5 +48,43 @@ describe('validateAppend — the append size as KurrentDB counts it (MAX_APPEND_
       expect(error).toMatchObject({ field: 'events', message: expect.stringContaining(`take ${MAX_APPEND_SIZE_BYTES + 1} bytes`) });
       expect(refusal(eventsOfSize(MAX_APPEND_SIZE_BYTES, character, count))).toBeUndefined();
     }
+  });
+});
+
+describe('validateAppend and validateAppendTogether — how an append is acknowledged', () => {
+  const events = (): NewEvent[] => [{ id: randomUUID(), type: 'Checked', data: {}, metadata: { schemaVersion: 1 } }];
+
+  it('names options.durableAtOnce when it is not a boolean, on one append and on an append across streams', () => {
+    const alone = (): unknown => validateAppend('checked', events(), { expectedRevision: 'any', durableAtOnce: 'yes' as unknown as boolean });
+    const together = (): unknown => validateAppendTogether([{ streamName: 'checked', events: events(), expectedRevision: 'any' }], { durableAtOnce: 1 as unknown as boolean });
+    for (const check of [alone, together]) {
+      expect(check).toThrow(InvalidEventStoreInputError);
+      expect(check).toThrow(expect.objectContaining({ field: 'options.durableAtOnce' }));
+    }
+    expect(() => validateAppend('checked', events(), { expectedRevision: 'any', durableAtOnce: true })).not.toThrow();
+  });
+
+  it('names options.acknowledge and options.onCommitted the same way on both', () => {
+    const bad = { acknowledge: 'soon', onCommitted: 'later' };
+    expect(() => validateAppend('checked', events(), { expectedRevision: 'any', acknowledge: bad.acknowledge as 'durable' })).toThrow(expect.objectContaining({ field: 'options.acknowledge' }));
+    expect(() => validateAppendTogether([{ streamName: 'checked', events: events(), expectedRevision: 'any' }], { acknowledge: bad.acknowledge as 'durable' })).toThrow(
+      expect.objectContaining({ field: 'options.acknowledge' }),
+    );
+    expect(() => validateAppendTogether([{ streamName: 'checked', events: events(), expectedRevision: 'any' }], { onCommitted: bad.onCommitted as unknown as () => void })).toThrow(
+      expect.objectContaining({ field: 'options.onCommitted' }),
+    );
+  });
+
+  it('names a part\'s id that repeats one of an earlier part by its part, and says where it was first used', () => {
+    const shared = events();
+    const check = (): unknown =>
+      validateAppendTogether(
+        [
+          { streamName: 'first', events: shared, expectedRevision: 'any' },
+          { streamName: 'second', events: [...events(), shared[0]!], expectedRevision: 'any' },
+        ],
+        {},
+      );
+    expect(check).toThrow(expect.objectContaining({ field: 'parts[1].events[1].id', message: expect.stringContaining('at parts[0].events[0]') }));
   });
 });

@@ -87,6 +87,57 @@ describe('README "Durability": an acknowledged append is on disk (synchronous=FU
   });
 });
 
+describe('issue 35: an append whose caller goes upstream once it is durable (AppendOptions.durableAtOnce) is fsynced at once, not at the end of the turn', () => {
+  it('fsyncs in the task that committed it, covering the turn\'s commits before it, and the end of the turn finds nothing left', async () => {
+    const atFsync: Array<{ readonly commits: number; readonly appends: readonly string[] }> = [];
+    const appends: Array<Promise<unknown>> = [];
+    const watched: Array<ReturnType<typeof observed>> = [];
+    const store = openOnMainThread((fd) => {
+      atFsync.push({ commits: store.groupCommitStats.transactions, appends: watched.map((append) => append.state()) });
+      fsyncSync(fd);
+    });
+    const append = (streamName: string, durableAtOnce: boolean) => () => {
+      const appended = store.append(streamName, [newEvent()], { expectedRevision: 'no_stream', durableAtOnce });
+      appends.push(appended);
+      watched.push(observed(appended));
+    };
+    let fsyncsSeenLaterInTheTurn = -1;
+    // A plain commit, then one asking to be durable at once, then a task of the same turn that looks.
+    await inOneTurn(append('plain', false), append('at-once', true), () => (fsyncsSeenLaterInTheTurn = atFsync.length));
+    expect(fsyncsSeenLaterInTheTurn).toBe(1);
+    await Promise.all(appends);
+
+    // One fsync, made after both commits and before either was acknowledged; none at the end of the turn.
+    expect(atFsync).toEqual([{ commits: 2, appends: ['pending', 'pending'] }]);
+    expect(watched.map((append) => append.state())).toEqual(['resolved', 'resolved']);
+    await store.close();
+  });
+
+  it('waits for the end of the turn like any commit when the placement sends fsyncs to the thread pool (a busy main thread)', async () => {
+    let inPlace = 0;
+    let onPool = 0;
+    const placement: FsyncPlacement = { next: () => 'thread-pool', tookOnMainThread: () => undefined };
+    const store = openOnMainThread(
+      (fd) => (inPlace++, fsyncSync(fd)),
+      placement,
+      { fsyncFile: (fd, done) => (onPool++, fsync(fd, done)) },
+    );
+    await store.append('busy', [newEvent()], { expectedRevision: 'no_stream', durableAtOnce: true });
+    expect({ inPlace, onPool }).toEqual({ inPlace: 0, onPool: 1 });
+    await store.close();
+  });
+
+  it('fails the append when its fsync fails, and refuses every append after it', async () => {
+    const store = openOnMainThread(() => {
+      throw Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO' });
+    });
+    await expect(store.append('lost-at-once', [newEvent()], { expectedRevision: 'no_stream', durableAtOnce: true })).rejects.toThrow(/could not be made durable.*EIO/);
+    await expect(store.append('lost-after', [newEvent()], { expectedRevision: 'no_stream' })).rejects.toThrow(/could not be made durable/);
+    expect(await store.readAll()).toHaveLength(0);
+    await store.close();
+  });
+});
+
 describe('issue 35: FsyncByLoopLoad, the default placement, by the main thread\'s load over the last window', () => {
   /** A placement on a stand-in clock and event-loop utilization the test moves by hand. */
   function placementOnHandClock(): { placement: FsyncByLoopLoad; pass: (activeMs: number, idleMs: number) => void } {

@@ -96,6 +96,21 @@ describe('gateway calls are admitted at their worst-case hold and settled at Ant
     expect(body).toMatchObject({ state: 'settled', outcome: 'completed', estimate: 46, charge: 5 });
   });
 
+  it('asks for the hold\'s commit, which the dispatch waits on, to be durable at once, and leaves the settlement\'s to the end of the turn (docs/gateway.md)', async () => {
+    await grant('hurry', 1_000, 'g-hurry');
+    const { key } = await issue('hurry', { name: 'at-once' });
+    const repository = ledger.app.get(AggregateRepository);
+    const spy = jest.spyOn(repository, 'handleAlongside');
+    try {
+      const admission = await accounting.admit({ presentedKey: key, facts: facts(), requestId: 'r-at-once' });
+      await accounting.settle(admission as Extract<GatewayAdmission, { admitted: true }>, OK());
+      const contexts = spy.mock.calls.map((call) => call[4]);
+      expect(contexts).toEqual([expect.objectContaining({ durableAtOnce: true }), expect.not.objectContaining({ durableAtOnce: true })]);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
   it('refuses an unknown or revoked key (401), an unknown model (404), a model the key may not use (403) and max_tokens over a cap (400), holding nothing', async () => {
     await grant('refusals', 1_000, 'g-refusals');
     const { key, keyId } = await issue('refusals', { name: 'narrow', models: ['other-model'], maxOutputTokens: 100 });

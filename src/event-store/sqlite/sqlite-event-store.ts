@@ -110,6 +110,8 @@ interface PendingAppend {
   readonly onCommit: boolean;
   /** Told at COMMIT when the acknowledgement still waits for the fsync (AppendOptions.onCommitted). */
   readonly committed: ((results: AppendResult[]) => void) | undefined;
+  /** Its commit is fsynced at once, not at the end of the turn (AppendOptions.durableAtOnce). */
+  readonly atOnce: boolean;
   readonly resolve: (results: AppendResult[]) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -362,7 +364,9 @@ function isDuplicateEventId(error: unknown): boolean {
  *   survives power loss, as far as the disk honours fsync. The fsync is WalSync's: on the main thread
  *   at the end of the turn while that thread has time to spare, else on the thread pool; commits made
  *   while one runs share the next (or, opened with `fsyncsInFlight` above one, start
- *   their own at once), and each covers every commit made before it started; until one that
+ *   their own at once), and each covers every commit made before it started. A commit with an
+ *   append that asked for it (AppendOptions.durableAtOnce) is fsynced on the main thread at once,
+ *   in the task that committed it, while that thread has time to spare; until one that
  *   started after it returns the commit is visible to readStream (decisions) but not to readAll,
  *   subscriptions, commit listeners or headPosition.
  * - `synchronous=NORMAL` (opt-in): the commit is written to the WAL with write(2) but not fsynced.
@@ -477,6 +481,7 @@ export class SqliteEventStore implements EventStore {
         parts: [partOf(input)],
         onCommit: options.acknowledge === 'committed',
         committed: onCommitted === undefined ? undefined : (results) => onCommitted(results[0]!),
+        atOnce: options.durableAtOnce === true,
         resolve: (results) => resolve(results[0]!),
         reject,
       });
@@ -498,7 +503,14 @@ export class SqliteEventStore implements EventStore {
       return Promise.reject(error);
     }
     return new Promise<AppendResult[]>((resolve, reject) => {
-      this.queue.push({ parts: input.map(partOf), onCommit: options.acknowledge === 'committed', committed: options.onCommitted, resolve, reject });
+      this.queue.push({
+        parts: input.map(partOf),
+        onCommit: options.acknowledge === 'committed',
+        committed: options.onCommitted,
+        atOnce: options.durableAtOnce === true,
+        resolve,
+        reject,
+      });
       if (!this.flushScheduled) this.scheduleFlush();
     });
   }
@@ -723,10 +735,15 @@ export class SqliteEventStore implements EventStore {
     early.forEach((now, index) => now && group[index]!.resolve(outcomes[index] as AppendResult[]));
     group.forEach((pending, index) => !early[index] && !(outcomes[index] instanceof Error) && pending.committed?.(outcomes[index] as AppendResult[]));
     const walSync = this.walSync;
-    walSync.afterCommit(waitFrom, (durability) => {
-      if (durability === undefined) Atomics.store(this.unsynced, 0, walSync.firstUnsynced ?? 0n);
-      this.deliver(group, outcomes, writtenAppends, recordedAtMs, durability, early);
-    });
+    const atOnce = group.some((pending, index) => pending.atOnce && !early[index] && !(outcomes[index] instanceof Error));
+    walSync.afterCommit(
+      waitFrom,
+      (durability) => {
+        if (durability === undefined) Atomics.store(this.unsynced, 0, walSync.firstUnsynced ?? 0n);
+        this.deliver(group, outcomes, writtenAppends, recordedAtMs, durability, early);
+      },
+      atOnce,
+    );
   }
 
   /**

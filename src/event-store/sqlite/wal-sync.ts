@@ -189,10 +189,20 @@ export class WalSync {
     return this.unsynced[0]?.first;
   }
 
-  /** Calls `done` once the commit just made (first event at `first`) is on disk, or with the error that prevented it. */
-  afterCommit(first: bigint, done: (error?: Error) => void): void {
+  /**
+   * Calls `done` once the commit just made (first event at `first`) is on disk, or with the error that
+   * prevented it. `atOnce`: its appender has I/O to start once it is durable, so while the main thread
+   * has time to spare the fsync runs on it now, before this returns, instead of at the end of the
+   * turn: an fsync that waits for the end of the turn is joined (this one covers its commits, and it
+   * finds nothing left to do), one on the thread pool is not (the commit waits for it or the next).
+   */
+  afterCommit(first: bigint, done: (error?: Error) => void, atOnce = false): void {
     if (this.failed !== undefined) return done(this.failed);
     this.unsynced.push({ sequence: ++this.lastSequence, first, done });
+    if (atOnce && this.inFlight === (this.mainThreadPending ? 1 : 0) && this.placement.next() === 'main-thread') {
+      this.inFlight++;
+      return this.fsyncHere();
+    }
     this.startIfRoom();
   }
 
@@ -229,9 +239,18 @@ export class WalSync {
     this.onThreadPool(fd, (error) => this.finish(fd, through, error ?? undefined));
   }
 
-  /** At the end of the turn: one fsync on this thread for every commit made by now. */
+  /**
+   * At the end of the turn: one fsync on this thread for every commit made by now; none when a commit
+   * fsynced at once (afterCommit's `atOnce`) already covered them all.
+   */
   private fsyncOnMainThread(): void {
     this.mainThreadPending = false;
+    if (this.unsynced.length === 0) return this.finish(undefined, this.lastSequence, undefined);
+    this.fsyncHere();
+  }
+
+  /** One fsync on this thread, now, for every commit made by now (counted in `inFlight` by the caller). */
+  private fsyncHere(): void {
     const through = this.lastSequence;
     this.startedThrough = through;
     const startedMs = performance.now();
