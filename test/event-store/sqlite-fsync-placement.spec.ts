@@ -29,20 +29,29 @@ function inOneTurn(...tasks: Array<() => void>): Promise<void> {
   });
 }
 
+/**
+ * A FULL store fsyncing on the main thread that records, at each fsync, how many commits were made and
+ * how each append made so far stood; `append` makes a task that appends one event to a new stream.
+ */
+function watchingFsyncs() {
+  const atFsync: Array<{ readonly commits: number; readonly appends: readonly string[] }> = [];
+  const appends: Array<Promise<unknown>> = [];
+  const watched: Array<ReturnType<typeof observed>> = [];
+  const store = openOnMainThread((fd) => {
+    atFsync.push({ commits: store.groupCommitStats.transactions, appends: watched.map((append) => append.state()) });
+    fsyncSync(fd);
+  });
+  const append = (streamName: string, durableAtOnce = false) => () => {
+    const appended = store.append(streamName, [newEvent()], { expectedRevision: 'no_stream', durableAtOnce });
+    appends.push(appended);
+    watched.push(observed(appended));
+  };
+  return { store, atFsync, appends, watched, append };
+}
+
 describe('README "Durability": an acknowledged append is on disk (synchronous=FULL), the WAL fsynced on the main thread at the end of the turn while that thread has time to spare (issue 35)', () => {
   it('covers every commit of the turn with one fsync, made after those commits and before any of them is acknowledged', async () => {
-    const atFsync: Array<{ readonly commits: number; readonly appends: readonly string[] }> = [];
-    const appends: Array<Promise<unknown>> = [];
-    const watched: Array<ReturnType<typeof observed>> = [];
-    const store = openOnMainThread((fd) => {
-      atFsync.push({ commits: store.groupCommitStats.transactions, appends: watched.map((append) => append.state()) });
-      fsyncSync(fd);
-    });
-    const append = (streamName: string) => () => {
-      const appended = store.append(streamName, [newEvent()], { expectedRevision: 'no_stream' });
-      appends.push(appended);
-      watched.push(observed(appended));
-    };
+    const { store, atFsync, appends, append } = watchingFsyncs();
     // Two tasks of one turn: two commits, each made right after its task.
     await inOneTurn(append('turn-1'), append('turn-2'));
     expect(atFsync).toEqual([]);
@@ -89,18 +98,7 @@ describe('README "Durability": an acknowledged append is on disk (synchronous=FU
 
 describe('issue 35: an append whose caller goes upstream once it is durable (AppendOptions.durableAtOnce) is fsynced at once, not at the end of the turn', () => {
   it('fsyncs in the task that committed it, covering the turn\'s commits before it, and the end of the turn finds nothing left', async () => {
-    const atFsync: Array<{ readonly commits: number; readonly appends: readonly string[] }> = [];
-    const appends: Array<Promise<unknown>> = [];
-    const watched: Array<ReturnType<typeof observed>> = [];
-    const store = openOnMainThread((fd) => {
-      atFsync.push({ commits: store.groupCommitStats.transactions, appends: watched.map((append) => append.state()) });
-      fsyncSync(fd);
-    });
-    const append = (streamName: string, durableAtOnce: boolean) => () => {
-      const appended = store.append(streamName, [newEvent()], { expectedRevision: 'no_stream', durableAtOnce });
-      appends.push(appended);
-      watched.push(observed(appended));
-    };
+    const { store, atFsync, appends, watched, append } = watchingFsyncs();
     let fsyncsSeenLaterInTheTurn = -1;
     // A plain commit, then one asking to be durable at once, then a task of the same turn that looks.
     await inOneTurn(append('plain', false), append('at-once', true), () => (fsyncsSeenLaterInTheTurn = atFsync.length));
