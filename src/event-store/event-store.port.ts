@@ -69,7 +69,7 @@ export interface AppendOptions {
   readonly onCommitted?: (result: AppendResult) => void;
   /**
    * The caller has I/O to start the moment the append is durable (the gateway's dispatch upstream,
-   * which its HTTP client sends only after one more turn of the event loop): a store that gathers the
+   * which its HTTP client writes at the end of the event-loop turn it is handed over in): a store that gathers the
    * commits of one event-loop turn into one fsync at the turn's end (the embedded store under FULL)
    * makes this one durable at once instead, so the caller's I/O starts within the same turn. Stores
    * whose every commit is durable on its own (PostgreSQL, EventStoreDB) have nothing to hurry.

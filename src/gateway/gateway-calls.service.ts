@@ -283,8 +283,8 @@ export class GatewayCalls implements GatewayAccounting {
         accountDecider,
         placeHold(invocationId, holdCredits, at, { gatewayKey: { keyId: key.keyId, period: '' }, gatewayCall: { model: card.model, maxTokens: facts.maxTokens, tokens, keyHash } }),
         { streamName, decider: invocationDecider, before: [estimateUnlessWritten], after: reserveAndDispatch(at), context: invocation },
-        // The dispatch waits for this commit, and the HTTP client sends it a turn of the event loop
-        // later: made durable at once, it goes out within the turn (docs/gateway.md).
+        // The dispatch waits for this commit, and the HTTP client writes it at the end of the turn it is
+        // handed over in: made durable at once, not at the turn's end, it goes out in this turn (docs/gateway.md).
         { ...context, durableAtOnce: true },
       );
     let refused = await refusalOf(holdAndDispatch({ correlationId: invocationId }), key);
