@@ -784,7 +784,7 @@ export class SqliteEventStore implements EventStore {
     this.togetherSavepoint.run();
     const results: AppendResult[] = [];
     for (const [index, part] of pending.parts.entries()) {
-      const outcome = this.applyAppend(part, recordedAtMs, writtenAppends);
+      const outcome = this.applyAppend(part, recordedAtMs, writtenAppends, true);
       if (outcome instanceof Error) {
         this.rollbackTogether.run();
         this.releaseTogether.run();
@@ -800,9 +800,10 @@ export class SqliteEventStore implements EventStore {
 
   /**
    * One part inside the group's transaction. Returns the result, or the error that fails it (its
-   * savepoint rolled back); throws only for faults that doom the whole transaction.
+   * savepoint rolled back; `inPartOfTogether`: what it wrote is left to applyPending, which rolls back
+   * every part); throws only for faults that doom the whole transaction.
    */
-  private applyAppend(pending: AppendPart, recordedAtMs: number, writtenAppends: WrittenAppend[]): AppendResult | Error {
+  private applyAppend(pending: AppendPart, recordedAtMs: number, writtenAppends: WrittenAppend[], inPartOfTogether = false): AppendResult | Error {
     const current = this.currentRevision(pending.streamName);
     if (!revisionMatches(pending.expectedRevision, current)) {
       // A retried append whose first attempt committed finds the stream moved on: answer it, not a conflict.
@@ -818,8 +819,9 @@ export class SqliteEventStore implements EventStore {
     const positions: bigint[] = new Array(events.length);
     let index = 0;
     // A failed INSERT undoes itself (SQLite statements are atomic), so a one-event append has nothing
-    // to roll back and skips the savepoint: two statements fewer on the most common append.
-    const undoable = events.length > 1;
+    // to roll back and skips the savepoint: two statements fewer on the most common append. A part of
+    // an append across streams skips it too: a failing part rolls back the savepoint of all the parts.
+    const undoable = events.length > 1 && !inPartOfTogether;
     if (undoable) this.savepoint.run();
     try {
       for (; index < events.length; index++) {
