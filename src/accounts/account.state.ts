@@ -3,13 +3,36 @@
  * adjustments (operator actions, kept for idempotency) and with holds in flight, never with the number
  * of invocations an account has seen: a settled hold leaves nothing behind, so admission costs the
  * same on a young stream and an old one.
+ *
+ * Nor does a call's work on it grow with the account's size (bench/README.md "The account's maps"):
+ * - its maps are persistent (immutable.js's, read as a StateMap): the state after an event shares
+ *   every entry it did not change with the state before, so a hold placed or settled costs O(log n) in
+ *   the holds in flight and the keys held, where a copy of each map cost O(n) (an account at
+ *   MAX_GATEWAY_KEYS_PER_ORGANIZATION keys copied a thousand keys several times a call). The maps that
+ *   are listed keep their insertion order, as a native Map does, so they list in the same order;
+ * - the sums admission reads from the holds in flight are kept with them (HeldFigures), so a decision
+ *   no longer walks every open hold.
  */
+import { Map as ImmutableMap, OrderedMap } from 'immutable';
 import { DEFAULT_MAX_RUNNING, MAX_ACCOUNT_TOTAL_CREDITS, MAX_HOLD_OVERRUN_CREDITS } from './account.bounds';
 import type { AccountEvent, HoldGatewayKey } from './account.events';
 import { isPast, thresholdKey, type AlertFigures, type AlertThreshold } from './credit-alerts';
 import { withAlertSent } from './budget-alerts';
 import { keySpendAt, withRejections, type GatewayKey } from './gateway-keys';
 import type { GatewayTeam } from './gateway-teams';
+
+/**
+ * How the state's maps are read: a ReadonlyMap's reading methods, which both a native Map and the
+ * persistent map evolve keeps offer (no `forEach`: immutable.js's stops at a callback returning false).
+ */
+export interface StateMap<K, V> extends Iterable<[K, V]> {
+  readonly size: number;
+  get(key: K): V | undefined;
+  has(key: K): boolean;
+  keys(): IterableIterator<K>;
+  values(): IterableIterator<V>;
+  entries(): IterableIterator<[K, V]>;
+}
 
 /** A hold not yet settled. */
 export interface OpenHold {
@@ -38,9 +61,9 @@ export interface AccountState {
   readonly aiEnabled: boolean;
   readonly maxRunning: number;
   /** invocationId → its open hold. One entry per running invocation. */
-  readonly openHolds: ReadonlyMap<string, OpenHold>;
+  readonly openHolds: StateMap<string, OpenHold>;
   /** idempotencyKey → the grant or adjustment it produced. */
-  readonly ledgerEntries: ReadonlyMap<string, LedgerEntry>;
+  readonly ledgerEntries: StateMap<string, LedgerEntry>;
   /** The credit alert thresholds in force (README.md "Credit alerts"), at most MAX_ALERT_THRESHOLDS. */
   readonly alertThresholds: readonly AlertThreshold[];
   /**
@@ -49,12 +72,39 @@ export interface AccountState {
    */
   readonly crossedThresholds: ReadonlySet<string>;
   /** keyId → the organization's gateway keys (docs/gateway.md), revoked ones included. */
-  readonly gatewayKeys: ReadonlyMap<string, GatewayKey>;
+  readonly gatewayKeys: StateMap<string, GatewayKey>;
   /** SHA-256 of a key → its keyId, to find the key a gateway call presents. */
-  readonly gatewayKeyHashes: ReadonlyMap<string, string>;
+  readonly gatewayKeyHashes: StateMap<string, string>;
   /** teamId → the organization's gateway teams (docs/gateway.md "Teams"); a deleted team is gone. */
-  readonly gatewayTeams: ReadonlyMap<string, GatewayTeam>;
+  readonly gatewayTeams: StateMap<string, GatewayTeam>;
+  /** What `openHolds` holds, kept as each hold is placed and settled (never snapshotted: derived again on load). */
+  readonly held: HeldFigures;
 }
+
+/**
+ * The sums admission reads from the holds in flight, kept with them so a decision reads each in O(1)
+ * instead of walking every open hold (an account may have MAX_RUNNING_LIMIT in flight). Always equal to
+ * heldFiguresOf(openHolds): the property test in test/accounts/account.held-figures.properties.spec.ts
+ * says so after any sequence of events.
+ */
+export interface HeldFigures {
+  /** Credits the open holds hold. */
+  readonly credits: number;
+  /** keyId → its calls in flight and their credits by the key's period each counts in; only keys with one. */
+  readonly byKey: StateMap<string, HoldsInFlight>;
+  /** teamId → the same for the calls of its keys, by the team's period each counts in. */
+  readonly byTeam: StateMap<string, HoldsInFlight>;
+}
+
+/** A key's or a team's holds in flight. */
+export interface HoldsInFlight {
+  readonly count: number;
+  /** period → credits held in it; only periods holding credits (one or two: holds made before and after a period began). */
+  readonly creditsByPeriod: ReadonlyMap<string, number>;
+}
+
+const NO_HOLDS: HoldsInFlight = { count: 0, creditsByPeriod: new Map() };
+const NOTHING_HELD: HeldFigures = { credits: 0, byKey: ImmutableMap(), byTeam: ImmutableMap() };
 
 /** A new organization may use AI and run DEFAULT_MAX_RUNNING invocations at once. */
 export function initialAccountState(): AccountState {
@@ -65,23 +115,66 @@ export function initialAccountState(): AccountState {
     charged: 0,
     aiEnabled: true,
     maxRunning: DEFAULT_MAX_RUNNING,
-    openHolds: new Map(),
-    ledgerEntries: new Map(),
+    openHolds: OrderedMap(),
+    ledgerEntries: OrderedMap(),
     alertThresholds: [],
     crossedThresholds: new Set(),
-    gatewayKeys: new Map(),
-    gatewayKeyHashes: new Map(),
-    gatewayTeams: new Map(),
+    gatewayKeys: OrderedMap(),
+    gatewayKeyHashes: ImmutableMap(),
+    gatewayTeams: OrderedMap(),
+    held: NOTHING_HELD,
   };
 }
 
-/** Credits a key's open holds hold, by the period each counts in. */
-export function keyHoldsByPeriod(state: AccountState, keyId: string): ReadonlyMap<string, number> {
-  const held = new Map<string, number>();
-  for (const hold of state.openHolds.values()) {
-    if (hold.gatewayKey?.keyId === keyId) held.set(hold.gatewayKey.period, (held.get(hold.gatewayKey.period) ?? 0) + hold.credits);
-  }
+/** The held figures of a set of open holds, walked once (a snapshot's, or a reference to check the kept ones against). */
+export function heldFiguresOf(openHolds: StateMap<string, OpenHold>): HeldFigures {
+  let held = NOTHING_HELD;
+  for (const hold of openHolds.values()) held = withHeld(held, hold, 1);
   return held;
+}
+
+/** `held` with `hold` added (`sign` 1) or taken away (-1). */
+function withHeld(held: HeldFigures, hold: OpenHold, sign: 1 | -1): HeldFigures {
+  const credits = held.credits + sign * hold.credits;
+  const key = hold.gatewayKey;
+  if (key === undefined) return { ...held, credits };
+  const byKey = withHoldsInFlight(persistentIndex(held.byKey), key.keyId, key.period, sign * hold.credits, sign);
+  const byTeam = key.team === undefined ? held.byTeam : withHoldsInFlight(persistentIndex(held.byTeam), key.team.teamId, key.team.period, sign * hold.credits, sign);
+  return { credits, byKey, byTeam };
+}
+
+function withHoldsInFlight(map: ImmutableMap<string, HoldsInFlight>, id: string, period: string, credits: number, count: 1 | -1): ImmutableMap<string, HoldsInFlight> {
+  const before = map.get(id) ?? NO_HOLDS;
+  if (before.count + count === 0) return map.delete(id);
+  const creditsByPeriod = new Map(before.creditsByPeriod);
+  const inPeriod = (creditsByPeriod.get(period) ?? 0) + credits;
+  // Only periods that hold credits are kept, so the figures stay as small as the holds in flight.
+  if (inPeriod === 0) creditsByPeriod.delete(period);
+  else creditsByPeriod.set(period, inPeriod);
+  return map.set(id, { count: before.count + count, creditsByPeriod });
+}
+
+/**
+ * A state's map as the persistent map evolve changes: itself when it is one (every state evolve and
+ * the snapshot make), else a persistent copy of it, once (a state built by hand).
+ */
+function persistentMap<K, V>(map: StateMap<K, V>): OrderedMap<K, V> {
+  return OrderedMap.isOrderedMap(map) ? (map as OrderedMap<K, V>) : OrderedMap(map);
+}
+
+/** As persistentMap, for a map that is only looked up, never listed (`gatewayKeyHashes`): its order is not kept. */
+function persistentIndex<K, V>(map: StateMap<K, V>): ImmutableMap<K, V> {
+  return ImmutableMap.isMap(map) ? (map as ImmutableMap<K, V>) : ImmutableMap(map);
+}
+
+/** Credits a key's open holds hold, by the period each counts in (only periods holding credits). */
+export function keyHoldsByPeriod(state: AccountState, keyId: string): ReadonlyMap<string, number> {
+  return (state.held.byKey.get(keyId) ?? NO_HOLDS).creditsByPeriod;
+}
+
+/** A key's calls in flight. */
+export function keyCallsInFlight(state: AccountState, keyId: string): number {
+  return (state.held.byKey.get(keyId) ?? NO_HOLDS).count;
 }
 
 /** A key's spend and holds in the period that contains `at` (ISO-8601). */
@@ -89,14 +182,9 @@ export function keySpend(state: AccountState, key: GatewayKey, at: string): { re
   return keySpendAt(key, keyHoldsByPeriod(state, key.keyId), at);
 }
 
-/** Credits the open holds of a team's keys hold, by the team's period each counts in. */
+/** Credits the open holds of a team's keys hold, by the team's period each counts in (only periods holding credits). */
 export function teamHoldsByPeriod(state: AccountState, teamId: string): ReadonlyMap<string, number> {
-  const held = new Map<string, number>();
-  for (const hold of state.openHolds.values()) {
-    const team = hold.gatewayKey?.team;
-    if (team?.teamId === teamId) held.set(team.period, (held.get(team.period) ?? 0) + hold.credits);
-  }
-  return held;
+  return (state.held.byTeam.get(teamId) ?? NO_HOLDS).creditsByPeriod;
 }
 
 /** A team's spend and holds in the period that contains `at` (ISO-8601). */
@@ -111,9 +199,7 @@ export function alertFiguresOf(state: AccountState): AlertFigures {
 
 /** Credits held by open holds. */
 export function heldCredits(state: AccountState): number {
-  let held = 0;
-  for (const hold of state.openHolds.values()) held += hold.credits;
-  return held;
+  return state.held.credits;
 }
 
 /** Running slots taken: one per open hold. */
@@ -273,9 +359,10 @@ function applyAccountEvent(state: AccountState, event: AccountEvent): AccountSta
 }
 
 function withHoldPlaced(state: AccountState, { invocationId, credits, placedAt, gatewayKey }: AccountEventData<'HoldPlaced'>): AccountState {
-  const openHolds = new Map(state.openHolds);
-  openHolds.set(invocationId, { credits, placedAt, ...(gatewayKey === undefined ? {} : { gatewayKey }) });
-  const next = { ...state, exists: true, openHolds };
+  const hold: OpenHold = { credits, placedAt, ...(gatewayKey === undefined ? {} : { gatewayKey }) };
+  const replaced = state.openHolds.get(invocationId);
+  const held = withHeld(replaced === undefined ? state.held : withHeld(state.held, replaced, -1), hold, 1);
+  const next = { ...state, exists: true, openHolds: persistentMap(state.openHolds).set(invocationId, hold), held };
   if (gatewayKey === undefined) return next;
   const keyed = withKeyMinute(withKeyPeriod(next, gatewayKey.keyId, gatewayKey.period), gatewayKey, gatewayKey.requests ?? 1, gatewayKey.tokens ?? 0);
   return gatewayKey.team === undefined ? keyed : withTeamPeriod(keyed, gatewayKey.team.teamId, gatewayKey.team.period);
@@ -283,9 +370,9 @@ function withHoldPlaced(state: AccountState, { invocationId, credits, placedAt, 
 
 function withHoldSettled(state: AccountState, { invocationId, chargedCredits, reportedTokens }: AccountEventData<'HoldSettled'>): AccountState {
   const open = state.openHolds.get(invocationId);
-  const openHolds = new Map(state.openHolds);
-  openHolds.delete(invocationId);
-  const next = { ...state, exists: true, charged: state.charged + chargedCredits, openHolds };
+  const openHolds = persistentMap(state.openHolds).delete(invocationId);
+  const held = open === undefined ? state.held : withHeld(state.held, open, -1);
+  const next = { ...state, exists: true, charged: state.charged + chargedCredits, openHolds, held };
   if (open?.gatewayKey === undefined) return next;
   const spent = withKeySpent(next, open.gatewayKey.keyId, open.gatewayKey.period, chargedCredits);
   const team = open.gatewayKey.team;
@@ -311,17 +398,14 @@ function withKeyMinute(state: AccountState, hold: HoldGatewayKey, requests: numb
 function withKeyRotated(state: AccountState, { keyId, keyHash, previousValidUntil, rotatedAt }: AccountEventData<'GatewayKeyRotated'>): AccountState {
   const key = state.gatewayKeys.get(keyId);
   if (key === undefined) return state;
-  const gatewayKeyHashes = new Map(state.gatewayKeyHashes);
-  if (key.previousKeyHash !== undefined) gatewayKeyHashes.delete(key.previousKeyHash);
-  gatewayKeyHashes.set(keyHash, keyId);
+  const kept = key.previousKeyHash === undefined ? persistentIndex(state.gatewayKeyHashes) : persistentIndex(state.gatewayKeyHashes).delete(key.previousKeyHash);
+  const gatewayKeyHashes = kept.set(keyHash, keyId);
   return { ...withKey(state, { ...key, keyHash, previousKeyHash: key.keyHash, previousKeyValidUntil: previousValidUntil, rotatedAt }), gatewayKeyHashes };
 }
 
 function withKeyIssued(state: AccountState, { keyId, keyHash, issuedAt, ...settings }: AccountEventData<'GatewayKeyIssued'>): AccountState {
-  const gatewayKeys = new Map(state.gatewayKeys);
-  gatewayKeys.set(keyId, { ...settings, keyId, keyHash, issuedAt, spentInPeriod: 0 });
-  const gatewayKeyHashes = new Map(state.gatewayKeyHashes);
-  gatewayKeyHashes.set(keyHash, keyId);
+  const gatewayKeys = persistentMap(state.gatewayKeys).set(keyId, { ...settings, keyId, keyHash, issuedAt, spentInPeriod: 0 });
+  const gatewayKeyHashes = persistentIndex(state.gatewayKeyHashes).set(keyHash, keyId);
   return { ...state, exists: true, gatewayKeys, gatewayKeyHashes };
 }
 
@@ -334,9 +418,7 @@ function withKeyChanged(state: AccountState, { keyId, changedAt: _changedAt, ...
 }
 
 function withKey(state: AccountState, key: GatewayKey): AccountState {
-  const gatewayKeys = new Map(state.gatewayKeys);
-  gatewayKeys.set(key.keyId, key);
-  return { ...state, gatewayKeys };
+  return { ...state, gatewayKeys: persistentMap(state.gatewayKeys).set(key.keyId, key) };
 }
 
 /** A hold in a later period than the key counted starts that period's count at 0 (periods only move forward). */
@@ -372,9 +454,7 @@ function withTeamEvent(
       return withTeam(state, { ...kept, ...settings });
     }
     case 'GatewayTeamDeleted': {
-      const gatewayTeams = new Map(state.gatewayTeams);
-      gatewayTeams.delete(event.data.teamId);
-      return { ...state, gatewayTeams };
+      return { ...state, gatewayTeams: persistentMap(state.gatewayTeams).delete(event.data.teamId) };
     }
     case 'GatewayBudgetThresholdCrossed': {
       const { budget, periodStart, percent } = event.data;
@@ -389,9 +469,7 @@ function withTeamEvent(
 }
 
 function withTeam(state: AccountState, team: GatewayTeam): AccountState {
-  const gatewayTeams = new Map(state.gatewayTeams);
-  gatewayTeams.set(team.teamId, team);
-  return { ...state, gatewayTeams };
+  return { ...state, gatewayTeams: persistentMap(state.gatewayTeams).set(team.teamId, team) };
 }
 
 /** A hold in a later period than the team counted starts that period's count at 0. */
@@ -408,12 +486,6 @@ function withTeamSpent(state: AccountState, teamId: string, period: string, char
   return withTeam(state, { ...team, spentInPeriod: team.spentInPeriod + charged });
 }
 
-function withEntry(
-  entries: ReadonlyMap<string, LedgerEntry>,
-  key: string,
-  entry: LedgerEntry,
-): ReadonlyMap<string, LedgerEntry> {
-  const next = new Map(entries);
-  next.set(key, entry);
-  return next;
+function withEntry(entries: StateMap<string, LedgerEntry>, key: string, entry: LedgerEntry): StateMap<string, LedgerEntry> {
+  return persistentMap(entries).set(key, entry);
 }

@@ -7,7 +7,7 @@ import type { Publication } from '../catalog/operation.events';
 import { DomainError } from '../domain/domain.errors';
 import { MAX_ACCOUNT_TOTAL_CREDITS, MAX_HOLD_OVERRUN_CREDITS } from './account.bounds';
 import type { HoldGatewayKey } from './account.events';
-import { AccountState, availableCredits, committedCredits, keySpend, runningCount, teamSpend } from './account.state';
+import { AccountState, availableCredits, committedCredits, keyCallsInFlight, keySpend, runningCount, teamSpend } from './account.state';
 import { KEY_CONCURRENCY_RETRY_AFTER_SECONDS, type GatewayKey, type KeyRateLimit, type SpendPeriod } from './gateway-keys';
 import { isoToMs } from '../domain/field-checks';
 
@@ -230,8 +230,7 @@ function gatewayLimitRefusal(state: AccountState, gatewayKey: HoldGatewayKey, cr
  */
 export function keyRateRefusal(state: AccountState, key: GatewayKey, call: HoldGatewayKey, at: string): KeyRateFigures | undefined {
   if (key.maxConcurrent !== undefined) {
-    let inFlight = 0;
-    for (const hold of state.openHolds.values()) if (hold.gatewayKey?.keyId === key.keyId) inFlight += 1;
+    const inFlight = keyCallsInFlight(state, key.keyId);
     if (inFlight + 1 > key.maxConcurrent) {
       return { keyId: key.keyId, limit: 'maxConcurrent', allowed: key.maxConcurrent, counted: inFlight, asked: 1, retryAfterSeconds: KEY_CONCURRENCY_RETRY_AFTER_SECONDS };
     }

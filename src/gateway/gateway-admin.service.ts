@@ -6,7 +6,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { accountDecider } from '../accounts/account.decider';
 import { accountStreamName } from '../accounts/account.events';
-import { keySpend, type AccountState } from '../accounts/account.state';
+import { keyCallsInFlight, keySpend, type AccountState } from '../accounts/account.state';
 import { readGraceSeconds, readKeySettings, UnknownGatewayKeyError, type GatewayKey, type GatewayKeySettings, type GatewayRejectionCounts, type KeyMinute } from '../accounts/gateway-keys';
 import { AggregateRepository } from '../aggregates/aggregate.repository';
 import { CLOCK, isoAt } from '../domain/clock.token';
@@ -168,7 +168,7 @@ function viewOf(account: AccountState, key: GatewayKey, at: string): GatewayKeyV
     spentCredits: spend.spent,
     heldCredits: spend.held,
     rejections: key.rejections ?? {},
-    inFlight: [...account.openHolds.values()].filter((hold) => hold.gatewayKey?.keyId === key.keyId).length,
+    inFlight: keyCallsInFlight(account, key.keyId),
     ...(key.rateMinute === undefined ? {} : { currentMinute: key.rateMinute }),
   };
 }
