@@ -26,6 +26,7 @@ const BENCHMARKS: Record<string, () => Promise<Bench>> = {
   'gateway-soak': async () => (await import('./gateway-soak.bench')).run,
   'json-members': async () => (await import('./json-members.bench')).run,
   'gateway-batches': async () => (await import('./gateway-batches.bench')).run,
+  'account-state': async () => (await import('./account-state.bench')).run,
 };
 /** Run only when named: the soaks take ten minutes each. */
 const ONLY_WHEN_NAMED = new Set(['soak', 'gateway-soak']);
