@@ -24,6 +24,7 @@
  * llm-ledger's main thread over each of its measured runs (`node dist/bench/http/cpu-profile-summary.js`),
  * BENCH_GATEWAY_PHASES=1: each llm-ledger call's phases traced over its measured runs (gateway/phase-trace.ts);
  * both only for llm-ledger in one process (the probe sees its own process only).
+ * BENCH_GATEWAY_ORGANIZATION_KEYS (1): the gateway keys the benchmark's organization holds, the one it calls with among them.
  * BENCH_GATEWAY_BASELINE=<a built checkout, or its dist directory> with `ledger-base` among the peers
  * runs that build beside this one, as the peer `llm-ledger (baseline)`: with BENCH_GATEWAY_ROUNDS > 1
  * the two take turns in every round, so a change and the build before it meet the same machine, and
@@ -121,6 +122,8 @@ interface Settings {
   readonly phases: boolean;
   /** BENCH_GATEWAY_BASELINE: the `dist` directory of the build `llm-ledger (baseline)` runs. */
   readonly baselineDist?: string;
+  /** BENCH_GATEWAY_ORGANIZATION_KEYS: gateway keys the organization holds (1). */
+  readonly organizationKeys: number;
 }
 
 function list(name: string, fallback: string): string[] {
@@ -134,6 +137,8 @@ function readSettings(): Settings {
   const modes = list('BENCH_GATEWAY_MODES', 'json,stream');
   const concurrencies = list('BENCH_GATEWAY_CONCURRENCY', `${BELOW_SATURATION},${AT_SATURATION}`).map(Number);
   const workers = list('BENCH_GATEWAY_WORKERS', '1,2').map(Number);
+  const organizationKeys = Number(process.env.BENCH_GATEWAY_ORGANIZATION_KEYS ?? 1);
+  if (!Number.isInteger(organizationKeys) || organizationKeys < 1) throw new Error(`BENCH_GATEWAY_ORGANIZATION_KEYS: expected a count of keys ≥ 1, got "${process.env.BENCH_GATEWAY_ORGANIZATION_KEYS}"`);
   if (workers.some((count) => !Number.isInteger(count) || count < 1)) throw new Error(`BENCH_GATEWAY_WORKERS: expected worker counts ≥ 1, got "${process.env.BENCH_GATEWAY_WORKERS}"`);
   const peers = new Set<PeerName>(['direct']);
   for (const key of list('BENCH_GATEWAY_PEERS', 'direct,bare,portkey,ledger')) {
@@ -157,6 +162,7 @@ function readSettings(): Settings {
     ...(process.env.BENCH_GATEWAY_PROFILE === undefined ? {} : { profileDir: resolve(process.env.BENCH_GATEWAY_PROFILE) }),
     phases: process.env.BENCH_GATEWAY_PHASES === '1',
     ...(process.env.BENCH_GATEWAY_BASELINE === undefined ? {} : { baselineDist: baselineDist(process.env.BENCH_GATEWAY_BASELINE) }),
+    organizationKeys,
   };
 }
 
@@ -180,6 +186,7 @@ export async function run(): Promise<GatewayReport> {
     peers: settings.peers,
     exposeGc: false,
     ledgerWorkers: settings.workers,
+    organizationKeys: settings.organizationKeys,
     ...(settings.baselineDist === undefined ? {} : { baselineDist: settings.baselineDist }),
   });
   for (const peer of processes.peers) if (!peer.available) console.log(`${peer.name}: not available: ${peer.reason}`);

@@ -56,6 +56,8 @@ export async function startLedger(options: {
   readonly workers?: number;
   /** Another build's `dist` directory to run instead of this one's (ServiceOptions.distRoot). */
   readonly distRoot?: string;
+  /** Keys the organization holds, the one called with among them (default 1): the others are issued first and never called with. */
+  readonly organizationKeys?: number;
 }): Promise<LedgerPeer> {
   const workers = options.workers ?? 1;
   const service = await ServiceProcess.start({
@@ -82,6 +84,10 @@ export async function startLedger(options: {
     if (answer.status >= 300) return unavailable(service, `${what}: ${method} ${path}`, answer);
   }
   const keyPath = `/v1/organizations/${ORGANIZATION_ID}/gateway-keys`;
+  for (let other = 1; other < (options.organizationKeys ?? 1); other++) {
+    const answer = await call(service, 'POST', keyPath, { name: `bench ${other}` });
+    if (answer.status >= 300) return unavailable(service, `gateway key ${other}: POST ${keyPath}`, answer);
+  }
   const issued = await call(service, 'POST', keyPath, { name: 'bench' });
   const key = issued.status < 300 ? (JSON.parse(issued.text) as { key?: unknown }).key : undefined;
   if (typeof key !== 'string') return unavailable(service, `gateway key: POST ${keyPath}`, issued);

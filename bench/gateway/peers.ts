@@ -77,6 +77,8 @@ export async function startProcesses(options: {
   readonly exposeGc: boolean;
   readonly ledgerWorkers?: readonly number[];
   readonly baselineDist?: string;
+  /** Gateway keys the benchmark's organization holds (BENCH_GATEWAY_ORGANIZATION_KEYS; default 1, the one called with). */
+  readonly organizationKeys?: number;
 }): Promise<BenchProcesses> {
   const logDir = mkdtempSync(join(tmpdir(), 'llm-ledger-gateway-bench-'));
   removeOnExit(logDir);
@@ -105,7 +107,8 @@ export async function startProcesses(options: {
     }
     if (wanted('Portkey')) peers.push(await portkeyPeer(upstream, logDir, gcFlags, stoppers));
     const workerCounts = options.ledgerWorkers ?? [1];
-    if (wanted('llm-ledger')) for (const workers of workerCounts) peers.push(await ledgerPeer('llm-ledger', upstream, gcFlags, stoppers, workers));
+    const organizationKeys = options.organizationKeys ?? 1;
+    if (wanted('llm-ledger')) for (const workers of workerCounts) peers.push(await ledgerPeer('llm-ledger', upstream, gcFlags, stoppers, workers, { organizationKeys }));
     if (wanted('llm-ledger on PostgreSQL')) {
       for (const workers of workerCounts) {
         const server = await PostgresTestServer.start();
@@ -113,14 +116,14 @@ export async function startProcesses(options: {
           await server.stop();
           throw error;
         });
-        peers.push(await ledgerPeer('llm-ledger on PostgreSQL', upstream, gcFlags, stoppers, workers, { url, stop: () => server.stop() }));
+        peers.push(await ledgerPeer('llm-ledger on PostgreSQL', upstream, gcFlags, stoppers, workers, { organizationKeys, store: { url, stop: () => server.stop() } }));
       }
     }
     if (wanted('llm-ledger (baseline)')) {
       peers.push(
         options.baselineDist === undefined
           ? { name: 'llm-ledger (baseline)', available: false, reason: 'BENCH_GATEWAY_BASELINE names no build (a dist directory with src/main.js)' }
-          : await ledgerPeer('llm-ledger', upstream, gcFlags, stoppers, 1, undefined, { name: 'llm-ledger (baseline)', distRoot: options.baselineDist }),
+          : await ledgerPeer('llm-ledger', upstream, gcFlags, stoppers, 1, { organizationKeys, build: { name: 'llm-ledger (baseline)', distRoot: options.baselineDist } }),
       );
     }
     const load = await child('load', 'load.child.js');
@@ -138,14 +141,18 @@ async function ledgerPeer(
   gcFlags: readonly string[],
   stoppers: Array<() => Promise<void>>,
   workers: number,
-  store?: { readonly url: string; stop(): Promise<void> },
-  build?: { readonly name: PeerName; readonly distRoot: string },
+  {
+    organizationKeys,
+    store,
+    build,
+  }: { readonly organizationKeys: number; readonly store?: { readonly url: string; stop(): Promise<void> }; readonly build?: { readonly name: PeerName; readonly distRoot: string } },
 ): Promise<Peer> {
   const name: PeerName = build?.name ?? (workers === 1 ? base : `${base}, ${workers} workers`);
   const ledger = await startLedger({
     upstreamBaseUrl: upstream.baseUrl,
     nodeFlags: gcFlags,
     workers,
+    organizationKeys,
     ...(store === undefined ? {} : { store: store.url }),
     ...(build === undefined ? {} : { distRoot: build.distRoot }),
   }).catch((error: unknown) => String(error));
