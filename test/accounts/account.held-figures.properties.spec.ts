@@ -61,7 +61,7 @@ function kept(state: AccountState) {
   return { credits: heldCredits(state), byKey, byTeam };
 }
 
-describe('the figures admission reads from the holds in flight are kept with them (docs/lifecycle.md "Settlement and the account", docs/gateway.md "Rate limits")', () => {
+describe('available = granted + adjustments − charged − held, a key\'s and a team\'s spend limit and a key\'s calls in flight read figures kept with the holds (docs/lifecycle.md "Settlement and the account", docs/gateway.md "Rate limits")', () => {
   it('equal a walk of the open holds after every event of any sequence, and after a snapshot of the account is read back (property)', () => {
     fc.assert(
       fc.property(fc.array(event, { maxLength: 80 }), (events) => {

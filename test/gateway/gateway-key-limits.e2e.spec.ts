@@ -158,8 +158,15 @@ describe('a gateway key’s lifetime and rate limits on the /anthropic routes (i
       const { view, sentence } = await onlyRefusal(keyId);
       expect(view).toMatchObject({ state: 'refused', refusalReason: 'key_rate_limit', charge: 0 });
       expect(sentence).toContain('refused (429 key_rate_limit): key');
+      // The key's listing counts the call in flight and what it holds, from the account's kept figures.
+      const listedKey = async () => (await service.ledger.http().get('/v1/organizations/acme/gateway-keys').set(system).expect(200)).body.keys.find((k: { keyId: string }) => k.keyId === keyId);
+      expect(await listedKey()).toMatchObject({ inFlight: 1, heldCredits: expect.any(Number) });
+      expect((await listedKey()).heldCredits).toBeGreaterThan(0);
       release();
-      expect((await streaming).status).toBe(200);
+      const answered = await streaming;
+      expect(answered.status).toBe(200);
+      await settledView(service.ledger, answered.headers[INVOCATION_ID_HEADER]!);
+      expect(await listedKey()).toMatchObject({ inFlight: 0, heldCredits: 0 });
       expect((await call(key)).status).toBe(200);
     });
 
