@@ -13,12 +13,16 @@
 import {
   BALANCE_COLLECTION,
   BALANCES_PROJECTION,
+  balanceViewOf,
+  OPEN_HOLD_COLLECTION,
   balancesProjection,
   USAGE_DAY_COLLECTION,
   USAGE_STATEMENTS_PROJECTION,
   usageStatementsProjection,
   utcDay,
   type BalanceView,
+  type OpenHoldDocument,
+  type StoredBalance,
   type UsageDayView,
 } from '../../projections';
 import { streamId } from '../../projections/stream-names';
@@ -460,27 +464,35 @@ interface BalancesSnapshot {
 }
 
 /**
- * The balances documents and their checkpoint, from one snapshot. Undefined when the live store holds
- * another version of the projection (or none): `verifyReadModel` reports that; there is nothing here
- * to check against.
+ * The balances, each with its open holds, and their checkpoint, from one snapshot. Undefined when the
+ * live store holds another version of the projection (or none): `verifyReadModel` reports that; there
+ * is nothing here to check against.
  */
 function readBalances(store: SqliteReadModelStore): BalancesSnapshot | undefined {
   return store.readSnapshot(() => {
     const checkpoint = store.checkpoint(BALANCES_PROJECTION);
     if (checkpoint === undefined || checkpoint.version !== balancesProjection.version) return undefined;
-    const documents: BalanceView[] = [];
-    let afterId: string | undefined;
-    for (;;) {
-      const page = store.list<BalanceView>(BALANCES_PROJECTION, BALANCE_COLLECTION, {
-        limit: MAX_LIST_LIMIT,
-        ...(afterId === undefined ? {} : { afterId }),
-      });
-      documents.push(...page.map((entry) => entry.document));
-      if (page.length < MAX_LIST_LIMIT) break;
-      afterId = page[page.length - 1]!.id;
+    const holdsByOrganization = new Map<string, OpenHoldDocument[]>();
+    for (const { document, indexKey } of allDocuments<OpenHoldDocument>(store, OPEN_HOLD_COLLECTION)) {
+      const organizationId = indexKey ?? '';
+      const holds = holdsByOrganization.get(organizationId);
+      if (holds === undefined) holdsByOrganization.set(organizationId, [document]);
+      else holds.push(document);
     }
+    const documents = [...allDocuments<StoredBalance>(store, BALANCE_COLLECTION)].map(({ document }) => balanceViewOf(document, holdsByOrganization.get(document.organizationId) ?? []));
     return { checkpoint: checkpoint.position, documents };
   });
+}
+
+/** Every document of one of the balances projection's collections, in pages of MAX_LIST_LIMIT. */
+function* allDocuments<T>(store: SqliteReadModelStore, collection: string): Generator<{ readonly document: T; readonly indexKey: string | undefined }> {
+  let afterId: string | undefined;
+  for (;;) {
+    const page = store.list<T>(BALANCES_PROJECTION, collection, { limit: MAX_LIST_LIMIT, ...(afterId === undefined ? {} : { afterId }) });
+    yield* page;
+    if (page.length < MAX_LIST_LIMIT) return;
+    afterId = page[page.length - 1]!.id;
+  }
 }
 
 interface StatementCredits {

@@ -1,5 +1,5 @@
 import { BeforeApplicationShutdown, Inject, Logger, Module, OnApplicationBootstrap, OnModuleInit, type DynamicModule, type ModuleMetadata } from '@nestjs/common';
-import { BALANCE_COLLECTION, BALANCES_PROJECTION, type BalanceView } from '../../projections';
+import { BALANCE_COLLECTION, BALANCES_PROJECTION, type StoredBalance } from '../../projections';
 import { EVENT_STORE, type EventStore } from '../event-store/event-store.port';
 import { LiveProjections, MAX_LIST_LIMIT, READ_MODEL_STORE, type SqliteReadModelStore } from '../projection-runner';
 import { INVOCATION_INSTRUMENTATION } from '../invocations/invocation-instrumentation.port';
@@ -17,7 +17,7 @@ import { gatewayAttemptChannel, gatewayCallChannel, type GatewayAttempt, type Ga
 function* heldByOrganization(store: SqliteReadModelStore): Iterable<{ organizationId: string; held: number }> {
   let afterId: string | undefined;
   for (;;) {
-    const page = store.list<BalanceView>(BALANCES_PROJECTION, BALANCE_COLLECTION, { limit: MAX_LIST_LIMIT, ...(afterId === undefined ? {} : { afterId }) });
+    const page = store.list<StoredBalance>(BALANCES_PROJECTION, BALANCE_COLLECTION, { limit: MAX_LIST_LIMIT, ...(afterId === undefined ? {} : { afterId }) });
     for (const { id, document } of page) yield { organizationId: id, held: document.held };
     if (page.length < MAX_LIST_LIMIT) return;
     afterId = page[page.length - 1]!.id;

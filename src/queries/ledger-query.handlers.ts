@@ -2,7 +2,6 @@ import { IQueryHandler, QueryHandler } from '@nestjs/cqrs';
 import {
   ATTEMPTS_COLLECTION,
   ATTEMPTS_PROJECTION,
-  BALANCE_COLLECTION,
   BALANCES_PROJECTION,
   EXPLANATION_COLLECTION,
   EXPLANATIONS_PROJECTION,
@@ -10,6 +9,7 @@ import {
   INVOCATIONS_PROJECTION,
   ROUTING_BUDGETS_COLLECTION,
   ROUTING_BUDGETS_PROJECTION,
+  readBalanceView,
   type AttemptHistoryView,
   type BalanceView,
   type ExplanationView,
@@ -51,7 +51,8 @@ export class GetBalanceHandler implements IQueryHandler<GetBalanceQuery> {
   constructor(private readonly readModels: ReadModels) {}
 
   execute({ organizationId }: GetBalanceQuery): Promise<BalanceView | undefined> {
-    return this.readModels.get({ projection: BALANCES_PROJECTION, collection: BALANCE_COLLECTION }, organizationId);
+    // The figures and the open holds from one snapshot, so they agree.
+    return this.readModels.read(BALANCES_PROJECTION, (store) => readBalanceView(store, organizationId));
   }
 }
 

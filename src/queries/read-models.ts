@@ -9,7 +9,7 @@ export interface ReadModelAddress {
 }
 
 /**
- * Reads one read-model document once its projection has caught up with the log (catchUp), so a query
+ * Reads read-model documents once their projection has caught up with the log (catchUp), so a query
  * answers with the caller's own writes; ReadModelsUnavailableError past the wait.
  */
 @Injectable()
@@ -22,5 +22,11 @@ export class ReadModels {
   async get<T>(address: ReadModelAddress, id: string): Promise<T | undefined> {
     await catchUp(this.runner, [address.projection]);
     return this.store.get<T>(address.projection, address.collection, id);
+  }
+
+  /** Reads several documents of `projection` from one snapshot, once it has caught up (as `get`). */
+  async read<T>(projection: string, body: (store: SqliteReadModelStore) => T): Promise<T> {
+    await catchUp(this.runner, [projection]);
+    return this.store.readSnapshot(() => body(this.store));
   }
 }

@@ -1,4 +1,4 @@
-import { BALANCE_COLLECTION, BALANCES_PROJECTION, INVOCATIONS_PROJECTION, OPEN_COLLECTION, type BalanceView, type OpenInvocationView } from '../../projections';
+import { BALANCE_COLLECTION, BALANCES_PROJECTION, INVOCATIONS_PROJECTION, OPEN_COLLECTION, type StoredBalance, type OpenInvocationView } from '../../projections';
 import type { OpenInvocationCandidate, SweepCandidates } from '../invocations/sweep-candidates.port';
 import type { LiveProjections, SqliteReadModelStore } from '../projection-runner';
 
@@ -23,8 +23,8 @@ export class SweepCandidatesReader implements SweepCandidates {
   }
 
   *organizationsWithOpenHolds(): Iterable<string> {
-    for (const balance of this.pages<BalanceView>(BALANCES_PROJECTION, BALANCE_COLLECTION)) {
-      if (Object.keys(balance.openHolds).length > 0) yield balance.organizationId;
+    for (const balance of this.pages<StoredBalance>(BALANCES_PROJECTION, BALANCE_COLLECTION)) {
+      if (balance.running > 0) yield balance.organizationId;
     }
   }
 

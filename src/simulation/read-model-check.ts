@@ -10,7 +10,7 @@ import {
   BALANCES_PROJECTION,
   INVOCATION_COLLECTION,
   INVOCATIONS_PROJECTION,
-  type BalanceView,
+  type StoredBalance,
   type InvocationView,
 } from '../../projections';
 import { compareReadModels, openReadModelStore, rebuildProjections } from '../projection-runner';
@@ -48,7 +48,7 @@ export async function checkReadModels(node: LedgerNode, audit: LogAudit): Promis
   }
 
   for (const account of audit.accounts.values()) {
-    const view = node.readModels.get<BalanceView>(BALANCES_PROJECTION, BALANCE_COLLECTION, account.organizationId);
+    const view = node.readModels.get<StoredBalance>(BALANCES_PROJECTION, BALANCE_COLLECTION, account.organizationId);
     const expected = { granted: account.granted, adjustments: account.adjustments, held: account.held, charged: account.charged, available: account.available, running: account.running };
     const actual = view === undefined ? undefined : { granted: view.granted, adjustments: view.adjustments, held: view.held, charged: view.charged, available: view.available, running: view.running };
     if (JSON.stringify(actual) !== JSON.stringify(expected)) {

@@ -4,12 +4,11 @@ import { join } from 'node:path';
 import {
   ATTEMPTS_COLLECTION,
   ATTEMPTS_PROJECTION,
-  BALANCE_COLLECTION,
-  BALANCES_PROJECTION,
   INVOCATION_COLLECTION,
   INVOCATIONS_PROJECTION,
   ROUTING_BUDGETS_COLLECTION,
   ROUTING_BUDGETS_PROJECTION,
+  readBalanceView,
   type AttemptHistoryView,
   type InvocationView,
   type RoutingBudgetsView,
@@ -101,7 +100,7 @@ describe('README.md "Prices" a log written before the rate version grew still lo
 
   it('shows the same balances, invocations and attempt histories, the usage now naming 1-hour writes and searches as 0', () => {
     for (const [organizationId, balance] of Object.entries(expected.balances)) {
-      expect(readStore.get(BALANCES_PROJECTION, BALANCE_COLLECTION, organizationId)).toEqual(balance);
+      expect(readBalanceView(readStore, organizationId)).toEqual(balance);
     }
     for (const run of expected.runs) {
       expect(readStore.get<InvocationView>(INVOCATIONS_PROJECTION, INVOCATION_COLLECTION, run.invocationId)).toMatchObject({
