@@ -27,6 +27,7 @@ const BENCHMARKS: Record<string, () => Promise<Bench>> = {
   'json-members': async () => (await import('./json-members.bench')).run,
   'gateway-batches': async () => (await import('./gateway-batches.bench')).run,
   'account-state': async () => (await import('./account-state.bench')).run,
+  'balances-projection': async () => (await import('./balances-projection.bench')).run,
 };
 /** Run only when named: the soaks take ten minutes each. */
 const ONLY_WHEN_NAMED = new Set(['soak', 'gateway-soak']);
