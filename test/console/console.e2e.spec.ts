@@ -311,6 +311,18 @@ describe('The console (issue 18) in headless Chromium: pages read from the publi
         .then((response) => response.body as { invocationId: string; charge: number });
       await entered;
       const invocationId = await invocationOf(HELD_OPERATION);
+      // The page reads the state, the explanation and the attempts side by side, so an attempts answer
+      // may come from just before the last commit while the state's comes from after it. Here the
+      // attempts are answered as they were while it ran until the page has shown it settled: the
+      // page must read them again rather than stop with one attempt of two.
+      let attemptsWhileRunning: string | undefined;
+      let settledShown = false;
+      let readAgainAfterSettled = false;
+      await page.route(`**/v1/invocations/${invocationId}/attempts`, async (route) => {
+        if (attemptsWhileRunning !== undefined && !settledShown) return route.fulfill({ status: 200, contentType: 'application/json', body: attemptsWhileRunning });
+        if (settledShown) readAgainAfterSettled = true;
+        return route.continue();
+      });
 
       await page.goto(`${base}/console/invocations/${invocationId}`);
       await signIn(page, DEMO_MEMBER);
@@ -323,9 +335,12 @@ describe('The console (issue 18) in headless Chromium: pages read from the publi
       await lifecycle.getByText('AttemptRecorded').waitFor();
       await browser.screenshot(page, 'invocation-live');
 
+      attemptsWhileRunning = JSON.stringify((await ledger.http().get(`/v1/invocations/${invocationId}/attempts`).set(bearer(DEMO_MEMBER)).expect(200)).body);
       held.release();
       const settled = await run;
       await page.locator('.summary .badge', { hasText: 'settled' }).waitFor();
+      settledShown = true;
+      await until(async () => readAgainAfterSettled, true);
       await page.getByRole('status').filter({ hasText: 'live' }).waitFor({ state: 'detached' });
       expect(await page.locator('.attempt-bars rect').count()).toBe(2);
       await lifecycle.getByText('InvocationSettled').waitFor();

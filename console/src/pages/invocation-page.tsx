@@ -34,9 +34,13 @@ export function InvocationPage({ invocationId }: { invocationId: string }) {
   const attempts = useApi<AttemptHistory>(`${base}/attempts`, tick);
   const lifecycle = useLifecycle(invocationId, status, tick);
 
-  // Live while it runs: read again until both the state and the explanation say it is over.
+  // Live while it runs: read again until the state and the explanation say it is over and the
+  // attempts show every attempt the state counts. The three are read side by side, so the attempts
+  // may have been answered just before the invocation's last commit while the state was answered after.
   const running =
-    (status.status === 'ok' && !isFinal(status.data.state)) || (explanation.status === 'ok' && !isFinal(explanation.data.state));
+    (status.status === 'ok' && !isFinal(status.data.state)) ||
+    (explanation.status === 'ok' && !isFinal(explanation.data.state)) ||
+    (status.status === 'ok' && attempts.status === 'ok' && attempts.data.attemptCount !== status.data.attemptCount);
   useEffect(() => {
     if (!running) return undefined;
     const timer = setTimeout(() => setTick((n) => n + 1), LIVE_POLL_INTERVAL_MS);
