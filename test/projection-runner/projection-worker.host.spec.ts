@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openSqliteEventStore, type SqliteEventStore } from '../../src/event-store/sqlite/sqlite-event-store';
@@ -11,7 +11,7 @@ import {
   rebuildProjections,
   type SqliteReadModelStore,
 } from '../../src/projection-runner';
-import { ProjectionWorkerHost, type ProjectionWorkerHostOptions } from '../../src/projection-runner/worker/projection-worker.host';
+import { DEFAULT_PROJECTION_WORKER_NICE, ProjectionWorkerHost, type ProjectionWorkerHostOptions } from '../../src/projection-runner/worker/projection-worker.host';
 import { newEvent } from './fixtures/in-memory-event-log.fake';
 import { appendSample, type SampleLogShape } from './fixtures/log-builder';
 import type { CartSummary } from './fixtures/sample.projections';
@@ -80,6 +80,27 @@ describe('ProjectionWorkerHost: the projections on a worker thread with their ow
     scratch.close();
     await projections.caughtUp();
     expect((await projections.lag()).every(({ lag }) => lag === 0n)).toBe(true);
+  });
+
+  it('runs the worker thread at DEFAULT_PROJECTION_WORKER_NICE on Linux, so the calls win a core the two both want; the service\'s threads keep their priority', async () => {
+    // Each thread's nice value, from /proc (Linux, where CI runs): field 19 of its stat line.
+    const niceValues = (): number[] =>
+      readdirSync('/proc/self/task').map((thread) => {
+        const stat = readFileSync(`/proc/self/task/${thread}/stat`, 'utf8');
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+      });
+    expect(process.platform).toBe('linux');
+    const before = niceValues();
+    const projections = host();
+    await projections.start();
+    const during = niceValues();
+    expect(during.filter((nice) => nice === DEFAULT_PROJECTION_WORKER_NICE)).toHaveLength(before.filter((nice) => nice === DEFAULT_PROJECTION_WORKER_NICE).length + 1);
+    expect(niceValues()[0]).toBe(before[0]);
+    await projections.stop();
+
+    const unchanged = host({ workerNice: 0 });
+    await unchanged.start();
+    expect(niceValues().filter((nice) => nice === DEFAULT_PROJECTION_WORKER_NICE)).toHaveLength(before.filter((nice) => nice === DEFAULT_PROJECTION_WORKER_NICE).length);
   });
 
   it('commits at once for a waiting reader instead of holding the live batch window open', async () => {

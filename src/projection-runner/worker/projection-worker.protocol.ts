@@ -19,6 +19,8 @@ export interface ProjectionWorkerData {
   readonly liveBatchIntervalMs?: number;
   /** How often the worker copies the log's write-ahead log into its database file, in milliseconds. */
   readonly logCheckpointIntervalMs: number;
+  /** The worker thread's nice value, set on Linux only (DEFAULT_PROJECTION_WORKER_NICE). */
+  readonly nice: number;
 }
 
 export type HostMessage =

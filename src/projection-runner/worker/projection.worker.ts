@@ -1,3 +1,4 @@
+import { setPriority } from 'node:os';
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { openSqliteEventStore } from '../../event-store/sqlite/sqlite-event-store';
 import { ProjectionRunner, type ProjectionRunnerLogger } from '../projection-runner';
@@ -32,6 +33,7 @@ function run(port: MessagePort, data: ProjectionWorkerData): void {
       queueMicrotask(report);
     },
   };
+  yieldToTheCalls(data.nice, logger);
   runner = new ProjectionRunner({
     eventStore,
     store,
@@ -86,3 +88,17 @@ function run(port: MessagePort, data: ProjectionWorkerData): void {
 }
 
 if (parentPort !== null) run(parentPort, workerData as ProjectionWorkerData);
+
+/**
+ * Lowers this thread's priority to `nice` (DEFAULT_PROJECTION_WORKER_NICE). On Linux a thread's nice
+ * value is its own (setpriority with pid 0 names the calling thread); elsewhere it would be the whole
+ * process's, so it is left alone there.
+ */
+function yieldToTheCalls(nice: number, logger: ProjectionRunnerLogger): void {
+  if (nice === 0 || process.platform !== 'linux') return;
+  try {
+    setPriority(nice);
+  } catch (error) {
+    logger.warn(`The projection worker could not lower its priority to nice ${nice}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
