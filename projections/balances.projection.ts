@@ -2,7 +2,7 @@ import { DEFAULT_MAX_RUNNING } from '../src/accounts/account.bounds';
 import type { AccountEvent } from '../src/accounts/account.events';
 import { availableOf, type Balance } from '../src/accounts/account.state';
 import type { RecordedEvent } from '../src/event-store/event-store.port';
-import { MAX_LIST_LIMIT, type Projection, type ReadModelTx, type SqliteReadModelStore } from '../src/projection-runner';
+import type { Projection, ReadModelTx, SqliteReadModelStore } from '../src/projection-runner';
 import { streamId } from './stream-names';
 
 export const BALANCES_PROJECTION = 'balances';
@@ -64,23 +64,15 @@ export function balanceViewOf(stored: StoredBalance, holds: Iterable<OpenHoldDoc
 }
 
 /** What the readers below read through: a read-model store, inside one snapshot so figures and holds agree. */
-export type BalanceDocuments = Pick<SqliteReadModelStore, 'get' | 'list'>;
+export type BalanceDocuments = Pick<SqliteReadModelStore, 'get' | 'listEvery'>;
 
 /** An organization's balance with its open holds, or undefined when the read model has none. */
 export function readBalanceView(store: BalanceDocuments, organizationId: string): BalanceView | undefined {
   const stored = store.get<StoredBalance>(BALANCES_PROJECTION, BALANCE_COLLECTION, organizationId);
-  return stored === undefined ? undefined : balanceViewOf(stored, openHoldsOf(store, organizationId));
-}
-
-/** An organization's open holds, in pages of MAX_LIST_LIMIT (at most its maxRunning in all). */
-function* openHoldsOf(store: BalanceDocuments, organizationId: string): Generator<OpenHoldDocument> {
-  let afterId: string | undefined;
-  for (;;) {
-    const page = store.list<OpenHoldDocument>(BALANCES_PROJECTION, OPEN_HOLD_COLLECTION, { indexKey: organizationId, limit: MAX_LIST_LIMIT, ...(afterId === undefined ? {} : { afterId }) });
-    for (const { document } of page) yield document;
-    if (page.length < MAX_LIST_LIMIT) return;
-    afterId = page[page.length - 1]!.id;
-  }
+  if (stored === undefined) return undefined;
+  // At most the organization's maxRunning holds.
+  const holds = store.listEvery<OpenHoldDocument>(BALANCES_PROJECTION, OPEN_HOLD_COLLECTION, { indexKey: organizationId });
+  return balanceViewOf(stored, [...holds].map(({ document }) => document));
 }
 
 function emptyBalance(organizationId: string): StoredBalance {

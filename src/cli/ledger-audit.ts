@@ -33,7 +33,7 @@ import type { EventStore, RecordedEvent } from '../event-store/event-store.port'
 import type { InvocationEvent } from '../invocations/invocation.events';
 import { GATEWAY_BATCH_STREAM_PREFIX, holdIdOfBatch, type BatchRateCard, type GatewayBatchEvent } from '../gateway/batches/gateway-batch';
 import { attemptsSettlement } from '../invocations/invocation.state';
-import { MAX_LIST_LIMIT, type SqliteReadModelStore } from '../projection-runner';
+import type { SqliteReadModelStore } from '../projection-runner';
 import type { Prices } from '../runtime/conversation.types';
 import { priceAttempt } from '../runtime/pricing';
 import type { Usage } from '../runtime/provider.port';
@@ -473,26 +473,15 @@ function readBalances(store: SqliteReadModelStore): BalancesSnapshot | undefined
     const checkpoint = store.checkpoint(BALANCES_PROJECTION);
     if (checkpoint === undefined || checkpoint.version !== balancesProjection.version) return undefined;
     const holdsByOrganization = new Map<string, OpenHoldDocument[]>();
-    for (const { document, indexKey } of allDocuments<OpenHoldDocument>(store, OPEN_HOLD_COLLECTION)) {
+    for (const { document, indexKey } of store.listEvery<OpenHoldDocument>(BALANCES_PROJECTION, OPEN_HOLD_COLLECTION)) {
       const organizationId = indexKey ?? '';
       const holds = holdsByOrganization.get(organizationId);
       if (holds === undefined) holdsByOrganization.set(organizationId, [document]);
       else holds.push(document);
     }
-    const documents = [...allDocuments<StoredBalance>(store, BALANCE_COLLECTION)].map(({ document }) => balanceViewOf(document, holdsByOrganization.get(document.organizationId) ?? []));
+    const documents = [...store.listEvery<StoredBalance>(BALANCES_PROJECTION, BALANCE_COLLECTION)].map(({ document }) => balanceViewOf(document, holdsByOrganization.get(document.organizationId) ?? []));
     return { checkpoint: checkpoint.position, documents };
   });
-}
-
-/** Every document of one of the balances projection's collections, in pages of MAX_LIST_LIMIT. */
-function* allDocuments<T>(store: SqliteReadModelStore, collection: string): Generator<{ readonly document: T; readonly indexKey: string | undefined }> {
-  let afterId: string | undefined;
-  for (;;) {
-    const page = store.list<T>(BALANCES_PROJECTION, collection, { limit: MAX_LIST_LIMIT, ...(afterId === undefined ? {} : { afterId }) });
-    yield* page;
-    if (page.length < MAX_LIST_LIMIT) return;
-    afterId = page[page.length - 1]!.id;
-  }
 }
 
 interface StatementCredits {
@@ -507,15 +496,9 @@ function readStatementCredits(store: SqliteReadModelStore): StatementCredits | u
     const checkpoint = store.checkpoint(USAGE_STATEMENTS_PROJECTION);
     if (checkpoint === undefined || checkpoint.version !== usageStatementsProjection.version) return undefined;
     const creditsByDay = new Map<string, number>();
-    let afterId: string | undefined;
-    for (;;) {
-      const page = store.list<UsageDayView>(USAGE_STATEMENTS_PROJECTION, USAGE_DAY_COLLECTION, { limit: MAX_LIST_LIMIT, ...(afterId === undefined ? {} : { afterId }) });
-      for (const { document } of page) {
-        const key = `${document.organizationId}\n${document.day}`;
-        creditsByDay.set(key, (creditsByDay.get(key) ?? 0) + document.credits);
-      }
-      if (page.length < MAX_LIST_LIMIT) break;
-      afterId = page[page.length - 1]!.id;
+    for (const { document } of store.listEvery<UsageDayView>(USAGE_STATEMENTS_PROJECTION, USAGE_DAY_COLLECTION)) {
+      const key = `${document.organizationId}\n${document.day}`;
+      creditsByDay.set(key, (creditsByDay.get(key) ?? 0) + document.credits);
     }
     return { checkpoint: checkpoint.position, creditsByDay };
   });

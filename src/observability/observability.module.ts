@@ -1,7 +1,7 @@
 import { BeforeApplicationShutdown, Inject, Logger, Module, OnApplicationBootstrap, OnModuleInit, type DynamicModule, type ModuleMetadata } from '@nestjs/common';
 import { BALANCE_COLLECTION, BALANCES_PROJECTION, type StoredBalance } from '../../projections';
 import { EVENT_STORE, type EventStore } from '../event-store/event-store.port';
-import { LiveProjections, MAX_LIST_LIMIT, READ_MODEL_STORE, type SqliteReadModelStore } from '../projection-runner';
+import { LiveProjections, READ_MODEL_STORE, type SqliteReadModelStore } from '../projection-runner';
 import { INVOCATION_INSTRUMENTATION } from '../invocations/invocation-instrumentation.port';
 import { gatewayChatSpan, OPEN_TELEMETRY_INSTRUMENTATION } from './invocation-telemetry';
 import { LedgerMetrics, type GaugeSources } from './ledger-metrics';
@@ -15,13 +15,7 @@ import { gatewayAttemptChannel, gatewayCallChannel, type GatewayAttempt, type Ga
 
 /** Credits held per organization, paged through the balances read model. */
 function* heldByOrganization(store: SqliteReadModelStore): Iterable<{ organizationId: string; held: number }> {
-  let afterId: string | undefined;
-  for (;;) {
-    const page = store.list<StoredBalance>(BALANCES_PROJECTION, BALANCE_COLLECTION, { limit: MAX_LIST_LIMIT, ...(afterId === undefined ? {} : { afterId }) });
-    for (const { id, document } of page) yield { organizationId: id, held: document.held };
-    if (page.length < MAX_LIST_LIMIT) return;
-    afterId = page[page.length - 1]!.id;
-  }
+  for (const { id, document } of store.listEvery<StoredBalance>(BALANCES_PROJECTION, BALANCE_COLLECTION)) yield { organizationId: id, held: document.held };
 }
 
 /**

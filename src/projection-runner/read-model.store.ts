@@ -276,6 +276,22 @@ export class SqliteReadModelStore {
     return body === undefined ? undefined : (JSON.parse(body) as T);
   }
 
+  /**
+   * Every document of a collection in ascending id order, optionally only those with an index key,
+   * read `pageSize` at a time (default MAX_LIST_LIMIT) as the caller iterates. Pages are separate
+   * reads: call it inside `readSnapshot` for documents that agree with each other.
+   */
+  *listEvery<T = unknown>(projection: string, collection: string, options: { readonly indexKey?: string; readonly pageSize?: number } = {}): Generator<ListedDocument<T>> {
+    const limit = options.pageSize ?? MAX_LIST_LIMIT;
+    let afterId: string | undefined;
+    for (;;) {
+      const page = this.list<T>(projection, collection, { limit, ...(options.indexKey === undefined ? {} : { indexKey: options.indexKey }), ...(afterId === undefined ? {} : { afterId }) });
+      yield* page;
+      if (page.length < limit) return;
+      afterId = page[page.length - 1]!.id;
+    }
+  }
+
   /** A page of a collection's documents in ascending id order, optionally only those with an index key. */
   list<T = unknown>(projection: string, collection: string, options: ListOptions = {}): ListedDocument<T>[] {
     const limit = options.limit ?? MAX_LIST_LIMIT;

@@ -29,12 +29,6 @@ export class SweepCandidatesReader implements SweepCandidates {
   }
 
   private *pages<T>(projection: string, collection: string): Generator<T> {
-    let afterId: string | undefined;
-    for (;;) {
-      const page = this.store.list<T>(projection, collection, { limit: SWEEP_PAGE_DOCUMENTS, ...(afterId === undefined ? {} : { afterId }) });
-      for (const entry of page) yield entry.document;
-      if (page.length < SWEEP_PAGE_DOCUMENTS) return;
-      afterId = page[page.length - 1]!.id;
-    }
+    for (const entry of this.store.listEvery<T>(projection, collection, { pageSize: SWEEP_PAGE_DOCUMENTS })) yield entry.document;
   }
 }

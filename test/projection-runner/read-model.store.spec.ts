@@ -73,6 +73,20 @@ describe('SqliteReadModelStore — documents and checkpoints of projections', ()
     expect(() => store.list('explanations', 'invocations', { limit: MAX_LIST_LIMIT + 1 })).toThrow(RangeError);
   });
 
+  it('lists every document of a collection, or of one index key, a page at a time as it is iterated (listEvery)', () => {
+    store.write((session) => {
+      const tx = session.documents('p');
+      for (let n = 1; n <= 7; n++) tx.put('c', `id-${n}`, { n }, { indexKey: n % 2 === 0 ? 'even' : 'odd' });
+    });
+    // Page sizes that divide the documents exactly and that do not: every one once, in id order.
+    for (const pageSize of [1, 3, 7, 8]) {
+      expect([...store.listEvery<{ n: number }>('p', 'c', { pageSize })].map(({ document }) => document.n)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+      expect([...store.listEvery('p', 'c', { pageSize, indexKey: 'odd' })].map(({ id, indexKey }) => `${id} ${indexKey}`)).toEqual(['id-1 odd', 'id-3 odd', 'id-5 odd', 'id-7 odd']);
+    }
+    expect([...store.listEvery('p', 'none')]).toEqual([]);
+    expect(() => [...store.listEvery('p', 'c', { pageSize: MAX_LIST_LIMIT + 1 })]).toThrow(RangeError);
+  });
+
   it('clears a document index key when it is written again without one, because the key belongs to each write', () => {
     store.write((session) => session.documents('p').put('c', 'a', {}, { indexKey: 'k' }));
     store.write((session) => session.documents('p').put('c', 'a', {}));
