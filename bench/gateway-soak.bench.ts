@@ -6,6 +6,9 @@
  * of `npm run bench` without names.
  *
  * The goal: memory flat, read as the growth of RSS and of the heap after GC over the second half.
+ * For llm-ledger each sample also says how far its read models ran behind (the largest
+ * `ledger_projection_lag_events` of the scrapes since the previous sample, one a second) and how large
+ * its log's WAL file is: the projection worker, which runs at a lower priority, also checkpoints it.
  *
  * Environment: BENCH_GATEWAY_SOAK_MINUTES (default 10; e.g. 1 to try it), BENCH_GATEWAY_SOAK_PEER
  * (ledger, bare or portkey), BENCH_GATEWAY_SOAK_SAMPLE_SECONDS (default 60, or a tenth of the soak
@@ -15,12 +18,17 @@
 import { loadavg } from 'node:os';
 import type { UpstreamCounters, UpstreamSettings } from './gateway/child.protocol';
 import type { LoadResult, LoadSpec } from './gateway/load.child';
+import type { ServiceProcess } from './http/service-process';
+import { scrapeMetrics } from './gateway/ledger-gateway';
 import { requestBody } from './gateway/messages-wire';
 import { PEER_KEYS, startProcesses, type PeerName } from './gateway/peers';
 
 const MIB = 2 ** 20;
 /** The soak never sends more calls than this, whatever its duration. */
 const MAX_SOAK_CALLS = 20_000_000;
+/** How often llm-ledger's projection lag is scraped between two samples, in milliseconds. */
+const LAG_SCRAPE_INTERVAL_MS = 1_000;
+const PROJECTION_LAG = /^ledger_projection_lag_events\{[^}]*\} (\d+)$/gm;
 
 export interface GatewaySoakSample {
   readonly atSeconds: number;
@@ -31,6 +39,10 @@ export interface GatewaySoakSample {
   readonly heapTotalMiB: number;
   readonly externalMiB: number;
   readonly loadAverage1m: number;
+  /** llm-ledger only: the most events any projection was behind the log in the scrapes since the previous sample. */
+  readonly projectionLagMaxEvents?: number;
+  /** llm-ledger only: the size of its log's write-ahead log file. */
+  readonly walMiB?: number;
 }
 
 export interface GatewaySoakReport {
@@ -72,9 +84,11 @@ export async function run(): Promise<GatewaySoakReport> {
     const samples: GatewaySoakSample[] = [];
     const startedAt = performance.now();
     let counted = 0;
+    const lag = peer.ledger === undefined ? undefined : new LagWatch(peer.ledger);
     const sample = async (): Promise<void> => {
       const usage = await peer.process!.usage(true);
       const { requests } = await processes.upstream.request<UpstreamCounters>('counters');
+      const ledgerFigures = peer.ledger === undefined ? {} : { projectionLagMaxEvents: await lag!.takeMax(), walMiB: mib(peer.ledger.fileBytes('ledger.sqlite-wal')) };
       const entry: GatewaySoakSample = {
         atSeconds: Math.round((performance.now() - startedAt) / 1000),
         calls: requests - counted,
@@ -83,6 +97,7 @@ export async function run(): Promise<GatewaySoakReport> {
         heapTotalMiB: mib(usage.heapTotalBytes),
         externalMiB: mib(usage.externalBytes),
         loadAverage1m: Math.round(loadavg()[0]! * 100) / 100,
+        ...ledgerFigures,
       };
       counted = requests;
       samples.push(entry);
@@ -93,6 +108,7 @@ export async function run(): Promise<GatewaySoakReport> {
     const spec: LoadSpec = { ...peer.target, bodyBase64: upstreamSettings.expectedBodyBase64, stream: true, concurrency, durationMs: minutes * 60_000, maxCalls: MAX_SOAK_CALLS };
     const load = await processes.load.request<LoadResult>('run', { spec });
     clearInterval(timer);
+    lag?.stop();
     await sample();
     const half = samples.find((entry) => entry.atSeconds >= (minutes * 60) / 2) ?? samples[0]!;
     const last = samples[samples.length - 1]!;
@@ -110,11 +126,42 @@ export async function run(): Promise<GatewaySoakReport> {
       `${peerName}, ${minutes} min streamed at ${concurrency} concurrent, ${upstreamSettings.delayMs} ms upstream: ${load.completed} calls (${load.callsPerSecond}/s), ${load.failed} failed; ` +
         `second half: RSS ${half.rssMiB} → ${last.rssMiB} MiB (${report.rssGrowthSecondHalfPercent} %), heap after GC ${half.heapUsedAfterGcMiB} → ${last.heapUsedAfterGcMiB} MiB (${report.heapGrowthSecondHalfPercent} %)`,
     );
+    if (lag !== undefined) {
+      const lags = samples.map((entry) => entry.projectionLagMaxEvents ?? 0);
+      const wals = samples.map((entry) => entry.walMiB ?? 0);
+      console.log(`projection lag, largest per sample: first half ${Math.max(...lags.slice(0, samples.indexOf(half)))}, second half ${Math.max(...lags.slice(samples.indexOf(half)))} events; WAL file at most ${Math.max(...wals)} MiB`);
+    }
     failed = false;
     return report;
   } finally {
     await processes.stop(failed);
     if (failed) console.error(`logs kept in ${processes.logDir}`);
+  }
+}
+
+/** Scrapes llm-ledger's projection lag once a second and keeps the largest figure until it is taken. */
+class LagWatch {
+  private max = 0;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(private readonly service: ServiceProcess) {
+    this.timer = setInterval(() => void this.scrape().catch((error: unknown) => console.error(error)), LAG_SCRAPE_INTERVAL_MS);
+  }
+
+  /** The largest lag since the last call, this moment's included. */
+  async takeMax(): Promise<number> {
+    await this.scrape();
+    const max = this.max;
+    this.max = 0;
+    return max;
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  private async scrape(): Promise<void> {
+    for (const [, events] of (await scrapeMetrics(this.service)).matchAll(PROJECTION_LAG)) this.max = Math.max(this.max, Number(events));
   }
 }
 

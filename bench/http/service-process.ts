@@ -4,7 +4,7 @@
  * probe (service-probe.ts), on a free port and a scratch store.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ProbeReply, ProbeRequest, ServiceUsage } from './service-probe.protocol';
@@ -64,6 +64,11 @@ export class ServiceProcess {
 
   get pid(): number {
     return this.child.pid!;
+  }
+
+  /** The size of a file in the service's directory (its default SQLite log is `ledger.sqlite`), 0 when there is none. */
+  fileBytes(name: string): number {
+    return statSync(join(this.directory, name), { throwIfNoEntry: false })?.size ?? 0;
   }
 
   static async start(options: ServiceOptions = {}): Promise<ServiceProcess> {
