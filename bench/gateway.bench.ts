@@ -16,7 +16,10 @@
  * Portkey's, with the machine's fsync time (the floor of a durable hold), and the issue's goals judged.
  *
  * Environment: BENCH_GATEWAY_SECONDS (measured, per peer and scenario; default 5),
- * BENCH_GATEWAY_WARMUP_SECONDS (2), BENCH_GATEWAY_WORKERS ("1,2": llm-ledger's worker counts), BENCH_GATEWAY_ROUNDS (1: each round measures every scenario again,
+ * BENCH_GATEWAY_WARMUP_SECONDS (2: before each measured run), BENCH_GATEWAY_PEER_WARMUP_CALLS (8000: the first time a peer meets
+ * a mode, streamed or not, it serves this many calls, or calls for PEER_WARMUP_MAX_SECONDS, before
+ * its first measured run, so every peer is measured with its code compiled as a long-running
+ * process has it; 0: only the warm-up above), BENCH_GATEWAY_WORKERS ("1,2": llm-ledger's worker counts), BENCH_GATEWAY_ROUNDS (1: each round measures every scenario again,
  * the peers after the direct calls in an order shifted by one each round), BENCH_GATEWAY_CONCURRENCY ("16,64"), BENCH_GATEWAY_DELAYS_MS ("0,50"),
  * BENCH_GATEWAY_DELAY_JITTER_MS (0: each non-zero delay exactly; j: drawn from delay ± j, seeded, the same sequence for every peer),
  * BENCH_GATEWAY_MODES ("json,stream"), BENCH_GATEWAY_STREAM_DELTAS (20), BENCH_GATEWAY_BODY_BYTES (1024),
@@ -47,6 +50,16 @@ import type { PhaseTrace } from './gateway/phase-trace';
 const OVERHEAD_METRIC = 'ledger_gateway_overhead_seconds';
 /** The most calls one measured run may send, whatever its duration. */
 const MAX_CALLS_PER_RUN = 1_000_000;
+/**
+ * Calls a peer serves in a mode before it is first measured in it (BENCH_GATEWAY_PEER_WARMUP_CALLS):
+ * V8 compiles a function with its optimising compiler only after enough calls of it, and a gateway
+ * call runs each of its functions about once. Measured on this project's machine (bench/README.md,
+ * "A warm peer"): llm-ledger's CPU per call at 16 connections and 50 ms fell from 3.96 ms after 2 s
+ * of warm-up to 2.43 ms after 30 s (about 7,800 calls) and 2.48 after 90 s.
+ */
+const DEFAULT_PEER_WARMUP_CALLS = 8_000;
+/** The longest a peer's first warm-up in a mode may take, in seconds, however few calls it served. */
+const PEER_WARMUP_MAX_SECONDS = 60;
 
 export interface Scenario {
   readonly label: string;
@@ -111,6 +124,8 @@ export interface GatewayReport {
 interface Settings {
   readonly seconds: number;
   readonly warmupSeconds: number;
+  /** Calls each peer serves before its first measured run in a mode (BENCH_GATEWAY_PEER_WARMUP_CALLS). */
+  readonly peerWarmupCalls: number;
   readonly rounds: number;
   readonly streamDeltas: number;
   readonly bodyBytes: number;
@@ -138,6 +153,8 @@ function readSettings(): Settings {
   const concurrencies = list('BENCH_GATEWAY_CONCURRENCY', `${BELOW_SATURATION},${AT_SATURATION}`).map(Number);
   const workers = list('BENCH_GATEWAY_WORKERS', '1,2').map(Number);
   const organizationKeys = Number(process.env.BENCH_GATEWAY_ORGANIZATION_KEYS ?? 1);
+  const peerWarmupCalls = Number(process.env.BENCH_GATEWAY_PEER_WARMUP_CALLS ?? DEFAULT_PEER_WARMUP_CALLS);
+  if (!Number.isInteger(peerWarmupCalls) || peerWarmupCalls < 0) throw new Error(`BENCH_GATEWAY_PEER_WARMUP_CALLS: expected a count of calls ≥ 0, got "${process.env.BENCH_GATEWAY_PEER_WARMUP_CALLS}"`);
   if (!Number.isInteger(organizationKeys) || organizationKeys < 1) throw new Error(`BENCH_GATEWAY_ORGANIZATION_KEYS: expected a count of keys ≥ 1, got "${process.env.BENCH_GATEWAY_ORGANIZATION_KEYS}"`);
   if (workers.some((count) => !Number.isInteger(count) || count < 1)) throw new Error(`BENCH_GATEWAY_WORKERS: expected worker counts ≥ 1, got "${process.env.BENCH_GATEWAY_WORKERS}"`);
   const peers = new Set<PeerName>(['direct']);
@@ -149,6 +166,7 @@ function readSettings(): Settings {
   return {
     seconds: Number(process.env.BENCH_GATEWAY_SECONDS ?? 5),
     warmupSeconds: Number(process.env.BENCH_GATEWAY_WARMUP_SECONDS ?? 2),
+    peerWarmupCalls,
     rounds: Number(process.env.BENCH_GATEWAY_ROUNDS ?? 1),
     streamDeltas: Number(process.env.BENCH_GATEWAY_STREAM_DELTAS ?? 20),
     bodyBytes: Number(process.env.BENCH_GATEWAY_BODY_BYTES ?? 1024),
@@ -191,6 +209,8 @@ export async function run(): Promise<GatewayReport> {
   });
   for (const peer of processes.peers) if (!peer.available) console.log(`${peer.name}: not available: ${peer.reason}`);
   const rows: GatewayRow[] = [];
+  // Each peer and mode ("llm-ledger|true") already warmed up with settings.peerWarmupCalls.
+  const warm = new Set<string>();
   let failed = true;
   try {
     for (let round = 1; round <= settings.rounds; round++) {
@@ -198,9 +218,12 @@ export async function run(): Promise<GatewayReport> {
         const measured: GatewayRow[] = [];
         for (const peer of peerOrder(processes.peers, round)) {
           const label = settings.rounds > 1 ? `${scenario.label}, round ${round}` : scenario.label;
+          const warmed = `${peer.name}|${scenario.stream}`;
+          const firstInMode = !warm.has(warmed);
+          warm.add(warmed);
           measured.push(
             peer.available
-              ? await measure(processes, peer, { ...scenario, label }, settings)
+              ? await measure(processes, peer, { ...scenario, label }, settings, firstInMode)
               : { scenario: label, base: scenario.base, delayMs: scenario.delayMs, concurrency: scenario.concurrency, peer: peer.name, available: false, reason: peer.reason },
           );
           console.log(progressLine(measured[measured.length - 1]!));
@@ -233,18 +256,19 @@ function peerOrder(peers: readonly Peer[], round: number): Peer[] {
   return [...direct, ...others.slice(shift), ...others.slice(0, shift)];
 }
 
-async function measure(processes: BenchProcesses, peer: Extract<Peer, { available: true }>, scenario: Scenario, settings: Settings): Promise<GatewayRow> {
+async function measure(processes: BenchProcesses, peer: Extract<Peer, { available: true }>, scenario: Scenario, settings: Settings, firstInMode: boolean): Promise<GatewayRow> {
   const body = requestBody({ stream: scenario.stream, bytes: settings.bodyBytes });
   const upstreamSettings: UpstreamSettings = { delayMs: scenario.delayMs, delayJitterMs: scenario.delayJitterMs, streamDeltas: settings.streamDeltas, expectedBodyBase64: body.toString('base64') };
-  const spec = (seconds: number): LoadSpec => ({
+  const spec = (seconds: number, maxCalls = MAX_CALLS_PER_RUN): LoadSpec => ({
     ...peer.target,
     bodyBase64: upstreamSettings.expectedBodyBase64,
     stream: scenario.stream,
     concurrency: scenario.concurrency,
     durationMs: seconds * 1000,
-    maxCalls: MAX_CALLS_PER_RUN,
+    maxCalls,
   });
   await processes.upstream.request('configure', { settings: upstreamSettings });
+  if (firstInMode && settings.peerWarmupCalls > 0) await processes.load.request<LoadResult>('run', { spec: spec(PEER_WARMUP_MAX_SECONDS, settings.peerWarmupCalls) });
   await processes.load.request<LoadResult>('run', { spec: spec(settings.warmupSeconds) });
   if (peer.ledger !== undefined) await waitUntilQuiet(peer.ledger);
 
@@ -370,6 +394,8 @@ function printReport(report: GatewayReport): void {
     `fsync of a 4 KiB write (the floor of a durable hold): back to back p50 ${backToBack.p50} ms, p99 ${backToBack.p99} ms; ` +
       `after ${pauseMs} ms untouched (a call alone) p50 ${afterPause.p50} ms, p99 ${afterPause.p99} ms`,
   );
+  const { peerWarmupCalls, warmupSeconds, seconds } = report.settings;
+  console.log(`each peer warmed up with ${peerWarmupCalls} calls (at most ${PEER_WARMUP_MAX_SECONDS} s) the first time it met a mode, then ${warmupSeconds} s before each measured run of ${seconds} s`);
   console.log(`load average ${report.loadAverage1mAtStart} at start, ${report.loadAverage1mAtEnd} at end`);
 }
 
