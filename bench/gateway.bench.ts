@@ -28,6 +28,7 @@
  * BENCH_GATEWAY_PHASES=1: each llm-ledger call's phases traced over its measured runs (gateway/phase-trace.ts);
  * both only for llm-ledger in one process (the probe sees its own process only).
  * BENCH_GATEWAY_ORGANIZATION_KEYS (1): the gateway keys the benchmark's organization holds, the one it calls with among them.
+ * BENCH_GATEWAY_LEDGER_NODE_FLAGS: Node flags for llm-ledger's processes only (e.g. `--perf-basic-prof` for Linux `perf`).
  * BENCH_GATEWAY_BASELINE=<a built checkout, or its dist directory> with `ledger-base` among the peers
  * runs that build beside this one, as the peer `llm-ledger (baseline)`: with BENCH_GATEWAY_ROUNDS > 1
  * the two take turns in every round, so a change and the build before it meet the same machine, and

@@ -135,6 +135,15 @@ export async function startProcesses(options: {
 }
 
 /** llm-ledger's gateway in `workers` processes on its default SQLite log, or on the PostgreSQL log `store` names (stopped after the service). */
+/**
+ * BENCH_GATEWAY_LEDGER_NODE_FLAGS: Node flags for llm-ledger's processes only, separated by spaces;
+ * e.g. `--perf-basic-prof`, so that Linux `perf` names the JavaScript in its samples of any of the
+ * service's threads (the projection worker's too, which V8's own profiler cannot see: bench/README.md).
+ */
+function ledgerNodeFlags(): string[] {
+  return (process.env.BENCH_GATEWAY_LEDGER_NODE_FLAGS ?? '').split(/\s+/).filter((flag) => flag !== '');
+}
+
 async function ledgerPeer(
   base: 'llm-ledger' | 'llm-ledger on PostgreSQL',
   upstream: NodeChild,
@@ -150,7 +159,7 @@ async function ledgerPeer(
   const name: PeerName = build?.name ?? (workers === 1 ? base : `${base}, ${workers} workers`);
   const ledger = await startLedger({
     upstreamBaseUrl: upstream.baseUrl,
-    nodeFlags: gcFlags,
+    nodeFlags: [...gcFlags, ...ledgerNodeFlags()],
     workers,
     organizationKeys,
     ...(store === undefined ? {} : { store: store.url }),
