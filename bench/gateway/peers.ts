@@ -134,7 +134,6 @@ export async function startProcesses(options: {
   }
 }
 
-/** llm-ledger's gateway in `workers` processes on its default SQLite log, or on the PostgreSQL log `store` names (stopped after the service). */
 /**
  * BENCH_GATEWAY_LEDGER_NODE_FLAGS: Node flags for llm-ledger's processes only, separated by spaces;
  * e.g. `--perf-basic-prof`, so that Linux `perf` names the JavaScript in its samples of any of the
@@ -144,6 +143,7 @@ function ledgerNodeFlags(): string[] {
   return (process.env.BENCH_GATEWAY_LEDGER_NODE_FLAGS ?? '').split(/\s+/).filter((flag) => flag !== '');
 }
 
+/** llm-ledger's gateway in `workers` processes on its default SQLite log, or on the PostgreSQL log `store` names (stopped after the service). */
 async function ledgerPeer(
   base: 'llm-ledger' | 'llm-ledger on PostgreSQL',
   upstream: NodeChild,
