@@ -83,19 +83,22 @@ describe('ProjectionWorkerHost: the projections on a worker thread with their ow
   });
 
   it('runs the worker thread at DEFAULT_PROJECTION_WORKER_NICE on Linux, so the calls win a core the two both want; the service\'s threads keep their priority', async () => {
-    // Each thread's nice value, from /proc (Linux, where CI runs): field 19 of its stat line.
-    const niceValues = (): number[] =>
-      readdirSync('/proc/self/task').map((thread) => {
-        const stat = readFileSync(`/proc/self/task/${thread}/stat`, 'utf8');
-        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
-      });
+    // A thread's nice value, from /proc (Linux, where CI runs): field 19 of its stat line.
+    const niceOf = (thread: string): number => {
+      const stat = readFileSync(`/proc/self/task/${thread}/stat`, 'utf8');
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+    };
+    const niceValues = (): number[] => readdirSync('/proc/self/task').map(niceOf);
+    // The main thread's id is the process's.
+    const mainThreadNice = (): number => niceOf(String(process.pid));
     expect(process.platform).toBe('linux');
     const before = niceValues();
+    const mainBefore = mainThreadNice();
     const projections = host();
     await projections.start();
     const during = niceValues();
     expect(during.filter((nice) => nice === DEFAULT_PROJECTION_WORKER_NICE)).toHaveLength(before.filter((nice) => nice === DEFAULT_PROJECTION_WORKER_NICE).length + 1);
-    expect(niceValues()[0]).toBe(before[0]);
+    expect(mainThreadNice()).toBe(mainBefore);
     await projections.stop();
 
     const unchanged = host({ workerNice: 0 });
