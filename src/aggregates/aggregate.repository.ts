@@ -69,6 +69,13 @@ export interface CommandContext {
    * (AppendOptions.durableAtOnce). Applies when any command of the batch asks for it.
    */
   readonly durableAtOnce?: boolean;
+  /**
+   * The caller's only work once this command's append is durable is a write to a socket (the
+   * gateway's settlement): the store may make the commit durable off the event loop's thread
+   * (AppendOptions.durableOffLoop). Applies when every command of the batch asks for it, and none
+   * asks for durableAtOnce.
+   */
+  readonly durableOffLoop?: boolean;
 }
 
 /**
@@ -341,6 +348,7 @@ export class AggregateRepository {
         const options: AppendTogetherOptions = {
           ...(batch.every((entry) => entry.context.acknowledgeOnCommit === true) ? { acknowledge: 'committed' } : {}),
           ...(batch.some((entry) => entry.context.durableAtOnce === true) ? { durableAtOnce: true } : {}),
+          ...(batch.every((entry) => entry.context.durableOffLoop === true) ? { durableOffLoop: true } : {}),
         };
         const own: StreamAppend | undefined = events.length === 0 ? undefined : { streamName, events, expectedRevision: revision ?? 'no_stream' };
         const { result, durable } = await this.appendBatch(streamName, own, companions, options);

@@ -138,11 +138,12 @@ export function validateAppend(
   return { streamName: name, expectedRevision, events: checked.events };
 }
 
-/** `acknowledge`, `onCommitted` and `durableAtOnce`, shared by both kinds of append. */
+/** `acknowledge`, `onCommitted`, `durableAtOnce` and `durableOffLoop`, shared by both kinds of append. */
 function validateAcknowledgement(options: AppendOptions | AppendTogetherOptions): void {
-  const { acknowledge, onCommitted, durableAtOnce } = options as { acknowledge?: unknown; onCommitted?: unknown; durableAtOnce?: unknown };
+  const { acknowledge, onCommitted, durableAtOnce, durableOffLoop } = options as { acknowledge?: unknown; onCommitted?: unknown; durableAtOnce?: unknown; durableOffLoop?: unknown };
   if (onCommitted !== undefined && typeof onCommitted !== 'function') fail('options.onCommitted', `must be a function, got ${describeValue(onCommitted)}`);
   if (durableAtOnce !== undefined && typeof durableAtOnce !== 'boolean') fail('options.durableAtOnce', `must be a boolean, got ${describeValue(durableAtOnce)}`);
+  if (durableOffLoop !== undefined && typeof durableOffLoop !== 'boolean') fail('options.durableOffLoop', `must be a boolean, got ${describeValue(durableOffLoop)}`);
   if (acknowledge !== undefined && acknowledge !== 'durable' && acknowledge !== 'committed') {
     fail('options.acknowledge', `must be 'durable' or 'committed', got ${describeValue(acknowledge)}`);
   }

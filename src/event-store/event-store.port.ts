@@ -75,6 +75,16 @@ export interface AppendOptions {
    * whose every commit is durable on its own (PostgreSQL, EventStoreDB) have nothing to hurry.
    */
   readonly durableAtOnce?: boolean;
+  /**
+   * The caller waits for the append to be durable, but then has nothing left to do in this process
+   * except a write to a socket (the gateway's settlement, after which its caller gets the answer's
+   * last bytes): a store that waits for the disk on the event loop's thread while that thread has time
+   * to spare (the embedded store under FULL) makes this one durable on the thread pool instead, so the
+   * thread goes on with other calls' work meanwhile. A commit whose appends all ask for it is fsynced so,
+   * unless an fsync already due on the thread at the end of the turn covers it. Ignored with
+   * `durableAtOnce`, and by stores whose every commit is durable on its own (PostgreSQL, EventStoreDB).
+   */
+  readonly durableOffLoop?: boolean;
 }
 
 export interface AppendResult {
@@ -127,7 +137,7 @@ export interface StreamAppend {
 }
 
 /** How an append across streams is acknowledged: as AppendOptions says of one append, for all its parts at once. */
-export type AppendTogetherOptions = Pick<AppendOptions, 'acknowledge' | 'durableAtOnce'> & {
+export type AppendTogetherOptions = Pick<AppendOptions, 'acknowledge' | 'durableAtOnce' | 'durableOffLoop'> & {
   /** As AppendOptions.onCommitted, with each part's result in the parts' order. */
   readonly onCommitted?: (results: readonly AppendResult[]) => void;
 };

@@ -96,6 +96,22 @@ describe('AggregateRepository.handleAlongside â€” a command and another streamâ€
     expect(asked).toEqual([true, undefined]);
   });
 
+  it('asks the store to make the commit durable off the event loop only when every command of its batch asks for it (issue 35)', async () => {
+    const asked: Array<boolean | undefined> = [];
+    const watching: EventStore = { ...recording(store).store, appendTogether: (parts, options) => (asked.push(options?.durableOffLoop), store.appendTogether(parts, options)) };
+    const repository = new AggregateRepository(watching);
+
+    await Promise.all([
+      // Alone: the account's first append.
+      repository.handleAlongside(ACCOUNT, accountDecider, placeHold('inv-1', 100), held('inv-1'), { durableOffLoop: true }),
+      // Queued while it is in flight, so one append together: one of them asks, the other not.
+      repository.handleAlongside(ACCOUNT, accountDecider, placeHold('inv-2', 100), held('inv-2'), { durableOffLoop: true }),
+      repository.handleAlongside(ACCOUNT, accountDecider, placeHold('inv-3', 100), held('inv-3')),
+    ]);
+
+    expect(asked).toEqual([true, undefined]);
+  });
+
   it('writes nothing of either stream when the command is refused', async () => {
     const repository = new AggregateRepository(store);
     const headBefore = await store.headPosition();

@@ -54,14 +54,15 @@ describe('validateAppend — the append size as KurrentDB counts it (MAX_APPEND_
 describe('validateAppend and validateAppendTogether — how an append is acknowledged', () => {
   const events = (): NewEvent[] => [{ id: randomUUID(), type: 'Checked', data: {}, metadata: { schemaVersion: 1 } }];
 
-  it('names options.durableAtOnce when it is not a boolean, on one append and on an append across streams', () => {
-    const alone = (): unknown => validateAppend('checked', events(), { expectedRevision: 'any', durableAtOnce: 'yes' as unknown as boolean });
-    const together = (): unknown => validateAppendTogether([{ streamName: 'checked', events: events(), expectedRevision: 'any' }], { durableAtOnce: 1 as unknown as boolean });
+  it.each(['durableAtOnce', 'durableOffLoop'] as const)('names options.%s when it is not a boolean, on one append and on an append across streams', (option) => {
+    const alone = (): unknown => validateAppend('checked', events(), { expectedRevision: 'any', [option]: 'yes' as unknown as boolean });
+    const together = (): unknown => validateAppendTogether([{ streamName: 'checked', events: events(), expectedRevision: 'any' }], { [option]: 1 as unknown as boolean });
     for (const check of [alone, together]) {
       expect(check).toThrow(InvalidEventStoreInputError);
-      expect(check).toThrow(expect.objectContaining({ field: 'options.durableAtOnce' }));
+      expect(check).toThrow(expect.objectContaining({ field: `options.${option}` }));
     }
-    expect(() => validateAppend('checked', events(), { expectedRevision: 'any', durableAtOnce: true })).not.toThrow();
+    expect(() => validateAppend('checked', events(), { expectedRevision: 'any', [option]: true })).not.toThrow();
+    expect(() => validateAppendTogether([{ streamName: 'checked', events: events(), expectedRevision: 'any' }], { [option]: true })).not.toThrow();
   });
 
   it('names options.acknowledge and options.onCommitted the same way on both', () => {

@@ -11,7 +11,8 @@ import {
   FsyncByLoopLoad,
   type FsyncPlacement,
 } from '../../src/event-store/sqlite/wal-sync';
-import { FSYNC_ON_MAIN_THREAD, observed } from '../support/held-fsync';
+import type { AppendOptions } from '../../src/event-store/event-store.port';
+import { FSYNC_ON_MAIN_THREAD, HeldFsync, nextTurn, observed } from '../support/held-fsync';
 import { newEvent } from './event-store.contract';
 
 const directory = mkdtempSync(join(tmpdir(), 'ledger-fsync-placement-'));
@@ -33,16 +34,20 @@ function inOneTurn(...tasks: Array<() => void>): Promise<void> {
  * A FULL store fsyncing on the main thread that records, at each fsync, how many commits were made and
  * how each append made so far stood; `append` makes a task that appends one event to a new stream.
  */
-function watchingFsyncs() {
+function watchingFsyncs(options: Partial<SqliteEventStoreOptions> = {}) {
   const atFsync: Array<{ readonly commits: number; readonly appends: readonly string[] }> = [];
   const appends: Array<Promise<unknown>> = [];
   const watched: Array<ReturnType<typeof observed>> = [];
-  const store = openOnMainThread((fd) => {
-    atFsync.push({ commits: store.groupCommitStats.transactions, appends: watched.map((append) => append.state()) });
-    fsyncSync(fd);
-  });
-  const append = (streamName: string, durableAtOnce = false) => () => {
-    const appended = store.append(streamName, [newEvent()], { expectedRevision: 'no_stream', durableAtOnce });
+  const store = openOnMainThread(
+    (fd) => {
+      atFsync.push({ commits: store.groupCommitStats.transactions, appends: watched.map((append) => append.state()) });
+      fsyncSync(fd);
+    },
+    FSYNC_ON_MAIN_THREAD,
+    options,
+  );
+  const append = (streamName: string, sync: Pick<AppendOptions, 'durableAtOnce' | 'durableOffLoop'> = {}) => () => {
+    const appended = store.append(streamName, [newEvent()], { expectedRevision: 'no_stream', ...sync });
     appends.push(appended);
     watched.push(observed(appended));
   };
@@ -101,7 +106,7 @@ describe('issue 35: an append whose caller goes upstream once it is durable (App
     const { store, atFsync, appends, watched, append } = watchingFsyncs();
     let fsyncsSeenLaterInTheTurn = -1;
     // A plain commit, then one asking to be durable at once, then a task of the same turn that looks.
-    await inOneTurn(append('plain', false), append('at-once', true), () => (fsyncsSeenLaterInTheTurn = atFsync.length));
+    await inOneTurn(append('plain'), append('at-once', { durableAtOnce: true }), () => (fsyncsSeenLaterInTheTurn = atFsync.length));
     expect(fsyncsSeenLaterInTheTurn).toBe(1);
     await Promise.all(appends);
 
@@ -132,6 +137,64 @@ describe('issue 35: an append whose caller goes upstream once it is durable (App
     await expect(store.append('lost-at-once', [newEvent()], { expectedRevision: 'no_stream', durableAtOnce: true })).rejects.toThrow(/could not be made durable.*EIO/);
     await expect(store.append('lost-after', [newEvent()], { expectedRevision: 'no_stream' })).rejects.toThrow(/could not be made durable/);
     expect(await store.readAll()).toHaveLength(0);
+    await store.close();
+  });
+});
+
+describe('issue 35: an append whose caller only writes to a socket once it is durable (AppendOptions.durableOffLoop) is fsynced on the thread pool, the main thread going on meanwhile', () => {
+  it('starts its fsync on the thread pool while the placement keeps fsyncs on the main thread, and acknowledges it once that fsync returned', async () => {
+    const pool = new HeldFsync();
+    const { store, atFsync, appends, watched, append } = watchingFsyncs({ fsyncFile: pool.fsyncFile });
+    append('off-loop', { durableOffLoop: true })();
+    await nextTurn();
+    await nextTurn();
+
+    expect({ onPool: pool.calls, onMainThread: atFsync.length, append: watched[0]!.state() }).toEqual({ onPool: 1, onMainThread: 0, append: 'pending' });
+    pool.release();
+    await Promise.all(appends);
+    expect(await store.headPosition()).toBe(1n);
+    await store.close();
+  });
+
+  it('joins the fsync already due on the main thread at the end of the turn, which covers it', async () => {
+    const pool = new HeldFsync();
+    const { store, atFsync, appends, append } = watchingFsyncs({ fsyncFile: pool.fsyncFile });
+    await inOneTurn(append('plain'), append('off-loop', { durableOffLoop: true }));
+    await Promise.all(appends);
+
+    expect({ onPool: pool.calls, onMainThread: atFsync }).toEqual({ onPool: 0, onMainThread: [{ commits: 2, appends: ['pending', 'pending'] }] });
+    await store.close();
+  });
+
+  it('fsyncs a commit with the turn unless every append in it asked', async () => {
+    const pool = new HeldFsync();
+    const { store, atFsync, appends, append } = watchingFsyncs({ fsyncFile: pool.fsyncFile });
+    // Queued by one task: one commit, one append of it asking.
+    await inOneTurn(() => (append('off-loop', { durableOffLoop: true })(), append('plain')()));
+    await Promise.all(appends);
+
+    expect({ onPool: pool.calls, onMainThread: atFsync }).toEqual({ onPool: 0, onMainThread: [{ commits: 1, appends: ['pending', 'pending'] }] });
+    await store.close();
+  });
+
+  it('leaves an append that asked to be durable at once on the main thread, now, beside an fsync running on the thread pool, which started before it and cannot cover it', async () => {
+    const pool = new HeldFsync();
+    const { store, atFsync, watched, append } = watchingFsyncs({ fsyncFile: pool.fsyncFile });
+    append('off-loop', { durableOffLoop: true })();
+    await nextTurn();
+    expect(pool.calls).toBe(1);
+    append('at-once', { durableAtOnce: true })();
+    await nextTurn();
+
+    // Its fsync started after both commits, so it made both durable while the pool's is still held.
+    expect({ onMainThread: atFsync, appends: watched.map((appended) => appended.state()), held: pool.held.length }).toEqual({
+      onMainThread: [{ commits: 2, appends: ['pending', 'pending'] }],
+      appends: ['resolved', 'resolved'],
+      held: 1,
+    });
+    pool.release();
+    await nextTurn();
+    expect(await store.headPosition()).toBe(2n);
     await store.close();
   });
 });

@@ -32,7 +32,7 @@ import { duplicateEventIdError, replayFromStoredRows, storedAppendMismatch, type
 import { migrateSqliteSchema } from './sqlite-schema.migrations';
 import { SqliteSubscription, type CommittedEvents } from './sqlite-subscription';
 import { DEFAULT_LOG_SYNCHRONOUS, type SqliteSynchronous } from './sqlite-synchronous';
-import { MAX_FSYNCS_IN_FLIGHT, MAX_FSYNCS_IN_FLIGHT_OPTION, WalSync, type FsyncFile, type FsyncFileInPlace, type FsyncPlacement } from './wal-sync';
+import { MAX_FSYNCS_IN_FLIGHT, MAX_FSYNCS_IN_FLIGHT_OPTION, WalSync, type CommitSync, type FsyncFile, type FsyncFileInPlace, type FsyncPlacement } from './wal-sync';
 
 
 export interface SqliteEventStoreOptions {
@@ -110,8 +110,8 @@ interface PendingAppend {
   readonly onCommit: boolean;
   /** Told at COMMIT when the acknowledgement still waits for the fsync (AppendOptions.onCommitted). */
   readonly committed: ((results: AppendResult[]) => void) | undefined;
-  /** Its commit is fsynced at once, not at the end of the turn (AppendOptions.durableAtOnce). */
-  readonly atOnce: boolean;
+  /** How its commit is made durable (AppendOptions.durableAtOnce, durableOffLoop). */
+  readonly sync: CommitSync;
   readonly resolve: (results: AppendResult[]) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -173,6 +173,12 @@ class CommittedGroup implements CommittedEvents {
     }
     return Object.freeze(events);
   }
+}
+
+/** How an append asks for its commit to be made durable: at once wins over off the loop. */
+function commitSyncOf(options: AppendOptions | AppendTogetherOptions): CommitSync {
+  if (options.durableAtOnce === true) return 'at-once';
+  return options.durableOffLoop === true ? 'off-loop' : 'with-the-turn';
 }
 
 /** A row of `events` as the read statements return it (raw mode, safe integers). */
@@ -366,7 +372,9 @@ function isDuplicateEventId(error: unknown): boolean {
  *   while one runs share the next (or, opened with `fsyncsInFlight` above one, start
  *   their own at once), and each covers every commit made before it started. A commit with an
  *   append that asked for it (AppendOptions.durableAtOnce) is fsynced on the main thread at once,
- *   in the task that committed it, while that thread has time to spare; until one that
+ *   in the task that committed it, while that thread has time to spare; one whose appends all asked
+ *   for it (AppendOptions.durableOffLoop) on the thread pool, unless the turn's fsync on the main
+ *   thread is already due (WalSync.afterCommit). Until one that
  *   started after it returns the commit is visible to readStream (decisions) but not to readAll,
  *   subscriptions, commit listeners or headPosition.
  * - `synchronous=NORMAL` (opt-in): the commit is written to the WAL with write(2) but not fsynced.
@@ -481,7 +489,7 @@ export class SqliteEventStore implements EventStore {
         parts: [partOf(input)],
         onCommit: options.acknowledge === 'committed',
         committed: onCommitted === undefined ? undefined : (results) => onCommitted(results[0]!),
-        atOnce: options.durableAtOnce === true,
+        sync: commitSyncOf(options),
         resolve: (results) => resolve(results[0]!),
         reject,
       });
@@ -507,7 +515,7 @@ export class SqliteEventStore implements EventStore {
         parts: input.map(partOf),
         onCommit: options.acknowledge === 'committed',
         committed: options.onCommitted,
-        atOnce: options.durableAtOnce === true,
+        sync: commitSyncOf(options),
         resolve,
         reject,
       });
@@ -735,14 +743,15 @@ export class SqliteEventStore implements EventStore {
     early.forEach((now, index) => now && group[index]!.resolve(outcomes[index] as AppendResult[]));
     group.forEach((pending, index) => !early[index] && !(outcomes[index] instanceof Error) && pending.committed?.(outcomes[index] as AppendResult[]));
     const walSync = this.walSync;
-    const atOnce = group.some((pending, index) => pending.atOnce && !early[index] && !(outcomes[index] instanceof Error));
+    const waiting = group.filter((_, index) => !early[index] && !(outcomes[index] instanceof Error));
+    const sync: CommitSync = waiting.some((pending) => pending.sync === 'at-once') ? 'at-once' : waiting.every((pending) => pending.sync === 'off-loop') ? 'off-loop' : 'with-the-turn';
     walSync.afterCommit(
       waitFrom,
       (durability) => {
         if (durability === undefined) Atomics.store(this.unsynced, 0, walSync.firstUnsynced ?? 0n);
         this.deliver(group, outcomes, writtenAppends, recordedAtMs, durability, early);
       },
-      atOnce,
+      sync,
     );
   }
 

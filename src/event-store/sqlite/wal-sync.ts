@@ -10,6 +10,12 @@ export type FsyncFileInPlace = (fd: number) => void;
 /** Where the next fsync of the WAL runs (FsyncPlacement). */
 export type FsyncWhere = 'main-thread' | 'thread-pool';
 
+/**
+ * How a commit asks to be made durable (WalSync.afterCommit): with the turn's other commits (the
+ * default), `at-once` (AppendOptions.durableAtOnce) or `off-loop` (AppendOptions.durableOffLoop).
+ */
+export type CommitSync = 'with-the-turn' | 'at-once' | 'off-loop';
+
 /** Decides, before each fsync of the WAL, where it runs; told how long each one on the main thread took. */
 export interface FsyncPlacement {
   next(): FsyncWhere;
@@ -97,7 +103,7 @@ export interface WalFsyncs {
 
 /**
  * Most fsyncs of the WAL running at once by default, in fsyncs (SqliteEventStoreOptions
- * fsyncsInFlight). One, by measurement: with two, a commit made while an fsync ran started its own at
+ * fsyncsInFlight), besides one a commit asked for at once (WalSync.afterCommit). One, by measurement: with two, a commit made while an fsync ran started its own at
  * once, but on this project's machine (ext4, whose journal commits one transaction at a time) the
  * gateway's durable appends took longer (hold decided → durable p50 5.4 and 2.7 ms with one against
  * 7.7 and 6.7 with two, two A/B pairs, bench/README issue 35): the wait for the fsync in flight is what
@@ -191,19 +197,25 @@ export class WalSync {
 
   /**
    * Calls `done` once the commit just made (first event at `first`) is on disk, or with the error that
-   * prevented it. `atOnce`: its appender has I/O to start once it is durable, so while the main thread
-   * has time to spare the fsync runs on it now, before this returns, instead of at the end of the
-   * turn: an fsync that waits for the end of the turn is joined (this one covers its commits, and it
-   * finds nothing left to do), one on the thread pool is not (the commit waits for it or the next).
+   * prevented it. While the placement keeps fsyncs on the main thread (it has time to spare):
+   * - `with-the-turn`: one fsync at the end of the turn covers it and the turn's other commits.
+   * - `at-once`: its appender has I/O to start once it is durable, so the fsync runs on the main thread
+   *   now, before this returns. One due at the end of the turn is joined (this one covers its commits,
+   *   and it finds nothing left to do). One running on the thread pool is not waited for: it started
+   *   before this commit, so it cannot cover it, and this one runs beside it.
+   * - `off-loop`: its appender has nothing left to do in this process once it is durable but write to
+   *   a socket, so the fsync starts on the thread pool and the main thread goes on with other work.
+   *   One due at the end of the turn on the main thread is joined, since it runs anyway.
+   * Once the placement sends fsyncs to the thread pool (a busy main thread), all three start there.
    */
-  afterCommit(first: bigint, done: (error?: Error) => void, atOnce = false): void {
+  afterCommit(first: bigint, done: (error?: Error) => void, sync: CommitSync = 'with-the-turn'): void {
     if (this.failed !== undefined) return done(this.failed);
     this.unsynced.push({ sequence: ++this.lastSequence, first, done });
-    if (atOnce && this.inFlight === (this.mainThreadPending ? 1 : 0) && this.placement.next() === 'main-thread') {
+    if (sync === 'at-once' && this.placement.next() === 'main-thread') {
       this.inFlight++;
       return this.fsyncHere();
     }
-    this.startIfRoom();
+    this.startIfRoom(sync === 'off-loop' ? 'thread-pool' : undefined);
   }
 
   /** Resolves once no commit waits for an fsync and none runs. */
@@ -219,12 +231,15 @@ export class WalSync {
     this.free.length = 0;
   }
 
-  /** Starts an fsync for the commits no running fsync covers, if fewer than `maxInFlight` run. */
-  private startIfRoom(): void {
+  /**
+   * Starts an fsync for the commits no running fsync covers, if fewer than `maxInFlight` run: where the
+   * placement says, or `where`.
+   */
+  private startIfRoom(where?: FsyncWhere): void {
     if (this.failed !== undefined || this.mainThreadPending || this.inFlight >= this.maxInFlight || this.startedThrough === this.lastSequence) return;
     this.inFlight++;
     this.startedThrough = this.lastSequence;
-    if (this.placement.next() === 'main-thread') {
+    if ((where ?? this.placement.next()) === 'main-thread') {
       this.mainThreadPending = true;
       setImmediate(() => this.fsyncOnMainThread());
       return;
