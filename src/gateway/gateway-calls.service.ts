@@ -204,7 +204,9 @@ export class GatewayCalls implements GatewayAccounting {
       accountDecider,
       (settled: InvocationState) => settleHold(admission.invocationId, settled, at, undefined, tokensOf(settled)),
       { streamName: stream, decider: invocationDecider, before: closing, context },
-      context,
+      // Once durable, the caller is given the answer's last bytes and nothing else runs for this call:
+      // the main thread goes on with other calls while the disk makes it durable (docs/gateway.md).
+      { ...context, durableOffLoop: true },
     );
     if (released.events.length > 0) this.provedCurrent(account, this.clock.now());
     if (requestId !== undefined) markGatewayPhase(requestId, 'hold_settled');

@@ -96,7 +96,7 @@ describe('gateway calls are admitted at their worst-case hold and settled at Ant
     expect(body).toMatchObject({ state: 'settled', outcome: 'completed', estimate: 46, charge: 5 });
   });
 
-  it('asks for the hold\'s commit, which the dispatch waits on, to be durable at once, and leaves the settlement\'s to the end of the turn (docs/gateway.md)', async () => {
+  it('asks for the hold\'s commit, which the dispatch waits on, to be durable at once, and the settlement\'s, which only the caller\'s last bytes wait on, off the event loop (docs/gateway.md)', async () => {
     await grant('hurry', 1_000, 'g-hurry');
     const { key } = await issue('hurry', { name: 'at-once' });
     const repository = ledger.app.get(AggregateRepository);
@@ -105,7 +105,12 @@ describe('gateway calls are admitted at their worst-case hold and settled at Ant
       const admission = await accounting.admit({ presentedKey: key, facts: facts(), requestId: 'r-at-once' });
       await accounting.settle(admission as Extract<GatewayAdmission, { admitted: true }>, OK());
       const contexts = spy.mock.calls.map((call) => call[4]);
-      expect(contexts).toEqual([expect.objectContaining({ durableAtOnce: true }), expect.not.objectContaining({ durableAtOnce: true })]);
+      expect(contexts).toEqual([
+        expect.objectContaining({ durableAtOnce: true }),
+        expect.objectContaining({ durableOffLoop: true }),
+      ]);
+      expect(contexts[0]).not.toHaveProperty('durableOffLoop');
+      expect(contexts[1]).not.toHaveProperty('durableAtOnce');
     } finally {
       spy.mockRestore();
     }
