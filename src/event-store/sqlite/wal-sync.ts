@@ -103,8 +103,9 @@ export interface WalFsyncs {
 
 /**
  * Most fsyncs of the WAL running at once by default, in fsyncs (SqliteEventStoreOptions
- * fsyncsInFlight), besides one a commit asked for at once (WalSync.afterCommit). One, by measurement: with two, a commit made while an fsync ran started its own at
- * once, but on this project's machine (ext4, whose journal commits one transaction at a time) the
+ * fsyncsInFlight), besides one a commit asked for at once (WalSync.afterCommit). One, by
+ * measurement: with two, a commit made while an fsync ran started its own at once, but on this
+ * project's machine (ext4, whose journal commits one transaction at a time) the
  * gateway's durable appends took longer (hold decided → durable p50 5.4 and 2.7 ms with one against
  * 7.7 and 6.7 with two, two A/B pairs, bench/README issue 35): the wait for the fsync in flight is what
  * gathers the commits made meanwhile into one fsync.
