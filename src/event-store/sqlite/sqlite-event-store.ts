@@ -181,6 +181,21 @@ function commitSyncOf(options: AppendOptions | AppendTogetherOptions): CommitSyn
   return options.durableOffLoop === true ? 'off-loop' : 'with-the-turn';
 }
 
+/**
+ * How a group commit is made durable, from the appends of it that wait for the disk (`waits`): at
+ * once when any asked for it, off the loop when all of them asked for that, else with the turn.
+ */
+function commitSyncOfGroup(group: readonly PendingAppend[], waits: (index: number) => boolean): CommitSync {
+  let allOffLoop = true;
+  for (let index = 0; index < group.length; index++) {
+    if (!waits(index)) continue;
+    const { sync } = group[index]!;
+    if (sync === 'at-once') return 'at-once';
+    if (sync !== 'off-loop') allOffLoop = false;
+  }
+  return allOffLoop ? 'off-loop' : 'with-the-turn';
+}
+
 /** A row of `events` as the read statements return it (raw mode, safe integers). */
 type EventRow = [
   position: bigint,
@@ -743,8 +758,7 @@ export class SqliteEventStore implements EventStore {
     early.forEach((now, index) => now && group[index]!.resolve(outcomes[index] as AppendResult[]));
     group.forEach((pending, index) => !early[index] && !(outcomes[index] instanceof Error) && pending.committed?.(outcomes[index] as AppendResult[]));
     const walSync = this.walSync;
-    const waiting = group.filter((_, index) => !early[index] && !(outcomes[index] instanceof Error));
-    const sync: CommitSync = waiting.some((pending) => pending.sync === 'at-once') ? 'at-once' : waiting.every((pending) => pending.sync === 'off-loop') ? 'off-loop' : 'with-the-turn';
+    const sync = commitSyncOfGroup(group, (index) => !early[index] && !(outcomes[index] instanceof Error));
     walSync.afterCommit(
       waitFrom,
       (durability) => {
