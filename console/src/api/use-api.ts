@@ -12,19 +12,22 @@ export type Loaded<T> =
  */
 export function useApi<T>(path: string | undefined, refresh: unknown = 0): Loaded<T> {
   const { api } = useSession();
-  const [loaded, setLoaded] = useState<Loaded<T>>({ status: 'loading' });
-  // A new address starts from nothing rather than showing the previous one's data.
-  useEffect(() => setLoaded({ status: 'loading' }), [path]);
+  // Each answer with the address it answers: a new address starts from nothing rather than showing
+  // the previous one's data, from its first render on (a page number and another page's rows never
+  // show together).
+  const [answer, setAnswer] = useState<{ readonly path: string | undefined; readonly loaded: Loaded<T> }>({ path, loaded: LOADING });
   useEffect(() => {
     if (path === undefined) return undefined;
     const controller = new AbortController();
     api.get<T>(path, controller.signal).then(
-      (data) => setLoaded({ status: 'ok', data }),
+      (data) => setAnswer({ path, loaded: { status: 'ok', data } }),
       (error: unknown) => {
-        if (!controller.signal.aborted) setLoaded({ status: 'error', error });
+        if (!controller.signal.aborted) setAnswer({ path, loaded: { status: 'error', error } });
       },
     );
     return () => controller.abort();
   }, [api, path, refresh]);
-  return loaded;
+  return answer.path === path ? answer.loaded : LOADING;
 }
+
+const LOADING = { status: 'loading' } as const;
