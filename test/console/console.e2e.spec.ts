@@ -342,6 +342,8 @@ describe('The console (issue 18) in headless Chromium: pages read from the publi
       settledShown = true;
       await until(async () => readAgainAfterSettled, true);
       await page.getByRole('status').filter({ hasText: 'live' }).waitFor({ state: 'detached' });
+      // The chart is drawn after the render that ends "live" (PlotFigure draws in an effect).
+      await page.locator('.attempt-bars rect').nth(1).waitFor();
       expect(await page.locator('.attempt-bars rect').count()).toBe(2);
       await lifecycle.getByText('InvocationSettled').waitFor();
       expect(integer((await page.locator('tfoot .total-price').textContent()) ?? '')).toBe(settled.charge);
