@@ -15,6 +15,7 @@ const BENCHMARKS: Record<string, () => Promise<Bench>> = {
   runtime: async () => (await import('./runtime.bench')).run,
   'projection-rebuild': async () => (await import('./projection-rebuild.bench')).run,
   'full-path': async () => (await import('./full-path.bench')).run,
+  'full-path-pair': async () => (await import('./full-path-pair.bench')).run,
   'admission-history': async () => (await import('./admission-history.bench')).run,
   'read-side': async () => (await import('./read-side.bench')).run,
   http: async () => (await import('./http.bench')).run,
@@ -29,8 +30,8 @@ const BENCHMARKS: Record<string, () => Promise<Bench>> = {
   'account-state': async () => (await import('./account-state.bench')).run,
   'balances-projection': async () => (await import('./balances-projection.bench')).run,
 };
-/** Run only when named: the soaks take ten minutes each. */
-const ONLY_WHEN_NAMED = new Set(['soak', 'gateway-soak']);
+/** Run only when named: the soaks take ten minutes each, and the pair needs a baseline build. */
+const ONLY_WHEN_NAMED = new Set(['soak', 'gateway-soak', 'full-path-pair']);
 
 export interface MachineInfo {
   readonly cpuModel: string;
