@@ -42,6 +42,9 @@ type Launch = (atMs: number, label: string, work: () => Promise<unknown>) => voi
 const MALFORMED_KEY = 'sk-ant-api03-not-a-gateway-key';
 
 export class GatewayDriver {
+  /** Admitted calls whose estimate the audit's fold had not reached when they returned, judged at the next quiet point. */
+  private deferredAdmissions: Array<() => void> = [];
+
   constructor(
     private readonly host: GatewayHost,
     private readonly plan: ScenarioPlan,
@@ -188,7 +191,15 @@ export class GatewayDriver {
     );
     if (admission === undefined) return;
     if (admission.admitted && !settled) tally.add('gateway.admitted-not-settled-by-its-call');
-    this.judge(plan, admission, startedAtMs);
+    await this.judge(plan, admission, startedAtMs);
+  }
+
+  /**
+   * At a quiet point (no append running), the audit's fold has reached every estimate a call committed
+   * before it: judges the admitted calls that returned ahead of the fold.
+   */
+  checkDeferredAdmissions(): void {
+    for (const check of this.deferredAdmissions.splice(0)) check();
   }
 
   /** Upstream takes its time; a crash planned mid-call kills the process while upstream is still answering. */
@@ -199,12 +210,26 @@ export class GatewayDriver {
     return this.host.clock.sleep(waitMs, node.killSignal);
   }
 
-  /** What the call was told, against what the key, the rate card and the body explain. */
-  private judge(plan: GatewayCallPlan, admission: GatewayAdmission, startedAtMs: number): void {
+  /**
+   * What the call was told, against what the key, the rate card and the body explain. An admitted call
+   * is judged against the audit's fold of the log. On PostgreSQL a reader of `$all` stops below the
+   * oldest append still running, so the fold may not yet hold the estimate the call committed: when
+   * the invocation's own stream already does, the call is judged at the next quiet point instead, as
+   * the audit does for a result handed over ahead of the fold.
+   */
+  private async judge(plan: GatewayCallPlan, admission: GatewayAdmission, startedAtMs: number): Promise<void> {
     const { tally } = this.host;
     if (admission.admitted) {
       tally.add('gateway.admitted');
-      this.checkAdmitted(plan, admission.invocationId, admission.holdCredits, startedAtMs);
+      const { invocationId, holdCredits } = admission;
+      const judgedAtMs = this.host.clock.now();
+      const check = (): void => this.checkAdmitted(plan, invocationId, holdCredits, startedAtMs, judgedAtMs);
+      if (this.host.audit.invocations.get(invocationId)?.gateway === undefined && (await this.host.audit.streamHoldsEventOf(invocationId, 'InvocationEstimated'))) {
+        tally.add('gateway.admitted-ahead-of-the-fold');
+        this.deferredAdmissions.push(check);
+        return;
+      }
+      check();
       return;
     }
     tally.add(`gateway.refused.${admission.status}${admission.invocationId === undefined ? '' : '.recorded'}`);
@@ -255,7 +280,7 @@ export class GatewayDriver {
   }
 
   /** An admitted call: a live key that allows the model and max_tokens, holding the worst case of its facts. */
-  private checkAdmitted(plan: GatewayCallPlan, invocationId: string, holdCredits: number, startedAtMs: number): void {
+  private checkAdmitted(plan: GatewayCallPlan, invocationId: string, holdCredits: number, startedAtMs: number, judgedAtMs: number): void {
     const fail = (detail: string): void =>
       this.host.fail({ invariant: 'gateway.admitted-as-the-key-and-card-allow', detail: `gateway call ${plan.tag} (${invocationId}): ${detail}`, streams: [`invocation-${invocationId}`, accountStreamName(plan.organizationId)], invocations: [invocationId] });
     if (plan.presented !== 'key') return fail(`admitted with a ${plan.presented} key`);
@@ -268,7 +293,7 @@ export class GatewayDriver {
       return fail(`held ${holdCredits} (estimate ${publication.creditHold}); the worst case of its facts at v${invocation.gateway.rateCardVersion} is ${String(expected)}`);
     }
     const key = this.host.audit.accounts.get(plan.organizationId)?.keys.get(plan.keyId);
-    const allowed = (key?.settingsDuring(startedAtMs, this.host.clock.now()) ?? []).some(
+    const allowed = (key?.settingsDuring(startedAtMs, judgedAtMs) ?? []).some(
       (settings) => (settings.models === undefined || settings.models.includes(plan.facts.model)) && plan.facts.maxTokens <= (settings.maxOutputTokens ?? Number.MAX_SAFE_INTEGER),
     );
     if (!allowed) return fail(`no settings of key ${plan.keyId} while it was admitted allow ${plan.facts.model} with max_tokens ${plan.facts.maxTokens}`);

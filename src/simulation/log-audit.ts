@@ -271,6 +271,11 @@ export class LogAudit {
     return undefined;
   }
 
+  /** Whether the invocation's stream, read directly (every commit at once), already holds an event of `type`. */
+  async streamHoldsEventOf(invocationId: string, type: string): Promise<boolean> {
+    return (await this.store.readStream(`invocation-${invocationId}`)).some((event) => event.type === type);
+  }
+
   /** Whether the invocation's stream, read directly, already holds the summary's state (and its charge). */
   private async streamHolds(summary: InvocationSummary): Promise<boolean> {
     const events = await this.store.readStream(`invocation-${summary.invocationId}`);

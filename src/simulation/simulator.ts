@@ -706,6 +706,7 @@ class Simulation implements StoreFaultController {
     await this.node?.recoveryIdle();
     await this.step();
     this.failIf(this.audit.checkDeferredSummaries());
+    this.gateway.checkDeferredAdmissions();
     if (this.violation !== undefined || this.node === undefined) return;
     this.checks += 1;
     this.failIf(await checkReadModels(this.node, this.audit));
