@@ -15,9 +15,8 @@
  * (a checkout built with `npm run build:service`).
  */
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { median } from './gateway/against-baseline';
+import { builtDist, median } from './gateway/against-baseline';
 import { round } from './gateway/percentiles';
 import type { FullPathResult } from './full-path.bench';
 
@@ -59,10 +58,7 @@ export interface FullPathPairReport {
  * directory itself; the one holding `bench/full-path.bench.js`.
  */
 export function fullPathDist(named: string): string {
-  for (const candidate of [join(resolve(named), 'dist'), resolve(named)]) {
-    if (existsSync(join(candidate, 'bench', 'full-path.bench.js'))) return candidate;
-  }
-  throw new Error(`BENCH_FULL_PATH_BASELINE: no built benchmark under "${named}" (expected dist/bench/full-path.bench.js or bench/full-path.bench.js; run npm run build:service there)`);
+  return builtDist(named, 'bench/full-path.bench.js', 'BENCH_FULL_PATH_BASELINE', 'benchmark');
 }
 
 /** This build over the baseline round by round (below 1 is better but for invocations/s), and the medians. */

@@ -86,8 +86,16 @@ export function median(values: ReadonlyArray<number | undefined>): number | unde
  * `npm run build:service` (its `dist`), or that `dist` directory itself.
  */
 export function baselineDist(named: string): string {
+  return builtDist(named, 'src/main.js', 'BENCH_GATEWAY_BASELINE', 'service');
+}
+
+/**
+ * The `dist` directory of another build that `variable` names, the one holding `file`: a checkout
+ * built with `npm run build:service` (its `dist`), or that `dist` directory itself.
+ */
+export function builtDist(named: string, file: string, variable: string, what: string): string {
   for (const candidate of [join(resolve(named), 'dist'), resolve(named)]) {
-    if (existsSync(join(candidate, 'src', 'main.js'))) return candidate;
+    if (existsSync(join(candidate, file))) return candidate;
   }
-  throw new Error(`BENCH_GATEWAY_BASELINE: no built service under "${named}" (expected dist/src/main.js or src/main.js; run npm run build:service there)`);
+  throw new Error(`${variable}: no built ${what} under "${named}" (expected dist/${file} or ${file}; run npm run build:service there)`);
 }

@@ -42,9 +42,6 @@ type Launch = (atMs: number, label: string, work: () => Promise<unknown>) => voi
 const MALFORMED_KEY = 'sk-ant-api03-not-a-gateway-key';
 
 export class GatewayDriver {
-  /** Admitted calls whose estimate the audit's fold had not reached when they returned, judged at the next quiet point. */
-  private deferredAdmissions: Array<() => void> = [];
-
   constructor(
     private readonly host: GatewayHost,
     private readonly plan: ScenarioPlan,
@@ -194,13 +191,6 @@ export class GatewayDriver {
     await this.judge(plan, admission, startedAtMs);
   }
 
-  /**
-   * At a quiet point (no append running), the audit's fold has reached every estimate a call committed
-   * before it: judges the admitted calls that returned ahead of the fold.
-   */
-  checkDeferredAdmissions(): void {
-    for (const check of this.deferredAdmissions.splice(0)) check();
-  }
 
   /** Upstream takes its time; a crash planned mid-call kills the process while upstream is still answering. */
   private async upstream(node: LedgerNode, plan: GatewayCallPlan, outcome: GatewayCallOutcome): Promise<void> {
@@ -223,10 +213,11 @@ export class GatewayDriver {
       tally.add('gateway.admitted');
       const { invocationId, holdCredits } = admission;
       const judgedAtMs = this.host.clock.now();
-      const check = (): void => this.checkAdmitted(plan, invocationId, holdCredits, startedAtMs, judgedAtMs);
+      // Reports through the host: nothing left for the audit to return.
+      const check = (): undefined => void this.checkAdmitted(plan, invocationId, holdCredits, startedAtMs, judgedAtMs);
       if (this.host.audit.invocations.get(invocationId)?.gateway === undefined && (await this.host.audit.streamHoldsEventOf(invocationId, 'InvocationEstimated'))) {
         tally.add('gateway.admitted-ahead-of-the-fold');
-        this.deferredAdmissions.push(check);
+        this.host.audit.deferToQuietPoint(check);
         return;
       }
       check();

@@ -220,8 +220,8 @@ export class LogAudit {
   holdsAfterSettlement = 0;
   /** What each gateway call's upstream answered, as the driver handed it to settlement, until its attempt is folded. */
   private readonly upstreamAnswers = new Map<string, GatewayCallOutcome>();
-  /** Results handed to callers before the fold reached them, checked again at the next quiet point. */
-  private readonly deferredSummaries: InvocationSummary[] = [];
+  /** Checks of what was handed out before the fold reached it, run again at the next quiet point (`checkDeferred`). */
+  private readonly deferred: Array<() => Violation | undefined> = [];
 
   constructor(
     private readonly store: EventStore,
@@ -249,23 +249,30 @@ export class LogAudit {
   /**
    * A result handed to a caller must be the log's. The fold answers first. Where it has not reached
    * the result yet, the invocation's own stream, which shows every commit at once, must already hold
-   * it, and the fold must agree at the next quiet point (`checkDeferredSummaries`): on PostgreSQL a
+   * it, and the fold must agree at the next quiet point (`checkDeferred`): on PostgreSQL a
    * reader of `$all` stops below the oldest append still running (docs/architecture.md, "The global
    * order on PostgreSQL"), so an event committed beside one arrives in the fold a little later.
    */
   async checkHandedResult(summary: InvocationSummary): Promise<Violation | undefined> {
     const violation = this.checkSummary(summary);
     if (violation === undefined || !(await this.streamHolds(summary))) return violation;
-    this.deferredSummaries.push(summary);
+    this.deferToQuietPoint(() => this.checkSummary(summary));
     this.witness.note('audit.result-ahead-of-the-fold');
     return undefined;
   }
 
-  /** At a quiet point (no append running), the fold has reached every result handed over before it. */
-  checkDeferredSummaries(): Violation | undefined {
-    const summaries = this.deferredSummaries.splice(0);
-    for (const summary of summaries) {
-      const violation = this.checkSummary(summary);
+  /**
+   * Runs `check` at the next quiet point (`checkDeferred`) instead of now: for something a caller was
+   * handed that the invocation's own stream already holds but the fold has not reached yet.
+   */
+  deferToQuietPoint(check: () => Violation | undefined): void {
+    this.deferred.push(check);
+  }
+
+  /** At a quiet point (no append running), the fold has reached everything handed over before it. */
+  checkDeferred(): Violation | undefined {
+    for (const check of this.deferred.splice(0)) {
+      const violation = check();
       if (violation !== undefined) return violation;
     }
     return undefined;
@@ -273,12 +280,17 @@ export class LogAudit {
 
   /** Whether the invocation's stream, read directly (every commit at once), already holds an event of `type`. */
   async streamHoldsEventOf(invocationId: string, type: string): Promise<boolean> {
-    return (await this.store.readStream(`invocation-${invocationId}`)).some((event) => event.type === type);
+    return (await this.invocationEvents(invocationId)).some((event) => event.type === type);
+  }
+
+  /** The invocation's stream, read directly: it shows every commit at once, unlike a reader of `$all`. */
+  private invocationEvents(invocationId: string): Promise<RecordedEvent[]> {
+    return this.store.readStream(`invocation-${invocationId}`);
   }
 
   /** Whether the invocation's stream, read directly, already holds the summary's state (and its charge). */
   private async streamHolds(summary: InvocationSummary): Promise<boolean> {
-    const events = await this.store.readStream(`invocation-${summary.invocationId}`);
+    const events = await this.invocationEvents(summary.invocationId);
     if (summary.state === 'refused') return summary.charge === 0 && events.some((event) => event.type === 'InvocationRefused');
     if (summary.state !== 'settled') return events.length > 0;
     return events.some((event) => event.type === 'InvocationSettled' && (event.data as { chargeCredits?: unknown }).chargeCredits === summary.charge);
