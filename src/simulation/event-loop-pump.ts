@@ -5,7 +5,8 @@
  *   change of store activity) moves time on by up to MAX_STORE_LATENCY_MS: the write took that long, and whatever came due meanwhile (another request,
  *   a sweep, a deadline) fires late, on the next turns, and races it — as timers do on a loaded loop;
  * - once the process is idle (no store call in flight and none started for QUIET_TURNS_BEFORE_TIMER
- *   turns), moves time to the next timer and fires it.
+ *   turns and, on a server store, every subscription at the log's head), moves time to the next timer
+ *   and fires it.
  * Without the idle rule, time would leap to the next timer (say, a conversation's deadline) while a
  * write that should come first is still queued; without the other two, no two requests' writes would
  * ever meet.
@@ -18,6 +19,7 @@ import {
   MAX_IDLE_TURNS_WITHOUT_TIMERS,
   MAX_STORE_LATENCY_MS,
   QUIET_TURNS_BEFORE_TIMER,
+  QUIET_TURNS_BETWEEN_HEAD_CHECKS,
   STORE_LATENCY_PERCENT,
 } from './simulation.bounds';
 import type { SimulationClock } from './simulation-clock';
@@ -97,6 +99,13 @@ export class EventLoopPump {
      * and a draw per turn would let whole seconds of virtual time pass during one round trip.
      */
     private readonly latencyOncePerCall = false,
+    /**
+     * On a server store: whether the processes' subscriptions have handed over the log's head. Their
+     * reads are I/O the probe does not see, so a commit may be on its way to a watcher (a keyed
+     * repeat waiting for its first request to end) while the probe is quiet; no timer fires for
+     * idleness until this says true. Absent on the embedded store, whose every read the probe sees.
+     */
+    private readonly atHead?: () => Promise<boolean>,
   ) {}
 
   /**
@@ -109,6 +118,7 @@ export class EventLoopPump {
     let idleWithoutTimers = 0;
     let lastCount = this.probe.count;
     let latencyDrawnAt: number | undefined;
+    let shortOfHead = false;
     for (let turn = 0; turn < maxTurns; turn++) {
       await nextTurn();
       if (done()) return 'done';
@@ -122,6 +132,7 @@ export class EventLoopPump {
         lastCount = this.probe.count;
         quietTurns = 0;
         idleWithoutTimers = 0;
+        shortOfHead = false;
         if (this.probe.storeBusy && this.drawsLatencyAt(latencyDrawnAt) && this.latency.chance(STORE_LATENCY_PERCENT)) {
           this.clock.advanceBy(this.latency.int(1, MAX_STORE_LATENCY_MS));
         }
@@ -132,6 +143,16 @@ export class EventLoopPump {
       if (quietTurns < QUIET_TURNS_BEFORE_TIMER) continue;
       if (this.clock.pendingTimers > 0) {
         if (this.clock.now() > deadlineMs) return 'past-deadline';
+        if (this.atHead !== undefined) {
+          // Short of the head, the next delivery is activity; without one, ask again now and then.
+          if (shortOfHead && quietTurns % QUIET_TURNS_BETWEEN_HEAD_CHECKS !== 0) continue;
+          const atHead = await this.atHead();
+          // Activity while the question was out: the next turn sees it.
+          if (this.probe.busy || this.probe.count !== lastCount) continue;
+          // A subscription still reads: not idle. One that never reaches the head ends the run at maxTurns.
+          shortOfHead = !atHead;
+          if (shortOfHead) continue;
+        }
         this.clock.fireNext();
         quietTurns = 0;
         idleWithoutTimers = 0;

@@ -63,6 +63,8 @@ export interface StoreFaultController {
 export class FaultyEventStore implements EventStore {
   private dead = false;
   private readonly gone = new AbortController();
+  /** The process's subscriptions not stopped yet, each with the position it started after. */
+  private readonly following = new Set<{ readonly subscription: Subscription; readonly after: bigint | undefined }>();
 
   constructor(
     private readonly inner: EventStore,
@@ -156,12 +158,40 @@ export class FaultyEventStore implements EventStore {
 
   subscribeToAll(handler: SubscriptionHandler, options?: SubscribeOptions): Subscription {
     this.assertAlive();
-    return this.inner.subscribeToAll((event) => {
+    const subscription = this.inner.subscribeToAll((event) => {
       // A dead process's projection runner hears nothing more.
       this.assertAlive();
       this.probe.touch();
       return handler(event);
     }, options);
+    const followed = { subscription, after: options?.after };
+    this.following.add(followed);
+    return {
+      get lastPosition() {
+        return subscription.lastPosition;
+      },
+      stop: () => {
+        this.following.delete(followed);
+        return subscription.stop();
+      },
+    };
+  }
+
+  /**
+   * Whether each subscription of this process has handed over the log's head (true for a dead
+   * process: it hears nothing more). On a server store a subscription's read is I/O the probe does not
+   * see, so the pump asks this before it lets time pass for idleness: a process whose watcher has yet
+   * to hear of a commit is not idle. Asked of the real store, so the question is not activity itself.
+   */
+  async subscriptionsAtHead(): Promise<boolean> {
+    if (this.dead || this.following.size === 0) return true;
+    const head = await this.inner.headPosition();
+    if (head === undefined) return true;
+    for (const { subscription, after } of this.following) {
+      const reached = subscription.lastPosition ?? after;
+      if (reached === undefined || reached < head) return false;
+    }
+    return true;
   }
 
   async headPosition(): Promise<bigint | undefined> {

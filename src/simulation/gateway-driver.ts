@@ -15,6 +15,7 @@ import { accountStreamName } from '../accounts/account.events';
 import { ChangeOrganizationSettingsCommand, GrantCreditsCommand } from '../accounts/account-commands';
 import type { GatewayAdmission, GatewayCallOutcome } from '../gateway/gateway-call.port';
 import { gatewayKeyHash, GATEWAY_KEY_PREFIX } from '../gateway/gateway-keys.codec';
+import { RATE_CARD_STREAM } from '../gateway/rate-card';
 import { MAX_GATEWAY_HOLD_CREDITS } from '../gateway/worst-case-hold';
 import { independentHold, independentWorstCaseTokens } from './gateway-audit';
 import { UNPRICED_GATEWAY_MODEL, type GatewayAction, type GatewayCallPlan, type GatewayKeyPlan } from './gateway-scenario';
@@ -201,44 +202,55 @@ export class GatewayDriver {
   }
 
   /**
-   * What the call was told, against what the key, the rate card and the body explain. An admitted call
-   * is judged against the audit's fold of the log. On PostgreSQL a reader of `$all` stops below the
-   * oldest append still running, so the fold may not yet hold the estimate the call committed: when
-   * the invocation's own stream already does, the call is judged at the next quiet point instead, as
-   * the audit does for a result handed over ahead of the fold.
+   * What the call was told, against what the key, the rate card and the body explain, as the audit's
+   * fold of the log has them. On PostgreSQL a reader of `$all` stops below the oldest append still
+   * running, so the fold may be behind what the call saw: the estimate it committed, or a revocation
+   * or a new rate card version the admission read on the streams themselves. When the streams
+   * already hold what the fold lacks, the call is judged at the next quiet point instead, once the
+   * fold has it, as the audit does for a result handed over ahead of the fold.
    */
   private async judge(plan: GatewayCallPlan, admission: GatewayAdmission, startedAtMs: number): Promise<void> {
     const { tally } = this.host;
+    const judgedAtMs = this.host.clock.now();
     if (admission.admitted) {
       tally.add('gateway.admitted');
       const { invocationId, holdCredits } = admission;
-      const judgedAtMs = this.host.clock.now();
       // Reports through the host: nothing left for the audit to return.
       const check = (): undefined => void this.checkAdmitted(plan, invocationId, holdCredits, startedAtMs, judgedAtMs);
-      if (this.host.audit.invocations.get(invocationId)?.gateway === undefined && (await this.host.audit.streamHoldsEventOf(invocationId, 'InvocationEstimated'))) {
+      const estimated = this.host.audit.invocations.get(invocationId)?.gateway === undefined ? await this.host.audit.streamPositionOf(invocationId, 'InvocationEstimated') : undefined;
+      if (estimated !== undefined) {
         tally.add('gateway.admitted-ahead-of-the-fold');
-        this.host.audit.deferToQuietPoint(check);
+        this.host.audit.deferToQuietPoint(check, estimated);
         return;
       }
       check();
       return;
     }
     tally.add(`gateway.refused.${admission.status}${admission.invocationId === undefined ? '' : '.recorded'}`);
-    const why = this.unexplained(plan, admission, startedAtMs);
-    if (why !== undefined) {
-      this.host.fail({
-        invariant: 'gateway.refusal-explained',
-        detail: `gateway call ${plan.tag} (key ${plan.keyId}, ${plan.facts.model}, max_tokens ${plan.facts.maxTokens}) was refused ${admission.status} ${admission.errorType} "${admission.message}": ${why}`,
-        streams: [accountStreamName(plan.organizationId), ...(admission.invocationId === undefined ? [] : [`invocation-${admission.invocationId}`])],
-        invocations: admission.invocationId === undefined ? [] : [admission.invocationId],
-      });
+    const why = this.unexplained(plan, admission, startedAtMs, judgedAtMs);
+    if (why === undefined) return;
+    const ahead = await this.host.audit.positionAheadOfTheFold([accountStreamName(plan.organizationId), RATE_CARD_STREAM]);
+    if (ahead !== undefined) {
+      tally.add('gateway.refused-ahead-of-the-fold');
+      this.host.audit.deferToQuietPoint(() => void this.failUnexplained(plan, admission, this.unexplained(plan, admission, startedAtMs, judgedAtMs)), ahead);
+      return;
     }
+    this.failUnexplained(plan, admission, why);
+  }
+
+  private failUnexplained(plan: GatewayCallPlan, admission: Extract<GatewayAdmission, { admitted: false }>, why: string | undefined): void {
+    if (why === undefined) return;
+    this.host.fail({
+      invariant: 'gateway.refusal-explained',
+      detail: `gateway call ${plan.tag} (key ${plan.keyId}, ${plan.facts.model}, max_tokens ${plan.facts.maxTokens}) was refused ${admission.status} ${admission.errorType} "${admission.message}": ${why}`,
+      streams: [accountStreamName(plan.organizationId), ...(admission.invocationId === undefined ? [] : [`invocation-${admission.invocationId}`])],
+      invocations: admission.invocationId === undefined ? [] : [admission.invocationId],
+    });
   }
 
   /** Why a refusal is not explained, or undefined when it is. Recorded refusals are the audit's to explain. */
-  private unexplained(plan: GatewayCallPlan, refusal: Extract<GatewayAdmission, { admitted: false }>, startedAtMs: number): string | undefined {
+  private unexplained(plan: GatewayCallPlan, refusal: Extract<GatewayAdmission, { admitted: false }>, startedAtMs: number, nowMs: number): string | undefined {
     const key = this.host.audit.accounts.get(plan.organizationId)?.keys.get(plan.keyId);
-    const nowMs = this.host.clock.now();
     const versions = this.host.audit.rateCard.get(plan.facts.model) ?? [];
     switch (refusal.status) {
       case 401:

@@ -51,6 +51,7 @@ import type { Prices } from '../runtime/conversation.types';
 import { PRICE_KINDS } from '../runtime/price-kinds';
 import type { Usage } from '../runtime/provider.port';
 import { LeaseAudit } from './lease-audit';
+import { FOLD_WAIT_POLL_WALL_MS, MAX_FOLD_WAIT_WALL_MS } from './simulation.bounds';
 import type { SimulatedEpisode } from './simulated-episode';
 
 /** A broken invariant, with the streams whose events show it. */
@@ -220,8 +221,11 @@ export class LogAudit {
   holdsAfterSettlement = 0;
   /** What each gateway call's upstream answered, as the driver handed it to settlement, until its attempt is folded. */
   private readonly upstreamAnswers = new Map<string, GatewayCallOutcome>();
-  /** Checks of what was handed out before the fold reached it, run again at the next quiet point (`checkDeferred`). */
-  private readonly deferred: Array<() => Violation | undefined> = [];
+  /**
+   * Checks of what was handed out before the fold reached it, run again at the next quiet point
+   * (`checkDeferred`), each with the position of the event the fold must have reached by then.
+   */
+  private readonly deferred: Array<{ readonly check: () => Violation | undefined; readonly position: bigint }> = [];
 
   constructor(
     private readonly store: EventStore,
@@ -255,32 +259,77 @@ export class LogAudit {
    */
   async checkHandedResult(summary: InvocationSummary): Promise<Violation | undefined> {
     const violation = this.checkSummary(summary);
-    if (violation === undefined || !(await this.streamHolds(summary))) return violation;
-    this.deferToQuietPoint(() => this.checkSummary(summary));
+    if (violation === undefined) return undefined;
+    const position = await this.positionOfResult(summary);
+    if (position === undefined) return violation;
+    this.deferToQuietPoint(() => this.checkSummary(summary), position);
     this.witness.note('audit.result-ahead-of-the-fold');
     return undefined;
   }
 
   /**
    * Runs `check` at the next quiet point (`checkDeferred`) instead of now: for something a caller was
-   * handed that the invocation's own stream already holds but the fold has not reached yet.
+   * handed that the invocation's own stream already holds, at `position`, but the fold has not reached yet.
    */
-  deferToQuietPoint(check: () => Violation | undefined): void {
-    this.deferred.push(check);
+  deferToQuietPoint(check: () => Violation | undefined, position: bigint): void {
+    this.deferred.push({ check, position });
   }
 
-  /** At a quiet point (no append running), the fold has reached everything handed over before it. */
-  checkDeferred(): Violation | undefined {
-    for (const check of this.deferred.splice(0)) {
+  /**
+   * At a quiet point (no append of the run in flight), once the fold has reached every event a
+   * deferred check waits for. On PostgreSQL a reader of `$all` also stops below a transaction still
+   * running in another database of the same cluster (the read bound is the cluster's), so the fold
+   * is read again, MAX_FOLD_WAIT_WALL_MS at most, until it gets there; a fold that never does is the
+   * check's to report.
+   */
+  async checkDeferred(): Promise<Violation | undefined> {
+    const deferred = this.deferred.splice(0);
+    if (deferred.length === 0) return undefined;
+    const failure = await this.foldPast(deferred.reduce((highest, { position }) => (position > highest ? position : highest), 0n));
+    if (failure !== undefined) return failure;
+    for (const { check } of deferred) {
       const violation = check();
       if (violation !== undefined) return violation;
     }
     return undefined;
   }
 
-  /** Whether the invocation's stream, read directly (every commit at once), already holds an event of `type`. */
-  async streamHoldsEventOf(invocationId: string, type: string): Promise<boolean> {
-    return (await this.invocationEvents(invocationId)).some((event) => event.type === type);
+  /**
+   * Folds the log until the fold has passed `position`, reading again for MAX_FOLD_WAIT_WALL_MS at most
+   * (a server store's read bound may wait for transactions outside the run); the first violation met.
+   */
+  async foldPast(position: bigint): Promise<Violation | undefined> {
+    const waitUntil = performance.now() + MAX_FOLD_WAIT_WALL_MS;
+    for (;;) {
+      const failure = await this.catchUp();
+      if (failure !== undefined || (this.after ?? -1n) >= position || performance.now() >= waitUntil) return failure;
+      await new Promise((resolve) => setTimeout(resolve, FOLD_WAIT_POLL_WALL_MS));
+    }
+  }
+
+  /**
+   * Folds the log through everything those streams hold now, read directly: for a judgement that
+   * needs what a command met in them (a settlement that refused a live run's write) before the
+   * reader of `$all` hands it over. The first violation met.
+   */
+  async foldThrough(streamNames: readonly string[]): Promise<Violation | undefined> {
+    const position = await this.positionAheadOfTheFold(streamNames);
+    return position === undefined ? undefined : this.foldPast(position);
+  }
+
+  /** The last position of those streams, read directly (every commit at once), when the fold has not reached it. */
+  async positionAheadOfTheFold(streamNames: readonly string[]): Promise<bigint | undefined> {
+    let highest: bigint | undefined;
+    for (const streamName of streamNames) {
+      const last = (await this.store.readStream(streamName)).at(-1)?.position;
+      if (last !== undefined && (highest === undefined || last > highest)) highest = last;
+    }
+    return highest !== undefined && (this.after === undefined || highest > this.after) ? highest : undefined;
+  }
+
+  /** The position of the first event of `type` in the invocation's stream read directly (every commit at once), if it holds one. */
+  async streamPositionOf(invocationId: string, type: string): Promise<bigint | undefined> {
+    return (await this.invocationEvents(invocationId)).find((event) => event.type === type)?.position;
   }
 
   /** The invocation's stream, read directly: it shows every commit at once, unlike a reader of `$all`. */
@@ -288,12 +337,12 @@ export class LogAudit {
     return this.store.readStream(`invocation-${invocationId}`);
   }
 
-  /** Whether the invocation's stream, read directly, already holds the summary's state (and its charge). */
-  private async streamHolds(summary: InvocationSummary): Promise<boolean> {
+  /** Where the invocation's stream, read directly, holds the summary's state (and its charge), if it does. */
+  private async positionOfResult(summary: InvocationSummary): Promise<bigint | undefined> {
     const events = await this.invocationEvents(summary.invocationId);
-    if (summary.state === 'refused') return summary.charge === 0 && events.some((event) => event.type === 'InvocationRefused');
-    if (summary.state !== 'settled') return events.length > 0;
-    return events.some((event) => event.type === 'InvocationSettled' && (event.data as { chargeCredits?: unknown }).chargeCredits === summary.charge);
+    if (summary.state === 'refused') return summary.charge === 0 ? events.find((event) => event.type === 'InvocationRefused')?.position : undefined;
+    if (summary.state !== 'settled') return events.at(-1)?.position;
+    return events.find((event) => event.type === 'InvocationSettled' && (event.data as { chargeCredits?: unknown }).chargeCredits === summary.charge)?.position;
   }
 
   /** A result handed to a caller must be the fold's: a final state there with the same charge. */
@@ -316,12 +365,12 @@ export class LogAudit {
     return undefined;
   }
 
-  /** Settled by a closer of stale requests (a sweep or recovery), which a live run may then find settled. */
   /** The driver hands each admitted call's upstream answer here before it settles the call. */
   upstreamAnswered(invocationId: string, outcome: GatewayCallOutcome): void {
     this.upstreamAnswers.set(invocationId, outcome);
   }
 
+  /** Settled by a closer of stale requests (a sweep or recovery), which a live run may then find settled. */
   settledByStaleCloser(invocationId: string): boolean {
     const by = this.invocations.get(invocationId)?.settlement?.by;
     return by === 'sweep' || by === 'recovery';

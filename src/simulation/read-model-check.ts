@@ -18,8 +18,10 @@ import type { LedgerNode } from './ledger-node';
 import type { LogAudit, Violation } from './log-audit';
 import { MAX_PRINTED_DIFFERENCES } from './simulation.bounds';
 
-export async function checkReadModels(node: LedgerNode, audit: LogAudit): Promise<Violation | undefined> {
+/** `committedHead`: on PostgreSQL, the log's committed head, which the live read models must reach first (a replay reads past it). */
+export async function checkReadModels(node: LedgerNode, audit: LogAudit, committedHead?: bigint): Promise<Violation | undefined> {
   await node.runner.caughtUp();
+  if (committedHead !== undefined) await node.runner.waitFor(committedHead);
   const scratch = openReadModelStore({ path: ':memory:' });
   try {
     await rebuildProjections({ eventStore: node.store, store: scratch, projections: ALL_PROJECTIONS });

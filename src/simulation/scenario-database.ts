@@ -45,3 +45,29 @@ export class ScenarioDatabase {
     }
   }
 }
+
+/**
+ * The highest position the scenario's log has committed, read past the store's read bound. A reader of
+ * `$all` stops below the oldest transaction running anywhere on the server, other databases included,
+ * so at a quiet point (no append of the run running) the audit's fold, the live read models and a
+ * replay could each stop at a different place while a transaction outside the run stays open. The
+ * quiet point has all three reach this position first.
+ */
+export class CommittedHead {
+  private constructor(private readonly client: Client) {}
+
+  static async open(url: string): Promise<CommittedHead> {
+    const client = new Client({ connectionString: url });
+    await client.connect();
+    return new CommittedHead(client);
+  }
+
+  async position(): Promise<bigint | undefined> {
+    const { rows } = await this.client.query<{ head: string | null }>('SELECT max(position)::text AS head FROM ledger_events');
+    return rows[0]?.head == null ? undefined : BigInt(rows[0].head);
+  }
+
+  close(): Promise<void> {
+    return this.client.end();
+  }
+}

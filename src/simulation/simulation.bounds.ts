@@ -39,6 +39,18 @@ export const STORE_LATENCY_PERCENT = 10;
 export const WAVE_GRID_MS = 250;
 /** Event-loop turns the process may sit idle with no timer left and work still pending: a hang. */
 export const MAX_IDLE_TURNS_WITHOUT_TIMERS = 2_000;
+/**
+ * Quiet turns between two questions of the pump to a server store whose subscription was short of
+ * the log's head (each a round trip); a delivery is activity and ends the wait sooner.
+ */
+export const QUIET_TURNS_BETWEEN_HEAD_CHECKS = 1_000;
+/**
+ * Longest the audit reads the log again at a quiet point for an event a caller was handed ahead of its
+ * fold, in wall-clock ms (a server store's read bound waits for transactions outside the run), and the
+ * pause between two reads, in wall-clock ms.
+ */
+export const MAX_FOLD_WAIT_WALL_MS = 30_000;
+export const FOLD_WAIT_POLL_WALL_MS = 5;
 /** Event-loop turns one wave may take at most (a runaway guard; a wave normally needs a few thousand). */
 export const MAX_TURNS_PER_WAVE = 5_000_000;
 

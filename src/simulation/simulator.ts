@@ -27,6 +27,7 @@ import { ActivityProbe, EventLoopPump } from './event-loop-pump';
 import { GatewayDriver } from './gateway-driver';
 import type { AppendFault, StoreFaultController } from './faulty-event-store';
 import { LedgerNode, type RecoveryPassEnd } from './ledger-node';
+import { CommittedHead, isPostgresUrl } from './scenario-database';
 import { LogAudit, type Violation } from './log-audit';
 import { Prng } from './prng';
 import { checkReadModels } from './read-model-check';
@@ -144,6 +145,8 @@ class Simulation implements StoreFaultController {
   private readonly directory: string;
   private readonly env: Record<string, string>;
   private auditor: EventStore | undefined;
+  /** On PostgreSQL, the log's committed head past the read bound, for the quiet points. */
+  private committedHead: CommittedHead | undefined;
   private audit!: LogAudit;
   private node: LedgerNode | undefined;
   private nodeReady: Promise<LedgerNode> = Promise.reject(new Error('not started'));
@@ -172,7 +175,8 @@ class Simulation implements StoreFaultController {
     this.plan = planScenario(options.seed, options.invocations, namespace);
     const root = new Prng(options.seed, 'run');
     const embedded = options.store === undefined || options.store.startsWith('sqlite:');
-    this.pump = new EventLoopPump(this.clock, this.probe, root.fork('store-latency'), !embedded);
+    const atHead = async (): Promise<boolean> => this.node === undefined || (await this.node.store.subscriptionsAtHead());
+    this.pump = new EventLoopPump(this.clock, this.probe, root.fork('store-latency'), !embedded, embedded ? undefined : atHead);
     this.storePrng = root.fork('store-faults');
     this.jitter = root.fork('retry-jitter');
     const operationStyle = new Map(this.plan.operations.map((operation) => [operation.id, operation.style]));
@@ -223,6 +227,7 @@ class Simulation implements StoreFaultController {
   async run(): Promise<SimulationResult> {
     try {
       this.auditor = await openEventStore(parseStoreUrl(this.env.LEDGER_STORE!));
+      if (isPostgresUrl(this.env.LEDGER_STORE!)) this.committedHead = await CommittedHead.open(this.env.LEDGER_STORE!);
       this.audit = new LogAudit(
         this.auditor,
         {
@@ -625,6 +630,8 @@ class Simulation implements StoreFaultController {
     const name = error instanceof Error ? error.name : typeof error;
     this.tally.add(`error.${name}`);
     if (node.dead) onProcessGone?.();
+    // What refused the write (a sweep's or recovery's settlement) may not have reached the fold yet on a server store.
+    if (name === 'IllegalTransitionError' && invocationId !== undefined) this.failIf(await this.audit.foldThrough([`invocation-${invocationId}`]));
     if (name === 'IllegalTransitionError' && invocationId !== undefined && !node.dead) this.checkNotCutShort(invocationId, label);
     const explained =
       node.dead ||
@@ -700,15 +707,26 @@ class Simulation implements StoreFaultController {
     this.failIf(await this.audit.catchUp());
   }
 
+  /**
+   * At a quiet point: audits what the log gained, and on PostgreSQL everything the run committed, however
+   * long a transaction outside the run holds readers of `$all` back. Returns that committed head.
+   */
+  private async foldCommitted(): Promise<bigint | undefined> {
+    await this.step();
+    const head = await this.committedHead?.position();
+    if (head !== undefined) this.failIf(await this.audit.foldPast(head));
+    return head;
+  }
+
   /** Quiet node: audit, then compare the live read models with a replay of the whole log. */
   private async quiescentCheck(): Promise<void> {
     // A recovery pass or a lease renewal may still be writing; no new one starts while the pump stands still.
     await this.node?.recoveryIdle();
-    await this.step();
-    this.failIf(this.audit.checkDeferred());
+    const head = await this.foldCommitted();
+    this.failIf(await this.audit.checkDeferred());
     if (this.violation !== undefined || this.node === undefined) return;
     this.checks += 1;
-    this.failIf(await checkReadModels(this.node, this.audit));
+    this.failIf(await checkReadModels(this.node, this.audit, head));
   }
 
   /** A crash the scenario asks for at a moment rather than at an append (a gateway call mid-answer). */
@@ -773,7 +791,7 @@ class Simulation implements StoreFaultController {
     const ending = await this.pump.sleep(FINAL_IDLE_MS, MAX_TURNS_PER_WAVE);
     if (ending !== 'done') this.fail({ invariant: 'liveness.final-idle', detail: `the final idle ${ending}`, streams: [], invocations: [] });
     await this.node?.recoveryIdle();
-    await this.step();
+    await this.foldCommitted();
     const left = this.violation === undefined ? this.audit.finalChecks() : undefined;
     if (left !== undefined) {
       this.fail({ ...left, invariant: 'recovery.leaves-nothing-in-flight', detail: `after ${FINAL_IDLE_MS} ms of recovery alone, no sweep run: ${left.detail}` });
@@ -787,7 +805,7 @@ class Simulation implements StoreFaultController {
       }
       if ([local, second].every((report) => report !== undefined)) break;
     }
-    await this.step();
+    await this.foldCommitted();
     if (this.violation === undefined) this.failIf(this.audit.finalChecks());
     if (this.violation === undefined) await this.quiescentCheck();
     this.tally.add('observed.hold-placed-after-settlement', this.audit.holdsAfterSettlement);
@@ -815,6 +833,7 @@ class Simulation implements StoreFaultController {
     }
     await this.restarting;
     await this.auditor?.close();
+    await this.committedHead?.close();
     if (this.options.directory === undefined && this.options.keepDirectory !== true) rmSync(this.directory, { recursive: true, force: true });
   }
 }

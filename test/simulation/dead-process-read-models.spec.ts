@@ -11,19 +11,9 @@ import type { EventStore } from '../../src/event-store/event-store.port';
 import { openEventStore } from '../../src/event-store/open-event-store';
 import { openReadModelStore } from '../../src/projection-runner';
 import { ActivityProbe } from '../../src/simulation/event-loop-pump';
-import { FaultyEventStore, ProcessGoneError, type StoreFaultController } from '../../src/simulation/faulty-event-store';
+import { FaultyEventStore, ProcessGoneError } from '../../src/simulation/faulty-event-store';
 import { ProbedProjectionRunner } from '../../src/simulation/ledger-node';
-
-/** A controller that injects nothing. */
-const NO_FAULTS: StoreFaultController = {
-  crashAt: () => undefined,
-  onCrash: () => undefined,
-  faultFor: () => 'none',
-  secondWriterEvent: () => undefined,
-  tamper: (_stream, events) => events,
-  issued: () => undefined,
-  observe: () => undefined,
-};
+import { NO_STORE_FAULTS } from '../support/no-store-faults';
 
 describe('the simulator on a server store: a dead process\'s wait for its own read models', () => {
   let inner: EventStore;
@@ -36,7 +26,7 @@ describe('the simulator on a server store: a dead process\'s wait for its own re
 
   it('ends when the process dies, and lets the pump go, instead of holding it for ever (simulator.restart on PostgreSQL seeds 2 and 10)', async () => {
     const probe = new ActivityProbe();
-    const store = new FaultyEventStore(inner, NO_FAULTS, probe);
+    const store = new FaultyEventStore(inner, NO_STORE_FAULTS, probe);
     const readModels = openReadModelStore({ path: ':memory:' });
     const runner = new ProbedProjectionRunner({ eventStore: store, store: readModels, projections: ALL_PROJECTIONS, liveBatchIntervalMs: 0 }, probe, store.goneSignal);
     try {
