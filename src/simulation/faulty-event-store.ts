@@ -56,6 +56,8 @@ export interface StoreFaultController {
   tamper(streamName: string, events: readonly NewEvent[]): readonly NewEvent[];
   /** Told of every append as it is issued, before any fault or crash decides its fate. */
   issued(streamName: string, events: readonly NewEvent[]): void;
+  /** Told of every append the store committed (its write returned), whatever its caller then hears: each part's stream and last revision. */
+  committed(parts: readonly { readonly streamName: string; readonly revision: bigint }[]): void;
   /** Told what the real store did that matters for coverage (a genuine conflict, overlapping appends). */
   observe(what: 'genuine-conflict' | 'overlapping-append'): void;
 }
@@ -134,6 +136,7 @@ export class FaultyEventStore implements EventStore {
     } finally {
       this.probe.end();
     }
+    this.controller.committed(parts.map((part, index) => ({ streamName: part.streamName, revision: results[index]!.nextExpectedRevision })));
     // Died while this append waited for its commit: written, never acknowledged.
     this.assertAlive();
     if (crash?.what === 'after') this.crash(crash.part.streamName, crash.part.events, 'after');
@@ -227,7 +230,8 @@ export class FaultyEventStore implements EventStore {
     this.probe.begin();
     try {
       // Only the expected revision: the writer's own commit callback is not this append's to call.
-      await this.inner.append(streamName, [foreign], { expectedRevision: options.expectedRevision });
+      const written = await this.inner.append(streamName, [foreign], { expectedRevision: options.expectedRevision });
+      this.controller.committed([{ streamName, revision: written.nextExpectedRevision }]);
     } catch {
       // The stream had already moved on: the writer conflicts anyway.
     } finally {

@@ -54,6 +54,20 @@ import { LeaseAudit } from './lease-audit';
 import { FOLD_WAIT_POLL_WALL_MS, MAX_FOLD_WAIT_WALL_MS } from './simulation.bounds';
 import type { SimulatedEpisode } from './simulated-episode';
 
+/**
+ * The first of an account's moments that may explain a gateway refusal recorded after the call's
+ * estimate (LogAudit.gatewayRefusal). A moment is the account after the event at that revision: every
+ * account event makes one, in stream order. `momentsBeforeEstimate`: the account's moments the fold
+ * had made when it met the estimate. Where positions follow commit order, the refusal's read of the
+ * account held all of them, so the window opens at the last. Otherwise it held at least the account's
+ * revision committed when the estimate was issued (`committedAtEstimate`; none: the account's start).
+ */
+export function refusalWindowStart(momentsBeforeEstimate: number, committedAtEstimate: bigint | undefined, positionsInCommitOrder: boolean): number {
+  const lastBeforeEstimate = Math.max(0, momentsBeforeEstimate - 1);
+  if (positionsInCommitOrder) return lastBeforeEstimate;
+  return committedAtEstimate === undefined ? 0 : Math.min(lastBeforeEstimate, Number(committedAtEstimate));
+}
+
 /** A broken invariant, with the streams whose events show it. */
 export interface Violation {
   /** A stable name, e.g. `account.hold-settled-once`. */
@@ -71,6 +85,8 @@ export interface ConversationWitness {
   disturbed(invocationId: string): boolean;
   /** Counts what was checked or seen (coverage figures). */
   note(name: string): void;
+  /** A gateway call's account: its last revision committed when the call's estimate was issued, if any. */
+  accountCommittedAtEstimate?(invocationId: string): bigint | undefined;
 }
 
 export interface LogAuditOptions {
@@ -78,6 +94,12 @@ export interface LogAuditOptions {
   readonly namespace: string;
   /** Organizations that only make gateway calls and are never debited otherwise: available must never go below zero there. */
   readonly gatewayOnlyOrganizations?: ReadonlySet<string>;
+  /**
+   * Whether the log's positions follow the order of commit (SQLite, EventStoreDB: true, the default).
+   * On PostgreSQL a position is the writing transaction's id, taken at its first write, so an append
+   * that began earlier may commit later and still sort first.
+   */
+  readonly positionsInCommitOrder?: boolean;
 }
 
 /** Events read from the log per page while catching up. */
@@ -898,12 +920,13 @@ export class LogAudit {
     this.witness.note('checked.gateway-estimate');
   }
 
-  /** A recorded refusal of a gateway call: the account said so at some moment between its estimate and now. */
+  /** A recorded refusal of a gateway call: the account said so at some moment between its estimate and now (refusalWindowStart). */
   private gatewayRefusal(invocation: InvocationAudit, data: Record<string, unknown>, fail: (invariant: string, detail: string) => never): void {
     const account = this.accounts.get(invocation.organizationId);
     const refusal = { reason: data.reason as string, figures: data.figures as Record<string, unknown> };
     const moments = account?.moments ?? [];
-    for (let index = Math.max(0, invocation.gateway!.momentIndex - 1); index < moments.length; index++) {
+    const from = refusalWindowStart(invocation.gateway!.momentIndex, this.witness.accountCommittedAtEstimate?.(invocation.invocationId), this.options.positionsInCommitOrder !== false);
+    for (let index = from; index < moments.length; index++) {
       if (refusalExplainedBy(refusal, invocation.estimate, moments[index]!)) {
         this.witness.note(`checked.gateway-refusal.${refusal.reason}`);
         return;

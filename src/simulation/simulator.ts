@@ -14,6 +14,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { accountStreamName } from '../accounts/account.events';
 import { AdjustCreditsCommand, ChangeOrganizationSettingsCommand, GrantCreditsCommand } from '../accounts/account-commands';
 import { toNewEvent } from '../aggregates/aggregate.repository';
 import { PublishOperationCommand, type PublicationRequest } from '../catalog/publish-operation.command';
@@ -145,6 +146,10 @@ class Simulation implements StoreFaultController {
   private readonly directory: string;
   private readonly env: Record<string, string>;
   private auditor: EventStore | undefined;
+  /** Each stream's last revision the store committed, as the processes' stores reported it. */
+  private readonly committedRevisions = new Map<string, bigint>();
+  /** For each gateway call's estimate: its account's last revision committed when the estimate was issued. */
+  private readonly accountCommittedAtEstimate = new Map<string, bigint>();
   /** On PostgreSQL, the log's committed head past the read bound, for the quiet points. */
   private committedHead: CommittedHead | undefined;
   private audit!: LogAudit;
@@ -234,8 +239,13 @@ class Simulation implements StoreFaultController {
           episodeOf: (invocationId) => this.episodesById.get(invocationId),
           disturbed: (invocationId) => this.disturbedInvocations.has(invocationId),
           note: (name) => this.tally.add(name),
+          accountCommittedAtEstimate: (invocationId) => this.accountCommittedAtEstimate.get(invocationId),
         },
-        { namespace: this.options.namespace ?? '', gatewayOnlyOrganizations: new Set(this.plan.gateway.organizations.map((organization) => organization.id)) },
+        {
+          namespace: this.options.namespace ?? '',
+          positionsInCommitOrder: !isPostgresUrl(this.env.LEDGER_STORE!),
+          gatewayOnlyOrganizations: new Set(this.plan.gateway.organizations.map((organization) => organization.id)),
+        },
       );
       this.node = await this.startNode();
       this.nodeReady = Promise.resolve(this.node);
@@ -314,10 +324,22 @@ class Simulation implements StoreFaultController {
   }
 
   issued(streamName: string, events: readonly NewEvent[]): void {
+    // What the account had certainly committed when a gateway call's estimate went out: the refusal decided after it saw at least that.
+    const estimate = events.find((event) => event.type === 'InvocationEstimated')?.data as { invocationId?: string; organizationId?: string; gateway?: unknown } | undefined;
+    if (estimate?.gateway !== undefined && estimate.invocationId !== undefined && estimate.organizationId !== undefined) {
+      const revision = this.committedRevisions.get(accountStreamName(estimate.organizationId));
+      if (revision !== undefined) this.accountCommittedAtEstimate.set(estimate.invocationId, revision);
+    }
     // The conversation's own writes: an attempt, or how it ended. When each was issued tells whether
     // the conversation was still running at some instant.
     if (!streamName.startsWith('invocation-') || !events.some((event) => CONVERSATION_EVENTS.has(event.type))) return;
     this.conversationWrites.set(streamName.slice('invocation-'.length), this.clock.now());
+  }
+
+  committed(parts: readonly { readonly streamName: string; readonly revision: bigint }[]): void {
+    for (const { streamName, revision } of parts) {
+      if (revision > (this.committedRevisions.get(streamName) ?? -1n)) this.committedRevisions.set(streamName, revision);
+    }
   }
 
   observe(what: 'genuine-conflict' | 'overlapping-append'): void {

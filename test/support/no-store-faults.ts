@@ -8,5 +8,6 @@ export const NO_STORE_FAULTS: StoreFaultController = {
   secondWriterEvent: () => undefined,
   tamper: (_stream, events) => events,
   issued: () => undefined,
+  committed: () => undefined,
   observe: () => undefined,
 };
