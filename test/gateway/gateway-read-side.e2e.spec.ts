@@ -64,6 +64,8 @@ async function recordGatewayCalls(): Promise<RecordedCalls> {
   clock.jumpTo(START_MS);
   const ledger = await startHttpLedger({
     clock,
+    // Recovery off: after the jump below, a recovery pass would settle the call the sweep must find.
+    env: { LEDGER_RECOVERY_INTERVAL_MS: '0' },
     keepDirectory: true,
     features: [scriptedFeature(OPERATION, () => [scriptedToolUse([{ id: 'a', name: 'submit_answer', input: { value: 42 } }], { usage: usage(100, 10) })])],
   });
