@@ -45,9 +45,9 @@ export const MAX_IDLE_TURNS_WITHOUT_TIMERS = 2_000;
  */
 export const QUIET_TURNS_BETWEEN_HEAD_CHECKS = 1_000;
 /**
- * Longest the audit reads the log again at a quiet point for an event a caller was handed ahead of its
- * fold, in wall-clock ms (a server store's read bound waits for transactions outside the run), and the
- * pause between two reads, in wall-clock ms.
+ * Longest the audit reads the log again for a position its fold must pass (an event a caller was
+ * handed ahead of the fold, the committed head at a quiet point), in wall-clock ms: a server store's
+ * read bound waits for transactions outside the run. And the pause between two reads, in wall-clock ms.
  */
 export const MAX_FOLD_WAIT_WALL_MS = 30_000;
 export const FOLD_WAIT_POLL_WALL_MS = 5;
