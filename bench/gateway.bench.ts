@@ -47,6 +47,7 @@ import { bucketsBetween, histogramBuckets, histogramQuantile, round } from './ga
 import { againstBaseline, baselineDist } from './gateway/against-baseline';
 import { fsyncFloor, type FsyncFloor } from './gateway/fsync-probe';
 import type { PhaseTrace } from './gateway/phase-trace';
+import { saturationGoal } from './gateway/saturation-goal';
 
 const OVERHEAD_METRIC = 'ledger_gateway_overhead_seconds';
 /** The most calls one measured run may send, whatever its duration. */
@@ -443,7 +444,11 @@ function printGoals(rows: readonly GatewayRow[]): void {
     const parts: string[] = [];
     if (row.rateOverPortkey !== undefined) parts.push(`${row.rateOverPortkey} × Portkey's calls/s (ahead: ${verdict(row.rateOverPortkey > 1)})`);
     if (row.rateOverPortkey !== undefined && row.concurrency === AT_SATURATION && row.delayMs === GOALS.upstreamDelayMs) {
-      parts.push(`≥ ${GOALS.overPortkeyAtSaturation} ×: ${verdict(row.rateOverPortkey >= GOALS.overPortkeyAtSaturation)}`);
+      const rateOf = (peer: PeerName): number | undefined => rows.find((other) => other.scenario === row.scenario && other.peer === peer && other.available)?.load?.callsPerSecond;
+      const portkey = rateOf('Portkey');
+      const goal = portkey === undefined ? undefined : saturationGoal(portkey, rateOf('direct'), GOALS.overPortkeyAtSaturation);
+      const ceiling = goal === undefined || goal.reachable ? '' : ` (${goal.targetCallsPerSecond}/s, above the direct calls' ${rateOf('direct')}/s: no proxy can reach it here)`;
+      parts.push(`≥ ${GOALS.overPortkeyAtSaturation} ×: ${verdict(row.rateOverPortkey >= GOALS.overPortkeyAtSaturation)}${ceiling}`);
     }
     if (row.concurrency === BELOW_SATURATION && row.delayMs === GOALS.upstreamDelayMs && row.overheadP50Ms !== undefined) {
       parts.push(`added p50 ${row.overheadP50Ms} ms (≤ ${GOALS.addedP50Ms}: ${verdict(row.overheadP50Ms <= GOALS.addedP50Ms)}), p99 ${row.overheadP99Ms} ms (≤ ${GOALS.addedP99Ms}: ${verdict(row.overheadP99Ms! <= GOALS.addedP99Ms)})`);
