@@ -446,8 +446,9 @@ function printGoals(rows: readonly GatewayRow[]): void {
     if (row.rateOverPortkey !== undefined && row.concurrency === AT_SATURATION && row.delayMs === GOALS.upstreamDelayMs) {
       const rateOf = (peer: PeerName): number | undefined => rows.find((other) => other.scenario === row.scenario && other.peer === peer && other.available)?.load?.callsPerSecond;
       const portkey = rateOf('Portkey');
-      const goal = portkey === undefined ? undefined : saturationGoal(portkey, rateOf('direct'), GOALS.overPortkeyAtSaturation);
-      const ceiling = goal === undefined || goal.reachable ? '' : ` (${goal.targetCallsPerSecond}/s, above the direct calls' ${rateOf('direct')}/s: no proxy can reach it here)`;
+      const direct = rateOf('direct');
+      const goal = portkey === undefined ? undefined : saturationGoal(portkey, direct, GOALS.overPortkeyAtSaturation);
+      const ceiling = goal === undefined || goal.reachable ? '' : ` (${goal.targetCallsPerSecond}/s, above the direct calls' ${direct}/s: no proxy can reach it here)`;
       parts.push(`≥ ${GOALS.overPortkeyAtSaturation} ×: ${verdict(row.rateOverPortkey >= GOALS.overPortkeyAtSaturation)}${ceiling}`);
     }
     if (row.concurrency === BELOW_SATURATION && row.delayMs === GOALS.upstreamDelayMs && row.overheadP50Ms !== undefined) {

@@ -652,9 +652,11 @@ class Simulation implements StoreFaultController {
     const name = error instanceof Error ? error.name : typeof error;
     this.tally.add(`error.${name}`);
     if (node.dead) onProcessGone?.();
-    // What refused the write (a sweep's or recovery's settlement) may not have reached the fold yet on a server store.
-    if (name === 'IllegalTransitionError' && invocationId !== undefined) this.failIf(await this.audit.foldThrough([`invocation-${invocationId}`]));
-    if (name === 'IllegalTransitionError' && invocationId !== undefined && !node.dead) this.checkNotCutShort(invocationId, label);
+    if (name === 'IllegalTransitionError' && invocationId !== undefined) {
+      // What refused the write (a sweep's or recovery's settlement) may not have reached the fold yet on a server store.
+      this.failIf(await this.audit.foldThrough([`invocation-${invocationId}`]));
+      if (!node.dead) this.checkNotCutShort(invocationId, label);
+    }
     const explained =
       node.dead ||
       EXPLAINED_ERRORS.has(name) ||
