@@ -48,6 +48,7 @@ import { ProjectionWorkerHost } from '../projection-runner/worker/projection-wor
             store,
             projections: ALL_PROJECTIONS,
             projectionsModule: ALL_PROJECTIONS_MODULE,
+            workerNice: config.projectionsNice,
             logger,
           });
         }

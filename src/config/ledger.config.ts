@@ -4,6 +4,7 @@ import { embeddedLogFile, embeddedLogPath, IN_MEMORY_LOG_PATH, InvalidStoreUrlEr
 import { DEFAULT_LOG_SYNCHRONOUS, type SqliteSynchronous } from '../event-store/sqlite/sqlite-synchronous';
 import { pathBesideLog } from '../event-store/sqlite/path-beside-log';
 import { readModelPathFor } from '../projection-runner/read-model.store';
+import { DEFAULT_PROJECTION_WORKER_NICE, MAX_PROJECTION_WORKER_NICE } from '../projection-runner/worker/projection-worker.host';
 import {
   DEFAULT_LEASE_DURATION_MS,
   DEFAULT_RECOVERY_INTERVAL_MS,
@@ -56,6 +57,12 @@ export interface LedgerConfig {
    * or an in-memory log). `LEDGER_PROJECTIONS_THREAD` overrides the default.
    */
   readonly projectionsThread: ProjectionsThread;
+  /**
+   * The projection worker thread's nice value on Linux, 0 to MAX_PROJECTION_WORKER_NICE (0: the
+   * service's own priority): `LEDGER_PROJECTIONS_NICE`, default DEFAULT_PROJECTION_WORKER_NICE. Only
+   * with `projectionsThread` `worker`; elsewhere a thread's priority is its process's, left alone.
+   */
+  readonly projectionsNice: number;
   /**
    * The SQLite file of the answers kept for keyed repeats (features that declare a retention period):
    * beside the log for the embedded store (`var/ledger.sqlite` → `var/ledger.answers.sqlite`), a local
@@ -179,7 +186,7 @@ export function loadLedgerConfig(
   const answerStorePath =
     nonEmpty(env.LEDGER_ANSWER_STORE) ??
     (embeddedLog !== undefined ? pathBesideLog(embeddedLog, 'answers') : DEFAULT_EVENTSTOREDB_ANSWER_STORE);
-  const projectionsThread = parseProjectionsThread(env.LEDGER_PROJECTIONS_THREAD, store, readStorePath, problems);
+  const projections = parseProjections(env, store, readStorePath, problems);
 
   const synchronous = (nonEmpty(env.LEDGER_SQLITE_SYNCHRONOUS) ?? DEFAULT_LOG_SYNCHRONOUS).toUpperCase();
   if (synchronous !== 'NORMAL' && synchronous !== 'FULL') {
@@ -214,7 +221,7 @@ export function loadLedgerConfig(
     store,
     readStorePath,
     answerStorePath,
-    projectionsThread,
+    ...projections,
     sqliteSynchronous: synchronous as SqliteSynchronous,
     postgresAllowAsyncCommit: allowAsyncCommit === '1',
     anthropicApiKey: nonEmpty(env.ANTHROPIC_API_KEY),
@@ -335,6 +342,32 @@ function parseProjectionsThread(
     );
   }
   return raw;
+}
+
+/** Where the projections run (`LEDGER_PROJECTIONS_THREAD`) and, on a worker thread, its priority (`LEDGER_PROJECTIONS_NICE`). */
+function parseProjections(
+  env: Readonly<Record<string, string | undefined>>,
+  store: StoreLocation,
+  readStorePath: string,
+  problems: string[],
+): Pick<LedgerConfig, 'projectionsThread' | 'projectionsNice'> {
+  const projectionsThread = parseProjectionsThread(env.LEDGER_PROJECTIONS_THREAD, store, readStorePath, problems);
+  return { projectionsThread, projectionsNice: parseProjectionsNice(env.LEDGER_PROJECTIONS_NICE, projectionsThread, problems) };
+}
+
+/** `LEDGER_PROJECTIONS_NICE`: an integer from 0 to MAX_PROJECTION_WORKER_NICE, for the projection worker thread only. */
+function parseProjectionsNice(value: string | undefined, projectionsThread: ProjectionsThread, problems: string[]): number {
+  const raw = nonEmpty(value);
+  if (raw === undefined) return DEFAULT_PROJECTION_WORKER_NICE;
+  const nice = Number(raw);
+  if (!/^\d+$/.test(raw) || nice > MAX_PROJECTION_WORKER_NICE) {
+    problems.push(`LEDGER_PROJECTIONS_NICE: expected an integer from 0 to ${MAX_PROJECTION_WORKER_NICE}, got "${value}"`);
+    return DEFAULT_PROJECTION_WORKER_NICE;
+  }
+  if (projectionsThread !== 'worker') {
+    problems.push('LEDGER_PROJECTIONS_NICE: sets the priority of the projection worker thread, and the projections run on the main thread here (LEDGER_PROJECTIONS_THREAD=main)');
+  }
+  return nice;
 }
 
 function parsePort(value: string | undefined, problems: string[]): number {

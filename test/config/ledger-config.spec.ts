@@ -1,4 +1,5 @@
 import { ConfigurationError, DEFAULT_HOST, DEFAULT_PORT, DEFAULT_STORE, loadLedgerConfig } from '../../src/config/ledger.config';
+import { DEFAULT_PROJECTION_WORKER_NICE, MAX_PROJECTION_WORKER_NICE } from '../../src/projection-runner/worker/projection-worker.host';
 
 describe('configuration from the environment (README.md "Configuration")', () => {
   it('starts on the embedded store at port 3000 when nothing is set', () => {
@@ -52,6 +53,18 @@ describe('configuration from the environment (README.md "Configuration")', () =>
       /LEDGER_PROJECTIONS_THREAD: worker needs the embedded store/,
     );
     expect(() => loadLedgerConfig({ LEDGER_PROJECTIONS_THREAD: 'fiber' })).toThrow(/LEDGER_PROJECTIONS_THREAD: expected worker or main, got "fiber"/);
+  });
+
+  it('runs the projection worker at nice DEFAULT_PROJECTION_WORKER_NICE unless LEDGER_PROJECTIONS_NICE says otherwise (0 to 19), and refuses it where the projections run on the main thread', () => {
+    expect(loadLedgerConfig({}).projectionsNice).toBe(DEFAULT_PROJECTION_WORKER_NICE);
+    expect(loadLedgerConfig({ LEDGER_PROJECTIONS_NICE: '0' }).projectionsNice).toBe(0);
+    expect(loadLedgerConfig({ LEDGER_PROJECTIONS_NICE: ' 19 ' }).projectionsNice).toBe(MAX_PROJECTION_WORKER_NICE);
+    for (const value of ['-1', '20', '5.5', 'low', '0x5']) {
+      expect(() => loadLedgerConfig({ LEDGER_PROJECTIONS_NICE: value })).toThrow(`LEDGER_PROJECTIONS_NICE: expected an integer from 0 to 19, got "${value}"`);
+    }
+    for (const env of [{ LEDGER_PROJECTIONS_THREAD: 'main' }, { LEDGER_STORE: 'sqlite::memory:' }, { LEDGER_STORE: 'esdb://localhost:2113?tls=false' }]) {
+      expect(() => loadLedgerConfig({ ...env, LEDGER_PROJECTIONS_NICE: '5' })).toThrow(/LEDGER_PROJECTIONS_NICE: sets the priority of the projection worker thread, and the projections run on the main thread here/);
+    }
   });
 
   it('listens on 127.0.0.1 unless HOST asks for another interface, so the demo’s public tokens stay on this machine', () => {

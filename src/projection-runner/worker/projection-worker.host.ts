@@ -29,6 +29,8 @@ export const MAX_WORKER_RESTART_DELAY_MS = 30_000;
  * priority cannot be set apart from its process's, and the worker runs at the process's.
  */
 export const DEFAULT_PROJECTION_WORKER_NICE = 10;
+/** Highest nice value the projection worker may be given (`LEDGER_PROJECTIONS_NICE`): Linux's lowest priority. */
+export const MAX_PROJECTION_WORKER_NICE = 19;
 
 export interface ProjectionWorkerHostOptions {
   /** The service's embedded log: its head position, and a signal after each of its commits. */
