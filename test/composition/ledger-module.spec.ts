@@ -1,7 +1,7 @@
 import { Body, Controller, Get, Injectable, Module, NotFoundException, Post, type INestApplication } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { Test } from '@nestjs/testing';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
@@ -18,6 +18,7 @@ import { InvocationRecovery } from '../../src/invocations/invocation-recovery';
 import { scriptedToolUse } from '../../src/runtime';
 import { publication } from '../support/ledger-app';
 import { scriptedFeature, usage } from '../support/scripted-feature';
+import { mainThreadNice, threadNiceValues } from '../support/thread-nice';
 
 const feature = scriptedFeature('support.triage-ticket', () => [
   scriptedToolUse([{ id: 'answer', name: 'submit_answer', input: { value: 42 } }], { usage: usage(1_000, 100) }),
@@ -105,19 +106,14 @@ describe('LedgerModule.forRoot / forRootAsync: the package a NestJS application 
   });
 
   it('runs its projection worker thread at LEDGER_PROJECTIONS_NICE on Linux (the service\'s own threads keep their priority)', async () => {
-    // A thread's nice value, from /proc (Linux, where CI runs): field 19 of its stat line.
-    const niceOf = (thread: string): number => {
-      const stat = readFileSync(`/proc/self/task/${thread}/stat`, 'utf8');
-      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
-    };
-    const threadsAt = (nice: number): number => readdirSync('/proc/self/task').filter((thread) => niceOf(thread) === nice).length;
+    const threadsAt = (nice: number): number => threadNiceValues().filter((value) => value === nice).length;
     expect(process.platform).toBe('linux');
     const before = threadsAt(15);
-    const mainThreadNice = niceOf(String(process.pid));
+    const mainBefore = mainThreadNice();
     await start([LedgerModule.forRoot({ store: `sqlite:${join(directory, 'nice.sqlite')}`, env: { LEDGER_PROJECTIONS_NICE: '15' } })]);
     expect(app!.get<LedgerConfig>(LEDGER_CONFIG).projectionsNice).toBe(15);
     expect(threadsAt(15)).toBe(before + 1);
-    expect(niceOf(String(process.pid))).toBe(mainThreadNice);
+    expect(mainThreadNice()).toBe(mainBefore);
   });
 
   it('runs recovery on start and on a period by default; recovery: false, or its variable at 0, turns it off (issue 24)', async () => {

@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openSqliteEventStore, type SqliteEventStore } from '../../src/event-store/sqlite/sqlite-event-store';
@@ -16,6 +16,7 @@ import { newEvent } from './fixtures/in-memory-event-log.fake';
 import { appendSample, type SampleLogShape } from './fixtures/log-builder';
 import type { CartSummary } from './fixtures/sample.projections';
 import { WORKER_PROJECTIONS, type TripwireData } from './fixtures/worker.projections';
+import { mainThreadNice, threadNiceValues } from '../support/thread-nice';
 
 const SHAPE: SampleLogShape = { eventsPerAppend: 3, carts: 13, organizations: 4 };
 const FIXTURE_MODULE = join(__dirname, 'fixtures', 'worker.projections');
@@ -83,27 +84,19 @@ describe('ProjectionWorkerHost: the projections on a worker thread with their ow
   });
 
   it('runs the worker thread at DEFAULT_PROJECTION_WORKER_NICE on Linux, so the calls win a core the two both want; the service\'s threads keep their priority', async () => {
-    // A thread's nice value, from /proc (Linux, where CI runs): field 19 of its stat line.
-    const niceOf = (thread: string): number => {
-      const stat = readFileSync(`/proc/self/task/${thread}/stat`, 'utf8');
-      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
-    };
-    const niceValues = (): number[] => readdirSync('/proc/self/task').map(niceOf);
-    // The main thread's id is the process's.
-    const mainThreadNice = (): number => niceOf(String(process.pid));
     expect(process.platform).toBe('linux');
-    const before = niceValues();
+    const before = threadNiceValues();
     const mainBefore = mainThreadNice();
     const projections = host();
     await projections.start();
-    const during = niceValues();
+    const during = threadNiceValues();
     expect(during.filter((nice) => nice === DEFAULT_PROJECTION_WORKER_NICE)).toHaveLength(before.filter((nice) => nice === DEFAULT_PROJECTION_WORKER_NICE).length + 1);
     expect(mainThreadNice()).toBe(mainBefore);
     await projections.stop();
 
     const unchanged = host({ workerNice: 0 });
     await unchanged.start();
-    expect(niceValues().filter((nice) => nice === DEFAULT_PROJECTION_WORKER_NICE)).toHaveLength(before.filter((nice) => nice === DEFAULT_PROJECTION_WORKER_NICE).length);
+    expect(threadNiceValues().filter((nice) => nice === DEFAULT_PROJECTION_WORKER_NICE)).toHaveLength(before.filter((nice) => nice === DEFAULT_PROJECTION_WORKER_NICE).length);
   });
 
   it('commits at once for a waiting reader instead of holding the live batch window open', async () => {
