@@ -365,7 +365,10 @@ function parseProjectionsNice(value: string | undefined, projectionsThread: Proj
     return DEFAULT_PROJECTION_WORKER_NICE;
   }
   if (projectionsThread !== 'worker') {
-    problems.push('LEDGER_PROJECTIONS_NICE: sets the priority of the projection worker thread, and the projections run on the main thread here (LEDGER_PROJECTIONS_THREAD=main)');
+    problems.push(
+      'LEDGER_PROJECTIONS_NICE: sets the priority of the projection worker thread, and the projections run on the main thread here ' +
+        '(LEDGER_PROJECTIONS_THREAD=main, or a log other than the embedded store in a file)',
+    );
   }
   return nice;
 }
