@@ -48,6 +48,7 @@ import { againstBaseline, baselineDist } from './gateway/against-baseline';
 import { fsyncFloor, type FsyncFloor } from './gateway/fsync-probe';
 import type { PhaseTrace } from './gateway/phase-trace';
 import { saturationGoal } from './gateway/saturation-goal';
+import { latencyGoalsOverRounds, type GoalOverRounds } from './gateway/latency-goals';
 
 const OVERHEAD_METRIC = 'ledger_gateway_overhead_seconds';
 /** The most calls one measured run may send, whatever its duration. */
@@ -455,6 +456,11 @@ function printGoals(rows: readonly GatewayRow[]): void {
       parts.push(`added p50 ${row.overheadP50Ms} ms (≤ ${GOALS.addedP50Ms}: ${verdict(row.overheadP50Ms <= GOALS.addedP50Ms)}), p99 ${row.overheadP99Ms} ms (≤ ${GOALS.addedP99Ms}: ${verdict(row.overheadP99Ms! <= GOALS.addedP99Ms)})`);
     }
     if (parts.length > 0) console.log(`goals, ${row.scenario} | ${row.peer}: ${parts.join('; ')}`);
+  }
+  const latencyGoals = { concurrency: BELOW_SATURATION, upstreamDelayMs: GOALS.upstreamDelayMs, addedP50Ms: GOALS.addedP50Ms, addedP99Ms: GOALS.addedP99Ms };
+  for (const { scenario, rounds, addedP50, addedP99 } of latencyGoalsOverRounds(rows, latencyGoals)) {
+    const judged = ({ median, metInRounds }: GoalOverRounds, bound: number): string => `${median} ms (≤ ${bound}: ${verdict(median <= bound)}; met in ${metInRounds} of ${rounds})`;
+    console.log(`goals over ${rounds} rounds, ${scenario}: added p50, the median, ${judged(addedP50, GOALS.addedP50Ms)}, p99 ${judged(addedP99, GOALS.addedP99Ms)}`);
   }
 }
 
