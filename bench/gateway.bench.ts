@@ -20,7 +20,8 @@
  * a mode, streamed or not, it serves this many calls, or calls for PEER_WARMUP_MAX_SECONDS, before
  * its first measured run, so every peer is measured with its code compiled as a long-running
  * process has it; 0: only the warm-up above), BENCH_GATEWAY_WORKERS ("1,2": llm-ledger's worker counts), BENCH_GATEWAY_ROUNDS (1: each round measures every scenario again,
- * the peers after the direct calls in an order shifted by one each round), BENCH_GATEWAY_CONCURRENCY ("16,64"), BENCH_GATEWAY_DELAYS_MS ("0,50"),
+ * the peers after the direct calls in an order shifted by one each round; the latency goals are then also judged on the
+ * median of the rounds, with how many rounds met each: gateway/latency-goals.ts), BENCH_GATEWAY_CONCURRENCY ("16,64"), BENCH_GATEWAY_DELAYS_MS ("0,50"),
  * BENCH_GATEWAY_DELAY_JITTER_MS (0: each non-zero delay exactly; j: drawn from delay ± j, seeded, the same sequence for every peer),
  * BENCH_GATEWAY_MODES ("json,stream"), BENCH_GATEWAY_STREAM_DELTAS (20), BENCH_GATEWAY_BODY_BYTES (1024),
  * BENCH_GATEWAY_PEERS ("direct,bare,portkey,ledger"; `ledger-pg` adds llm-ledger on a local PostgreSQL log), BENCH_GATEWAY_PROFILE=<dir>: a CPU profile of
