@@ -338,7 +338,7 @@ function parseProjectionsThread(
   if (raw === 'worker' && !workerPossible) {
     problems.push(
       'LEDGER_PROJECTIONS_THREAD: worker needs the embedded store and its read models in files ' +
-        '(LEDGER_STORE=sqlite:<path>, not :memory: nor EventStoreDB)',
+        '(LEDGER_STORE=sqlite:<path>, not :memory:, PostgreSQL or EventStoreDB)',
     );
   }
   return raw;

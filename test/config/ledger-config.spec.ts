@@ -49,6 +49,10 @@ describe('configuration from the environment (README.md "Configuration")', () =>
     expect(loadLedgerConfig({ LEDGER_PROJECTIONS_THREAD: 'main' }).projectionsThread).toBe('main');
     expect(loadLedgerConfig({ LEDGER_STORE: 'sqlite::memory:' }).projectionsThread).toBe('main');
     expect(loadLedgerConfig({ LEDGER_STORE: 'esdb://localhost:2113?tls=false' }).projectionsThread).toBe('main');
+    expect(loadLedgerConfig({ LEDGER_STORE: 'postgres://ledger:secret@localhost/ledger' }).projectionsThread).toBe('main');
+    expect(() => loadLedgerConfig({ LEDGER_STORE: 'postgres://ledger:secret@localhost/ledger', LEDGER_PROJECTIONS_THREAD: 'worker' })).toThrow(
+      /LEDGER_PROJECTIONS_THREAD: worker needs the embedded store .*not :memory:, PostgreSQL or EventStoreDB/,
+    );
     expect(() => loadLedgerConfig({ LEDGER_STORE: 'esdb://localhost:2113?tls=false', LEDGER_PROJECTIONS_THREAD: 'worker' })).toThrow(
       /LEDGER_PROJECTIONS_THREAD: worker needs the embedded store/,
     );
@@ -62,7 +66,7 @@ describe('configuration from the environment (README.md "Configuration")', () =>
     for (const value of ['-1', '20', '5.5', 'low', '0x5']) {
       expect(() => loadLedgerConfig({ LEDGER_PROJECTIONS_NICE: value })).toThrow(`LEDGER_PROJECTIONS_NICE: expected an integer from 0 to 19, got "${value}"`);
     }
-    for (const env of [{ LEDGER_PROJECTIONS_THREAD: 'main' }, { LEDGER_STORE: 'sqlite::memory:' }, { LEDGER_STORE: 'esdb://localhost:2113?tls=false' }]) {
+    for (const env of [{ LEDGER_PROJECTIONS_THREAD: 'main' }, { LEDGER_STORE: 'sqlite::memory:' }, { LEDGER_STORE: 'esdb://localhost:2113?tls=false' }, { LEDGER_STORE: 'postgres://ledger:secret@localhost/ledger' }]) {
       expect(() => loadLedgerConfig({ ...env, LEDGER_PROJECTIONS_NICE: '5' })).toThrow(/LEDGER_PROJECTIONS_NICE: sets the priority of the projection worker thread, and the projections run on the main thread here/);
     }
   });
