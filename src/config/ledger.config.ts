@@ -3,6 +3,7 @@ import { isIP } from 'node:net';
 import { embeddedLogFile, embeddedLogPath, IN_MEMORY_LOG_PATH, InvalidStoreUrlError, parseStoreUrl, type StoreLocation } from '../event-store/open-event-store';
 import { DEFAULT_LOG_SYNCHRONOUS, type SqliteSynchronous } from '../event-store/sqlite/sqlite-synchronous';
 import { pathBesideLog } from '../event-store/sqlite/path-beside-log';
+import { integerSetting } from './integer-setting';
 import { readModelPathFor } from '../projection-runner/read-model.store';
 import { DEFAULT_PROJECTION_WORKER_NICE, MAX_PROJECTION_WORKER_NICE } from '../projection-runner/worker/projection-worker.host';
 import {
@@ -171,7 +172,7 @@ export function loadLedgerConfig(
 
   const host = nonEmpty(env.HOST) ?? DEFAULT_HOST;
   if (isIP(host) === 0 && !HOST_NAME.test(host)) problems.push(`HOST: expected an IP address or a host name, got "${env.HOST}"`);
-  const port = parsePort(env.PORT, problems);
+  const port = integerSetting('PORT', env.PORT, DEFAULT_PORT, { min: 0, max: MAX_PORT }, problems);
 
   let store: StoreLocation = { kind: 'sqlite', path: './var/ledger.sqlite' };
   try {
@@ -357,31 +358,17 @@ function parseProjections(
 
 /** `LEDGER_PROJECTIONS_NICE`: an integer from 0 to MAX_PROJECTION_WORKER_NICE, for the projection worker thread only. */
 function parseProjectionsNice(value: string | undefined, projectionsThread: ProjectionsThread, problems: string[]): number {
-  const raw = nonEmpty(value);
-  if (raw === undefined) return DEFAULT_PROJECTION_WORKER_NICE;
-  const nice = Number(raw);
-  if (!/^\d+$/.test(raw) || nice > MAX_PROJECTION_WORKER_NICE) {
-    problems.push(`LEDGER_PROJECTIONS_NICE: expected an integer from 0 to ${MAX_PROJECTION_WORKER_NICE}, got "${value}"`);
-    return DEFAULT_PROJECTION_WORKER_NICE;
-  }
-  if (projectionsThread !== 'worker') {
+  if (nonEmpty(value) === undefined) return DEFAULT_PROJECTION_WORKER_NICE;
+  const problemsBefore = problems.length;
+  const nice = integerSetting('LEDGER_PROJECTIONS_NICE', value, DEFAULT_PROJECTION_WORKER_NICE, { min: 0, max: MAX_PROJECTION_WORKER_NICE }, problems);
+  // A value that is itself refused is not also refused for the thread it would set.
+  if (problems.length === problemsBefore && projectionsThread !== 'worker') {
     problems.push(
       'LEDGER_PROJECTIONS_NICE: sets the priority of the projection worker thread, and the projections run on the main thread here ' +
         '(LEDGER_PROJECTIONS_THREAD=main, or a log other than the embedded store in a file)',
     );
   }
   return nice;
-}
-
-function parsePort(value: string | undefined, problems: string[]): number {
-  const raw = nonEmpty(value);
-  if (raw === undefined) return DEFAULT_PORT;
-  const port = Number(raw);
-  if (!/^\d+$/.test(raw) || port > MAX_PORT) {
-    problems.push(`PORT: expected an integer from 0 to ${MAX_PORT}, got "${raw}"`);
-    return DEFAULT_PORT;
-  }
-  return port;
 }
 
 function isHttpUrl(value: string): boolean {

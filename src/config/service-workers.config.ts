@@ -1,6 +1,7 @@
 import cluster from 'node:cluster';
 import { embeddedLogPath, IN_MEMORY_LOG_PATH, type StoreLocation } from '../event-store/open-event-store';
 import { pathBesideLog } from '../event-store/sqlite/path-beside-log';
+import { integerSetting } from './integer-setting';
 
 /*
  * The standalone service's process model (docs/deploying.md "Workers"): `LEDGER_WORKERS=N` runs N
@@ -24,13 +25,7 @@ export const WORKERS_READ_STORE_VARIABLE = 'LEDGER_WORKERS_READ_STORE';
 
 /** `LEDGER_WORKERS`, validated: an integer from 1 to MAX_LEDGER_WORKERS, and above 1 only on a log several processes can open. */
 export function parseLedgerWorkers(env: Readonly<Record<string, string | undefined>>, store: StoreLocation | undefined, problems: string[]): number {
-  const raw = env.LEDGER_WORKERS?.trim();
-  if (!raw) return DEFAULT_LEDGER_WORKERS;
-  const workers = Number(raw);
-  if (!/^\d+$/.test(raw) || workers < 1 || workers > MAX_LEDGER_WORKERS) {
-    problems.push(`LEDGER_WORKERS: expected an integer from 1 to ${MAX_LEDGER_WORKERS}, got "${raw}"`);
-    return DEFAULT_LEDGER_WORKERS;
-  }
+  const workers = integerSetting('LEDGER_WORKERS', env.LEDGER_WORKERS, DEFAULT_LEDGER_WORKERS, { min: 1, max: MAX_LEDGER_WORKERS }, problems);
   if (workers > 1 && store !== undefined && embeddedLogPath(store) === IN_MEMORY_LOG_PATH) {
     problems.push(`LEDGER_WORKERS: ${workers} workers need a log they can share; an in-memory log (sqlite::memory:) lives in one process`);
     return DEFAULT_LEDGER_WORKERS;
