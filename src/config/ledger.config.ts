@@ -172,7 +172,7 @@ export function loadLedgerConfig(
 
   const host = nonEmpty(env.HOST) ?? DEFAULT_HOST;
   if (isIP(host) === 0 && !HOST_NAME.test(host)) problems.push(`HOST: expected an IP address or a host name, got "${env.HOST}"`);
-  const port = integerSetting('PORT', env.PORT, DEFAULT_PORT, { min: 0, max: MAX_PORT }, problems);
+  const port = integerSetting('PORT', env.PORT, { min: 0, max: MAX_PORT }, problems) ?? DEFAULT_PORT;
 
   let store: StoreLocation = { kind: 'sqlite', path: './var/ledger.sqlite' };
   try {
@@ -358,11 +358,10 @@ function parseProjections(
 
 /** `LEDGER_PROJECTIONS_NICE`: an integer from 0 to MAX_PROJECTION_WORKER_NICE, for the projection worker thread only. */
 function parseProjectionsNice(value: string | undefined, projectionsThread: ProjectionsThread, problems: string[]): number {
-  if (nonEmpty(value) === undefined) return DEFAULT_PROJECTION_WORKER_NICE;
-  const problemsBefore = problems.length;
-  const nice = integerSetting('LEDGER_PROJECTIONS_NICE', value, DEFAULT_PROJECTION_WORKER_NICE, { min: 0, max: MAX_PROJECTION_WORKER_NICE }, problems);
-  // A value that is itself refused is not also refused for the thread it would set.
-  if (problems.length === problemsBefore && projectionsThread !== 'worker') {
+  const nice = integerSetting('LEDGER_PROJECTIONS_NICE', value, { min: 0, max: MAX_PROJECTION_WORKER_NICE }, problems);
+  // Unset, or itself refused: not also refused for the thread it would set.
+  if (nice === undefined) return DEFAULT_PROJECTION_WORKER_NICE;
+  if (projectionsThread !== 'worker') {
     problems.push(
       'LEDGER_PROJECTIONS_NICE: sets the priority of the projection worker thread, and the projections run on the main thread here ' +
         '(LEDGER_PROJECTIONS_THREAD=main, or a log other than the embedded store in a file)',

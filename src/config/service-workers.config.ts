@@ -25,7 +25,7 @@ export const WORKERS_READ_STORE_VARIABLE = 'LEDGER_WORKERS_READ_STORE';
 
 /** `LEDGER_WORKERS`, validated: an integer from 1 to MAX_LEDGER_WORKERS, and above 1 only on a log several processes can open. */
 export function parseLedgerWorkers(env: Readonly<Record<string, string | undefined>>, store: StoreLocation | undefined, problems: string[]): number {
-  const workers = integerSetting('LEDGER_WORKERS', env.LEDGER_WORKERS, DEFAULT_LEDGER_WORKERS, { min: 1, max: MAX_LEDGER_WORKERS }, problems);
+  const workers = integerSetting('LEDGER_WORKERS', env.LEDGER_WORKERS, { min: 1, max: MAX_LEDGER_WORKERS }, problems) ?? DEFAULT_LEDGER_WORKERS;
   if (workers > 1 && store !== undefined && embeddedLogPath(store) === IN_MEMORY_LOG_PATH) {
     problems.push(`LEDGER_WORKERS: ${workers} workers need a log they can share; an in-memory log (sqlite::memory:) lives in one process`);
     return DEFAULT_LEDGER_WORKERS;
