@@ -28,7 +28,9 @@
  * llm-ledger's main thread over each of its measured runs (`node dist/bench/http/cpu-profile-summary.js`),
  * BENCH_GATEWAY_PHASES=1: each llm-ledger call's phases traced over its measured runs (gateway/phase-trace.ts);
  * both only for llm-ledger in one process (the probe sees its own process only).
- * BENCH_GATEWAY_ORGANIZATION_KEYS (1): the gateway keys the benchmark's organization holds, the one it calls with among them.
+ * BENCH_GATEWAY_ORGANIZATION_KEYS (1): the gateway keys each of the benchmark's organizations holds, the one it calls with among them.
+ * BENCH_GATEWAY_ORGANIZATIONS (1, at most MAX_BENCH_ORGANIZATIONS): organizations llm-ledger's calls are spread over, each with a key
+ * of its own; the load's closed loops share them out, loop i calling with organization i mod N's key (gateway/loop-keys.ts).
  * BENCH_GATEWAY_LEDGER_NODE_FLAGS: Node flags for llm-ledger's processes only (e.g. `--perf-basic-prof` for Linux `perf`).
  * BENCH_GATEWAY_BASELINE=<a built checkout, or its dist directory> with `ledger-base` among the peers
  * runs that build beside this one, as the peer `llm-ledger (baseline)`: with BENCH_GATEWAY_ROUNDS > 1
@@ -40,7 +42,7 @@ import { loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { ServiceUsage } from './http/service-probe.protocol';
 import type { UpstreamCounters, UpstreamSettings } from './gateway/child.protocol';
-import { scrapeMetrics, waitUntilQuiet } from './gateway/ledger-gateway';
+import { MAX_BENCH_ORGANIZATIONS, scrapeMetrics, waitUntilQuiet } from './gateway/ledger-gateway';
 import type { LoadResult, LoadSpec } from './gateway/load.child';
 import { requestBody } from './gateway/messages-wire';
 import { PEER_KEYS, startProcesses, type BenchProcesses, type Peer, type PeerName } from './gateway/peers';
@@ -141,8 +143,10 @@ interface Settings {
   readonly phases: boolean;
   /** BENCH_GATEWAY_BASELINE: the `dist` directory of the build `llm-ledger (baseline)` runs. */
   readonly baselineDist?: string;
-  /** BENCH_GATEWAY_ORGANIZATION_KEYS: gateway keys the organization holds (1). */
+  /** BENCH_GATEWAY_ORGANIZATION_KEYS: gateway keys each organization holds (1). */
   readonly organizationKeys: number;
+  /** BENCH_GATEWAY_ORGANIZATIONS: organizations llm-ledger's calls are spread over (1). */
+  readonly organizations: number;
 }
 
 function list(name: string, fallback: string): string[] {
@@ -157,9 +161,13 @@ function readSettings(): Settings {
   const concurrencies = list('BENCH_GATEWAY_CONCURRENCY', `${BELOW_SATURATION},${AT_SATURATION}`).map(Number);
   const workers = list('BENCH_GATEWAY_WORKERS', '1,2').map(Number);
   const organizationKeys = Number(process.env.BENCH_GATEWAY_ORGANIZATION_KEYS ?? 1);
+  const organizations = Number(process.env.BENCH_GATEWAY_ORGANIZATIONS ?? 1);
   const peerWarmupCalls = Number(process.env.BENCH_GATEWAY_PEER_WARMUP_CALLS ?? DEFAULT_PEER_WARMUP_CALLS);
   if (!Number.isInteger(peerWarmupCalls) || peerWarmupCalls < 0) throw new Error(`BENCH_GATEWAY_PEER_WARMUP_CALLS: expected a count of calls ≥ 0, got "${process.env.BENCH_GATEWAY_PEER_WARMUP_CALLS}"`);
   if (!Number.isInteger(organizationKeys) || organizationKeys < 1) throw new Error(`BENCH_GATEWAY_ORGANIZATION_KEYS: expected a count of keys ≥ 1, got "${process.env.BENCH_GATEWAY_ORGANIZATION_KEYS}"`);
+  if (!Number.isInteger(organizations) || organizations < 1 || organizations > MAX_BENCH_ORGANIZATIONS) {
+    throw new Error(`BENCH_GATEWAY_ORGANIZATIONS: expected a count of organizations from 1 to ${MAX_BENCH_ORGANIZATIONS}, got "${process.env.BENCH_GATEWAY_ORGANIZATIONS}"`);
+  }
   if (workers.some((count) => !Number.isInteger(count) || count < 1)) throw new Error(`BENCH_GATEWAY_WORKERS: expected worker counts ≥ 1, got "${process.env.BENCH_GATEWAY_WORKERS}"`);
   const peers = new Set<PeerName>(['direct']);
   for (const key of list('BENCH_GATEWAY_PEERS', 'direct,bare,portkey,ledger')) {
@@ -185,6 +193,7 @@ function readSettings(): Settings {
     phases: process.env.BENCH_GATEWAY_PHASES === '1',
     ...(process.env.BENCH_GATEWAY_BASELINE === undefined ? {} : { baselineDist: baselineDist(process.env.BENCH_GATEWAY_BASELINE) }),
     organizationKeys,
+    organizations,
   };
 }
 
@@ -209,6 +218,7 @@ export async function run(): Promise<GatewayReport> {
     exposeGc: false,
     ledgerWorkers: settings.workers,
     organizationKeys: settings.organizationKeys,
+    organizations: settings.organizations,
     ...(settings.baselineDist === undefined ? {} : { baselineDist: settings.baselineDist }),
   });
   for (const peer of processes.peers) if (!peer.available) console.log(`${peer.name}: not available: ${peer.reason}`);

@@ -3,13 +3,16 @@
  * embedded store, no demo), ANTHROPIC_BASE_URL at the bench upstream, set up through its own API as
  * docs/gateway.md describes: a rate card for the model, credits for one organization (with room for
  * 64 calls running at once), a gateway key; calls then go to `POST /anthropic/v1/messages` with
- * `x-api-key: <key>`. Until that route answers, the peer is "not available" with the reason.
+ * `x-api-key: <key>`. With BENCH_GATEWAY_ORGANIZATIONS above 1, as many organizations are set up
+ * alike, each with its key, and the load's loops share them out (loop-keys.ts). Until that route answers, the peer is "not available" with the reason.
  */
 import { SERVICE_START_TIMEOUT_MS, ServiceProcess } from '../http/service-process';
 import { ANTHROPIC_VERSION, BENCH_MODEL, UPSTREAM_API_KEY, requestBody } from './messages-wire';
 
 export const LEDGER_SYSTEM_TOKEN = 'bench-gateway-system-token';
 const ORGANIZATION_ID = 'bench-gateway-org';
+/** Most organizations a run sets up (BENCH_GATEWAY_ORGANIZATIONS): each takes four API calls to set up. */
+export const MAX_BENCH_ORGANIZATIONS = 1_000;
 /** Credits per million tokens, about a mid-size model's list price in micro-dollars. */
 const RATE_CARD = {
   prices: { inputPerMTok: 3_000_000, outputPerMTok: 15_000_000, cacheWritePerMTok: 3_750_000, cacheReadPerMTok: 300_000 },
@@ -28,8 +31,15 @@ const QUIET_CPU_SHARE = 0.05;
 const QUIET_WINDOW_MS = 1_000;
 const EXCERPT_CHARS = 300;
 
+/** How the benchmark's organizations are set up: how many (calls spread over them) and the keys each holds. */
+export interface LedgerSetup {
+  /** Keys each organization holds, the one called with among them (the others are issued first and never called with). */
+  readonly organizationKeys: number;
+  readonly organizations: number;
+}
+
 export type LedgerPeer =
-  | { readonly available: true; readonly service: ServiceProcess; readonly key: string }
+  | { readonly available: true; readonly service: ServiceProcess; /** The key called with, one per organization. */ readonly keys: readonly string[] }
   | { readonly available: false; readonly service: ServiceProcess; readonly reason: string };
 
 async function call(service: ServiceProcess, method: string, path: string, body?: unknown): Promise<{ status: number; text: string }> {
@@ -56,8 +66,10 @@ export async function startLedger(options: {
   readonly workers?: number;
   /** Another build's `dist` directory to run instead of this one's (ServiceOptions.distRoot). */
   readonly distRoot?: string;
-  /** Keys the organization holds, the one called with among them (default 1): the others are issued first and never called with. */
+  /** Keys each organization holds, the one called with among them (default 1): the others are issued first and never called with. */
   readonly organizationKeys?: number;
+  /** Organizations set up alike, calls spread over them (default 1). */
+  readonly organizations?: number;
 }): Promise<LedgerPeer> {
   const workers = options.workers ?? 1;
   const service = await ServiceProcess.start({
@@ -74,23 +86,15 @@ export async function startLedger(options: {
       LEDGER_WORKERS: String(workers),
     },
   });
-  const steps: Array<[string, string, string, unknown]> = [
-    ['rate card', 'PUT', `/v1/gateway/models/${BENCH_MODEL}`, RATE_CARD],
-    ['grant', 'POST', `/v1/organizations/${ORGANIZATION_ID}/grants`, { credits: GRANT_CREDITS, reason: 'gateway benchmark', idempotencyKey: 'bench-gateway-grant' }],
-    ['settings', 'PUT', `/v1/organizations/${ORGANIZATION_ID}/settings`, { maxRunning: MAX_RUNNING }],
-  ];
-  for (const [what, method, path, body] of steps) {
-    const answer = await call(service, method, path, body);
-    if (answer.status >= 300) return unavailable(service, `${what}: ${method} ${path}`, answer);
+  const rateCard = await call(service, 'PUT', `/v1/gateway/models/${BENCH_MODEL}`, RATE_CARD);
+  if (rateCard.status >= 300) return unavailable(service, `rate card: PUT /v1/gateway/models/${BENCH_MODEL}`, rateCard);
+  const keys: string[] = [];
+  for (let index = 0; index < (options.organizations ?? 1); index++) {
+    const organization = await setUpOrganization(service, index === 0 ? ORGANIZATION_ID : `${ORGANIZATION_ID}-${index + 1}`, options.organizationKeys ?? 1);
+    if (typeof organization !== 'string') return organization;
+    keys.push(organization);
   }
-  const keyPath = `/v1/organizations/${ORGANIZATION_ID}/gateway-keys`;
-  for (let other = 1; other < (options.organizationKeys ?? 1); other++) {
-    const answer = await call(service, 'POST', keyPath, { name: `bench ${other}` });
-    if (answer.status >= 300) return unavailable(service, `gateway key ${other}: POST ${keyPath}`, answer);
-  }
-  const issued = await call(service, 'POST', keyPath, { name: 'bench' });
-  const key = issued.status < 300 ? (JSON.parse(issued.text) as { key?: unknown }).key : undefined;
-  if (typeof key !== 'string') return unavailable(service, `gateway key: POST ${keyPath}`, issued);
+  const key = keys[0]!;
   const probe = await fetch(`${service.baseUrl}/anthropic/v1/messages`, {
     method: 'POST',
     headers: { ...anthropicHeaders(), 'x-api-key': key },
@@ -98,7 +102,27 @@ export async function startLedger(options: {
   });
   const text = await probe.text();
   if (probe.status !== 200 || !text.includes('"usage"')) return unavailable(service, 'first call: POST /anthropic/v1/messages', { status: probe.status, text });
-  return { available: true, service, key };
+  return { available: true, service, keys };
+}
+
+/** Credits, room to run and `organizationKeys` keys for one organization: the key to call with, or why the service refused. */
+async function setUpOrganization(service: ServiceProcess, organizationId: string, organizationKeys: number): Promise<string | LedgerPeer> {
+  const steps: Array<[string, string, string, unknown]> = [
+    ['grant', 'POST', `/v1/organizations/${organizationId}/grants`, { credits: GRANT_CREDITS, reason: 'gateway benchmark', idempotencyKey: 'bench-gateway-grant' }],
+    ['settings', 'PUT', `/v1/organizations/${organizationId}/settings`, { maxRunning: MAX_RUNNING }],
+  ];
+  for (const [what, method, path, body] of steps) {
+    const answer = await call(service, method, path, body);
+    if (answer.status >= 300) return unavailable(service, `${what}: ${method} ${path}`, answer);
+  }
+  const keyPath = `/v1/organizations/${organizationId}/gateway-keys`;
+  for (let other = 1; other < organizationKeys; other++) {
+    const answer = await call(service, 'POST', keyPath, { name: `bench ${other}` });
+    if (answer.status >= 300) return unavailable(service, `gateway key ${other}: POST ${keyPath}`, answer);
+  }
+  const issued = await call(service, 'POST', keyPath, { name: 'bench' });
+  const key = issued.status < 300 ? (JSON.parse(issued.text) as { key?: unknown }).key : undefined;
+  return typeof key === 'string' ? key : unavailable(service, `gateway key: POST ${keyPath}`, issued);
 }
 
 export function anthropicHeaders(): Record<string, string> {

@@ -11,6 +11,7 @@ import { processUsage } from '../http/process-usage';
 import { serveRequests, type ChildRequest } from './child.protocol';
 import { percentiles, round, type Percentiles } from './percentiles';
 import { StreamReader } from './messages-wire';
+import { loopHeaders } from './loop-keys';
 
 /** Bounds of one run, whatever it is asked: no run sends more calls or keeps more event samples. */
 const MAX_CALLS_PER_RUN = 2_000_000;
@@ -21,6 +22,8 @@ export interface LoadSpec {
   readonly origin: string;
   readonly path: string;
   readonly headers: Readonly<Record<string, string>>;
+  /** The `x-api-key` of each loop in turn, when the calls are spread over organizations (loop-keys.ts). */
+  readonly apiKeys?: readonly string[];
   readonly bodyBase64: string;
   readonly stream: boolean;
   readonly concurrency: number;
@@ -82,12 +85,13 @@ async function run(spec: LoadSpec): Promise<LoadResult> {
   const cpuBefore = process.cpuUsage();
   const begin = performance.now();
   const deadline = begin + spec.durationMs;
-  const loop = async (): Promise<void> => {
+  const loop = async (index: number): Promise<void> => {
+    const headers = loopHeaders(spec.headers, spec.apiKeys, index);
     while (performance.now() < deadline && started < maxCalls) {
       started++;
       const sentAt = performance.now();
       try {
-        const answer = await pool.request({ method: 'POST', path: spec.path, headers: spec.headers, body });
+        const answer = await pool.request({ method: 'POST', path: spec.path, headers, body });
         const read = await readAnswer(spec, answer.body, trips);
         if (answer.statusCode === 200 && read.ok) {
           latencies.push(performance.now() - sentAt);
@@ -102,7 +106,7 @@ async function run(spec: LoadSpec): Promise<LoadResult> {
       failed++;
     }
   };
-  await Promise.all(Array.from({ length: spec.concurrency }, loop));
+  await Promise.all(Array.from({ length: spec.concurrency }, (_, index) => loop(index)));
   const seconds = (performance.now() - begin) / 1000;
   const cpu = process.cpuUsage(cpuBefore);
   await pool.close();

@@ -11,7 +11,7 @@ import type { ServiceUsage } from '../http/service-probe.protocol';
 import type { ServiceProcess } from '../http/service-process';
 import { keepOnExit, removeOnExit } from '../http/stop-on-exit';
 import { PostgresTestServer } from '../../test/support/postgres-server';
-import { anthropicHeaders, startLedger } from './ledger-gateway';
+import { anthropicHeaders, startLedger, type LedgerSetup } from './ledger-gateway';
 import { UPSTREAM_API_KEY } from './messages-wire';
 import { NodeChild } from './node-child';
 import { portkeyHeaders, portkeyVersion, startPortkey } from './portkey';
@@ -37,6 +37,8 @@ export interface Target {
   readonly origin: string;
   readonly path: string;
   readonly headers: Readonly<Record<string, string>>;
+  /** llm-ledger's keys, one per organization, when the calls are spread over several (loop-keys.ts). */
+  readonly apiKeys?: readonly string[];
 }
 
 interface MeasuredProcess {
@@ -77,8 +79,10 @@ export async function startProcesses(options: {
   readonly exposeGc: boolean;
   readonly ledgerWorkers?: readonly number[];
   readonly baselineDist?: string;
-  /** Gateway keys the benchmark's organization holds (BENCH_GATEWAY_ORGANIZATION_KEYS; default 1, the one called with). */
+  /** Gateway keys each of the benchmark's organizations holds (BENCH_GATEWAY_ORGANIZATION_KEYS; default 1, the one called with). */
   readonly organizationKeys?: number;
+  /** Organizations llm-ledger's calls are spread over (BENCH_GATEWAY_ORGANIZATIONS; default 1). */
+  readonly organizations?: number;
 }): Promise<BenchProcesses> {
   const logDir = mkdtempSync(join(tmpdir(), 'llm-ledger-gateway-bench-'));
   removeOnExit(logDir);
@@ -107,8 +111,8 @@ export async function startProcesses(options: {
     }
     if (wanted('Portkey')) peers.push(await portkeyPeer(upstream, logDir, gcFlags, stoppers));
     const workerCounts = options.ledgerWorkers ?? [1];
-    const organizationKeys = options.organizationKeys ?? 1;
-    if (wanted('llm-ledger')) for (const workers of workerCounts) peers.push(await ledgerPeer('llm-ledger', upstream, gcFlags, stoppers, workers, { organizationKeys }));
+    const setup: LedgerSetup = { organizationKeys: options.organizationKeys ?? 1, organizations: options.organizations ?? 1 };
+    if (wanted('llm-ledger')) for (const workers of workerCounts) peers.push(await ledgerPeer('llm-ledger', upstream, gcFlags, stoppers, workers, { setup }));
     if (wanted('llm-ledger on PostgreSQL')) {
       for (const workers of workerCounts) {
         const server = await PostgresTestServer.start();
@@ -116,14 +120,14 @@ export async function startProcesses(options: {
           await server.stop();
           throw error;
         });
-        peers.push(await ledgerPeer('llm-ledger on PostgreSQL', upstream, gcFlags, stoppers, workers, { organizationKeys, store: { url, stop: () => server.stop() } }));
+        peers.push(await ledgerPeer('llm-ledger on PostgreSQL', upstream, gcFlags, stoppers, workers, { setup, store: { url, stop: () => server.stop() } }));
       }
     }
     if (wanted('llm-ledger (baseline)')) {
       peers.push(
         options.baselineDist === undefined
           ? { name: 'llm-ledger (baseline)', available: false, reason: 'BENCH_GATEWAY_BASELINE names no build (a dist directory with src/main.js)' }
-          : await ledgerPeer('llm-ledger', upstream, gcFlags, stoppers, 1, { organizationKeys, build: { name: 'llm-ledger (baseline)', distRoot: options.baselineDist } }),
+          : await ledgerPeer('llm-ledger', upstream, gcFlags, stoppers, 1, { setup, build: { name: 'llm-ledger (baseline)', distRoot: options.baselineDist } }),
       );
     }
     const load = await child('load', 'load.child.js');
@@ -151,17 +155,17 @@ async function ledgerPeer(
   stoppers: Array<() => Promise<void>>,
   workers: number,
   {
-    organizationKeys,
+    setup,
     store,
     build,
-  }: { readonly organizationKeys: number; readonly store?: { readonly url: string; stop(): Promise<void> }; readonly build?: { readonly name: PeerName; readonly distRoot: string } },
+  }: { readonly setup: LedgerSetup; readonly store?: { readonly url: string; stop(): Promise<void> }; readonly build?: { readonly name: PeerName; readonly distRoot: string } },
 ): Promise<Peer> {
   const name: PeerName = build?.name ?? (workers === 1 ? base : `${base}, ${workers} workers`);
   const ledger = await startLedger({
     upstreamBaseUrl: upstream.baseUrl,
     nodeFlags: [...gcFlags, ...ledgerNodeFlags()],
     workers,
-    organizationKeys,
+    ...setup,
     ...(store === undefined ? {} : { store: store.url }),
     ...(build === undefined ? {} : { distRoot: build.distRoot }),
   }).catch((error: unknown) => String(error));
@@ -174,7 +178,7 @@ async function ledgerPeer(
     await store?.stop();
   });
   return ledger.available
-    ? { name, available: true, workers, process: ledger.service, ledger: ledger.service, target: { origin: ledger.service.baseUrl, path: '/anthropic/v1/messages', headers: { ...anthropicHeaders(), 'x-api-key': ledger.key } } }
+    ? { name, available: true, workers, process: ledger.service, ledger: ledger.service, target: { origin: ledger.service.baseUrl, path: '/anthropic/v1/messages', headers: { ...anthropicHeaders(), 'x-api-key': ledger.keys[0]! }, ...(ledger.keys.length > 1 ? { apiKeys: ledger.keys } : {}) } }
     : { name, available: false, reason: ledger.reason };
 }
 
