@@ -4,14 +4,15 @@
  * docs/gateway.md describes: a rate card for the model, credits for one organization (with room for
  * 64 calls running at once), a gateway key; calls then go to `POST /anthropic/v1/messages` with
  * `x-api-key: <key>`. With BENCH_GATEWAY_ORGANIZATIONS above 1, as many organizations are set up
- * alike, each with its key, and the load's loops share them out (loop-keys.ts). Until that route answers, the peer is "not available" with the reason.
+ * alike, each with its key, and the load's loops share them out (loop-keys.ts). Until that route
+ * answers, the peer is "not available" with the reason.
  */
 import { SERVICE_START_TIMEOUT_MS, ServiceProcess } from '../http/service-process';
 import { ANTHROPIC_VERSION, BENCH_MODEL, UPSTREAM_API_KEY, requestBody } from './messages-wire';
 
 export const LEDGER_SYSTEM_TOKEN = 'bench-gateway-system-token';
 const ORGANIZATION_ID = 'bench-gateway-org';
-/** Most organizations a run sets up (BENCH_GATEWAY_ORGANIZATIONS): each takes four API calls to set up. */
+/** Most organizations a run sets up (BENCH_GATEWAY_ORGANIZATIONS): each takes three API calls, and one per extra key. */
 export const MAX_BENCH_ORGANIZATIONS = 1_000;
 /** Credits per million tokens, about a mid-size model's list price in micro-dollars. */
 const RATE_CARD = {
