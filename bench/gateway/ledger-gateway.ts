@@ -95,10 +95,9 @@ export async function startLedger(options: {
     if (typeof organization !== 'string') return organization;
     keys.push(organization);
   }
-  const key = keys[0]!;
   const probe = await fetch(`${service.baseUrl}/anthropic/v1/messages`, {
     method: 'POST',
-    headers: { ...anthropicHeaders(), 'x-api-key': key },
+    headers: { ...anthropicHeaders(), 'x-api-key': keys[0]! },
     body: requestBody({ stream: false, bytes: 256 }),
   });
   const text = await probe.text();

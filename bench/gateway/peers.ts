@@ -37,7 +37,7 @@ export interface Target {
   readonly origin: string;
   readonly path: string;
   readonly headers: Readonly<Record<string, string>>;
-  /** llm-ledger's keys, one per organization, when the calls are spread over several (loop-keys.ts). */
+  /** llm-ledger's keys, one per organization (BENCH_GATEWAY_ORGANIZATIONS), shared out among the load's loops (loop-keys.ts). */
   readonly apiKeys?: readonly string[];
 }
 
@@ -178,7 +178,7 @@ async function ledgerPeer(
     await store?.stop();
   });
   return ledger.available
-    ? { name, available: true, workers, process: ledger.service, ledger: ledger.service, target: { origin: ledger.service.baseUrl, path: '/anthropic/v1/messages', headers: { ...anthropicHeaders(), 'x-api-key': ledger.keys[0]! }, ...(ledger.keys.length > 1 ? { apiKeys: ledger.keys } : {}) } }
+    ? { name, available: true, workers, process: ledger.service, ledger: ledger.service, target: { origin: ledger.service.baseUrl, path: '/anthropic/v1/messages', headers: { ...anthropicHeaders(), 'x-api-key': ledger.keys[0]! }, apiKeys: ledger.keys } }
     : { name, available: false, reason: ledger.reason };
 }
 
